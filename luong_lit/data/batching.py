@@ -1,0 +1,126 @@
+"""Batches sorted by target length within large chunks, then shuffled (spec §8)."""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import torch
+from torch import Tensor
+
+from luong_lit.data.vocab import BOS_ID, EOS_ID, PAD_ID
+
+
+@dataclass
+class Batch:
+    """A padded batch. Targets are ``tgt_in = <s> y_1..y_n`` and ``tgt_out = y_1..y_n </s>``."""
+
+    src: Tensor  # (B, S) source ids, right-padded with 0
+    src_len: Tensor  # (B,)
+    tgt_in: Tensor  # (B, T)
+    tgt_out: Tensor  # (B, T)
+    index: Tensor  # (B,) position of each example in its split
+
+    def to(self, device) -> "Batch":
+        return Batch(*(t.to(device) for t in (self.src, self.src_len, self.tgt_in, self.tgt_out, self.index)))
+
+    @property
+    def num_tgt_tokens(self) -> int:
+        """Non-pad target tokens, ``</s>`` included: what the loss is summed over."""
+        return int((self.tgt_out != PAD_ID).sum())
+
+    def __len__(self) -> int:
+        return self.src.size(0)
+
+
+def _pad(seqs: Sequence[Sequence[int]], prefix: list[int], suffix: list[int]) -> Tensor:
+    T = max(len(s) for s in seqs) + len(prefix) + len(suffix)
+    out = torch.full((len(seqs), T), PAD_ID, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        row = prefix + list(s) + suffix
+        out[i, : len(row)] = torch.as_tensor(row, dtype=torch.long)
+    return out
+
+
+def collate(examples: Sequence[tuple[int, Sequence[int], Sequence[int]]]) -> Batch:
+    """``(index, src_ids, tgt_ids)`` triples to a :class:`Batch`."""
+    idx, src, tgt = zip(*examples)
+    return Batch(
+        src=_pad(src, [], []),
+        src_len=torch.tensor([len(s) for s in src], dtype=torch.long),
+        tgt_in=_pad(tgt, [BOS_ID], []),
+        tgt_out=_pad(tgt, [], [EOS_ID]),
+        index=torch.tensor(idx, dtype=torch.long),
+    )
+
+
+class BucketBatchSampler:
+    """Yields lists of example indices.
+
+    Each epoch: shuffle the examples, read them in chunks of ``chunk_batches`` batches,
+    sort each chunk by target length (then source length), cut it into batches and shuffle
+    the batch order (nmt.matlab ``loadTrainBatches``; spec §8). The order depends only on
+    ``seed`` and the epoch, so a resumed run sees the same batches. With ``batch_by='tokens'``
+    a batch holds as many sentences as fit ``batch_size`` padded target tokens.
+
+    Under DDP every rank takes every ``world_size``-th batch (``set_rank``).
+    """
+
+    def __init__(self, src_lens: Sequence[int], tgt_lens: Sequence[int], batch_size: int,
+                 batch_by: str = "sentences", chunk_batches: int = 100, shuffle: bool = True,
+                 seed: int = 0) -> None:
+        if batch_by not in ("sentences", "tokens"):
+            raise ValueError(f"batch_by must be 'sentences' or 'tokens', got {batch_by!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.src_lens, self.tgt_lens = list(src_lens), list(tgt_lens)
+        self.batch_size, self.batch_by = batch_size, batch_by
+        self.chunk_batches, self.shuffle, self.seed = chunk_batches, shuffle, seed
+        self.epoch, self.rank, self.world_size = 0, 0, 1
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def set_rank(self, rank: int, world_size: int) -> None:
+        self.rank, self.world_size = rank, world_size
+
+    def _cut(self, order: list[int]) -> list[list[int]]:
+        if self.batch_by == "sentences":
+            return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        batches, cur, longest = [], [], 0
+        for i in order:
+            longest_new = max(longest, self.tgt_lens[i] + 1)
+            if cur and longest_new * (len(cur) + 1) > self.batch_size:
+                batches.append(cur)
+                cur, longest_new = [], self.tgt_lens[i] + 1
+            cur.append(i)
+            longest = longest_new
+        return batches + ([cur] if cur else [])
+
+    def batches(self) -> list[list[int]]:
+        rng = random.Random(self.seed + self.epoch)
+        order = list(range(len(self.tgt_lens)))
+        if self.shuffle:
+            rng.shuffle(order)
+        key = lambda i: (self.tgt_lens[i], self.src_lens[i])  # noqa: E731
+        if not self.shuffle:  # evaluation: one global sort keeps padding minimal
+            return self._cut(sorted(order, key=key))
+        chunk = self.chunk_batches * (self.batch_size if self.batch_by == "sentences" else
+                                      max(1, self.batch_size // 20))
+        out: list[list[int]] = []
+        for start in range(0, len(order), chunk):
+            out.extend(self._cut(sorted(order[start:start + chunk], key=key)))
+        rng.shuffle(out)
+        return out
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batches = self.batches()
+        if self.world_size > 1:  # equal counts on every rank, as DDP needs
+            n = len(batches) // self.world_size * self.world_size
+            batches = batches[self.rank:n:self.world_size]
+        return iter(batches)
+
+    def __len__(self) -> int:
+        n = len(self.batches()) if self.batch_by == "tokens" else math.ceil(len(self.tgt_lens) / self.batch_size)
+        return n // self.world_size if self.world_size > 1 else n

@@ -1,0 +1,175 @@
+"""The LightningDataModule: named corpora or files → tokens → vocabularies → batches."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import lightning as L
+from torch.utils.data import DataLoader
+
+from luong_lit.data.batching import BucketBatchSampler, collate
+from luong_lit.data.corpora import DATASETS, corpus_source
+from luong_lit.data.io import DataError, read_parallel
+from luong_lit.data.sources import cache_dir, mirror_dir, resolve
+from luong_lit.data.tokenize import make_tokenizer
+from luong_lit.data.vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Split:
+    """One evaluation or training split, kept as text, tokens and ids."""
+
+    name: str
+    src_tokens: list[list[str]]
+    tgt_tokens: list[list[str]]
+    src_ids: list[list[int]] = field(default_factory=list)
+    tgt_ids: list[list[int]] = field(default_factory=list)
+
+    def examples(self) -> list[tuple[int, list[int], list[int]]]:
+        """``(index, src, tgt)`` for pairs with a non-empty source (what a batch can hold)."""
+        return [(i, s, t) for i, (s, t) in enumerate(zip(self.src_ids, self.tgt_ids)) if s]
+
+
+def length_filter(src: list[list[str]], tgt: list[list[str]], max_len: int | None, mode: str):
+    """Drop empty pairs, then drop (``filter``, paper §4.1) or cut (``truncate``, spec §8) long ones."""
+    if mode not in ("filter", "truncate"):
+        raise DataError(f"data.length_mode must be 'filter' or 'truncate', got {mode!r}")
+    pairs = [(s, t) for s, t in zip(src, tgt) if s and t]
+    if max_len:
+        if mode == "filter":
+            pairs = [(s, t) for s, t in pairs if len(s) <= max_len and len(t) <= max_len]
+        else:
+            pairs = [(s[:max_len], t[:max_len]) for s, t in pairs]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+class TranslationDataModule(L.LightningDataModule):
+    """Parallel data for training and evaluation.
+
+    Args:
+        dataset: ``multi30k``, ``wmt14_ende``, ``iwslt14_deen`` or ``files``.
+        src_lang, tgt_lang: the direction; every named dataset works both ways.
+        train, dev: a split name, a list of corpus names (concatenated), or for ``files`` a
+            mapping ``{src: path, tgt: path}``.
+        test: a mapping from a test-set name to a split spec as above.
+        variant: ``tok`` or ``raw`` (Multi30k only).
+        tokenizer: ``none`` (pre-tokenised), ``moses`` or ``sentencepiece``; ``tokenizer_opts``
+            are passed on (``aggressive``, ``escape``, ``lowercase``, ``model_type``, ``vocab_size``).
+        vocab_size, min_freq: keep the top-K words (paper: 50K) and/or words with count ≥ min_freq.
+        max_len, length_mode: drop (``filter``) or cut (``truncate``) training pairs over max_len.
+        batch_size, batch_by: sentences (paper: 128) or target tokens per batch.
+        mirror: a local directory laid out like the official data (else ``LUONG_LIT_DATA``).
+    """
+
+    def __init__(
+        self,
+        dataset: str = "multi30k",
+        src_lang: str = "en",
+        tgt_lang: str = "de",
+        train: Any = "train",
+        dev: Any = "val",
+        test: dict[str, Any] | None = None,
+        variant: str = "tok",
+        tokenizer: str = "none",
+        tokenizer_opts: dict[str, Any] | None = None,
+        vocab_size: int | None = 50000,
+        min_freq: int = 1,
+        max_len: int | None = 50,
+        length_mode: str = "filter",
+        batch_size: int = 128,
+        batch_by: str = "sentences",
+        eval_batch_size: int = 128,
+        chunk_batches: int = 100,
+        seed: int = 1234,
+        mirror: str | None = None,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        if dataset not in DATASETS:
+            raise DataError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
+        self.cfg = dict(dataset=dataset, src_lang=src_lang, tgt_lang=tgt_lang, variant=variant)
+        self.train_spec, self.dev_spec, self.test_spec = train, dev, dict(test or {})
+        self.tokenizer_kind, self.tokenizer_opts = tokenizer, dict(tokenizer_opts or {})
+        self.vocab_size, self.min_freq = vocab_size, min_freq
+        self.max_len, self.length_mode = max_len, length_mode
+        self.batch_size, self.batch_by, self.eval_batch_size = batch_size, batch_by, eval_batch_size
+        self.chunk_batches, self.seed, self.num_workers = chunk_batches, seed, num_workers
+        self.mirror = mirror_dir(mirror)
+        self.splits: dict[str, Split] = {}
+        self.src_vocab: Vocab | None = None
+        self.tgt_vocab: Vocab | None = None
+        self.tokenizers: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ reading
+    def _paths(self, spec: Any) -> list[tuple[Path, Path]]:
+        """(src, tgt) file pairs for a split spec."""
+        if self.cfg["dataset"] == "files":
+            if not hasattr(spec, "get") or not spec.get("src") or not spec.get("tgt"):
+                raise DataError(f"dataset=files needs each split as {{src: PATH, tgt: PATH}}, got {spec!r}")
+            return [(Path(spec["src"]), Path(spec["tgt"]))]
+        names = [spec] if isinstance(spec, str) else list(spec)
+        d, v = self.cfg["dataset"], self.cfg["variant"]
+        return [(resolve(corpus_source(d, n, self.cfg["src_lang"], v), self.mirror),
+                 resolve(corpus_source(d, n, self.cfg["tgt_lang"], v), self.mirror)) for n in names]
+
+    def _read(self, spec: Any) -> tuple[list[str], list[str]]:
+        src, tgt = [], []
+        for sp, tp in self._paths(spec):
+            s, t = read_parallel(sp, tp)
+            src += s
+            tgt += t
+        return src, tgt
+
+    def _tokenize(self, name: str, src: Sequence[str], tgt: Sequence[str]) -> Split:
+        ts, tt = self.tokenizers["src"], self.tokenizers["tgt"]
+        return Split(name, [ts.tokenize(x) for x in src], [tt.tokenize(x) for x in tgt])
+
+    # ------------------------------------------------------------------ setup
+    def setup(self, stage: str | None = None) -> None:
+        if self.src_vocab is not None:
+            return
+        src, tgt = self._read(self.train_spec)
+        for side, lines, lang in (("src", src, self.cfg["src_lang"]), ("tgt", tgt, self.cfg["tgt_lang"])):
+            self.tokenizers[side] = make_tokenizer(self.tokenizer_kind, lang, lines,
+                                                   cache_dir() / "sentencepiece", **self.tokenizer_opts)
+        train = self._tokenize("train", src, tgt)
+        train.src_tokens, train.tgt_tokens = length_filter(train.src_tokens, train.tgt_tokens,
+                                                           self.max_len, self.length_mode)
+        if not train.src_tokens:
+            raise DataError(f"no training pairs left after the length filter (max_len={self.max_len})")
+        self.src_vocab = Vocab.build(train.src_tokens, self.vocab_size, self.min_freq)
+        self.tgt_vocab = Vocab.build(train.tgt_tokens, self.vocab_size, self.min_freq)
+        self.splits = {"train": train, "dev": self._tokenize("dev", *self._read(self.dev_spec))}
+        for name, spec in self.test_spec.items():
+            self.splits[name] = self._tokenize(name, *self._read(spec))
+        for split in self.splits.values():
+            split.src_ids = [self.src_vocab.encode(s) for s in split.src_tokens]
+            split.tgt_ids = [self.tgt_vocab.encode(t) for t in split.tgt_tokens]
+        log.info("train pairs %d, vocab src %d tgt %d", len(train.src_ids), len(self.src_vocab),
+                 len(self.tgt_vocab))
+
+    # ------------------------------------------------------------------ loaders
+    def _loader(self, split: Split, train: bool) -> DataLoader:
+        examples = split.examples()
+        sampler = BucketBatchSampler(
+            [len(e[1]) for e in examples], [len(e[2]) for e in examples],
+            self.batch_size if train else self.eval_batch_size,
+            self.batch_by if train else "sentences", self.chunk_batches, shuffle=train, seed=self.seed,
+        )
+        trainer = getattr(self, "trainer", None)
+        if train and trainer is not None and trainer.world_size > 1:
+            sampler.set_rank(trainer.global_rank, trainer.world_size)
+        return DataLoader(examples, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.splits["train"], train=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader(self.splits["dev"], train=False)
+
+    def test_dataloader(self) -> list[DataLoader]:
+        return [self._loader(self.splits[name], train=False) for name in self.test_spec]

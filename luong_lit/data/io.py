@@ -1,0 +1,55 @@
+"""Reading text files with errors that name the file and the line."""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+
+class DataError(ValueError):
+    """Bad input data: the message names the file and, where it can, the line."""
+
+
+def _open_binary(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def read_lines(path: str | Path, allow_empty_file: bool = False) -> list[str]:
+    """All lines of a UTF-8 text file (plain or ``.gz``), without line terminators.
+
+    Raises:
+        DataError: the file is missing or empty, is not valid gzip, or a line is not UTF-8.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file does not exist")
+    lines: list[str] = []
+    try:
+        with _open_binary(path) as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    bad = raw[err.start:err.start + 1].hex()
+                    raise DataError(
+                        f"{path}:{lineno}: not valid UTF-8 (byte 0x{bad} at column {err.start + 1})"
+                    ) from None
+                lines.append(text.rstrip("\r\n"))
+    except (OSError, EOFError) as err:  # e.g. a truncated or fake .gz file
+        raise DataError(f"{path}: cannot be read: {err}") from None
+    if not lines and not allow_empty_file:
+        raise DataError(f"{path}: file is empty")
+    return lines
+
+
+def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str], list[str]]:
+    """Two line-aligned files; their line counts must match."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        short, n = (src_path, len(src)) if len(src) < len(tgt) else (tgt_path, len(tgt))
+        raise DataError(
+            f"parallel files differ in length: {src_path} has {len(src)} lines but {tgt_path} "
+            f"has {len(tgt)}; {short} ends after line {n}"
+        )
+    return src, tgt

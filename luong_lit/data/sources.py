@@ -1,0 +1,154 @@
+"""Where each corpus file comes from: a local mirror, the cache, or its official source.
+
+Every file has a *layout path* such as ``multi30k/tok/train.lc.norm.tok.en.gz``. A mirror is
+a directory laid out like that (set ``LUONG_LIT_DATA`` or the ``data.mirror`` config key);
+when one is set, nothing is downloaded. Otherwise the file is looked up in the cache
+(``LUONG_LIT_CACHE``, default ``~/.cache/luong_lit``) and, on first use, downloaded from its
+official URL with a progress bar, checked against its published checksum, extracted, and
+stored there as gzipped UTF-8 text.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import tarfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from luong_lit.data.io import DataError
+
+
+@dataclass(frozen=True)
+class Remote:
+    """An official download and its published checksum (``sha256:...`` or ``md5:...``)."""
+
+    url: str
+    checksum: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """One text file of a corpus.
+
+    ``content_sha256`` is the SHA-256 of the decompressed text, when known; it is checked
+    for mirror and cache files alike. ``member`` names the file inside an archive, ``fmt``
+    how to turn it into plain lines (``text``, ``gz`` or ``sgm``), ``head`` keeps only the
+    first lines.
+    """
+
+    path: str
+    remote: Remote
+    member: str | None = None
+    fmt: str = "text"
+    content_sha256: str | None = None
+    head: int | None = None
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("LUONG_LIT_CACHE", Path.home() / ".cache" / "luong_lit"))
+
+
+def mirror_dir(configured: str | os.PathLike | None = None) -> Path | None:
+    """The mirror from the config key, else from ``LUONG_LIT_DATA``, else None."""
+    value = configured or os.environ.get("LUONG_LIT_DATA")
+    return Path(value).expanduser() if value else None
+
+
+def _digest(kind: str, data_path: Path, gz: bool = False) -> str:
+    h = hashlib.new(kind)
+    opener = gzip.open if gz else open
+    with opener(data_path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _check_content(src: Source, path: Path) -> None:
+    if src.content_sha256 and _digest("sha256", path, gz=path.suffix == ".gz") != src.content_sha256:
+        raise DataError(f"{path}: checksum mismatch (expected sha256 {src.content_sha256} of the "
+                        f"text); the file is corrupt or not the release this kit expects")
+
+
+def resolve(src: Source, mirror: Path | None = None) -> Path:
+    """A local path to ``src``: from the mirror if set, else the cache (downloading once)."""
+    if mirror is not None:
+        path = mirror / src.path
+        if not path.is_file():
+            raise DataError(f"{path}: file does not exist in the data mirror {mirror} "
+                            f"(official source: {src.remote.url})")
+        _check_content(src, path)
+        return path
+    path = cache_dir() / src.path
+    if not path.is_file():
+        blob = download(src.remote, cache_dir() / "downloads")
+        _extract(src, blob, path)
+    _check_content(src, path)
+    return path
+
+
+def download(remote: Remote, dest_dir: Path) -> Path:
+    """Download ``remote`` once into ``dest_dir`` (atomically) and verify its checksum."""
+    kind, expected = remote.checksum.split(":", 1)
+    dest = dest_dir / re.sub(r"[^A-Za-z0-9._-]", "_", remote.url.split("://", 1)[-1])
+    if not dest.is_file():
+        from tqdm.auto import tqdm
+
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        part = dest.with_name(dest.name + ".part")
+        try:
+            with urllib.request.urlopen(remote.url, timeout=60) as resp, open(part, "wb") as out:
+                total = int(resp.headers.get("Content-Length") or 0) or None
+                with tqdm(total=total, unit="B", unit_scale=True, desc=remote.url.rsplit("/", 1)[-1]) as bar:
+                    for block in iter(lambda: resp.read(1 << 20), b""):
+                        out.write(block)
+                        bar.update(len(block))
+        except OSError as err:
+            part.unlink(missing_ok=True)
+            raise DataError(f"cannot download {remote.url}: {err}. Set LUONG_LIT_DATA to a local "
+                            "mirror to work offline") from None
+        part.replace(dest)
+    actual = _digest(kind, dest)
+    if actual != expected:
+        dest.unlink()
+        raise DataError(f"{remote.url}: checksum mismatch ({kind} {actual}, expected {expected})")
+    return dest
+
+
+_SEG = re.compile(r"<seg[^>]*>(.*)</seg>", re.IGNORECASE)
+
+
+def _lines_of(src: Source, blob: Path) -> list[str]:
+    if src.member is not None and src.member.startswith("prepared:"):
+        from luong_lit.data import iwslt
+
+        return iwslt.prepare(blob)[src.member.split(":", 1)[1]]
+    if src.member is not None:
+        with tarfile.open(blob) as tar:
+            try:
+                raw = tar.extractfile(src.member).read()  # type: ignore[union-attr]
+            except (KeyError, AttributeError):
+                raise DataError(f"{blob}: archive has no member {src.member}") from None
+    else:
+        raw = blob.read_bytes()
+    if src.fmt == "gz" or raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    text = raw.decode("utf-8")
+    if src.fmt == "sgm":
+        import html
+
+        lines = [html.unescape(m.group(1)).strip() for m in map(_SEG.search, text.splitlines()) if m]
+    else:
+        lines = text.splitlines()
+    return lines[: src.head] if src.head else lines
+
+
+def _extract(src: Source, blob: Path, path: Path) -> None:
+    lines = _lines_of(src, blob)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+    tmp.replace(path)

@@ -1,0 +1,100 @@
+"""Tokenisers: Moses (sacremoses), whitespace for pre-tokenised text, and sentencepiece."""
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+from typing import Sequence
+
+AT_SEP = "##AT##-##AT##"  # Stanford WMT'14 marker for a split intra-word hyphen (spec §13)
+
+
+class WhitespaceTokenizer:
+    """For pre-tokenised corpora: text is used as it is."""
+
+    name = "none"
+
+    def __init__(self, lowercase: bool = False) -> None:
+        self.lowercase = lowercase
+
+    def tokenize(self, line: str) -> list[str]:
+        return (line.lower() if self.lowercase else line).split()
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        return " ".join(tokens)
+
+
+class MosesTokenizer:
+    """Moses ``tokenizer.perl`` via sacremoses (byte-identical on German and English).
+
+    ``aggressive=True`` is ``tokenizer.perl -a``: intra-word hyphens are split and marked as
+    ``##AT##-##AT##``, the convention of the Stanford WMT'14 data used by the paper.
+    """
+
+    name = "moses"
+
+    def __init__(self, lang: str, aggressive: bool = False, escape: bool = False,
+                 lowercase: bool = False) -> None:
+        from sacremoses import MosesDetokenizer, MosesTokenizer as _Tok
+
+        self.lang, self.aggressive, self.escape, self.lowercase = lang, aggressive, escape, lowercase
+        self._tok, self._detok = _Tok(lang), MosesDetokenizer(lang)
+
+    def tokenize(self, line: str) -> list[str]:
+        line = line.lower() if self.lowercase else line
+        toks = self._tok.tokenize(line, aggressive_dash_splits=self.aggressive, escape=self.escape)
+        return [AT_SEP if t == "@-@" else t for t in toks]
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        text = " ".join(tokens).replace(f" {AT_SEP} ", "-")
+        return self._detok.detokenize(text.split())
+
+
+class SentencePieceTokenizer:
+    """A BPE or unigram model trained on the training split and cached by content hash."""
+
+    name = "sentencepiece"
+
+    def __init__(self, lines: Sequence[str], cache_dir: str | Path, model_type: str = "bpe",
+                 vocab_size: int = 8000, lowercase: bool = False) -> None:
+        import sentencepiece as spm
+
+        if model_type not in ("bpe", "unigram"):
+            raise ValueError(f"sentencepiece model_type must be 'bpe' or 'unigram', got {model_type!r}")
+        self.lowercase = lowercase
+        lines = [ln.lower() if lowercase else ln for ln in lines]
+        digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+        path = Path(cache_dir) / f"spm-{model_type}-{vocab_size}-{digest}.model"
+        if not path.is_file():
+            buf = io.BytesIO()
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=iter(lines), model_writer=buf, vocab_size=vocab_size,
+                model_type=model_type, hard_vocab_limit=False, minloglevel=2,
+                character_coverage=1.0, bos_id=-1, eos_id=-1, unk_id=0,
+            )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_bytes(buf.getvalue())
+            tmp.replace(path)
+        self.model_path = path
+        self._sp = spm.SentencePieceProcessor(model_file=str(path))
+
+    def tokenize(self, line: str) -> list[str]:
+        return self._sp.encode(line.lower() if self.lowercase else line, out_type=str)
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        return self._sp.decode_pieces(list(tokens))
+
+
+def make_tokenizer(kind: str, lang: str, train_lines: Sequence[str] | None = None,
+                   cache_dir: str | Path | None = None, **opts):
+    """Build a tokeniser by name: ``none``, ``moses`` or ``sentencepiece``."""
+    if kind == "none":
+        return WhitespaceTokenizer(lowercase=opts.get("lowercase", False))
+    if kind == "moses":
+        return MosesTokenizer(lang, **opts)
+    if kind == "sentencepiece":
+        if train_lines is None or cache_dir is None:
+            raise ValueError("sentencepiece needs the training lines and a cache directory")
+        return SentencePieceTokenizer(train_lines, cache_dir, **opts)
+    raise ValueError(f"tokenizer={kind!r} is unknown; choose one of none, moses, sentencepiece")

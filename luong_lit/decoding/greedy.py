@@ -1,0 +1,43 @@
+"""Greedy decoding over the :class:`~luong_lit.nn.Seq2Seq` step interface."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from luong_lit.data.vocab import BOS_ID, EOS_ID
+
+
+@torch.no_grad()
+def greedy_decode(model, src: Tensor, src_len: Tensor, max_len_ratio: float = 1.5,
+                  max_len_extra: int = 5, return_attention: bool = False):
+    """Pick the most probable word at every step until ``</s>`` or the length limit.
+
+    The limit is ``floor(max_len_ratio · S) + max_len_extra`` for each sentence (spec §11).
+
+    Returns:
+        hyps: a list of B id lists, without ``</s>``.
+        attn: with ``return_attention``, a list of (len_i + 1, S) weight tensors (the
+            ``</s>`` step included); otherwise None.
+    """
+    memory, state = model.encode(src, src_len)
+    B = src.size(0)
+    limits = (src_len.float() * max_len_ratio).floor().long() + max_len_extra  # (B,)
+    y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    out, attns = [], []
+    for t in range(int(limits.max())):
+        logits, state, align = model.step(y, state, memory, t)
+        y = logits.argmax(-1)  # (B,)
+        y = torch.where(done | (t >= limits), torch.full_like(y, EOS_ID), y)
+        out.append(y)
+        if return_attention and align is not None:
+            attns.append(align.dense(src.size(1)).squeeze(1))  # (B, S)
+        done |= y == EOS_ID
+        if bool(done.all()):
+            break
+    ids = torch.stack(out, 1).tolist()  # (B, T)
+    hyps = [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in ids]
+    if not return_attention or not attns:
+        return hyps, None
+    a = torch.stack(attns, 1)  # (B, T, S)
+    return hyps, [a[b, : len(h) + 1, : int(src_len[b])] for b, h in enumerate(hyps)]

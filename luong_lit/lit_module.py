@@ -1,0 +1,141 @@
+"""A thin LightningModule around :class:`luong_lit.nn.Seq2Seq`: loss, logging, optimisation."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import lightning as L
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+from torchmetrics import SumMetric
+
+from luong_lit.data.batching import Batch
+from luong_lit.data.vocab import PAD_ID
+from luong_lit.nn import Seq2Seq
+
+LOSS_NORMS = ("sentences", "nominal", "tokens")
+
+
+def token_nll(net: Seq2Seq, batch: Batch) -> tuple[Tensor, int]:
+    """Summed token NLL of the references under teacher forcing, and the token count.
+
+    Logits are computed for non-pad positions only, so padding costs no softmax work.
+    """
+    h_tilde, _ = net(batch.src, batch.src_len, batch.tgt_in)  # (B, T, d)
+    mask = batch.tgt_out != PAD_ID  # (B, T)
+    logits = net.logits(h_tilde[mask])  # (N, V)
+    nll = F.cross_entropy(logits.float(), batch.tgt_out[mask], reduction="sum")
+    return nll, int(mask.sum())
+
+
+def halving_factor(epoch: int, halve_after: int, convention: str = "paper") -> float:
+    """LR multiplier for 0-based ``epoch``: halve every epoch after ``halve_after`` epochs.
+
+    ``paper``: "after 5 epochs, we begin to halve the learning rate every epoch" (§4.1), so
+    epoch 6 runs at 0.5. ``code``: nmt.matlab first halves at the end of epoch 6, so epoch 7
+    runs at 0.5 (spec §8).
+    """
+    if convention not in ("paper", "code"):
+        raise ValueError(f"schedule convention must be 'paper' or 'code', got {convention!r}")
+    first_halved = halve_after + (1 if convention == "code" else 0)  # 0-based epoch index
+    return 0.5 ** max(0, epoch - first_halved + 1)
+
+
+class LuongLitModule(L.LightningModule):
+    """Training wrapper. The network and the optimizer factory are injected (R3).
+
+    Args:
+        net: the model.
+        optimizer: a factory ``params -> torch.optim.Optimizer`` (Hydra ``_partial_``).
+        halve_after: epochs before LR halving starts (paper: 5, or 8 with dropout); None: off.
+        halve_convention: ``paper`` or ``code`` (see :func:`halving_factor`).
+        loss_norm: ``sentences`` (sum of token NLL / batch size, paper §4.1), ``nominal``
+            (divide by the configured batch size even for a short last batch, as nmt.matlab)
+            or ``tokens`` (mean per token).
+        nominal_batch_size: the batch size used by ``nominal``.
+        clip_norm: rescale the gradient when its norm exceeds this (paper: 5); None: off.
+        clip_exclude_embeddings: compute that norm without the embeddings (nmt.matlab) while
+            still rescaling every parameter (spec §8).
+        extra_state: plain data stored in every checkpoint (vocabularies, net config).
+    """
+
+    def __init__(
+        self,
+        net: Seq2Seq,
+        optimizer: Callable[..., torch.optim.Optimizer],
+        halve_after: int | None = None,
+        halve_convention: str = "paper",
+        loss_norm: str = "sentences",
+        nominal_batch_size: int = 128,
+        clip_norm: float | None = 5.0,
+        clip_exclude_embeddings: bool = False,
+        extra_state: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        if loss_norm not in LOSS_NORMS:
+            raise ValueError(f"loss_norm must be one of {LOSS_NORMS}, got {loss_norm!r}")
+        halving_factor(0, halve_after or 0, halve_convention)  # validates the convention
+        self.net, self.optimizer_factory = net, optimizer
+        self.halve_after, self.halve_convention = halve_after, halve_convention
+        self.loss_norm, self.nominal_batch_size = loss_norm, nominal_batch_size
+        self.clip_norm, self.clip_exclude_embeddings = clip_norm, clip_exclude_embeddings
+        self.extra_state = dict(extra_state or {})
+        self.val_nll, self.val_tokens = SumMetric(), SumMetric()
+
+    def _normalise(self, nll: Tensor, batch: Batch, tokens: int) -> Tensor:
+        denom = {"sentences": len(batch), "nominal": self.nominal_batch_size, "tokens": tokens}
+        return nll / denom[self.loss_norm]
+
+    def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
+        nll, tokens = token_nll(self.net, batch)
+        loss = self._normalise(nll, batch, tokens)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch))
+        self.log("train/nll_per_token", nll.detach() / tokens, batch_size=len(batch))
+        if self._trainer is not None:
+            self.log("train/lr", self.optimizers().param_groups[0]["lr"], batch_size=len(batch))
+        return loss
+
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        nll, tokens = token_nll(self.net, batch)
+        self.val_nll.update(nll)
+        self.val_tokens.update(torch.tensor(float(tokens)))
+
+    def on_validation_epoch_end(self) -> None:
+        nll, tokens = self.val_nll.compute(), self.val_tokens.compute()
+        self.val_nll.reset()
+        self.val_tokens.reset()
+        ppl = math.exp(min(float(nll / tokens.clamp_min(1)), 50.0))
+        self.log("val/ppl", ppl, prog_bar=True, sync_dist=False)
+        self.log("val/nll_per_token", float(nll / tokens.clamp_min(1)))
+
+    def configure_optimizers(self) -> Any:
+        opt = self.optimizer_factory(params=self.parameters())
+        if self.halve_after is None:
+            return opt
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda e: halving_factor(e, self.halve_after, self.halve_convention))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
+
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None) -> None:
+        """Paper §4.1: rescale the gradient whenever its norm exceeds ``clip_norm``."""
+        if self.clip_norm is None:
+            return
+        params = [p for p in self.parameters() if p.grad is not None]
+        if self.clip_exclude_embeddings:
+            emb = {id(self.net.encoder.embedding.weight), id(self.net.decoder.embedding.weight)}
+            norm = torch.linalg.vector_norm(torch.stack(
+                [p.grad.norm() for p in params if id(p) not in emb]))
+            if norm > self.clip_norm:
+                for p in params:
+                    p.grad.mul_(self.clip_norm / (norm + 1e-6))
+            return
+        torch.nn.utils.clip_grad_norm_(params, self.clip_norm)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["luong_lit"] = self.extra_state
+        checkpoint["rng_torch"] = torch.get_rng_state()
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if "rng_torch" in checkpoint:  # dropout masks continue exactly as in an unbroken run
+            torch.set_rng_state(checkpoint["rng_torch"])

@@ -1,0 +1,186 @@
+"""Where to look: global, local-m and local-p attention (paper §3.1–3.2, EMNLP numbering).
+
+An attention module is composed with a :mod:`luong_lit.nn.scores` score ("how to score").
+It is stateless: per-batch work is returned by :meth:`prepare` as a :class:`Memory` and
+passed back in explicitly, so beam search and ensembles can reorder it freely.
+
+``forward(h_t, memory, step)`` takes ``T`` queries at once: ``T = 1`` when decoding step by
+step (input feeding), ``T = full length`` otherwise. ``step`` is the 0-based decoder step of
+the first query, which local-m needs.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from luong_lit.nn.scores import LocationScore, Score
+from luong_lit.nn.window import gather_positions, gaussian, window
+
+
+class Memory(NamedTuple):
+    """What attention needs from the encoder, computed once per batch."""
+
+    h_bar_s: Tensor  # (B, S, d) source states in original order
+    keys: Tensor  # (B, S, k) score keys, ``score.prepare(h_bar_s)``
+    src_len: Tensor  # (B,) true source lengths
+    valid: Tensor  # (B, S) True at real (non-pad) positions
+
+    def index_select(self, idx: Tensor) -> "Memory":
+        """Reorder or repeat batch rows (beam search, ensembles)."""
+        return Memory(*(x.index_select(0, idx) for x in self))
+
+
+class Alignment(NamedTuple):
+    """Attention weights ``a_t`` of ``T`` steps over ``N`` source slots."""
+
+    a_t: Tensor  # (B, T, N) weights
+    index: Tensor | None  # (B, T, N) source position of each slot; None when N == S
+    p_t: Tensor | None  # (B, T) aligned source position (local attention)
+
+    def dense(self, S: int) -> Tensor:
+        """Weights scattered over all ``S`` source positions, shape (B, T, S)."""
+        if self.index is None:
+            return self.a_t
+        out = self.a_t.new_zeros(*self.a_t.shape[:2], S)  # (B, T, S)
+        return out.scatter_add_(2, self.index, self.a_t)
+
+
+def _masked_softmax(scores: Tensor, valid: Tensor) -> Tensor:
+    """Softmax over the last axis with exactly zero weight where ``valid`` is False."""
+    return torch.softmax(scores.masked_fill(~valid, float("-inf")), dim=-1)
+
+
+class _Attention(nn.Module):
+    """Shared plumbing: holds the score and builds the :class:`Memory`."""
+
+    def __init__(self, score: Score) -> None:
+        super().__init__()
+        self.score = score
+
+    def prepare(self, h_bar_s: Tensor, src_len: Tensor) -> Memory:
+        S = h_bar_s.size(1)
+        valid = torch.arange(S, device=h_bar_s.device).unsqueeze(0) < src_len.unsqueeze(1)  # (B, S)
+        return Memory(h_bar_s, self.score.prepare(h_bar_s), src_len, valid)
+
+
+class GlobalAttention(_Attention):
+    """Attend to all source states (paper §3.1): ``a_t = align(h_t, h_bar_s)`` (Eq. 7).
+
+    ``mask_padding=True`` gives padding exactly zero weight. ``False`` mimics the
+    paper-era code, which did not mask (spec "Read this first", item 1).
+    """
+
+    def __init__(self, score: Score, mask_padding: bool = True) -> None:
+        super().__init__(score)
+        self.mask_padding = mask_padding
+
+    def forward(self, h_t: Tensor, memory: Memory, step: int = 0) -> tuple[Tensor, Alignment]:
+        scores = self.score(h_t, memory.keys)  # (B, T, S) or (B, T, L) for location
+        if isinstance(self.score, LocationScore):
+            a_t = self._location_weights(scores, memory)
+        elif self.mask_padding:
+            a_t = _masked_softmax(scores, memory.valid.unsqueeze(1))  # (B, T, S)
+        else:
+            a_t = torch.softmax(scores, dim=-1)
+        c_t = torch.bmm(a_t, memory.h_bar_s)  # (B, T, d)
+        return c_t, Alignment(a_t, None, None)
+
+    def _location_weights(self, scores: Tensor, memory: Memory) -> Tensor:
+        """Eq. 9 over ``L`` fixed slots, cut or zero-padded to the batch length ``S``."""
+        L, S = scores.size(-1), memory.h_bar_s.size(1)
+        if self.mask_padding:
+            slot_ok = torch.arange(L, device=scores.device) < memory.src_len.view(-1, 1, 1)  # (B, 1, L)
+            a_t = _masked_softmax(scores, slot_ok)  # (B, T, L)
+        else:
+            a_t = torch.softmax(scores, dim=-1)
+        if S <= L:
+            return a_t[..., :S]  # (B, T, S)
+        return nn.functional.pad(a_t, (0, S - L))  # (B, T, S): words past L get no weight
+
+
+class _LocalAttention(_Attention):
+    """Attend to the ``2D+1`` window ``[p_t - D, p_t + D]`` only (paper §3.2).
+
+    Scores are computed for the gathered window positions only; the whole source is never
+    scored. ``clip_to='sentence'`` drops slots outside the true sentence (nmt.matlab HEAD);
+    ``'batch'`` drops only those outside the padded batch (paper-era code, spec §1).
+    """
+
+    def __init__(self, score: Score, D: int = 10, clip_to: str = "sentence") -> None:
+        super().__init__(score)
+        if isinstance(score, LocationScore):
+            raise ValueError(
+                f"{type(self).__name__} cannot use the location score: it scores fixed "
+                "source slots, not window positions (the paper uses it with global attention only)."
+            )
+        if D < 1:
+            raise ValueError(f"local attention window half-width D must be >= 1, got D={D}")
+        if clip_to not in ("sentence", "batch"):
+            raise ValueError(f"clip_to must be 'sentence' or 'batch', got {clip_to!r}")
+        self.D, self.clip_to = D, clip_to
+
+    def _attend(self, h_t: Tensor, memory: Memory, center: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Masked softmax over the window around ``center`` (B, T)."""
+        bound = None
+        if self.clip_to == "batch":
+            bound = torch.full_like(memory.src_len, memory.h_bar_s.size(1))
+        idx, valid = window(center, self.D, memory.src_len, bound)  # (B, T, W) x2
+        keys = gather_positions(memory.keys, idx)  # (B, T, W, k)
+        a_t = _masked_softmax(self.score(h_t, keys), valid)  # (B, T, W)
+        return a_t, idx, valid
+
+    @staticmethod
+    def _context(a_t: Tensor, memory: Memory, idx: Tensor) -> Tensor:
+        h_win = gather_positions(memory.h_bar_s, idx)  # (B, T, W, d)
+        return torch.matmul(a_t.unsqueeze(-2), h_win).squeeze(-2)  # (B, T, d)
+
+
+class LocalMonotonicAttention(_LocalAttention):
+    """local-m: ``p_t = t`` (paper §3.2), clamped to the last source word when ``t > S``.
+
+    With 0-based steps, step ``t`` centres on source position ``min(t, S-1)`` (spec §2).
+    No Gaussian; the softmax runs over the in-window slots only.
+    """
+
+    def forward(self, h_t: Tensor, memory: Memory, step: int = 0) -> tuple[Tensor, Alignment]:
+        B, T, _ = h_t.shape
+        t = torch.arange(step, step + T, device=h_t.device).expand(B, T)  # (B, T)
+        p_t = torch.minimum(t, (memory.src_len - 1).unsqueeze(1))  # (B, T)
+        a_t, idx, _ = self._attend(h_t, memory, p_t)
+        return self._context(a_t, memory, idx), Alignment(a_t, idx, p_t.to(h_t.dtype))
+
+
+class LocalPredictiveAttention(_LocalAttention):
+    """local-p: ``p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))`` (Eq. 10) with a Gaussian (Eq. 11).
+
+    ``S`` is the true source length, so ``p_t ∈ [0, S]``. The window centre is
+    ``floor(p_t)``; the Gaussian uses the real-valued ``p_t`` with ``σ = D/2``.
+    By default the Gaussian multiplies the normalised weights and the product is *not*
+    renormalised, so ``Σ_s a_t(s) ≤ 1`` (nmt.matlab ``normLocalAttn = 0``, spec §1).
+    Gradients reach ``W_p`` and ``v_p`` only through the Gaussian (footnote 10).
+    """
+
+    def __init__(
+        self,
+        score: Score,
+        dim: int,
+        D: int = 10,
+        renormalize: bool = False,
+        clip_to: str = "sentence",
+        bias: bool = False,
+    ) -> None:
+        super().__init__(score, D, clip_to)
+        self.renormalize = renormalize
+        self.W_p = nn.Linear(dim, dim, bias=bias)
+        self.v_p = nn.Linear(dim, 1, bias=False)
+
+    def forward(self, h_t: Tensor, memory: Memory, step: int = 0) -> tuple[Tensor, Alignment]:
+        S = memory.src_len.to(h_t.dtype).unsqueeze(1)  # (B, 1)
+        p_t = S * torch.sigmoid(self.v_p(torch.tanh(self.W_p(h_t))).squeeze(-1))  # (B, T) Eq. 10
+        a_t, idx, valid = self._attend(h_t, memory, p_t.detach().floor().long())
+        a_t = a_t * gaussian(idx, p_t, self.D / 2.0)  # (B, T, W) Eq. 11
+        if self.renormalize:
+            a_t = a_t / a_t.sum(-1, keepdim=True).clamp_min(1e-12)
+        return self._context(a_t, memory, idx), Alignment(a_t, idx, p_t)

@@ -1,0 +1,169 @@
+"""Stacked LSTM decoder with attention and input feeding (paper §3 and §3.3, EMNLP numbering).
+
+At step ``t`` the decoder reads ``y_{t-1}`` (and, with input feeding, ``h_tilde_{t-1}``),
+computes the top-layer state ``h_t``, attends to get ``c_t``, and forms the attentional
+vector ``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5, context first as in nmt.matlab).
+``p(y_t | y_<t, x) = softmax(W_s h_tilde_t)`` (Eq. 6). Without attention the prediction
+uses ``h_t`` directly (Eq. 2).
+
+Two paths share one set of ``nn.LSTM`` parameters:
+
+* without input feeding the whole target is read by ``nn.LSTM`` at once and attention is
+  computed for all ``T`` queries in one call;
+* with input feeding the stack is unrolled step by step (layer 1 needs ``h_tilde_{t-1}``).
+  The embedding half of layer 1's input projection is still computed for all steps at once.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from luong_lit.nn.attention import Alignment, Memory, _Attention
+
+
+class DecoderState(NamedTuple):
+    """Recurrent state carried between decoder steps (reordered by beam search)."""
+
+    h: Tensor  # (L, B, d)
+    c: Tensor  # (L, B, d)
+    h_tilde: Tensor  # (B, d) previous attentional vector, zeros before step 1
+
+    def index_select(self, idx: Tensor) -> "DecoderState":
+        return DecoderState(self.h.index_select(1, idx), self.c.index_select(1, idx),
+                            self.h_tilde.index_select(0, idx))
+
+
+def _lstm_cell(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+    """LSTM update from pre-activation ``gates`` (B, 4d) in ``nn.LSTM``'s i, f, g, o order."""
+    d = c.size(-1)
+    sig = torch.sigmoid(gates)  # (B, 4d)
+    i, f, o = sig[:, :d], sig[:, d:2 * d], sig[:, 3 * d:]
+    g = torch.tanh(gates[:, 2 * d:3 * d])  # (B, d)
+    c = torch.addcmul(f * c, i, g)  # (B, d)
+    return o * torch.tanh(c), c
+
+
+class Decoder(nn.Module):
+    """Target embedding, stacked LSTM, attention, attentional layer ``W_c`` and softmax ``W_s``.
+
+    Dropout (spec §7) is applied to the input of every LSTM layer, i.e. to the embedding,
+    to ``h_tilde_{t-1}`` when it is fed, and to the lower layer's ``h_t``; never to the
+    recurrent state, the attention weights, or ``h_tilde_t`` before the softmax.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_size: int,
+        hidden_size: int,
+        num_layers: int,
+        attention: _Attention | None,
+        feed_input: bool = True,
+        dropout: float = 0.0,
+        bias: bool = True,
+        pad_id: int = 0,
+    ) -> None:
+        super().__init__()
+        self.attention, self.feed_input = attention, feed_input
+        self.embed_size, self.hidden_size, self.num_layers = embed_size, hidden_size, num_layers
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
+        self.dropout = nn.Dropout(dropout)
+        in_size = embed_size + (hidden_size if feed_input else 0)
+        self.rnn = nn.LSTM(in_size, hidden_size, num_layers, bias=bias, batch_first=True,
+                           dropout=dropout if num_layers > 1 else 0.0)
+        self.W_c = nn.Linear(2 * hidden_size, hidden_size, bias=bias) if attention is not None else None
+        self.W_s = nn.Linear(hidden_size, vocab_size, bias=bias)
+
+    # ------------------------------------------------------------------ weights
+    def _layer_weights(self) -> list[tuple[Tensor, Tensor | None]]:
+        """Per layer: ``W`` (in+d, 4d) acting on ``[x_t; h_{t-1}]`` and the summed bias.
+
+        For layer 1 with input feeding, ``x_t`` is only the ``h_tilde_{t-1}`` part; the
+        embedding part is projected for all steps at once (see :meth:`_embed_proj`).
+        """
+        out = []
+        for l in range(self.num_layers):
+            w_ih, w_hh = getattr(self.rnn, f"weight_ih_l{l}"), getattr(self.rnn, f"weight_hh_l{l}")
+            if l == 0:
+                w_ih = w_ih[:, self.embed_size:]  # the h_tilde columns (empty without feeding)
+            b = None
+            if self.rnn.bias:
+                b = getattr(self.rnn, f"bias_ih_l{l}") + getattr(self.rnn, f"bias_hh_l{l}")
+            out.append((torch.cat([w_ih, w_hh], 1).t(), b))
+        return out
+
+    def _embed_proj(self, y: Tensor) -> Tensor:
+        """Layer-1 input projection of the (dropped-out) embeddings: (B, T) -> (B, T, 4d)."""
+        x = self.dropout(self.embedding(y))  # (B, T, e)
+        b = None
+        if self.rnn.bias:
+            b = self.rnn.bias_ih_l0 + self.rnn.bias_hh_l0
+        return F.linear(x, self.rnn.weight_ih_l0[:, : self.embed_size], b)  # (B, T, 4d)
+
+    # ------------------------------------------------------------------ one step
+    def _cell_stack(self, x0: Tensor, state: DecoderState, weights) -> tuple[Tensor, Tensor]:
+        """Advance every LSTM layer by one step; ``x0`` is layer 1's embedding projection."""
+        hs, cs = [], []
+        inp = self.dropout(state.h_tilde) if self.feed_input else None
+        for l, (W, b) in enumerate(weights):
+            h_prev = state.h[l]  # (B, d)
+            if l == 0:
+                rec = h_prev if inp is None else torch.cat([inp, h_prev], 1)  # (B, d|2d)
+                gates = torch.addmm(x0, rec, W)  # (B, 4d)
+            else:
+                rec = torch.cat([self.dropout(hs[-1]), h_prev], 1)  # (B, 2d)
+                gates = torch.addmm(b, rec, W) if b is not None else rec @ W  # (B, 4d)
+            h, c = _lstm_cell(gates, state.c[l])
+            hs.append(h)
+            cs.append(c)
+        return torch.stack(hs), torch.stack(cs)  # (L, B, d) x2
+
+    def _attend(self, h_t: Tensor, memory: Memory, step: int) -> tuple[Tensor, Alignment | None]:
+        """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) for queries ``h_t`` (B, T, d)."""
+        if self.attention is None:
+            return h_t, None
+        c_t, align = self.attention(h_t, memory, step)  # (B, T, d)
+        return torch.tanh(self.W_c(torch.cat([c_t, h_t], -1))), align  # (B, T, d)
+
+    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int,
+             weights=None) -> tuple[Tensor, DecoderState, Alignment | None]:
+        """One decoder step from ``y_{t-1}`` (B,): returns ``h_tilde_t`` (B, d), state, alignment."""
+        weights = self._layer_weights() if weights is None else weights
+        x0 = self._embed_proj(y_prev.unsqueeze(1)).squeeze(1)  # (B, 4d)
+        h, c = self._cell_stack(x0, state, weights)
+        h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
+        h_tilde = h_tilde.squeeze(1)  # (B, d)
+        return h_tilde, DecoderState(h, c, h_tilde), align
+
+    # ------------------------------------------------------------------ teacher forcing
+    def forward(self, y_in: Tensor, state: DecoderState, memory: Memory,
+                return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Teacher-forced decoding of ``y_in`` (B, T) (``<s> y_1 ... y_{T-1}``).
+
+        Returns ``h_tilde`` (B, T, d) for every step and, if asked, the dense attention
+        weights (B, T, S).
+        """
+        if not self.feed_input:
+            h_all, _ = self.rnn(self.dropout(self.embedding(y_in)), (state.h, state.c))  # (B, T, d)
+            h_tilde, align = self._attend(h_all, memory, 0)
+            dense = align.dense(memory.h_bar_s.size(1)) if (return_attention and align) else None
+            return h_tilde, dense
+        return self._forward_feed(y_in, state, memory, return_attention)
+
+    def _forward_feed(self, y_in: Tensor, state: DecoderState, memory: Memory,
+                      return_attention: bool) -> tuple[Tensor, Tensor | None]:
+        weights = self._layer_weights()
+        x_proj = self._embed_proj(y_in).transpose(0, 1)  # (T, B, 4d), contiguous per step
+        outs, attns = [], []
+        for t in range(y_in.size(1)):
+            h, c = self._cell_stack(x_proj[t], state, weights)
+            h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
+            state = DecoderState(h, c, h_tilde.squeeze(1))
+            outs.append(state.h_tilde)
+            if return_attention:
+                attns.append(align.dense(memory.h_bar_s.size(1)))  # (B, 1, S)
+        dense = torch.cat(attns, 1) if return_attention else None  # (B, T, S)
+        return torch.stack(outs, 1), dense  # (B, T, d)

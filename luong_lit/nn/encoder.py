@@ -1,0 +1,72 @@
+"""Stacked LSTM encoder (paper §2 and §4.1)."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+def reverse_index(lengths: Tensor, S: int) -> Tensor:
+    """Per-row index that reverses the first ``lengths[b]`` positions and keeps padding.
+
+    The permutation is its own inverse. Returns (B, S).
+    """
+    pos = torch.arange(S, device=lengths.device).unsqueeze(0)  # (1, S)
+    rev = lengths.unsqueeze(1) - 1 - pos  # (B, S)
+    return torch.where(pos < lengths.unsqueeze(1), rev, pos)
+
+
+class Encoder(nn.Module):
+    """Embeds and reads the source with an ``L``-layer LSTM.
+
+    Dropout is applied to the input of every LSTM layer (spec §7): the embedding for layer 1,
+    and the lower layer's output for layers ≥ 2 (``nn.LSTM``'s own ``dropout``).
+
+    With ``reverse_source=True`` the LSTM reads each sentence backwards (paper §4.1, "+reverse"),
+    but the returned states ``h_bar_s`` are put back in *original* order, so every
+    position-based computation downstream (local windows, location slots, alignments)
+    works in original positions (spec §6).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_size: int,
+        hidden_size: int,
+        num_layers: int,
+        dropout: float = 0.0,
+        reverse_source: bool = False,
+        bias: bool = True,
+        pad_id: int = 0,
+    ) -> None:
+        super().__init__()
+        self.reverse_source = reverse_source
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
+        self.dropout = nn.Dropout(dropout)
+        self.rnn = nn.LSTM(
+            embed_size, hidden_size, num_layers, bias=bias, batch_first=True,
+            dropout=dropout if num_layers > 1 else 0.0,
+        )
+
+    def forward(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """Encode a padded batch.
+
+        Args:
+            src: (B, S) token ids, right-padded.
+            src_len: (B,) true lengths, all ≥ 1.
+
+        Returns:
+            h_bar_s: (B, S, d) top-layer states in original order, zeros at padding.
+            (h, c): each (L, B, d), the final states of every layer.
+        """
+        S = src.size(1)
+        if self.reverse_source:
+            src = src.gather(1, reverse_index(src_len, S))  # (B, S) reversed words, pads last
+        x = self.dropout(self.embedding(src))  # (B, S, e)
+        packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
+        out, (h, c) = self.rnn(packed)
+        h_bar_s, _ = pad_packed_sequence(out, batch_first=True, total_length=S)  # (B, S, d)
+        if self.reverse_source:
+            idx = reverse_index(src_len, S).unsqueeze(-1).expand_as(h_bar_s)  # (B, S, d)
+            h_bar_s = h_bar_s.gather(1, idx)  # back to original order
+        return h_bar_s, (h, c)

@@ -1,0 +1,110 @@
+"""Alignment score functions ``score(h_t, h_bar_s)`` (paper Eq. 8 and Eq. 9, EMNLP numbering).
+
+Every score is split in two so that per-batch work is done once, not once per decoder step:
+
+* ``prepare(h_bar_s)`` turns the source states into *keys* once per batch;
+* ``forward(h_t, keys)`` scores queries against keys.
+
+``keys`` is either ``(B, S, k)``, shared by all queries (global attention), or
+``(B, T, W, k)``, one window of ``W`` gathered keys per query (local attention).
+``h_t`` is ``(B, T, d)``. The result is ``(B, T, S)`` or ``(B, T, W)`` raw scores.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+def _dot(h_t: Tensor, keys: Tensor) -> Tensor:
+    """Batched ``h_t · key`` for shared ``(B,S,k)`` or windowed ``(B,T,W,k)`` keys."""
+    if keys.dim() == 3:
+        return torch.bmm(h_t, keys.transpose(1, 2))  # (B, T, S)
+    return torch.matmul(keys, h_t.unsqueeze(-1)).squeeze(-1)  # (B, T, W)
+
+
+class Score(nn.Module):
+    """Base class. ``content_based`` selects the footnote-14 alignment convention."""
+
+    content_based: bool = True
+
+    def prepare(self, h_bar_s: Tensor) -> Tensor:
+        """Per-batch keys from source states ``h_bar_s`` of shape (B, S, d)."""
+        return h_bar_s
+
+    def forward(self, h_t: Tensor, keys: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class DotScore(Score):
+    """``score(h_t, h_bar_s) = h_tᵀ h_bar_s`` (Eq. 8, *dot*)."""
+
+    def __init__(self, dim: int, bias: bool = False) -> None:
+        super().__init__()
+
+    def forward(self, h_t: Tensor, keys: Tensor) -> Tensor:
+        return _dot(h_t, keys)
+
+
+class GeneralScore(Score):
+    """``score(h_t, h_bar_s) = h_tᵀ W_a h_bar_s`` (Eq. 8, *general*).
+
+    The keys are ``W_a h_bar_s``, computed once per batch.
+    """
+
+    def __init__(self, dim: int, bias: bool = False) -> None:
+        super().__init__()
+        self.W_a = nn.Linear(dim, dim, bias=bias)
+
+    def prepare(self, h_bar_s: Tensor) -> Tensor:
+        return self.W_a(h_bar_s)  # (B, S, d)
+
+    def forward(self, h_t: Tensor, keys: Tensor) -> Tensor:
+        return _dot(h_t, keys)
+
+
+class ConcatScore(Score):
+    """``score(h_t, h_bar_s) = v_aᵀ tanh(W_a [h_t; h_bar_s])`` (Eq. 8, *concat*).
+
+    ``paper_form=True`` is the formula of the paper: ``W_a = [W_1, W_2]`` is learned in full.
+    ``paper_form=False`` is the authors' implementation (spec §4, arXiv footnote 15): the
+    block of ``W_a`` acting on ``h_bar_s`` is fixed to the identity, i.e.
+    ``v_aᵀ tanh(h_bar_s + W_1 h_t)``.
+    """
+
+    def __init__(self, dim: int, paper_form: bool = True, bias: bool = False) -> None:
+        super().__init__()
+        self.paper_form = paper_form
+        self.W_1 = nn.Linear(dim, dim, bias=bias)  # acts on h_t
+        self.W_2 = nn.Linear(dim, dim, bias=False) if paper_form else None  # acts on h_bar_s
+        self.v_a = nn.Linear(dim, 1, bias=False)
+
+    def prepare(self, h_bar_s: Tensor) -> Tensor:
+        return self.W_2(h_bar_s) if self.W_2 is not None else h_bar_s  # (B, S, d)
+
+    def forward(self, h_t: Tensor, keys: Tensor) -> Tensor:
+        q = self.W_1(h_t)  # (B, T, d)
+        if keys.dim() == 3:
+            hidden = torch.tanh(q.unsqueeze(2) + keys.unsqueeze(1))  # (B, T, S, d)
+        else:
+            hidden = torch.tanh(q.unsqueeze(2) + keys)  # (B, T, W, d)
+        return self.v_a(hidden).squeeze(-1)  # (B, T, S|W)
+
+
+class LocationScore(Score):
+    """``a_t = softmax(W_a h_t)`` (Eq. 9): scores from the target state alone.
+
+    ``W_a`` has one row per source position up to ``max_src_len`` (the authors used 50,
+    spec §3). Positions beyond it get no weight ("for long sentences, we ignore words near
+    the end", paper footnote 6). Not content based: its alignment for target word ``y_t``
+    is ``a_t`` itself (footnote 14).
+    """
+
+    content_based = False
+
+    def __init__(self, dim: int, max_src_len: int = 50, bias: bool = False) -> None:
+        super().__init__()
+        self.max_src_len = max_src_len
+        self.W_a = nn.Linear(dim, max_src_len, bias=bias)
+
+    def forward(self, h_t: Tensor, keys: Tensor) -> Tensor:
+        return self.W_a(h_t)  # (B, T, max_src_len)

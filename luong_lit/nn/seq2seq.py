@@ -1,0 +1,151 @@
+"""The full encoder–decoder (paper §2–3) and the small interface that decoding uses.
+
+Decoding code sees only :meth:`Seq2Seq.encode`, :meth:`Seq2Seq.step`,
+:meth:`Seq2Seq.logits` and the ``index_select`` methods of :class:`Memory` and
+:class:`DecoderState`; it never reaches into model internals.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch import Tensor, nn
+
+from luong_lit.nn import attention as attn_mod
+from luong_lit.nn import scores as score_mod
+from luong_lit.nn.attention import Alignment, Memory
+from luong_lit.nn.decoder import Decoder, DecoderState
+from luong_lit.nn.encoder import Encoder
+from luong_lit.nn.init import init_uniform_
+
+ATTENTIONS: dict[str, Any] = {
+    "none": None,
+    "global": attn_mod.GlobalAttention,
+    "local_m": attn_mod.LocalMonotonicAttention,
+    "local_p": attn_mod.LocalPredictiveAttention,
+}
+SCORES: dict[str, Any] = {
+    "dot": score_mod.DotScore,
+    "general": score_mod.GeneralScore,
+    "concat": score_mod.ConcatScore,
+    "location": score_mod.LocationScore,
+}
+
+
+class ConfigError(ValueError):
+    """An invalid model configuration, raised at construction with the options named."""
+
+
+def _factory_name(factory: Any, table: dict[str, Any]) -> str:
+    func = getattr(factory, "func", factory)
+    for name, cls in table.items():
+        if cls is not None and func is cls:
+            return name
+    return getattr(func, "__name__", str(func))
+
+
+def build_attention(attention: str | Callable | None, score: str | Callable | None,
+                    dim: int, bias: bool = True) -> attn_mod._Attention | None:
+    """Compose "where to look" with "how to score" (R2); names or factories are accepted."""
+    attention = ATTENTIONS[attention] if isinstance(attention, str) and attention in ATTENTIONS else attention
+    if attention is None:
+        return None
+    if isinstance(attention, str):
+        raise ConfigError(f"attention={attention!r} is unknown; choose one of {sorted(ATTENTIONS)}")
+    if isinstance(score, str):
+        if score not in SCORES:
+            raise ConfigError(f"score={score!r} is unknown; choose one of {sorted(SCORES)}")
+        score = SCORES[score]
+    if score is None:
+        raise ConfigError("an attention model needs a score (dot, general, concat or location)")
+    names = f"attention={_factory_name(attention, ATTENTIONS)} score={_factory_name(score, SCORES)}"
+    try:
+        score_obj = score(dim=dim, bias=bias)
+        if getattr(attention, "func", attention) is attn_mod.LocalPredictiveAttention:
+            return attention(score=score_obj, dim=dim, bias=bias)
+        return attention(score=score_obj)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"invalid model configuration {names}: {err}") from None
+
+
+class Seq2Seq(nn.Module):
+    """Stacked-LSTM encoder–decoder with optional Luong attention.
+
+    Args:
+        src_vocab_size, tgt_vocab_size: vocabulary sizes (separate embeddings).
+        embed_size, hidden_size, num_layers: sizes (paper: 1000, 1000, 4).
+        dropout: drop probability on every LSTM layer's input (paper: 0.2).
+        attention: ``"none"|"global"|"local_m"|"local_p"`` or a factory taking ``score=``.
+        score: ``"dot"|"general"|"concat"|"location"`` or a factory taking ``dim=, bias=``.
+        feed_input: input feeding (paper §3.3).
+        reverse_source: read the source backwards (paper §4.1).
+        bias: biases in LSTMs and linear layers (nmt.matlab has none, spec §0).
+        init_scale: uniform initialisation range (paper: 0.1).
+    """
+
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        embed_size: int = 256,
+        hidden_size: int = 256,
+        num_layers: int = 2,
+        dropout: float = 0.0,
+        attention: str | Callable | None = "global",
+        score: str | Callable | None = "general",
+        feed_input: bool = True,
+        reverse_source: bool = False,
+        bias: bool = True,
+        init_scale: float = 0.1,
+        pad_id: int = 0,
+    ) -> None:
+        super().__init__()
+        att = build_attention(attention, score, hidden_size, bias)
+        if att is None and feed_input:
+            raise ConfigError(
+                "invalid model configuration attention=none feed_input=true: input feeding feeds "
+                "the attentional vector h_tilde_t, which a model without attention does not have; "
+                "set feed_input=false"
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
+        self.encoder = Encoder(src_vocab_size, embed_size, hidden_size, num_layers, dropout,
+                               reverse_source, bias, pad_id)
+        self.decoder = Decoder(tgt_vocab_size, embed_size, hidden_size, num_layers, att,
+                               feed_input, dropout, bias, pad_id)
+        self.attention = att
+        init_uniform_(self, init_scale)
+
+    @property
+    def content_based(self) -> bool:
+        """Footnote 14: content-based scores align ``y_{t-1}`` with ``a_t``; location ``y_t``."""
+        return self.attention is None or self.attention.score.content_based
+
+    # ------------------------------------------------------------------ decoding interface
+    def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
+        """Encode a batch: the attention memory and the decoder's initial state."""
+        h_bar_s, (h, c) = self.encoder(src, src_len)  # (B, S, d), (L, B, d) x2
+        if self.attention is not None:
+            memory = self.attention.prepare(h_bar_s, src_len)
+        else:
+            valid = torch.arange(src.size(1), device=src.device) < src_len.unsqueeze(1)  # (B, S)
+            memory = Memory(h_bar_s, h_bar_s, src_len, valid)
+        h_tilde0 = h_bar_s.new_zeros(src.size(0), h.size(-1))  # (B, d) zeros at t = 1
+        return memory, DecoderState(h, c, h_tilde0)
+
+    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
+             ) -> tuple[Tensor, DecoderState, Alignment | None]:
+        """One step from ``y_{t-1}`` (B,) at 0-based step ``t``: logits (B, V), state, ``a_t``."""
+        h_tilde, state, align = self.decoder.step(y_prev, state, memory, t)
+        return self.logits(h_tilde), state, align
+
+    def logits(self, h_tilde: Tensor) -> Tensor:
+        """``W_s h_tilde_t`` (Eq. 6), the pre-softmax scores."""
+        return self.decoder.W_s(h_tilde)
+
+    # ------------------------------------------------------------------ training
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor,
+                return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Teacher-forced pass: ``h_tilde`` (B, T, d) and optionally dense ``a_t`` (B, T, S)."""
+        memory, state = self.encode(src, src_len)
+        return self.decoder(tgt_in, state, memory, return_attention)
