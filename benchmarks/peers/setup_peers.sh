@@ -93,7 +93,12 @@ mkdir -p "$DATA/m30k" "$DATA/onmt" "$DATA/joey" "$DATA/configs"
 for split in train val test; do
     up="$split"; [[ "$split" == test ]] && up="test_2016_flickr"
     for lang in en de; do
-        gzip -dc "$M30K_SRC/$up.lc.norm.tok.$lang.gz" > "$DATA/m30k/$split.$lang"
+        # Both toolkits split on single spaces; squeeze runs of spaces and strip
+        # leading/trailing ones so no empty "" token appears (one training line,
+        # train.en:16217, has a double and a trailing space; OpenNMT-py's vocab
+        # reader crashes on the resulting empty word).
+        gzip -dc "$M30K_SRC/$up.lc.norm.tok.$lang.gz" \
+            | sed -e 's/  */ /g' -e 's/^ //' -e 's/ $//' > "$DATA/m30k/$split.$lang"
     done
 done
 log "multi30k: $(wc -l < "$DATA/m30k/train.en") training pairs"

@@ -38,12 +38,9 @@ class DecoderState(NamedTuple):
 
 def _lstm_cell(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
     """LSTM update from pre-activation ``gates`` (B, 4d) in ``nn.LSTM``'s i, f, g, o order."""
-    d = c.size(-1)
-    sig = torch.sigmoid(gates)  # (B, 4d)
-    i, f, o = sig[:, :d], sig[:, d:2 * d], sig[:, 3 * d:]
-    g = torch.tanh(gates[:, 2 * d:3 * d])  # (B, d)
-    c = torch.addcmul(f * c, i, g)  # (B, d)
-    return o * torch.tanh(c), c
+    i, f, g, o = gates.chunk(4, 1)  # (B, d) each; chunk's backward is one cat, not 4 fills
+    c = torch.addcmul(torch.sigmoid(f) * c, torch.sigmoid(i), torch.tanh(g))  # (B, d)
+    return torch.sigmoid(o) * torch.tanh(c), c
 
 
 class Decoder(nn.Module):
@@ -104,22 +101,27 @@ class Decoder(nn.Module):
         return F.linear(x, self.rnn.weight_ih_l0[:, : self.embed_size], b)  # (B, T, 4d)
 
     # ------------------------------------------------------------------ one step
-    def _cell_stack(self, x0: Tensor, state: DecoderState, weights) -> tuple[Tensor, Tensor]:
-        """Advance every LSTM layer by one step; ``x0`` is layer 1's embedding projection."""
+    def _cell_stack(self, x0: Tensor, h_tilde: Tensor, h: list[Tensor], c: list[Tensor],
+                    weights) -> tuple[list[Tensor], list[Tensor]]:
+        """Advance every LSTM layer by one step; ``x0`` is layer 1's embedding projection.
+
+        States are per-layer lists: indexing a stacked (L, B, d) tensor at every step would
+        cost a full-size zero fill per index in the backward pass.
+        """
         hs, cs = [], []
-        inp = self.dropout(state.h_tilde) if self.feed_input else None
+        inp = self.dropout(h_tilde) if self.feed_input else None
         for l, (W, b) in enumerate(weights):
-            h_prev = state.h[l]  # (B, d)
+            h_prev = h[l]  # (B, d)
             if l == 0:
                 rec = h_prev if inp is None else torch.cat([inp, h_prev], 1)  # (B, d|2d)
                 gates = torch.addmm(x0, rec, W)  # (B, 4d)
             else:
                 rec = torch.cat([self.dropout(hs[-1]), h_prev], 1)  # (B, 2d)
                 gates = torch.addmm(b, rec, W) if b is not None else rec @ W  # (B, 4d)
-            h, c = _lstm_cell(gates, state.c[l])
-            hs.append(h)
-            cs.append(c)
-        return torch.stack(hs), torch.stack(cs)  # (L, B, d) x2
+            h_new, c_new = _lstm_cell(gates, c[l])
+            hs.append(h_new)
+            cs.append(c_new)
+        return hs, cs
 
     def _attend(self, h_t: Tensor, memory: Memory, step: int) -> tuple[Tensor, Alignment | None]:
         """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) for queries ``h_t`` (B, T, d)."""
@@ -133,10 +135,10 @@ class Decoder(nn.Module):
         """One decoder step from ``y_{t-1}`` (B,): returns ``h_tilde_t`` (B, d), state, alignment."""
         weights = self._layer_weights() if weights is None else weights
         x0 = self._embed_proj(y_prev.unsqueeze(1)).squeeze(1)  # (B, 4d)
-        h, c = self._cell_stack(x0, state, weights)
+        h, c = self._cell_stack(x0, state.h_tilde, list(state.h), list(state.c), weights)
         h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
         h_tilde = h_tilde.squeeze(1)  # (B, d)
-        return h_tilde, DecoderState(h, c, h_tilde), align
+        return h_tilde, DecoderState(torch.stack(h), torch.stack(c), h_tilde), align
 
     # ------------------------------------------------------------------ teacher forcing
     def forward(self, y_in: Tensor, state: DecoderState, memory: Memory,
@@ -156,13 +158,14 @@ class Decoder(nn.Module):
     def _forward_feed(self, y_in: Tensor, state: DecoderState, memory: Memory,
                       return_attention: bool) -> tuple[Tensor, Tensor | None]:
         weights = self._layer_weights()
-        x_proj = self._embed_proj(y_in).transpose(0, 1)  # (T, B, 4d), contiguous per step
+        x_proj = self._embed_proj(y_in).unbind(1)  # T x (B, 4d); unbind's backward is one stack
+        h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
         outs, attns = [], []
-        for t in range(y_in.size(1)):
-            h, c = self._cell_stack(x_proj[t], state, weights)
+        for t, x_t in enumerate(x_proj):
+            h, c = self._cell_stack(x_t, h_tilde, h, c, weights)
             h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
-            state = DecoderState(h, c, h_tilde.squeeze(1))
-            outs.append(state.h_tilde)
+            h_tilde = h_tilde.squeeze(1)  # (B, d)
+            outs.append(h_tilde)
             if return_attention:
                 attns.append(align.dense(memory.h_bar_s.size(1)))  # (B, 1, S)
         dense = torch.cat(attns, 1) if return_attention else None  # (B, T, S)

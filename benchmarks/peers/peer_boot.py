@@ -1,0 +1,66 @@
+"""Start a peer toolkit's entry point with a fixed thread count.
+
+    python peer_boot.py THREADS MODULE [ARGS...]
+
+e.g. ``python peer_boot.py 2 onmt.bin.train -config c.yaml`` or
+``python peer_boot.py 2 joeynmt train c.yaml --skip-test``; run with the
+peer's own venv interpreter.  It calls ``torch.set_num_threads(THREADS)`` (neither
+OpenNMT-py nor Joey NMT sets a thread count itself) and then runs MODULE as
+``python -m MODULE ARGS...`` would.
+
+Joey NMT 2.3.0 fix (applied only when MODULE is ``joeynmt``):
+``RecurrentEncoder.forward`` always reads the backward direction of the final
+state (``hidden_layerwise[-1:, 1]``) and so raises IndexError for a
+unidirectional encoder (``bidirectional: false``), which m30k_small needs.
+For a unidirectional encoder the forward method is replaced by the same
+computation without that step: embedding dropout, packed LSTM, padded
+outputs, and the top layer's final hidden state as the decoder's init input.
+Bidirectional encoders keep Joey's own method.
+"""
+
+import runpy
+import sys
+import warnings
+
+
+def _patch_joey_unidirectional_encoder() -> None:
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    from joeynmt.encoders import RecurrentEncoder
+
+    original = RecurrentEncoder.forward
+
+    def forward(self, src_embed, src_length, mask, **kwargs):
+        if self.rnn.bidirectional:
+            return original(self, src_embed, src_length, mask, **kwargs)
+        self._check_shapes_input_forward(src_embed=src_embed, src_length=src_length,
+                                         mask=mask)
+        total_length = src_embed.size(1)
+        src_embed = self.emb_dropout(src_embed)
+        packed = pack_padded_sequence(src_embed, src_length.cpu(), batch_first=True)
+        output, hidden = self.rnn(packed)
+        if isinstance(hidden, tuple):  # LSTM: (h, c)
+            hidden = hidden[0]
+        output, _ = pad_packed_sequence(output, batch_first=True,
+                                        total_length=total_length)
+        # hidden: layers x batch x hidden -> final state of the top layer
+        return output, hidden[-1]
+
+    RecurrentEncoder.forward = forward
+
+
+def main() -> None:
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    threads, module, args = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    warnings.simplefilter("ignore")  # torch deprecation noise from the old toolkits
+    import torch
+
+    torch.set_num_threads(threads)
+    if module == "joeynmt":
+        _patch_joey_unidirectional_encoder()
+    sys.argv = [module] + args
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

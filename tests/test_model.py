@@ -1,0 +1,86 @@
+"""The Seq2Seq model: step-by-step decoding equals teacher forcing, reversal, validation."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from luong_lit.nn import ConfigError, Seq2Seq
+from luong_lit.nn.encoder import reverse_index
+
+VALID = [(a, s, f) for a, s, f in itertools.product(["global", "local_m", "local_p"],
+                                                    ["dot", "general", "concat", "location"], [True, False])
+         if not (a != "global" and s == "location")] + [("none", None, False)]
+
+
+def batch(B=3, S=7, T=6, V=20, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src_len = torch.tensor([S, 4, 1][:B])
+    src = torch.randint(4, V, (B, S), generator=g)
+    src[torch.arange(S) >= src_len.unsqueeze(1)] = 0
+    return src, src_len, torch.randint(4, V, (B, T), generator=g)
+
+
+@pytest.mark.parametrize("att,score,feed", VALID)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_stepwise_decoding_equals_teacher_forcing(att, score, feed, reverse):
+    torch.manual_seed(0)
+    model = Seq2Seq(20, 20, 8, 8, 2, 0.3, att, score, feed, reverse).eval()
+    src, src_len, tgt = batch()
+    h_tilde, dense = model(src, src_len, tgt, return_attention=att != "none")
+    memory, state = model.encode(src, src_len)
+    for t in range(tgt.size(1)):
+        logits, state, align = model.step(tgt[:, t], state, memory, t)
+        torch.testing.assert_close(logits, model.logits(h_tilde[:, t]), atol=1e-5, rtol=1e-5)
+        if align is not None:
+            torch.testing.assert_close(align.dense(src.size(1))[:, 0], dense[:, t], atol=1e-6, rtol=1e-5)
+
+
+def test_reverse_index_is_an_involution():
+    lengths = torch.tensor([5, 3, 1])
+    idx = reverse_index(lengths, 5)
+    assert idx.tolist() == [[4, 3, 2, 1, 0], [2, 1, 0, 3, 4], [0, 1, 2, 3, 4]]
+    assert torch.equal(idx.gather(1, idx), torch.arange(5).expand(3, 5))
+
+
+def test_reversed_encoder_reads_backwards_but_returns_original_order():
+    torch.manual_seed(0)
+    model = Seq2Seq(20, 20, 8, 8, 1, 0.0, "global", "dot", True, reverse_source=True).eval()
+    src, src_len, _ = batch()
+    h_bar, (h, _) = model.encoder(src, src_len)
+    for b in range(3):
+        n = int(src_len[b])
+        words = src[b, :n].flip(0).unsqueeze(0)  # read backwards, one sentence alone
+        out, (h_ref, _) = model.encoder.rnn(model.encoder.embedding(words))
+        torch.testing.assert_close(h_bar[b, :n], out[0].flip(0))  # state of word s at position s
+        torch.testing.assert_close(h[:, b], h_ref[:, 0])  # final state after the first word
+        assert (h_bar[b, n:] == 0).all()
+
+
+def test_parameters_initialised_uniformly():
+    model = Seq2Seq(30, 30, 16, 16, 2, 0.0, "local_p", "general", True)
+    for p in model.parameters():
+        assert p.abs().max() <= 0.1
+
+
+def test_invalid_combinations_raise_clear_errors():
+    with pytest.raises(ConfigError, match="attention=local_p score=location"):
+        Seq2Seq(10, 10, 4, 4, 1, 0.0, "local_p", "location")
+    with pytest.raises(ConfigError, match="attention=none feed_input=true"):
+        Seq2Seq(10, 10, 4, 4, 1, 0.0, "none", None, feed_input=True)
+    with pytest.raises(ConfigError, match="score='cosine' is unknown"):
+        Seq2Seq(10, 10, 4, 4, 1, 0.0, "global", "cosine")
+
+
+def test_dropout_only_in_training_and_on_layer_inputs():
+    torch.manual_seed(0)
+    model = Seq2Seq(20, 20, 8, 8, 2, 0.5, "global", "general", True)
+    src, src_len, tgt = batch()
+    model.eval()
+    a, _ = model(src, src_len, tgt)
+    b, _ = model(src, src_len, tgt)
+    assert torch.equal(a, b)
+    model.train()
+    c, _ = model(src, src_len, tgt)
+    assert not torch.allclose(a, c)

@@ -1,0 +1,116 @@
+"""Training through the real Hydra config: every combination, resume, sweeps, errors."""
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import compose_cfg, tiny_overrides
+from luong_lit.checkpoint import CheckpointError, load_model
+from luong_lit.lit_module import halving_factor
+from luong_lit.nn import ConfigError
+from luong_lit.train import train
+
+REPO = Path(__file__).resolve().parents[1]
+COMBOS = list(itertools.product(["none", "global", "local_m", "local_p"],
+                                ["dot", "general", "concat", "location"], [True, False]))
+
+
+def is_valid(att, score, feed):
+    if att == "none":
+        return not feed
+    return att == "global" or score != "location"
+
+
+@pytest.mark.parametrize("att,score,feed", COMBOS)
+def test_fast_dev_run_every_combination(att, score, feed, toy_corpus, tmp_path):
+    cfg = compose_cfg(tiny_overrides(toy_corpus) + [f"attention={att}", f"score={score}",
+                                                    f"feed_input={str(feed).lower()}", "debug=fdr"], tmp_path)
+    if not is_valid(att, score, feed):
+        with pytest.raises(ConfigError, match=f"attention={att}"):
+            train(cfg)
+        return
+    metrics = train(cfg)
+    assert torch.isfinite(torch.tensor(metrics["train/loss"]))
+
+
+def test_schedule_halving_paper_and_code():
+    paper = [halving_factor(e, 5, "paper") for e in range(10)]
+    code = [halving_factor(e, 5, "code") for e in range(10)]
+    assert paper == [1, 1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625, 0.03125]
+    assert code == [1, 1, 1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625]
+
+
+def _fit(tmp_path, corpus, epochs, extra=()):
+    cfg = compose_cfg(tiny_overrides(corpus) + [f"trainer.max_epochs={epochs}", "dropout=0.3",
+                                                "optim=sgd_paper", "model.halve_after=1",
+                                                "test_after_training=false", *extra], tmp_path)
+    train(cfg)
+    return tmp_path / "checkpoints"
+
+
+def test_resume_continues_the_same_run(toy_corpus, tmp_path):
+    full = _fit(tmp_path / "full", toy_corpus, 3)
+    _fit(tmp_path / "split", toy_corpus, 2)
+    resumed = _fit(tmp_path / "split", toy_corpus, 3, ["ckpt_path=last"])
+    a = torch.load(full / "last.ckpt", weights_only=True)
+    b = torch.load(resumed / "last.ckpt", weights_only=True)
+    assert a["epoch"] == b["epoch"] and a["global_step"] == b["global_step"] > 0
+    assert a["lr_schedulers"] == b["lr_schedulers"] and b["lr_schedulers"][0]["_last_lr"][0] < 1.0
+    for key, value in a["state_dict"].items():  # same data order, dropout masks and lr schedule
+        torch.testing.assert_close(b["state_dict"][key], value, msg=key)
+
+
+def test_checkpoint_loads_safely(toy_corpus, tmp_path):
+    ckpts = _fit(tmp_path, toy_corpus, 1)
+    net, src_vocab, tgt_vocab, meta = load_model(ckpts / "best.ckpt")
+    assert len(tgt_vocab) == net.decoder.W_s.out_features and "A" in tgt_vocab.stoi
+    (tmp_path / "bad.ckpt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match=r"bad\.ckpt: not a readable checkpoint"):
+        load_model(tmp_path / "bad.ckpt")
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_model(tmp_path / "missing.ckpt")
+    ckpt = torch.load(ckpts / "best.ckpt", weights_only=True)
+    ckpt["luong_lit"]["net"]["_target_"] = "os.system"
+    torch.save(ckpt, tmp_path / "evil.ckpt")
+    with pytest.raises(CheckpointError, match="not a luong_lit.nn class"):
+        load_model(tmp_path / "evil.ckpt")
+
+
+def _run_cli(args, cwd, timeout=300):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "luong_lit.train", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_reports_bad_data_without_traceback(toy_corpus, tmp_path):
+    args = [a for a in tiny_overrides(toy_corpus) if not a.startswith("data.train.src")]
+    res = _run_cli(args + [f"data.train.src={tmp_path}/missing.en", f"hydra.run.dir={tmp_path}/run"], REPO)
+    assert res.returncode == 2
+    assert f"error: {tmp_path}/missing.en: file does not exist" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.slow
+def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
+    res = _run_cli(["-m", "attention=local_p,global", "score=dot,general", *tiny_overrides(toy_corpus),
+                    "debug=fdr", f"hydra.sweep.dir={tmp_path}/sweep"], REPO, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    jobs = sorted(p for p in (tmp_path / "sweep").iterdir() if p.is_dir())
+    assert len(jobs) == 4
+    for job in jobs:
+        assert (job / ".hydra" / "config.yaml").is_file() and (job / "train.log").is_file()
+    import yaml
+
+    combos = set()
+    for job in jobs:
+        cfg = yaml.safe_load((job / ".hydra" / "config.yaml").read_text())
+        combos.add((cfg["model"]["net"]["attention"]["_target_"].rsplit(".", 1)[-1],
+                    cfg["model"]["net"]["score"]["_target_"].rsplit(".", 1)[-1]))
+    assert combos == {(a, s) for a in ("LocalPredictiveAttention", "GlobalAttention")
+                      for s in ("DotScore", "GeneralScore")}
