@@ -23,11 +23,11 @@ ratios ours/onmt and ours/joey.  Every process gets ``OMP_NUM_THREADS`` =
 before the toolkit's entry point (neither toolkit sets a thread count itself)
 and fixes Joey NMT 2.3.0's crash on unidirectional RNN encoders (see there).
 The machine should otherwise be idle: each run records the 1-minute load
-average before and after it, so contended runs can be spotted.  A peer is stopped (its process group is sent
-SIGTERM) as soon as the log line that closes the window has been read, so
-neither checkpointing nor validation falls inside a window; the harness also
-refuses a window that would reach the configs' first validation / checkpoint
-step.
+average before and after it, so contended runs can be spotted.  A peer is
+stopped (its process group is sent SIGTERM) as soon as the log line that
+closes the window has been read; the harness refuses a window that would reach
+the configs' first validation / checkpoint step (450), so neither falls inside
+a window.
 
 What is measured: NON-PAD TARGET tokens per second
 --------------------------------------------------
@@ -69,11 +69,23 @@ rounded to whole tokens/s and timestamps to 1 ms, so this is exact to well
 below 0.1 %.  The window includes everything the trainer does per step
 (batching on the fly, forward, backward, clipping, optimizer, logging).
 
+Batching caveat
+---------------
+Non-pad tokens/s depends strongly on how much padding a batch carries.
+OpenNMT-py (config as committed) sorts each bucket of 29000 examples by length
+before cutting 64-sentence batches: ~95 % of the target positions of a batch
+are real tokens on Multi30k.  Joey NMT has no length bucketing: random
+64-sentence batches, ~50 % real tokens (the decoder unrolls ~27 steps per batch
+instead of ~14).  ``--onmt-arg=-bucket_size --onmt-arg=64`` makes OpenNMT-py
+cut unsorted batches in corpus order as well.  Compare "ours" with the peer
+whose batching matches its own, or state the difference.
+
 Usage
 -----
   python benchmarks/peer_throughput.py --out results/peers            # all three
   python benchmarks/peer_throughput.py --systems onmt,joey --out ...  # peers only
-  python benchmarks/peer_throughput.py --rounds 1 --steps 30 --warmup 10 --out ...  # smoke test
+  python benchmarks/peer_throughput.py --rounds 1 --steps 20 --warmup 10 --out ...  # smoke test
+  PEERS_DIR=... python benchmarks/peer_throughput.py ...   (or --peers-dir; default <repo>/.peers)
 
 Only the Python standard library is used; run it with any Python >= 3.8.
 """
@@ -233,8 +245,7 @@ def run_peer(system: str, args, run_dir: Path) -> dict:
     peer_data = args.peers_dir / "data"
     src_cfg = PEER_CFG_DIR / f"{system}_m30k_small.yaml"
     cfg = run_dir / src_cfg.name
-    text = fill_config(src_cfg, cfg, peer_data, run_dir)
-    check_window(system, text, args.warmup, args.steps)
+    fill_config(src_cfg, cfg, peer_data, run_dir)
     py = args.peers_dir / f"{system}-venv" / "bin" / "python"
     boot = [str(py), str(PEER_BOOT), str(args.threads)]
     if system == "onmt":
@@ -282,7 +293,7 @@ def run_peer(system: str, args, run_dir: Path) -> dict:
 def run_ours(args, run_dir: Path) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     cmd = [str(args.ours_python), "benchmarks/ours_window.py",
-           "--steps", str(args.steps), "--warmup", str(args.warmup)]
+           "--steps", str(args.steps), "--warmup", str(args.warmup), *args.ours_arg]
     log_path = run_dir / "stdout.log"
     load_before = os.getloadavg()
     t0 = time.monotonic()
@@ -393,6 +404,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     ap.add_argument("--onmt-arg", action="append", default=[],
                     help="extra onmt_train argument(s), e.g. --onmt-arg=-bucket_size --onmt-arg=64")
+    ap.add_argument("--ours-arg", action="append", default=[],
+                    help="extra argument(s) for benchmarks/ours_window.py (e.g. a config override)")
     args = ap.parse_args(argv)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     bad = [s for s in args.systems if s not in SYSTEMS]
@@ -411,6 +424,8 @@ def main(argv=None) -> int:
             if not py.exists():
                 sys.exit(f"{py} missing: run benchmarks/peers/setup_peers.sh (PEERS_DIR)")
             versions[s] = _version(py, ["torch", "OpenNMT-py" if s == "onmt" else "joeynmt"])
+            check_window(s, (PEER_CFG_DIR / f"{s}_m30k_small.yaml").read_text(encoding="utf-8"),
+                         args.warmup, args.steps)
 
     runs = []
     for rnd in range(1, args.rounds + 1):

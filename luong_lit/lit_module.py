@@ -7,12 +7,12 @@ from typing import Any, Callable
 import lightning as L
 import torch
 from torch import Tensor
-from torch.nn import functional as F
 from torchmetrics import SumMetric
 
 from luong_lit.data.batching import Batch
 from luong_lit.data.vocab import PAD_ID
 from luong_lit.nn import Seq2Seq
+from luong_lit.nn.loss import linear_cross_entropy
 
 LOSS_NORMS = ("sentences", "nominal", "tokens")
 
@@ -20,12 +20,13 @@ LOSS_NORMS = ("sentences", "nominal", "tokens")
 def token_nll(net: Seq2Seq, batch: Batch) -> tuple[Tensor, int]:
     """Summed token NLL of the references under teacher forcing, and the token count.
 
-    Logits are computed for non-pad positions only, so padding costs no softmax work.
+    Logits are computed for non-pad positions only, so padding costs no softmax work, and
+    chunk by chunk (:func:`luong_lit.nn.loss.linear_cross_entropy`).
     """
     h_tilde, _ = net(batch.src, batch.src_len, batch.tgt_in)  # (B, T, d)
     mask = batch.tgt_out != PAD_ID  # (B, T)
-    logits = net.logits(h_tilde[mask])  # (N, V)
-    nll = F.cross_entropy(logits.float(), batch.tgt_out[mask], reduction="sum")
+    W_s = net.decoder.W_s
+    nll = linear_cross_entropy(h_tilde[mask], W_s.weight, W_s.bias, batch.tgt_out[mask])  # Eq. 6
     return nll, int(mask.sum())
 
 
@@ -91,10 +92,10 @@ class LuongLitModule(L.LightningModule):
         nll, tokens = token_nll(self.net, batch)
         loss = self._normalise(nll, batch, tokens)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(batch))
-        self.log("train/nll_per_token", nll.detach() / tokens, batch_size=len(batch))
-        if self._trainer is not None:
-            self.log("train/lr", self.optimizers().param_groups[0]["lr"], batch_size=len(batch))
         return loss
+
+    def on_train_epoch_start(self) -> None:
+        self.log("train/lr", self.optimizers().param_groups[0]["lr"])
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
         nll, tokens = token_nll(self.net, batch)

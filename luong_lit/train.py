@@ -87,6 +87,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit (resuming if ``ckpt_path`` is set), then evaluate the test sets."""
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg.threads))
+    torch.set_flush_denormal(bool(cfg.get("flush_denormal", True)))  # tiny LSTM grads stall x86 CPUs
     out_dir = Path(cfg.paths.output_dir)
     dm, model, trainer = build(cfg)
     trainer.fit(model, dm, ckpt_path=cfg.get("ckpt_path"))

@@ -74,6 +74,7 @@ make_venv() {  # make_venv NAME TOOLKIT_PIN REQUIREMENTS_FILE
     log "$1: $pin (--no-deps)"
     pip_in "$venv" --no-deps "$pin"
     log "$1: runtime requirements ($(basename "$reqs"))"
+    log "(pip's 'dependency conflicts' notice about the toolkit's declared deps, e.g. torch<2.3, is expected)"
     pip_in "$venv" -r "$reqs"
     check_torch "$venv"
     "$venv/bin/python" -m pip freeze --disable-pip-version-check > "$venv/installed.txt"

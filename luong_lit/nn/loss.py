@@ -1,0 +1,56 @@
+"""Summed token NLL of ``softmax(W_s h_tilde_t)`` (paper Eq. 6), fused and chunked.
+
+The softmax layer dominates the cost of a small NMT model. Computing it chunk by chunk,
+and the gradient of the (scalar) loss in the same pass, keeps each ``(chunk, V)`` block of
+logits in cache and never materialises the full ``(N, V)`` log-probabilities, their
+gradient, or the one-hot scatter. The result equals
+``F.cross_entropy(h @ W.T + b, y, reduction="sum")`` and its gradients
+(``tests/test_loss.py``).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, chunk: int) -> Tensor:
+        need_grad = any(ctx.needs_input_grad[:3])
+        loss = h.new_zeros((), dtype=torch.float32)
+        grad_h = torch.empty_like(h) if need_grad else None
+        grad_w = torch.zeros_like(weight) if need_grad else None
+        grad_b = torch.zeros_like(bias) if (need_grad and bias is not None) else None
+        for s in range(0, h.size(0), chunk):
+            h_c, y_c = h[s:s + chunk], target[s:s + chunk]  # (n, d), (n,)
+            logits = torch.addmm(bias, h_c, weight.t()) if bias is not None else h_c @ weight.t()  # (n, V)
+            if logits.dtype in (torch.float16, torch.bfloat16):
+                logits = logits.float()  # the softmax runs in fp32 under mixed precision
+            picked = logits.gather(1, y_c.unsqueeze(1))  # (n, 1) logit of the reference word
+            top = logits.amax(1, keepdim=True)  # (n, 1)
+            probs = logits.sub_(top).exp_()  # (n, V) unnormalised, in place: one pass over V
+            z = probs.sum(1, keepdim=True)  # (n, 1)
+            loss += (top + z.log() - picked).sum()  # Σ log Σ exp(logits) - logit[y]
+            if not need_grad:
+                continue
+            probs.div_(z)  # softmax
+            probs[torch.arange(y_c.numel(), device=h.device), y_c] -= 1.0  # d loss / d logits
+            probs = probs.to(h.dtype)
+            grad_h[s:s + chunk] = probs @ weight  # (n, d)
+            grad_w.addmm_(probs.t(), h_c)  # (V, d)
+            if grad_b is not None:
+                grad_b += probs.sum(0)
+        ctx.save_for_backward(grad_h, grad_w, grad_b)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_out: Tensor):
+        grad_h, grad_w, grad_b = ctx.saved_tensors
+        scale = lambda g: None if g is None else g * grad_out.to(g.dtype)  # noqa: E731
+        return scale(grad_h), scale(grad_w), scale(grad_b), None, None
+
+
+def linear_cross_entropy(h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor,
+                         chunk: int = 512) -> Tensor:
+    """``Σ_i -log softmax(W h_i + b)[y_i]`` for rows ``h`` (N, d) and targets ``y`` (N,)."""
+    return _LinearCrossEntropy.apply(h, weight, bias, target, chunk)

@@ -1,0 +1,40 @@
+"""The fused, chunked softmax loss equals cross-entropy, with the same gradients."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from luong_lit.nn.loss import linear_cross_entropy
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("chunk", [1, 7, 512])
+def test_equals_cross_entropy_and_gradients(bias, chunk):
+    torch.manual_seed(0)
+    h = torch.randn(23, 6, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(11, 6, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(11, dtype=torch.float64, requires_grad=True) if bias else None
+    y = torch.randint(0, 11, (23,))
+    params = [h, W] + ([b] if bias else [])
+    ref = F.cross_entropy(F.linear(h, W, b), y, reduction="sum")
+    got = linear_cross_entropy(h, W, b, y, chunk)
+    torch.testing.assert_close(got, ref)
+    for g_ref, g_got in zip(torch.autograd.grad(ref * 0.3, params), torch.autograd.grad(got * 0.3, params)):
+        torch.testing.assert_close(g_got, g_ref)
+
+
+def test_gradcheck():
+    torch.manual_seed(1)
+    h = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 3, 1, 1, 2])
+    assert torch.autograd.gradcheck(lambda h, W, b: linear_cross_entropy(h, W, b, y, 2), (h, W, b))
+
+
+def test_no_gradient_work_without_grad():
+    h, W = torch.randn(4, 3), torch.randn(5, 3)
+    with torch.no_grad():
+        got = linear_cross_entropy(h, W, None, torch.tensor([0, 1, 2, 3]))
+    torch.testing.assert_close(got, F.cross_entropy(h @ W.t(), torch.tensor([0, 1, 2, 3]), reduction="sum"))
