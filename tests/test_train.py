@@ -114,3 +114,13 @@ def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
                     cfg["model"]["net"]["score"]["_target_"].rsplit(".", 1)[-1]))
     assert combos == {(a, s) for a in ("LocalPredictiveAttention", "GlobalAttention")
                       for s in ("DotScore", "GeneralScore")}
+
+
+@pytest.mark.slow
+def test_ddp_sim_two_cpu_processes(toy_corpus, tmp_path):
+    """Two ranks (ddp_spawn on CPU), each taking every second batch; a best checkpoint results."""
+    cfg = compose_cfg(tiny_overrides(toy_corpus) + ["trainer=ddp_sim", "trainer.max_epochs=1",
+                                                    "test_after_training=false"], tmp_path)
+    train(cfg)
+    net, _, tgt_vocab, _ = load_model(tmp_path / "checkpoints" / "best.ckpt")
+    assert net.decoder.W_s.out_features == len(tgt_vocab)

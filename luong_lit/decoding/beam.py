@@ -1,0 +1,146 @@
+"""Batched beam search over the model's ``encode``/``step`` interface (no model internals).
+
+Each sentence keeps ``beam_size`` live hypotheses; a candidate that ends in ``</s>`` is moved
+to that sentence's list of finished hypotheses. A sentence is done when no live hypothesis can
+still beat its ``n_best``-th finished one (raw log-probabilities only fall), when it has
+collected ``stack_size`` finished hypotheses (the authors' decoder, spec §11), or at its
+maximum length, where the live hypotheses are closed with ``</s>``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+from luong_lit.data.vocab import BOS_ID, EOS_ID
+
+
+@dataclass
+class Hypothesis:
+    """A finished translation: ids without ``</s>``, raw log-probability, per-step attention."""
+
+    tokens: list[int]
+    score: float
+    attention: Tensor | None = None  # (len + 1, S): a_t of every step, the </s> step included
+    norm_score: float = 0.0
+
+
+@dataclass
+class BeamConfig:
+    """Search options. ``length_penalty``: None (raw scores, the paper), ``avg`` or a GNMT α."""
+
+    beam_size: int = 5
+    n_best: int = 1
+    max_len_ratio: float = 1.5
+    max_len_extra: int = 5
+    min_len_ratio: float = 0.0
+    length_penalty: float | str | None = None
+    stack_size: int | None = None  # stop after this many finished hypotheses (authors: 100)
+
+    def normalise(self, score: float, length: int) -> float:
+        if self.length_penalty is None:
+            return score
+        if self.length_penalty == "avg":
+            return score / max(length, 1)
+        alpha = float(self.length_penalty)
+        return score / (((5.0 + length) / 6.0) ** alpha)  # Wu et al. (2016)
+
+
+AUTHORS = BeamConfig(beam_size=12, n_best=1, stack_size=100)  # nmt.matlab's decoder, spec §11
+
+
+@dataclass
+class _Sentence:
+    finished: list[Hypothesis] = field(default_factory=list)
+    done: bool = False
+
+
+def _limits(src_len: Tensor, cfg: BeamConfig) -> tuple[Tensor, Tensor]:
+    max_len = (src_len.float() * cfg.max_len_ratio).floor().long() + cfg.max_len_extra  # (B,)
+    min_len = (src_len.float() * cfg.min_len_ratio).floor().long()  # (B,)
+    return max_len, min_len
+
+
+def _bound_lengths(logp: Tensor, t: int, min_len: Tensor, max_len: Tensor) -> Tensor:
+    """No ``</s>`` before ``min_len``; only ``</s>`` from ``max_len`` on. ``logp`` is (B, K, V)."""
+    B = logp.size(0)
+    if bool((t < min_len).any()):
+        logp[:, :, EOS_ID] = logp[:, :, EOS_ID].masked_fill((t < min_len).view(B, 1), float("-inf"))
+    if bool((t >= max_len).any()):
+        forced = torch.full_like(logp, float("-inf"))
+        forced[:, :, EOS_ID] = 0.0
+        logp = torch.where((t >= max_len).view(B, 1, 1), forced, logp)
+    return logp
+
+
+def _is_done(sent: _Sentence, best_live: float, cfg: BeamConfig) -> bool:
+    if cfg.stack_size is not None:
+        return len(sent.finished) >= cfg.stack_size
+    if len(sent.finished) < cfg.n_best:
+        return False
+    if cfg.length_penalty is not None:  # normalised scores can still rise: keep searching
+        return False
+    kth = sorted(h.score for h in sent.finished)[-cfg.n_best]
+    return best_live <= kth
+
+
+@torch.no_grad()
+def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfig(),
+                keep_attention: bool = True) -> list[list[Hypothesis]]:
+    """Translate a batch; returns for each sentence its ``n_best`` hypotheses, best first."""
+    B, K, S = src.size(0), cfg.beam_size, src.size(1)
+    memory, state = model.encode(src, src_len)
+    rows = torch.arange(B, device=src.device).repeat_interleave(K)  # (B*K,)
+    memory, state = memory.index_select(rows), state.index_select(rows)
+    scores = torch.full((B, K), float("-inf"), device=src.device)
+    scores[:, 0] = 0.0  # one live hypothesis per sentence at the start
+    tokens = torch.full((B, K, 0), BOS_ID, dtype=torch.long, device=src.device)
+    attn = src.new_zeros((B, K, 0, S), dtype=torch.float)
+    y = torch.full((B * K,), BOS_ID, dtype=torch.long, device=src.device)
+    max_len, min_len = _limits(src_len, cfg)
+    sents = [_Sentence() for _ in range(B)]
+    for t in range(int(max_len.max()) + 1):
+        logits, state, align = model.step(y, state, memory, t)
+        logp = F.log_softmax(logits.float(), -1).view(B, K, -1)  # (B, K, V)
+        logp = _bound_lengths(logp, t, min_len, max_len)
+        a_t = align.dense(S).view(B, K, S) if (keep_attention and align is not None) else attn.new_zeros(B, K, S)
+        cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, K*V)
+        top_s, top_i = cand.topk(min(2 * K, cand.size(1)), dim=1)  # (B, 2K)
+        beam, tok = top_i // logp.size(-1), top_i % logp.size(-1)  # (B, 2K)
+        _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg, t)
+        live_s = top_s.masked_fill(tok == EOS_ID, float("-inf"))
+        keep_s, keep_j = live_s.topk(K, dim=1)  # (B, K) the best non-</s> candidates
+        src_beam = beam.gather(1, keep_j)  # (B, K)
+        new_tok = tok.gather(1, keep_j)
+        tokens = torch.cat([tokens.gather(1, src_beam.unsqueeze(-1).expand_as(tokens)), new_tok.unsqueeze(-1)], 2)
+        attn = torch.cat([attn.gather(1, src_beam.view(B, K, 1, 1).expand_as(attn)),
+                          a_t.gather(1, src_beam.unsqueeze(-1).expand(B, K, S)).unsqueeze(2)], 2)
+        scores = keep_s
+        for b, sent in enumerate(sents):
+            sent.done = sent.done or bool(t >= max_len[b]) or _is_done(sent, float(scores[b, 0]), cfg)
+        if all(s.done for s in sents):
+            break
+        flat = (src_beam + torch.arange(B, device=src.device).unsqueeze(1) * K).view(-1)  # (B*K,)
+        state, y = state.index_select(flat), new_tok.view(-1)
+    return [_best(sent, cfg) for sent in sents]
+
+
+def _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg: BeamConfig, t: int) -> None:
+    """Move candidates ending in ``</s>`` into their sentence's finished list."""
+    K = cfg.beam_size
+    for b, j in (tok[:, :K] == EOS_ID).nonzero().tolist():  # only </s> among the top K count
+        sent = sents[b]
+        if sent.done or top_s[b, j] == float("-inf"):
+            continue
+        k = int(beam[b, j])
+        steps = torch.cat([attn[b, k], a_t[b, k].unsqueeze(0)], 0)  # (t+1, S)
+        hyp = Hypothesis(tokens[b, k].tolist(), float(top_s[b, j]), steps)
+        hyp.norm_score = cfg.normalise(hyp.score, len(hyp.tokens) + 1)
+        sent.finished.append(hyp)
+
+
+def _best(sent: _Sentence, cfg: BeamConfig) -> list[Hypothesis]:
+    ranked = sorted(sent.finished, key=lambda h: h.norm_score, reverse=True)
+    return ranked[: cfg.n_best]

@@ -1,0 +1,107 @@
+"""Beam search on stub log-probabilities and on a real (random) model."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from luong_lit.data.vocab import BOS_ID, EOS_ID
+from luong_lit.decoding import greedy_decode
+from luong_lit.decoding.beam import BeamConfig, beam_search
+from luong_lit.nn import Memory, Seq2Seq
+from luong_lit.nn.decoder import DecoderState
+
+A, B_ = 4, 5  # two ordinary words; ids 0-3 are <pad> <unk> <s> </s>
+
+
+class BigramStub:
+    """log p(y_t | y_{t-1}) from a fixed table, whatever the source."""
+
+    def __init__(self, table: dict[int, dict[int, float]], V: int = 6) -> None:
+        self.logits = torch.full((V, V), -1e9)
+        for prev, row in table.items():
+            for tok, p in row.items():
+                self.logits[prev, tok] = math.log(p)
+
+    def encode(self, src, src_len):
+        Bn, S = src.shape
+        mem = Memory(torch.zeros(Bn, S, 1), torch.zeros(Bn, S, 1), src_len, torch.ones(Bn, S, dtype=torch.bool))
+        return mem, DecoderState(torch.zeros(1, Bn, 1), torch.zeros(1, Bn, 1), torch.zeros(Bn, 1))
+
+    def step(self, y, state, memory, t):
+        return self.logits[y], state, None
+
+
+# greedy takes A (0.6) then is stuck with 0.5 max; beam finds B (0.4) then </s> (1.0)
+TRAP = {BOS_ID: {A: 0.6, B_: 0.4}, A: {A: 0.5, EOS_ID: 0.5}, B_: {EOS_ID: 1.0}}
+
+
+def run(model, cfg, S=4, n=1):
+    src = torch.full((n, S), 7)
+    return beam_search(model, src, torch.full((n,), S), cfg)
+
+
+def test_beam_finds_the_better_path_greedy_misses():
+    stub = BigramStub(TRAP)
+    greedy, _ = greedy_decode(stub, torch.full((1, 4), 7), torch.tensor([4]))
+    assert greedy[0][0] == A
+    best = run(stub, BeamConfig(beam_size=2))[0][0]
+    assert best.tokens == [B_] and best.score == pytest.approx(math.log(0.4))
+
+
+def test_n_best_order_and_scores_include_eos():
+    hyps = run(BigramStub(TRAP), BeamConfig(beam_size=3, n_best=3))[0]
+    assert [h.tokens for h in hyps] == [[B_], [A], [A, A]]
+    assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.6 * 0.5), math.log(0.6 * 0.5 * 0.5)])
+    assert all(h1.score >= h2.score for h1, h2 in zip(hyps, hyps[1:]))
+
+
+def test_min_and_max_length_bounds():
+    stub = BigramStub({BOS_ID: {EOS_ID: 0.9, A: 0.1}, A: {EOS_ID: 0.9, A: 0.1}})
+    assert run(stub, BeamConfig(beam_size=2))[0][0].tokens == []
+    # min length floor(0.5 * 4) = 2 words: </s> is barred at steps 0 and 1
+    assert run(stub, BeamConfig(beam_size=2, min_len_ratio=0.5))[0][0].tokens == [A, A]
+    loop = BigramStub({BOS_ID: {A: 1.0}, A: {A: 1.0}})
+    # max length floor(1.0 * 4) + 1 = 5 words, then </s> is forced
+    assert run(loop, BeamConfig(beam_size=2, max_len_ratio=1.0, max_len_extra=1))[0][0].tokens == [A] * 5
+
+
+def test_length_penalty_prefers_longer_hypotheses():
+    stub = BigramStub({BOS_ID: {EOS_ID: 0.5, A: 0.5}, A: {EOS_ID: 0.45, A: 0.55}})
+    raw = run(stub, BeamConfig(beam_size=3, max_len_ratio=1.0, max_len_extra=0))[0][0]
+    avg = run(stub, BeamConfig(beam_size=3, max_len_ratio=1.0, max_len_extra=0, length_penalty="avg"))[0][0]
+    assert raw.tokens == [] and len(avg.tokens) > 0
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return Seq2Seq(20, 20, 16, 16, 2, 0.0, "global", "general", True).eval()
+
+
+def _batch(n=5, S=7, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src_len = torch.randint(2, S + 1, (n,), generator=g)
+    src = torch.randint(4, 20, (n, S), generator=g)
+    src[torch.arange(S) >= src_len.unsqueeze(1)] = 0
+    return src, src_len
+
+
+def test_beam_size_one_equals_greedy(model):
+    src, src_len = _batch()
+    greedy, _ = greedy_decode(model, src, src_len)
+    beam = beam_search(model, src, src_len, BeamConfig(beam_size=1))
+    assert [h[0].tokens for h in beam] == greedy
+
+
+def test_batched_equals_one_sentence_at_a_time(model):
+    src, src_len = _batch(6)
+    cfg = BeamConfig(beam_size=4, n_best=2)
+    batched = beam_search(model, src, src_len, cfg)
+    for i in range(6):
+        n = int(src_len[i])
+        alone = beam_search(model, src[i:i + 1, :n], src_len[i:i + 1], cfg)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-4)
+        assert batched[i][0].attention.shape == (len(batched[i][0].tokens) + 1, src.size(1))
