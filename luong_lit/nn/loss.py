@@ -17,7 +17,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, chunk: int) -> Tensor:
         need_grad = any(ctx.needs_input_grad[:3])
-        loss = h.new_zeros((), dtype=torch.float32)
+        acc = torch.float32 if h.dtype in (torch.float16, torch.bfloat16) else h.dtype
+        loss = h.new_zeros((), dtype=acc)
         grad_h = torch.empty_like(h) if need_grad else None
         grad_w = torch.zeros_like(weight) if need_grad else None
         grad_b = torch.zeros_like(bias) if (need_grad and bias is not None) else None
