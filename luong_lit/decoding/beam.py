@@ -109,7 +109,7 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
         cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, K*V)
         top_s, top_i = cand.topk(min(2 * K, cand.size(1)), dim=1)  # (B, 2K)
         beam, tok = top_i // logp.size(-1), top_i % logp.size(-1)  # (B, 2K)
-        _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg, t)
+        _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg)
         live_s = top_s.masked_fill(tok == EOS_ID, float("-inf"))
         keep_s, keep_j = live_s.topk(K, dim=1)  # (B, K) the best non-</s> candidates
         src_beam = beam.gather(1, keep_j)  # (B, K)
@@ -127,7 +127,7 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
     return [_best(sent, cfg) for sent in sents]
 
 
-def _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg: BeamConfig, t: int) -> None:
+def _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg: BeamConfig) -> None:
     """Move candidates ending in ``</s>`` into their sentence's finished list."""
     K = cfg.beam_size
     for b, j in (tok[:, :K] == EOS_ID).nonzero().tolist():  # only </s> among the top K count
