@@ -49,6 +49,7 @@ class Decoder(nn.Module):
     Dropout (spec §7) is applied to the input of every LSTM layer, i.e. to the embedding,
     to ``h_tilde_{t-1}`` when it is fed, and to the lower layer's ``h_t``; never to the
     recurrent state, the attention weights, or ``h_tilde_t`` before the softmax.
+    ``hidden_dropout`` optionally drops ``[c_t; h_t]`` before ``W_c`` (Joey NMT's placement).
     """
 
     def __init__(
@@ -62,12 +63,14 @@ class Decoder(nn.Module):
         dropout: float = 0.0,
         bias: bool = True,
         pad_id: int = 0,
+        hidden_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.attention, self.feed_input = attention, feed_input
         self.embed_size, self.hidden_size, self.num_layers = embed_size, hidden_size, num_layers
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
         self.dropout = nn.Dropout(dropout)
+        self.hidden_dropout = nn.Dropout(hidden_dropout)
         in_size = embed_size + (hidden_size if feed_input else 0)
         self.rnn = nn.LSTM(in_size, hidden_size, num_layers, bias=bias, batch_first=True,
                            dropout=dropout if num_layers > 1 else 0.0)
@@ -128,7 +131,8 @@ class Decoder(nn.Module):
         if self.attention is None:
             return h_t, None
         c_t, align = self.attention(h_t, memory, step)  # (B, T, d)
-        return torch.tanh(self.W_c(torch.cat([c_t, h_t], -1))), align  # (B, T, d)
+        c_h = self.hidden_dropout(torch.cat([c_t, h_t], -1))  # (B, T, 2d)
+        return torch.tanh(self.W_c(c_h)), align  # (B, T, d)
 
     def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int,
              weights=None) -> tuple[Tensor, DecoderState, Alignment | None]:

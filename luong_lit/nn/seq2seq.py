@@ -83,6 +83,8 @@ class Seq2Seq(nn.Module):
         init_scale: uniform initialisation range (paper: 0.1).
         forget_bias: initial LSTM forget-gate bias (needs ``bias``). 0 leaves the uniform
             draw; tensorflow/nmt and Joey NMT start at 1.0, which speeds up early learning.
+        hidden_dropout: drop probability on ``[c_t; h_t]`` before ``W_c`` (Eq. 5), as Joey
+            NMT's ``hidden_dropout``. 0 is the paper (spec §7: no dropout after the LSTMs).
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class Seq2Seq(nn.Module):
         bias: bool = True,
         init_scale: float = 0.1,
         forget_bias: float = 0.0,
+        hidden_dropout: float = 0.0,
         pad_id: int = 0,
     ) -> None:
         super().__init__()
@@ -110,12 +113,13 @@ class Seq2Seq(nn.Module):
                 "the attentional vector h_tilde_t, which a model without attention does not have; "
                 "set feed_input=false"
             )
-        if not 0.0 <= dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
+        for name, p in (("dropout", dropout), ("hidden_dropout", hidden_dropout)):
+            if not 0.0 <= p < 1.0:
+                raise ConfigError(f"{name} must be in [0, 1), got {p}")
         self.encoder = Encoder(src_vocab_size, embed_size, hidden_size, num_layers, dropout,
                                reverse_source, bias, pad_id)
         self.decoder = Decoder(tgt_vocab_size, embed_size, hidden_size, num_layers, att,
-                               feed_input, dropout, bias, pad_id)
+                               feed_input, dropout, bias, pad_id, hidden_dropout)
         self.attention = att
         init_uniform_(self, init_scale)
         if forget_bias and bias:
