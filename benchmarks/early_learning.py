@@ -2,6 +2,7 @@
 
     LUONG_LIT_DATA=../shared/data python benchmarks/early_learning.py --steps 300 \
         [--chunk-batches 100] [--forget-bias 1.0] [--reverse] [--dropout 0.2] [--loss-norm sentences|tokens]
+        [--init uniform|xavier] [--hidden-dropout 0.2]
 
 Plain PyTorch loop (no Lightning) over the real data pipeline, seed 1234.
 """
@@ -15,7 +16,7 @@ import torch
 
 from luong_lit.data import TranslationDataModule
 from luong_lit.data.batching import collate
-from luong_lit.lit_module import token_nll
+from luong_lit.metrics.perplexity import token_nll
 from luong_lit.nn import Seq2Seq
 
 
@@ -28,13 +29,16 @@ def main() -> None:
     ap.add_argument("--feed", type=int, default=1)
     ap.add_argument("--dropout", type=float, default=0.2)
     ap.add_argument("--loss-norm", choices=["sentences", "tokens"], default="sentences")
+    ap.add_argument("--init", choices=["uniform", "xavier"], default="uniform")
+    ap.add_argument("--hidden-dropout", type=float, default=0.0)
     args = ap.parse_args()
     torch.manual_seed(1234)
     dm = TranslationDataModule("multi30k", "en", "de", min_freq=2, vocab_size=None, batch_size=64,
                                chunk_batches=args.chunk_batches)
     dm.setup()
     model = Seq2Seq(len(dm.src_vocab), len(dm.tgt_vocab), 256, 256, 2, args.dropout, "global", "general",
-                    bool(args.feed), args.reverse, forget_bias=args.forget_bias)
+                    bool(args.feed), args.reverse, forget_bias=args.forget_bias,
+                    hidden_dropout=args.hidden_dropout, init=args.init)
     opt = torch.optim.Adam(model.parameters(), 1e-3, fused=True)
     t0 = time.perf_counter()
     for step, batch in enumerate(dm.train_dataloader()):

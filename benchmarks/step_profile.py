@@ -13,7 +13,7 @@ import time
 import torch
 
 from luong_lit.data.batching import collate
-from luong_lit.lit_module import token_nll
+from luong_lit.metrics.perplexity import token_nll
 from luong_lit.nn import Seq2Seq
 
 

@@ -1,13 +1,14 @@
-"""Callbacks: target-token throughput and greedy-decoding BLEU on the dev set."""
+"""Callbacks: target-token throughput, greedy BLEU and beam BLEU (with unk replacement)."""
 from __future__ import annotations
 
 import time
 
 import lightning as L
-import torch
-
 from luong_lit.data.batching import Batch
-from luong_lit.decoding import greedy_decode
+from luong_lit.data.dictionary import load_dictionary
+from luong_lit.decoding.beam import BeamConfig
+from luong_lit.decoding.corpus import decode_corpus, output_words
+from luong_lit.loggers import log_samples
 from luong_lit.metrics import corpus_bleu_tok
 
 
@@ -42,39 +43,83 @@ class GreedyBleuCallback(L.Callback):
     BLEU is tokenised and case-sensitive (multi-bleu.perl equivalent, hyphens rejoined).
     """
 
-    def __init__(self, every_n_epochs: int = 1, batch_size: int = 128, max_sentences: int | None = None) -> None:
+    def __init__(self, every_n_epochs: int = 1, batch_size: int = 128, max_sentences: int | None = None,
+                 samples: int = 5) -> None:
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
+        self.samples = samples  # sample translations sent to loggers that take tables
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if trainer.sanity_checking or (trainer.current_epoch + 1) % self.every:
             return
         dm = trainer.datamodule
-        bleu = dev_bleu(pl_module.net, dm, "dev", self.batch_size, self.max_sentences)
-        pl_module.log("val/bleu", bleu, prog_bar=True)
+        hyps = translate_split(pl_module.net, dm, "dev", self.batch_size, self.max_sentences)
+        refs = [" ".join(t) for t in dm.splits["dev"].tgt_tokens[: len(hyps)]]
+        pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
+        if trainer.is_global_zero:
+            rows = [(" ".join(dm.splits["dev"].src_tokens[i]), refs[i], hyps[i]) for i in range(min(self.samples, len(hyps)))]
+            log_samples(trainer, "val/samples", ("source", "reference", "greedy"), rows, trainer.global_step)
+
+
+class BeamBleuCallback(L.Callback):
+    """Beam decoding, unk replacement and BLEU on the dev set every ``every_n_epochs`` epochs
+    (``val/bleu_beam``, ``val/bleu_beam_unk``) and on every test set in ``trainer.test``
+    (``test/<name>/bleu_beam``, ``test/<name>/bleu_beam_unk``).
+
+    ``dictionary``: an optional ``src tgt [prob]`` file for unk replacement (spec §9).
+    """
+
+    def __init__(self, every_n_epochs: int = 1, beam_size: int = 5, batch_size: int = 64,
+                 replace_unk: bool = True, dictionary: str | None = None,
+                 max_sentences: int | None = None) -> None:
+        self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
+        self.beam = BeamConfig(beam_size=beam_size)
+        self.replace_unk, self.dictionary_path = replace_unk, dictionary
+        self._dictionary = None
+
+    def _scores(self, pl_module, split) -> dict[str, float]:
+        if self.dictionary_path and self._dictionary is None:
+            self._dictionary = load_dictionary(self.dictionary_path)
+        return split_bleu(pl_module.net, split, pl_module.trainer.datamodule.tgt_vocab, self.beam,
+                          self.batch_size, self.max_sentences, self.replace_unk, self._dictionary)
+
+    def on_validation_epoch_end(self, trainer, pl_module) -> None:
+        if not self.every or trainer.sanity_checking or (trainer.current_epoch + 1) % self.every:
+            return
+        for key, value in self._scores(pl_module, trainer.datamodule.splits["dev"]).items():
+            pl_module.log(f"val/{key}_beam", value)
+
+    def on_test_epoch_end(self, trainer, pl_module) -> None:
+        for name in trainer.datamodule.test_spec:
+            for key, value in self._scores(pl_module, trainer.datamodule.splits[name]).items():
+                pl_module.log(f"test/{name}/{key}_beam", value)
+
+
+def split_bleu(net, split, tgt_vocab, beam: BeamConfig | None = None, batch_size: int = 128,
+               max_sentences: int | None = None, replace_unk: bool = False,
+               dictionary: dict[str, str] | None = None) -> dict[str, float]:
+    """Tokenised BLEU of a split's translations: ``bleu``, and ``bleu_unk`` after unk replacement."""
+    was_training = net.training
+    net.eval()
+    src_ids = split.src_ids[:max_sentences]
+    translations = decode_corpus(net, src_ids, batch_size, beam, keep_attention=replace_unk)
+    net.train(was_training)
+    refs = [" ".join(t) for t in split.tgt_tokens[: len(src_ids)]]
+    scores = {"bleu": corpus_bleu_tok([" ".join(w) for w in output_words(translations, tgt_vocab)], refs)}
+    if replace_unk:
+        words = output_words(translations, tgt_vocab, split.src_tokens, net.content_based, dictionary)
+        scores["bleu_unk"] = corpus_bleu_tok([" ".join(w) for w in words], refs)
+    return scores
 
 
 def translate_split(net, dm, split: str, batch_size: int = 128, max_sentences: int | None = None) -> list[str]:
     """Greedy translations of a split of a set-up datamodule, in the split's order."""
-    from luong_lit.data.batching import BucketBatchSampler, collate
-
-    examples = dm.splits[split].examples()[:max_sentences]
-    sampler = BucketBatchSampler([len(e[1]) for e in examples], [len(e[1]) for e in examples],
-                                 batch_size, shuffle=False)
-    hyps = [""] * len(dm.splits[split].src_ids)
     was_training = net.training
     net.eval()
-    device = next(net.parameters()).device
-    with torch.no_grad():
-        for idx in sampler:
-            batch = collate([examples[i] for i in idx]).to(device)
-            out, _ = greedy_decode(net, batch.src, batch.src_len)
-            for i, ids in zip(batch.index.tolist(), out):
-                hyps[i] = " ".join(dm.tgt_vocab.decode(ids))
+    translations = decode_corpus(net, dm.splits[split].src_ids[:max_sentences], batch_size)
     net.train(was_training)
-    return hyps[:max_sentences]
+    return [" ".join(w) for w in output_words(translations, dm.tgt_vocab)]
 
 
 def dev_bleu(net, dm, split: str = "dev", batch_size: int = 128, max_sentences: int | None = None) -> float:
-    hyps = translate_split(net, dm, split, batch_size, max_sentences)
-    refs = [" ".join(t) for t in dm.splits[split].tgt_tokens[: len(hyps)]]
-    return corpus_bleu_tok(hyps, refs)
+    """Greedy tokenised BLEU of a split (the ``val/bleu`` of :class:`GreedyBleuCallback`)."""
+    return split_bleu(net, dm.splits[split], dm.tgt_vocab, None, batch_size, max_sentences)["bleu"]

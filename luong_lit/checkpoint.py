@@ -79,3 +79,24 @@ def load_model(path: str | os.PathLike, map_location: str = "cpu") -> tuple[Seq2
     state = {k[len("net."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
     net.load_state_dict(state)
     return net.eval(), src_vocab, tgt_vocab, meta
+
+
+def load_models(paths, combine: str = "logits", map_location: str = "cpu"):
+    """One model, or an :class:`~luong_lit.decoding.ensemble.Ensemble` of several checkpoints.
+
+    All checkpoints must share both vocabularies. Returns ``(model, src_vocab, tgt_vocab,
+    metas)`` with one metadata dict per checkpoint.
+    """
+    from luong_lit.decoding.ensemble import Ensemble
+
+    paths = [Path(p) for p in paths]
+    loaded = [load_model(p, map_location) for p in paths]
+    _, src_vocab, tgt_vocab, _ = loaded[0]
+    for p, (_, sv, tv, _) in zip(paths[1:], loaded[1:]):
+        for side, a, b in (("source", src_vocab, sv), ("target", tgt_vocab, tv)):
+            if a != b:
+                raise CheckpointError(f"{p}: its {side} vocabulary differs from that of {paths[0]} "
+                                      f"({len(b)} vs {len(a)} words); an ensemble needs shared vocabularies")
+    nets = [x[0] for x in loaded]
+    model = nets[0] if len(nets) == 1 else Ensemble(nets, combine).eval()
+    return model, src_vocab, tgt_vocab, [x[3] for x in loaded]

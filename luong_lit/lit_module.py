@@ -10,24 +10,10 @@ from torch import Tensor
 from torchmetrics import SumMetric
 
 from luong_lit.data.batching import Batch
-from luong_lit.data.vocab import PAD_ID
 from luong_lit.nn import Seq2Seq
-from luong_lit.nn.loss import linear_cross_entropy
+from luong_lit.metrics.perplexity import token_nll
 
 LOSS_NORMS = ("sentences", "nominal", "tokens")
-
-
-def token_nll(net: Seq2Seq, batch: Batch) -> tuple[Tensor, int]:
-    """Summed token NLL of the references under teacher forcing, and the token count.
-
-    Logits are computed for non-pad positions only, so padding costs no softmax work, and
-    chunk by chunk (:func:`luong_lit.nn.loss.linear_cross_entropy`).
-    """
-    h_tilde, _ = net(batch.src, batch.src_len, batch.tgt_in)  # (B, T, d)
-    mask = batch.tgt_out != PAD_ID  # (B, T)
-    W_s = net.decoder.W_s
-    nll = linear_cross_entropy(h_tilde[mask], W_s.weight, W_s.bias, batch.tgt_out[mask])  # Eq. 6
-    return nll, int(mask.sum())
 
 
 def halving_factor(epoch: int, halve_after: int, convention: str = "paper") -> float:

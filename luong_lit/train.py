@@ -54,14 +54,22 @@ def build(cfg: DictConfig):
     trainer = hydra.utils.instantiate(cfg.trainer, callbacks=_instantiate_dict(cfg.get("callbacks")),
                                       logger=_instantiate_dict(cfg.get("logger")) or False,
                                       plugins=[AtomicCheckpointIO()])
+    for logger in trainer.loggers:  # the resolved config, for dashboards (W&B, TensorBoard hparams)
+        logger.log_hyperparams(_resolved(cfg))
     return dm, model, trainer
+
+
+def _resolved(cfg: DictConfig) -> dict[str, Any]:
+    try:
+        return OmegaConf.to_container(cfg, resolve=True)
+    except Exception:  # noqa: BLE001 - ${hydra:...} outside a Hydra app: keep it unresolved
+        return OmegaConf.to_container(cfg, resolve=False)
 
 
 def evaluate_tests(dm, model, trainer, out_dir: Path) -> dict[str, Any]:
     """Perplexity and greedy BLEU of the best checkpoint on every configured test set."""
     from luong_lit.callbacks import dev_bleu
-    from luong_lit.lit_module import token_nll
-    from luong_lit.data.batching import collate
+    from luong_lit.metrics.perplexity import perplexity
 
     ckpt = getattr(trainer.checkpoint_callback, "best_model_path", "")
     if ckpt:
@@ -70,13 +78,7 @@ def evaluate_tests(dm, model, trainer, out_dir: Path) -> dict[str, Any]:
     net = model.net.eval()
     results: dict[str, Any] = {"checkpoint": Path(ckpt).name if ckpt else "final weights"}
     for name in dm.test_spec:
-        examples = dm.splits[name].examples()
-        nll, tokens = 0.0, 0
-        with torch.no_grad():
-            for i in range(0, len(examples), 128):
-                n, t = token_nll(net, collate(examples[i:i + 128]).to(model.device))
-                nll, tokens = nll + float(n), tokens + t
-        ppl = float(torch.exp(torch.tensor(nll / max(tokens, 1))))
+        ppl = perplexity(net, dm.splits[name].examples())
         results[name] = {"ppl": ppl, "bleu_greedy": dev_bleu(net, dm, name)}
         log.info("test %s: ppl %.2f, greedy BLEU %.2f", name, ppl, results[name]["bleu_greedy"])
     (out_dir / "results.json").write_text(json.dumps(results, indent=2))

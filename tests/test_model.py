@@ -37,6 +37,23 @@ def test_stepwise_decoding_equals_teacher_forcing(att, score, feed, reverse):
             torch.testing.assert_close(align.dense(src.size(1))[:, 0], dense[:, t], atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
+def test_ragged_targets_equal_one_sentence_at_a_time(att):
+    """Rows that end early drop out of the input-feeding loop; the rest must not notice."""
+    torch.manual_seed(0)
+    model = Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", True).eval()
+    src, src_len, tgt = batch(T=6)
+    tgt_len = torch.tensor([3, 6, 1])  # unsorted, with padding
+    tgt[torch.arange(6) >= tgt_len.unsqueeze(1)] = 0
+    h_tilde, dense = model(src, src_len, tgt, return_attention=True)
+    for b in range(3):
+        n, m = int(tgt_len[b]), int(src_len[b])
+        alone, a_alone = model(src[b:b + 1, :m], src_len[b:b + 1], tgt[b:b + 1, :n], return_attention=True)
+        torch.testing.assert_close(h_tilde[b, :n], alone[0], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(dense[b, :n, :m], a_alone[0], atol=1e-6, rtol=1e-5)
+        assert not h_tilde[b, n:].any() and not dense[b, n:].any()
+
+
 def test_reverse_index_is_an_involution():
     lengths = torch.tensor([5, 3, 1])
     idx = reverse_index(lengths, 5)

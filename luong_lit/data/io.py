@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Iterable
 
 
 class DataError(ValueError):
@@ -13,6 +14,19 @@ def _open_binary(path: Path):
     if path.suffix == ".gz":
         return gzip.open(path, "rb")
     return open(path, "rb")
+
+
+def decode_lines(raw_lines: Iterable[bytes], name: str) -> list[str]:
+    """UTF-8 lines without terminators; a bad byte raises a DataError naming ``name:line``."""
+    lines = []
+    for lineno, raw in enumerate(raw_lines, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            bad = raw[err.start:err.start + 1].hex()
+            raise DataError(f"{name}:{lineno}: not valid UTF-8 (byte 0x{bad} at column {err.start + 1})") from None
+        lines.append(text.rstrip("\r\n"))
+    return lines
 
 
 def read_lines(path: str | Path, allow_empty_file: bool = False) -> list[str]:
@@ -27,15 +41,7 @@ def read_lines(path: str | Path, allow_empty_file: bool = False) -> list[str]:
     lines: list[str] = []
     try:
         with _open_binary(path) as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    bad = raw[err.start:err.start + 1].hex()
-                    raise DataError(
-                        f"{path}:{lineno}: not valid UTF-8 (byte 0x{bad} at column {err.start + 1})"
-                    ) from None
-                lines.append(text.rstrip("\r\n"))
+            lines = decode_lines(fh, str(path))
     except (OSError, EOFError) as err:  # e.g. a truncated or fake .gz file
         raise DataError(f"{path}: cannot be read: {err}") from None
     if not lines and not allow_empty_file:

@@ -1,6 +1,14 @@
-"""BLEU on tokenised text (multi-bleu.perl equivalent) via sacreBLEU."""
+"""Case-sensitive BLEU, two ways (spec §13).
+
+* Tokenised BLEU: sacreBLEU with ``tokenize='none'`` on tokenised text is what
+  multi-bleu.perl computes; ``##AT##-##AT##`` is rejoined first, as the authors did. This is
+  the BLEU of the paper's Tables 1, 3 and 4.
+* Detokenised BLEU: both sides are detokenised with the Moses detokenizer and scored by
+  sacreBLEU's ``13a`` tokenisation, the modern stand-in for NIST ``mteval-v13a`` (Table 2).
+"""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 from luong_lit.data.tokenize import AT_SEP
@@ -11,6 +19,11 @@ def rejoin_hyphens(line: str) -> str:
     return line.replace(f" {AT_SEP} ", "-")
 
 
+def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+
+
 def corpus_bleu_tok(hyps: Sequence[str], refs: Sequence[str], rejoin: bool = True) -> float:
     """Case-sensitive corpus BLEU of tokenised text, as multi-bleu.perl computes it.
 
@@ -19,8 +32,30 @@ def corpus_bleu_tok(hyps: Sequence[str], refs: Sequence[str], rejoin: bool = Tru
     """
     import sacrebleu
 
-    if len(hyps) != len(refs):
-        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    _check(hyps, refs)
     if rejoin:
         hyps, refs = [rejoin_hyphens(h) for h in hyps], [rejoin_hyphens(r) for r in refs]
     return float(sacrebleu.corpus_bleu(list(hyps), [list(refs)], tokenize="none", force=True).score)
+
+
+@lru_cache(maxsize=8)
+def _detokenizer(lang: str):
+    from sacremoses import MosesDetokenizer
+
+    return MosesDetokenizer(lang=lang)
+
+
+def detokenize(line: str, lang: str) -> str:
+    """Moses detokenisation of one tokenised line (hyphens rejoined, entities unescaped)."""
+    return _detokenizer(lang).detokenize(rejoin_hyphens(line).split(), unescape=True)
+
+
+def corpus_bleu_detok(hyps: Sequence[str], refs: Sequence[str], lang: str,
+                      refs_detokenized: bool = False) -> float:
+    """sacreBLEU ``13a`` on detokenised text; ``refs`` may already be raw references."""
+    import sacrebleu
+
+    _check(hyps, refs)
+    hyps = [detokenize(h, lang) for h in hyps]
+    refs = list(refs) if refs_detokenized else [detokenize(r, lang) for r in refs]
+    return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize="13a").score)

@@ -161,16 +161,45 @@ class Decoder(nn.Module):
 
     def _forward_feed(self, y_in: Tensor, state: DecoderState, memory: Memory,
                       return_attention: bool) -> tuple[Tensor, Tensor | None]:
+        """The unrolled input-feeding path. Sentences that have ended drop out of the batch.
+
+        Rows are sorted by target length (longest first), so at step ``t`` only the first
+        ``n_t`` rows are still running and the others are simply not computed, as a packed
+        sequence would do. Outputs at padded positions are zeros.
+        """
+        B, T = y_in.shape
+        lengths = (y_in != self.embedding.padding_idx).sum(1).clamp_min(1)  # (B,) steps per row
+        order = torch.argsort(lengths, descending=True, stable=True)  # (B,)
+        permuted = bool((order != torch.arange(B, device=order.device)).any())
+        if permuted:
+            y_in, state, memory = y_in[order], state.index_select(order), memory.index_select(order)
+        running = torch.bincount(lengths.clamp_max(T) - 1, minlength=T).flip(0).cumsum(0).flip(0).tolist()
         weights = self._layer_weights()
         x_proj = self._embed_proj(y_in).unbind(1)  # T x (B, 4d); unbind's backward is one stack
         h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
         outs, attns = [], []
         for t, x_t in enumerate(x_proj):
-            h, c = self._cell_stack(x_t, h_tilde, h, c, weights)
-            h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
-            h_tilde = h_tilde.squeeze(1)  # (B, d)
-            outs.append(h_tilde)
+            n = running[t]  # rows still running at step t
+            if n < h_tilde.size(0):
+                h, c, h_tilde = [x[:n] for x in h], [x[:n] for x in c], h_tilde[:n]
+                memory = Memory(*(x[:n] for x in memory))
+            h, c = self._cell_stack(x_t[:n], h_tilde, h, c, weights)
+            h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (n, 1, d)
+            h_tilde = h_tilde.squeeze(1)  # (n, d)
+            outs.append(_pad_rows(h_tilde, B))
             if return_attention:
-                attns.append(align.dense(memory.h_bar_s.size(1)))  # (B, 1, S)
+                attns.append(_pad_rows(align.dense(memory.h_bar_s.size(1)), B))  # (B, 1, S)
+        out = torch.stack(outs, 1)  # (B, T, d)
         dense = torch.cat(attns, 1) if return_attention else None  # (B, T, S)
-        return torch.stack(outs, 1), dense  # (B, T, d)
+        if permuted:
+            inverse = torch.argsort(order)
+            out = out[inverse]
+            dense = dense[inverse] if dense is not None else None
+        return out, dense
+
+
+def _pad_rows(x: Tensor, B: int) -> Tensor:
+    """Zero rows appended to ``x`` (n, ...) up to ``B`` rows."""
+    if x.size(0) == B:
+        return x
+    return torch.cat([x, x.new_zeros(B - x.size(0), *x.shape[1:])], 0)

@@ -16,7 +16,7 @@ from luong_lit.nn import scores as score_mod
 from luong_lit.nn.attention import Alignment, Memory
 from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder
-from luong_lit.nn.init import init_uniform_
+from luong_lit.nn.init import initialise_
 
 ATTENTIONS: dict[str, Any] = {
     "none": None,
@@ -81,6 +81,7 @@ class Seq2Seq(nn.Module):
         reverse_source: read the source backwards (paper §4.1).
         bias: biases in LSTMs and linear layers (nmt.matlab has none, spec §0).
         init_scale: uniform initialisation range (paper: 0.1).
+        init: ``uniform`` (the paper) or ``xavier`` (Glorot matrices, zero biases: Joey NMT).
         forget_bias: initial LSTM forget-gate bias (needs ``bias``). 0 leaves the uniform
             draw; tensorflow/nmt and Joey NMT start at 1.0, which speeds up early learning.
         hidden_dropout: drop probability on ``[c_t; h_t]`` before ``W_c`` (Eq. 5), as Joey
@@ -103,6 +104,7 @@ class Seq2Seq(nn.Module):
         init_scale: float = 0.1,
         forget_bias: float = 0.0,
         hidden_dropout: float = 0.0,
+        init: str = "uniform",
         pad_id: int = 0,
     ) -> None:
         super().__init__()
@@ -121,7 +123,10 @@ class Seq2Seq(nn.Module):
         self.decoder = Decoder(tgt_vocab_size, embed_size, hidden_size, num_layers, att,
                                feed_input, dropout, bias, pad_id, hidden_dropout)
         self.attention = att
-        init_uniform_(self, init_scale)
+        try:
+            initialise_(self, init, init_scale)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         if forget_bias and bias:
             for rnn in (self.encoder.rnn, self.decoder.rnn):
                 for l in range(num_layers):

@@ -1,0 +1,130 @@
+"""Word alignments by forced decoding, and AER against gold links (paper §5.4, Table 6).
+
+    python -m luong_lit.align CKPT [CKPT ...] --rwth [--baselines] [--out DIR]
+    python -m luong_lit.align CKPT --src F --tgt F [--gold F.talp [--gold-flip]] [--out DIR]
+
+``--rwth`` uses the RWTH De–En gold set (``$LUONG_LIT_DATA/rwth_deen_alignment``, or
+``--rwth-dir``) in the model's direction: an En→De model reads ``deen.tgt`` (English) as its
+source and ``deen.src`` (German) as its target, and the gold links are flipped to match.
+
+Token matching: the gold text is already tokenised, and each gold token is one model token.
+Tokens outside the model's vocabulary are read as ``<unk>`` but keep their position, so every
+gold link stays scorable; the report gives the share of tokens that were ``<unk>``. Links are
+written in Pharaoh ``i-j`` format (0-based source-target, original source order).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from luong_lit.checkpoint import CheckpointError, load_models
+from luong_lit.data.io import DataError, read_lines
+from luong_lit.data.sources import mirror_dir
+from luong_lit.data.vocab import UNK_ID
+from luong_lit.decoding.align import attention_links, forced_attention
+from luong_lit.decoding.ensemble import EnsembleError
+from luong_lit.metrics.aer import aer, diagonal_links, pharaoh, read_talp
+
+
+def rwth_files(root: Path | None, src_lang: str, tgt_lang: str) -> tuple[Path, Path, Path, bool]:
+    """(source text, target text, gold, flip) for a model translating src_lang → tgt_lang."""
+    if root is None:
+        raise DataError("--rwth needs the RWTH data: set LUONG_LIT_DATA or pass --rwth-dir")
+    d = root / "rwth_deen_alignment" if (root / "rwth_deen_alignment").is_dir() else root
+    pair = (src_lang, tgt_lang)
+    if pair == ("de", "en"):
+        return d / "deen.src", d / "deen.tgt", d / "deen.talp", False
+    if pair == ("en", "de"):
+        return d / "deen.tgt", d / "deen.src", d / "deen.talp", True
+    raise DataError(f"the RWTH gold set is German-English; this model translates {src_lang}->{tgt_lang}")
+
+
+def model_links(model, src_vocab, tgt_vocab, src, tgt, convention: str) -> tuple[list, float]:
+    """Forced-decoding links, and the share of tokens mapped to <unk>."""
+    if not getattr(model, "has_attention", getattr(model, "attention", None) is not None):
+        raise CheckpointError("a model without attention has no alignments (attention=none)")
+    src_ids = [src_vocab.encode(s) for s in src]
+    tgt_ids = [tgt_vocab.encode(t) for t in tgt]
+    att = forced_attention(model, src_ids, tgt_ids)
+    ids = [i for s in src_ids + tgt_ids for i in s]
+    unk = sum(i == UNK_ID for i in ids) / max(len(ids), 1)
+    return attention_links(att, [len(t) for t in tgt], model.content_based, convention), unk
+
+
+def baseline_links(src, tgt, extra_src=None, extra_tgt=None) -> dict[str, list]:
+    """The diagonal aligner, and eflomal trained on the same sentences (plus any extra text)."""
+    from luong_lit.data.dictionary import eflomal_links
+
+    out = {"diagonal": [diagonal_links(len(s), len(t)) for s, t in zip(src, tgt)]}
+    try:
+        links = eflomal_links(list(src) + list(extra_src or []), list(tgt) + list(extra_tgt or []), "intersect")
+        out["eflomal (intersection)"] = [set(x) for x in links[: len(src)]]
+        fwd = eflomal_links(list(src) + list(extra_src or []), list(tgt) + list(extra_tgt or []), "forward")
+        out["eflomal (forward)"] = [set(x) for x in fwd[: len(src)]]
+    except DataError as err:
+        print(f"warning: {err}; eflomal baseline left out", file=sys.stderr)
+    return out
+
+
+def run(args) -> dict:
+    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, "logits", "cpu")
+    data = metas[0].get("data") or {}
+    if args.rwth:
+        root = Path(args.rwth_dir) if args.rwth_dir else mirror_dir(None)
+        src_path, tgt_path, gold_path, flip = rwth_files(root, data.get("src_lang"), data.get("tgt_lang"))
+    else:
+        if not (args.src and args.tgt):
+            raise DataError("give --rwth, or both --src and --tgt")
+        src_path, tgt_path, gold_path, flip = Path(args.src), Path(args.tgt), args.gold, args.gold_flip
+    src = [x.split() for x in read_lines(src_path)]
+    tgt = [x.split() for x in read_lines(tgt_path)]
+    if len(src) != len(tgt):
+        raise DataError(f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}")
+    links, unk = model_links(model, src_vocab, tgt_vocab, src, tgt, args.align_convention)
+    report = {"checkpoints": [str(c) for c in args.checkpoints], "source": str(src_path),
+              "target": str(tgt_path), "sentences": len(src), "unk_token_share": unk,
+              "convention": args.align_convention, "links": [pharaoh(x) for x in links]}
+    if gold_path:
+        gold = read_talp(gold_path, flip=flip)
+        report["gold"], report["aer"] = str(gold_path), aer(links, gold)
+        if args.baselines:
+            extra = [[x.split() for x in read_lines(p)] for p in (args.extra_src, args.extra_tgt)] \
+                if args.extra_src and args.extra_tgt else (None, None)
+            report["baselines"] = {name: aer(b, gold) for name, b in baseline_links(src, tgt, *extra).items()}
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m luong_lit.align", description=__doc__.split("\n")[0])
+    ap.add_argument("checkpoints", nargs="+")
+    ap.add_argument("--rwth", action="store_true", help="the RWTH De-En gold set, in the model's direction")
+    ap.add_argument("--rwth-dir", help="directory of deen.src/deen.tgt/deen.talp (default: $LUONG_LIT_DATA)")
+    ap.add_argument("--src", help="tokenised source sentences")
+    ap.add_argument("--tgt", help="tokenised reference translations")
+    ap.add_argument("--gold", help="gold links, talp format (1-based i-j sure, ipj possible)")
+    ap.add_argument("--gold-flip", action="store_true", help="gold i indexes the target side")
+    ap.add_argument("--align-convention", default="paper", choices=("paper", "predicted"))
+    ap.add_argument("--baselines", action="store_true", help="also score eflomal and a diagonal aligner")
+    ap.add_argument("--extra-src", help="more parallel text for the eflomal baseline (source side)")
+    ap.add_argument("--extra-tgt", help="more parallel text for the eflomal baseline (target side)")
+    ap.add_argument("--out", help="directory for alignments.txt and align.json (default: the run directory)")
+    args = ap.parse_args(argv)
+    try:
+        report = run(args)
+    except (CheckpointError, DataError, EnsembleError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    from luong_lit.evaluate import default_out_dir
+
+    out = Path(args.out) if args.out else default_out_dir(args.checkpoints[0])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "alignments.txt").write_text("".join(x + "\n" for x in report.pop("links")), encoding="utf-8")
+    (out / "align.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

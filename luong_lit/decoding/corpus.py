@@ -1,0 +1,86 @@
+"""Decode a whole corpus in length-sorted batches (greedy or beam), and post-process it.
+
+Shared by the training callbacks and the ``translate``/``evaluate`` command-line tools.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import torch
+from torch import Tensor
+
+from luong_lit.data.batching import collate
+from luong_lit.data.vocab import BOS, PAD, UNK
+from luong_lit.decoding.beam import BeamConfig, Hypothesis, beam_search
+from luong_lit.decoding.greedy import greedy_decode
+from luong_lit.decoding.unk import replace_in_hypothesis
+
+
+@dataclass
+class Translation:
+    """The best output for one source sentence; ``n_best`` holds the rest for beam search."""
+
+    ids: list[int]
+    attention: Tensor | None = None  # (len + 1, S) weights of every step, </s> included
+    score: float | None = None
+    n_best: list[Hypothesis] = field(default_factory=list)
+
+
+def _decode_batch(model, batch, beam: BeamConfig | None, keep_attention: bool) -> list[Translation]:
+    if beam is None:
+        hyps, attn = greedy_decode(model, batch.src, batch.src_len, return_attention=keep_attention)
+        return [Translation(h, attn[i] if attn else None) for i, h in enumerate(hyps)]
+    out = []
+    for b, n_best in enumerate(beam_search(model, batch.src, batch.src_len, beam, keep_attention)):
+        best = n_best[0]
+        S = int(batch.src_len[b])
+        att = best.attention[:, :S] if (keep_attention and best.attention is not None) else None
+        out.append(Translation(best.tokens, att, best.score, n_best))
+    return out
+
+
+@torch.no_grad()
+def decode_corpus(model, src_ids: Sequence[Sequence[int]], batch_size: int = 64,
+                  beam: BeamConfig | None = None, keep_attention: bool = False,
+                  progress: bool = False) -> list[Translation]:
+    """Translate every source (a list of id lists) in input order; empty sources give empty output.
+
+    Sentences are batched by source length (longest first) so that little padding is decoded.
+    """
+    out: list[Translation] = [Translation([]) for _ in src_ids]
+    order = sorted((i for i, s in enumerate(src_ids) if len(s)), key=lambda i: -len(src_ids[i]))
+    device = next(model.parameters()).device
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(order), unit="sent", desc="translating")
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch = collate([(i, list(src_ids[i]), []) for i in idx]).to(device)
+        for i, tr in zip(batch.index.tolist(), _decode_batch(model, batch, beam, keep_attention)):
+            out[i] = tr
+        if bar is not None:
+            bar.update(len(idx))
+    if bar is not None:
+        bar.close()
+    return out
+
+
+def output_words(translations: Sequence[Translation], tgt_vocab, src_words: Sequence[Sequence[str]] | None = None,
+                 content_based: bool = True, dictionary: Mapping[str, str] | None = None,
+                 convention: str = "paper") -> list[list[str]]:
+    """Target words of each translation; with ``src_words``, ``<unk>`` words are replaced.
+
+    Replacement works on the raw output, one word per step, so that each word keeps its own
+    attention vector; stray ``<s>``/``<pad>`` symbols are dropped afterwards.
+    """
+    out = []
+    for n, t in enumerate(translations):
+        words = [tgt_vocab.itos[i] for i in t.ids]
+        if src_words is not None:
+            words = replace_in_hypothesis(words, src_words[n], t.attention, content_based,
+                                          dictionary, convention, UNK)
+        out.append([w for w in words if w not in (PAD, BOS)])
+    return out

@@ -1,0 +1,92 @@
+"""Ensembles of independently trained models behind the single-model decoding interface.
+
+Each member keeps its own encoder, attention and recurrent state, so global and local models,
+different scores and input feeding can be mixed (paper §4.2: "8 different models of various
+settings"). They must share vocabularies. At every step the members' predictions are combined
+(spec §10):
+
+* ``logits`` (default, the authors' rule): ``(1/M) Σ_m W_s^(m) h_tilde_t^(m)``, then softmax,
+  i.e. a renormalised geometric mean of the members' distributions;
+* ``log_probs``: the mean of the members' log-probabilities (OpenNMT-py's default);
+* ``probs``: the log of the mean of their probabilities.
+
+The alignment of the ensemble is the sum of the members' attention weights (spec §9).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+COMBINE = ("logits", "log_probs", "probs")
+
+
+class EnsembleError(ValueError):
+    """Members that cannot be combined (different vocabularies, unknown rule)."""
+
+
+class _Many(tuple):
+    """A tuple of per-member states or memories that reorders all of them at once."""
+
+    def index_select(self, idx: Tensor) -> "_Many":
+        return _Many(x.index_select(idx) if hasattr(x, "index_select") else x for x in self)
+
+
+class SummedAlignment(NamedTuple):
+    """The members' attention weights, summed over members (spec §9)."""
+
+    parts: tuple  # per member: an Alignment or None (no attention)
+
+    def dense(self, S: int) -> Tensor:
+        dense = [a.dense(S) for a in self.parts if a is not None]  # M x (B, T, S)
+        return torch.stack(dense).sum(0)
+
+
+class Ensemble(nn.Module):
+    """``encode``/``step`` over ``M`` models, combining their next-word scores per step."""
+
+    def __init__(self, models: Sequence[nn.Module], combine: str = "logits") -> None:
+        super().__init__()
+        if combine not in COMBINE:
+            raise EnsembleError(f"ensemble combine={combine!r} is unknown; choose one of {', '.join(COMBINE)}")
+        if not models:
+            raise EnsembleError("an ensemble needs at least one model")
+        sizes = {m.decoder.W_s.out_features for m in models}
+        if len(sizes) > 1:
+            raise EnsembleError(f"ensemble members have different target vocabulary sizes {sorted(sizes)}")
+        self.members = nn.ModuleList(models)
+        self.combine = combine
+
+    @property
+    def content_based(self) -> bool:
+        """Footnote 14's convention, which must be the same for every member."""
+        kinds = {m.content_based for m in self.members}
+        if len(kinds) > 1:
+            raise EnsembleError("the ensemble mixes location and content-based scores, whose "
+                                "alignment conventions differ (paper footnote 14); align with one kind")
+        return kinds.pop()
+
+    @property
+    def has_attention(self) -> bool:
+        return any(m.attention is not None for m in self.members)
+
+    def encode(self, src: Tensor, src_len: Tensor) -> tuple[_Many, _Many]:
+        encoded = [m.encode(src, src_len) for m in self.members]
+        return _Many(e[0] for e in encoded), _Many(e[1] for e in encoded)
+
+    def step(self, y_prev: Tensor, state: _Many, memory: _Many, t: int
+             ) -> tuple[Tensor, _Many, SummedAlignment | None]:
+        """One step of every member; returns combined scores (B, V) for a log-softmax."""
+        outs = [m.step(y_prev, s, mem, t) for m, s, mem in zip(self.members, state, memory)]
+        logits = torch.stack([o[0].float() for o in outs])  # (M, B, V)
+        if self.combine == "logits":
+            combined = logits.mean(0)  # (B, V)
+        elif self.combine == "log_probs":
+            combined = F.log_softmax(logits, -1).mean(0)  # (B, V)
+        else:
+            combined = torch.logsumexp(F.log_softmax(logits, -1), 0) - torch.log(torch.tensor(float(len(outs))))
+        aligns = tuple(o[2] for o in outs)
+        align = SummedAlignment(aligns) if any(a is not None for a in aligns) else None
+        return combined, _Many(o[1] for o in outs), align

@@ -1,0 +1,61 @@
+"""Unknown-word replacement (paper §4.1 and footnote 14; spec §9, §12).
+
+Every ``<unk>`` in a translation takes the source word at the argmax of its attention vector.
+That word is translated through a dictionary when it has an entry, and copied otherwise.
+
+Which step's ``a_t`` belongs to which target word (footnote 14): at step ``t`` the decoder
+reads ``y_{t-1}`` and predicts ``y_t``. Location-based scores align ``a_t`` with the predicted
+word ``y_t``; content-based scores align it with the input word ``y_{t-1}``, so target word
+``i`` takes the vector of step ``i + 1`` (the first step's vector is unused). ``predicted``
+always uses the vector of the step that produced the word (OpenNMT-py, seq2seq-attn).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from torch import Tensor
+
+CONVENTIONS = ("paper", "predicted")
+
+
+def word_alignment(attention: Tensor, n_words: int, content_based: bool,
+                   convention: str = "paper") -> list[int]:
+    """Source position aligned to each of ``n_words`` target words.
+
+    Args:
+        attention: (T, S) weights of every decoding step, the ``</s>`` step included, so
+            ``T >= n_words + 1`` for a finished translation.
+        content_based: whether the model's score is content-based (dot, general, concat).
+        convention: ``paper`` (footnote 14) or ``predicted``.
+    """
+    if convention not in CONVENTIONS:
+        raise ValueError(f"alignment convention {convention!r} is unknown; choose one of {', '.join(CONVENTIONS)}")
+    shift = 1 if (convention == "paper" and content_based) else 0
+    rows = attention[shift: shift + n_words]  # (n_words, S)
+    if rows.size(0) < n_words:
+        raise ValueError(f"{attention.size(0)} attention steps cannot align {n_words} words")
+    return rows.argmax(-1).tolist()
+
+
+def replace_unks(words: Sequence[str], src_words: Sequence[str], positions: Sequence[int],
+                 dictionary: Mapping[str, str] | None = None, unk: str = "<unk>") -> list[str]:
+    """Replace each ``unk`` in ``words`` by the translation or copy of its aligned source word."""
+    dictionary = dictionary or {}
+    out = []
+    for word, pos in zip(words, positions):
+        if word == unk and 0 <= pos < len(src_words):
+            source = src_words[pos]
+            word = dictionary.get(source, source)
+        out.append(word)
+    return out
+
+
+def replace_in_hypothesis(words: Sequence[str], src_words: Sequence[str], attention: Tensor | None,
+                          content_based: bool, dictionary: Mapping[str, str] | None = None,
+                          convention: str = "paper", unk: str = "<unk>") -> list[str]:
+    """:func:`replace_unks` for one decoded hypothesis with its per-step ``attention`` (T, S)."""
+    if unk not in words or attention is None:
+        return list(words)
+    positions = word_alignment(attention, len(words), content_based, convention)
+    return replace_unks(words, src_words, positions, dictionary, unk)
+

@@ -1,0 +1,133 @@
+"""Evaluate a checkpoint or an ensemble on a named test set, and write a report.
+
+    python -m luong_lit.evaluate CKPT [CKPT ...] --test test_2016_flickr [--beam 5] [--dict FILE]
+
+Reports perplexity, BLEU before and after unknown-word replacement (tokenised BLEU as
+multi-bleu.perl computes it, and detokenised sacreBLEU 13a), BLEU by source length (Figure 6)
+and sample translations in the style of Table 5, as Markdown and JSON in the run directory.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from luong_lit.checkpoint import CheckpointError, load_models
+from luong_lit.data.dictionary import load_dictionary
+from luong_lit.data.io import DataError
+from luong_lit.decoding.corpus import decode_corpus, output_words
+from luong_lit.decoding.ensemble import EnsembleError
+from luong_lit.metrics.bleu import corpus_bleu_detok, corpus_bleu_tok
+from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_by_length
+from luong_lit.metrics.perplexity import perplexity
+from luong_lit.translate import UsageError, add_decoding_args, beam_config
+
+log = logging.getLogger("luong_lit.evaluate")
+
+
+def load_split(meta: dict, name: str, src_vocab, tgt_vocab):
+    """The test split ``name`` of the model's own dataset, tokenised and encoded as in training."""
+    from luong_lit.data.datamodule import TranslationDataModule
+
+    cfg = {k: v for k, v in (meta.get("data") or {}).items() if not k.startswith("_")}
+    cfg["mirror"] = None  # this machine's LUONG_LIT_DATA, not the training machine's
+    tests = dict(cfg.get("test") or {})
+    cfg["test"] = {name: tests.get(name, name)}
+    dm = TranslationDataModule(**cfg)
+    dm.setup("test")
+    if dm.src_vocab != src_vocab or dm.tgt_vocab != tgt_vocab:
+        raise DataError(f"the vocabularies rebuilt from the training data differ from the checkpoint's; "
+                        f"has the training data of {meta.get('data', {}).get('dataset')} changed?")
+    return dm.splits[name], cfg.get("tgt_lang", "de")
+
+
+def score(hyps: list[list[str]], refs: list[str], lang: str) -> dict[str, float]:
+    text = [" ".join(h) for h in hyps]
+    return {"bleu_tok": corpus_bleu_tok(text, refs), "bleu_detok": corpus_bleu_detok(text, refs, lang)}
+
+
+def samples(split, plain, replaced, n: int) -> list[dict]:
+    """Table 5 style: source, reference, and the output before and after unk replacement."""
+    picked = [i for i, (a, b) in enumerate(zip(plain, replaced)) if a != b][:n]
+    picked += [i for i in range(len(plain)) if i not in picked][: n - len(picked)]
+    return [{"src": " ".join(split.src_tokens[i]), "ref": " ".join(split.tgt_tokens[i]),
+             "best": " ".join(plain[i]), "best_unk_replaced": " ".join(replaced[i])} for i in sorted(picked)]
+
+
+def evaluate(args) -> dict:
+    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, args.combine, args.device)
+    model.to(args.device)
+    split, lang = load_split(metas[0], args.test, src_vocab, tgt_vocab)
+    nets = list(getattr(model, "members", [model]))
+    report = {"test": args.test, "checkpoints": [str(p) for p in args.checkpoints],
+              "ppl": [perplexity(n, split.examples()) for n in nets]}
+    beam = beam_config(args)
+    out = decode_corpus(model, split.src_ids, args.batch_size, beam, keep_attention=True, progress=not args.quiet)
+    dictionary = load_dictionary(args.dict) if args.dict else None
+    plain = output_words(out, tgt_vocab)
+    replaced = output_words(out, tgt_vocab, split.src_tokens, model.content_based, dictionary,
+                            args.align_convention)
+    refs = [" ".join(t) for t in split.tgt_tokens]
+    report["decoding"] = {"beam": args.beam, "authors_decoder": args.authors_decoder,
+                          "length_penalty": args.length_penalty, "combine": args.combine,
+                          "dictionary": args.dict, "align_convention": args.align_convention}
+    report["bleu"] = score(plain, refs, lang)
+    report["bleu_unk_replaced"] = score(replaced, refs, lang)
+    report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
+    report["length_buckets"] = bleu_by_length([" ".join(w) for w in replaced], refs,
+                                              [len(s) for s in split.src_tokens])
+    report["samples"] = samples(split, plain, replaced, args.samples)
+    return report
+
+
+def markdown(report: dict) -> str:
+    b, u = report["bleu"], report["bleu_unk_replaced"]
+    lines = [f"# Evaluation on {report['test']}", "",
+             "Checkpoints: " + ", ".join(f"`{Path(c).name}`" for c in report["checkpoints"]), "",
+             f"Perplexity: {', '.join(f'{p:.2f}' for p in report['ppl'])}", "",
+             f"Decoding: {json.dumps(report['decoding'])}", "",
+             "| BLEU (case-sensitive) | before unk replacement | after |", "|---|---:|---:|",
+             f"| tokenised (multi-bleu.perl equivalent, ##AT## rejoined) | {b['bleu_tok']:.2f} | {u['bleu_tok']:.2f} |",
+             f"| detokenised sacreBLEU 13a (mteval-v13a stand-in) | {b['bleu_detok']:.2f} | {u['bleu_detok']:.2f} |",
+             "", f"`<unk>` words in the output: {report['unk_in_output']}", "",
+             "## BLEU by source length (Figure 6), after unk replacement", "",
+             markdown_table(report["length_buckets"]), "", "## Sample translations (Table 5 style)", ""]
+    for s in report["samples"]:
+        lines += [f"- **src**: {s['src']}", f"  - **ref**: {s['ref']}", f"  - **best**: {s['best']}",
+                  f"  - **best, unk replaced**: {s['best_unk_replaced']}"]
+    return "\n".join(lines) + "\n"
+
+
+def default_out_dir(checkpoint: str) -> Path:
+    parent = Path(checkpoint).resolve().parent
+    return parent.parent if parent.name == "checkpoints" else parent
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m luong_lit.evaluate", description=__doc__.split("\n")[0])
+    add_decoding_args(ap)
+    ap.add_argument("--test", required=True, help="test set name, e.g. test_2016_flickr or newstest2014_filtered")
+    ap.add_argument("--out", help="directory for the report (default: the first checkpoint's run directory)")
+    ap.add_argument("--samples", type=int, default=5, help="sample translations in the report")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    try:
+        report = evaluate(args)
+    except (CheckpointError, DataError, EnsembleError, UsageError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    out = Path(args.out) if args.out else default_out_dir(args.checkpoints[0])
+    stem = f"eval_{args.test}" + ("_ensemble" if len(args.checkpoints) > 1 else "")
+    out.mkdir(parents=True, exist_ok=True)
+    plot_bleu_by_length({stem: report["length_buckets"]}, out / f"{stem}_bleu_by_length.png")
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    (out / f"{stem}.md").write_text(markdown(report), encoding="utf-8")
+    print(markdown(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Alignment error rate against gold sure/possible links (paper §5.4, Table 6; spec §12).
+
+``AER = 1 − (|A∩S| + |A∩P|) / (|A| + |S|)`` summed over the corpus, with ``S ⊆ P``.
+Links are 0-based ``(source, target)`` pairs here; the RWTH gold file (talp format) is
+1-based ``i-j`` with ``i`` in ``deen.src`` (German) and ``j`` in ``deen.tgt`` (English),
+and ``ipj`` for a possible link.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from luong_lit.data.io import DataError, read_lines
+
+Links = set[tuple[int, int]]
+
+
+def read_talp(path: str | Path, flip: bool = False) -> list[tuple[Links, Links]]:
+    """``(sure, possible)`` 0-based link sets per line; ``possible`` includes ``sure``.
+
+    ``flip`` swaps the sides, e.g. for an En→De model scored on the De–En RWTH gold.
+    """
+    out = []
+    for lineno, line in enumerate(read_lines(path, allow_empty_file=False), start=1):
+        sure, possible = set(), set()
+        for item in line.split():
+            sep = "p" if "p" in item else "-"
+            i, _, j = item.partition(sep)
+            if not (i.isdigit() and j.isdigit()) or int(i) < 1 or int(j) < 1:
+                raise DataError(f"{path}:{lineno}: {item!r} is not a 1-based 'i-j' or 'ipj' link")
+            link = (int(j) - 1, int(i) - 1) if flip else (int(i) - 1, int(j) - 1)
+            possible.add(link)
+            if sep == "-":
+                sure.add(link)
+        out.append((sure, possible))
+    return out
+
+
+def aer(hyps: Sequence[Iterable[tuple[int, int]]], gold: Sequence[tuple[Links, Links]]) -> float:
+    """Corpus AER of hypothesised links ``hyps`` against ``(sure, possible)`` gold."""
+    if len(hyps) != len(gold):
+        raise ValueError(f"{len(hyps)} aligned sentences but {len(gold)} gold ones")
+    a_s = a_p = n_a = n_s = 0
+    for links, (sure, possible) in zip(hyps, gold):
+        links = set(links)
+        a_s += len(links & sure)
+        a_p += len(links & possible)
+        n_a += len(links)
+        n_s += len(sure)
+    return 1.0 - (a_s + a_p) / max(n_a + n_s, 1)
+
+
+def pharaoh(links: Iterable[tuple[int, int]]) -> str:
+    """``i-j`` pairs, sorted by target then source position."""
+    return " ".join(f"{i}-{j}" for i, j in sorted(links, key=lambda x: (x[1], x[0])))
+
+
+def diagonal_links(src_len: int, tgt_len: int) -> Links:
+    """The trivial baseline: target word ``j`` aligned to source word ``round(j·S/T)``."""
+    if not src_len or not tgt_len:
+        return set()
+    return {(min(src_len - 1, int(j * src_len / tgt_len + 0.5 * src_len / tgt_len)), j) for j in range(tgt_len)}

@@ -1,0 +1,56 @@
+"""The paper's reported numbers (Tables 1, 3, 4 and 6), keyed the way runs are described.
+
+Table 4 and Table 6 rows are keyed by ``(attention, score)``; Tables 1 and 3 by experiment
+config name. Perplexities and tokenised BLEU on newstest2014 (Tables 1, 4) or newstest2015
+(Table 3); AER on the RWTH De–En gold set (Table 6).
+"""
+from __future__ import annotations
+
+TABLE1 = {  # WMT'14 En->De: (ppl, BLEU)
+    "table1_base": ("Base", 10.6, 11.3),
+    "table1_reverse": ("+ reverse", 9.9, 12.6),
+    "table1_dropout": ("+ dropout", 8.1, 14.0),
+    "table1_global_location": ("+ global attention (location)", 7.3, 16.8),
+    "table1_feed_input": ("+ feed input", 6.4, 18.1),
+    "table1_local_p_general": ("+ local-p (general) + feed input", 5.9, 19.0),
+}
+TABLE3 = {  # WMT'15 De->En: (ppl, BLEU)
+    "table3_base_reverse": ("Base (reverse)", 14.3, 16.9),
+    "table3_global_location": ("+ global (location)", 12.7, 19.1),
+    "table3_feed_input": ("+ feed input", 10.9, 20.1),
+    "table3_global_dot_dropout": ("+ global (dot) + drop + feed input", 9.7, 22.8),
+}
+TABLE4 = {  # (attention, score): (ppl, BLEU, BLEU after unk replacement); None = not reported
+    ("global", "location"): (6.4, 18.1, 19.3),
+    ("global", "dot"): (6.1, 18.6, 20.5),
+    ("global", "general"): (6.1, 17.3, 19.1),
+    ("local_m", "dot"): (7.0, None, None),  # reported as "> 7.0"
+    ("local_m", "general"): (6.2, 18.6, 20.4),
+    ("local_p", "dot"): (6.6, 18.0, 19.6),
+    ("local_p", "general"): (5.9, 19.0, 20.9),
+}
+TABLE6 = {  # AER
+    ("global", "location"): 0.39,
+    ("local_m", "general"): 0.34,
+    ("local_p", "general"): 0.36,
+    "ensemble": 0.34,
+    "berkeley aligner": 0.32,
+}
+
+
+def paper_row(experiment: str | None, attention: str | None, score: str | None) -> dict:
+    """The paper's figures for a run: by experiment name first, else by attention × score."""
+    if experiment in TABLE1:
+        name, ppl, bleu = TABLE1[experiment]
+        return {"table": "1", "row": name, "ppl": ppl, "bleu": bleu}
+    if experiment in TABLE3:
+        name, ppl, bleu = TABLE3[experiment]
+        return {"table": "3", "row": name, "ppl": ppl, "bleu": bleu}
+    key = (attention, score)
+    if key in TABLE4:
+        ppl, bleu, unk = TABLE4[key]
+        row = {"table": "4", "row": f"{attention} ({score})", "ppl": ppl, "bleu": bleu, "bleu_unk": unk}
+        if key in TABLE6:
+            row["aer"] = TABLE6[key]
+        return row
+    return {}

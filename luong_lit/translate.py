@@ -1,0 +1,157 @@
+"""Translate text with one trained checkpoint or an ensemble.
+
+    python -m luong_lit.translate CKPT [CKPT ...] [-i INPUT] [-o OUTPUT] [--beam 5]
+        [--replace-unk [--dict FILE]] [--n-best N] [--combine logits|log_probs|probs]
+
+Input is read from a file or stdin, one sentence per line; output has exactly one line per
+input line (an empty line for an empty input). Text is tokenised as the model's training data
+was (pre-tokenised data: whitespace; Moses: tokenised and detokenised again).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from luong_lit.checkpoint import CheckpointError, load_models
+from luong_lit.data.dictionary import load_dictionary
+from luong_lit.data.io import DataError, decode_lines, read_lines
+from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
+from luong_lit.decoding.beam import BeamConfig
+from luong_lit.decoding.corpus import decode_corpus, output_words
+from luong_lit.decoding.ensemble import COMBINE, EnsembleError
+
+log = logging.getLogger("luong_lit.translate")
+
+
+class UsageError(ValueError):
+    """A bad option value."""
+
+
+def add_decoding_args(ap: argparse.ArgumentParser) -> None:
+    """Options shared by ``translate`` and ``evaluate``."""
+    ap.add_argument("checkpoints", nargs="+", help="one checkpoint, or several for an ensemble")
+    ap.add_argument("--beam", type=int, default=5, help="beam size; 1 = greedy decoding (default 5)")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--max-len-ratio", type=float, default=1.5, help="max output length / source length")
+    ap.add_argument("--min-len-ratio", type=float, default=0.0, help="min output length / source length")
+    ap.add_argument("--length-penalty", default=None,
+                    help="none (raw log-probabilities, the paper), avg, or a GNMT alpha such as 0.6")
+    ap.add_argument("--authors-decoder", action="store_true",
+                    help="nmt.matlab's search: beam 12, collect 100 finished, highest raw score")
+    ap.add_argument("--combine", default="logits", choices=COMBINE, help="ensemble rule (default: the authors')")
+    ap.add_argument("--replace-unk", action="store_true", help="replace <unk> via attention (footnote 14)")
+    ap.add_argument("--dict", help="'src tgt [prob]' dictionary for --replace-unk (else copy the source word)")
+    ap.add_argument("--align-convention", default="paper", choices=("paper", "predicted"))
+    ap.add_argument("--device", default="cpu")
+
+
+def beam_config(args) -> BeamConfig | None:
+    """None means greedy decoding."""
+    if args.beam < 1 or args.batch_size < 1:
+        raise UsageError(f"--beam and --batch-size must be at least 1 (got {args.beam}, {args.batch_size})")
+    penalty = args.length_penalty
+    if penalty is not None and penalty not in ("none", "avg"):
+        try:
+            penalty = float(penalty)
+        except ValueError:
+            raise UsageError(f"--length-penalty must be none, avg or a number, got {penalty!r}") from None
+    penalty = None if penalty == "none" else penalty
+    if args.authors_decoder:
+        return BeamConfig(beam_size=12, n_best=getattr(args, "n_best", 1), stack_size=100,
+                          max_len_ratio=args.max_len_ratio, min_len_ratio=args.min_len_ratio)
+    if args.beam == 1 and getattr(args, "n_best", 1) == 1 and penalty is None:
+        return None
+    return BeamConfig(beam_size=args.beam, n_best=getattr(args, "n_best", 1), length_penalty=penalty,
+                      max_len_ratio=args.max_len_ratio, min_len_ratio=args.min_len_ratio)
+
+
+def tokenizers(meta: dict, pretokenized: bool):
+    """Source tokeniser and target detokeniser matching the model's training data."""
+    data = meta.get("data") or {}
+    kind, opts = data.get("tokenizer", "none"), dict(data.get("tokenizer_opts") or {})
+    if pretokenized or kind == "none":
+        return WhitespaceTokenizer(opts.get("lowercase", False)), WhitespaceTokenizer()
+    if kind == "sentencepiece":
+        raise UsageError("this model was trained on sentencepiece pieces; give input already split "
+                         "into pieces and pass --pretokenized")
+    return (make_tokenizer(kind, data.get("src_lang", "en"), **opts),
+            make_tokenizer(kind, data.get("tgt_lang", "de"), **opts))
+
+
+def read_input(path: str | None) -> tuple[list[str], str]:
+    if path in (None, "-"):
+        return decode_lines(sys.stdin.buffer, "<stdin>"), "<stdin>"
+    return read_lines(path, allow_empty_file=True), path
+
+
+def limit_length(src: list[list[str]], max_len: int | None, mode: str) -> list[list[str]]:
+    """Overlong sources are truncated (``truncate``), left out with an empty output (``skip``),
+    or decoded whole (``keep``)."""
+    if not max_len or mode == "keep":
+        return src
+    n_long = sum(len(s) > max_len for s in src)
+    if n_long:
+        log.warning("%d input lines are longer than %d tokens (%s)", n_long, max_len, mode)
+    if mode == "truncate":
+        return [s[:max_len] for s in src]
+    return [s if len(s) <= max_len else [] for s in src]
+
+
+def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[str]:
+    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, args.combine, args.device)
+    model.to(args.device)
+    tok_src, detok_tgt = tokenizers(metas[0], args.pretokenized)
+    src_words = limit_length([tok_src.tokenize(x) for x in lines], args.max_src_len, args.overlong)
+    beam = beam_config(args)
+    dictionary = load_dictionary(args.dict) if args.dict else None
+    out = decode_corpus(model, [src_vocab.encode(s) for s in src_words], args.batch_size, beam,
+                        keep_attention=args.replace_unk, progress=progress)
+    content = model.content_based if args.replace_unk else True
+    if args.n_best > 1:
+        return _n_best_lines(out, tgt_vocab, detok_tgt)
+    words = output_words(out, tgt_vocab, src_words if args.replace_unk else None, content, dictionary,
+                         args.align_convention)
+    return [detok_tgt.detokenize(w) if w else "" for w in words]
+
+
+def _n_best_lines(out, tgt_vocab, detok) -> list[str]:
+    """``i ||| translation ||| score`` lines, as Moses and fairseq write n-best lists."""
+    lines = []
+    for i, tr in enumerate(out):
+        for hyp in tr.n_best:
+            lines.append(f"{i} ||| {detok.detokenize(tgt_vocab.decode(hyp.tokens))} ||| {hyp.score:.4f}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m luong_lit.translate", description=__doc__.split("\n")[0])
+    add_decoding_args(ap)
+    ap.add_argument("-i", "--input", help="input file (default: stdin)")
+    ap.add_argument("-o", "--output", help="output file (default: stdout)")
+    ap.add_argument("--n-best", type=int, default=1, help="write the N best as 'i ||| text ||| score'")
+    ap.add_argument("--pretokenized", action="store_true", help="input is already tokenised; output stays so")
+    ap.add_argument("--max-src-len", type=int, default=None, help="longest source decoded as it is")
+    ap.add_argument("--overlong", default="truncate", choices=("truncate", "skip", "keep"))
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    try:
+        lines, _ = read_input(args.input)
+        if args.n_best > args.beam:
+            raise UsageError(f"--n-best {args.n_best} needs --beam of at least {args.n_best}")
+        result = translate_lines(lines, args, progress=not args.quiet) if lines else []
+    except (CheckpointError, DataError, EnsembleError, UsageError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    text = "".join(x + "\n" for x in result)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

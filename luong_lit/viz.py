@@ -1,0 +1,88 @@
+"""Pictures: attention heatmaps, learning curves (Figure 5) and run-log reading.
+
+Pure functions that write files; the training callbacks, the notebook and the report share them.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def draw_attention(ax, weights: np.ndarray, src: Sequence[str], tgt: Sequence[str], title: str = "") -> None:
+    """Target words down, source words across; darker is more weight (Figure 7 style)."""
+    ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=max(float(weights.max()), 1e-6), aspect="auto")
+    ax.set_xticks(range(len(src)), src, rotation=90, fontsize=7)
+    ax.set_yticks(range(len(tgt)), tgt, fontsize=7)
+    ax.tick_params(length=0)
+    if title:
+        ax.set_title(title, fontsize=9)
+
+
+def attention_figure(panels: Sequence[tuple[str, np.ndarray]], src: Sequence[str], tgt: Sequence[str]):
+    """One heatmap per (title, weights (len(tgt), len(src))) panel, side by side."""
+    plt = _plt()
+    w = max(3.0, 0.28 * len(src) + 1.5)
+    h = max(2.5, 0.28 * len(tgt) + 1.5)
+    fig, axes = plt.subplots(1, len(panels), figsize=(w * len(panels), h), squeeze=False)
+    for ax, (title, weights) in zip(axes[0], panels):
+        draw_attention(ax, np.asarray(weights), src, tgt, title)
+    fig.tight_layout()
+    return fig
+
+
+def save_attention(panels, src, tgt, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = attention_figure(panels, src, tgt)
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
+    """``metric -> [(step, value), ...]`` from a run's CSV log (``csv/metrics.csv``)."""
+    run_dir = Path(run_dir)
+    files = sorted(run_dir.glob("**/metrics.csv"))
+    if not files:
+        raise FileNotFoundError(f"{run_dir}: no metrics.csv below it (was the csv logger on?)")
+    out: dict[str, list[tuple[int, float]]] = {}
+    with open(files[-1], newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            for key, value in row.items():
+                if key in ("epoch", "step") or value in ("", None):
+                    continue
+                out.setdefault(key, []).append((int(row["step"]), float(value)))
+    return out
+
+
+def plot_learning_curves(runs: Mapping[str, str | Path], path: str | Path,
+                         metric: str = "val/nll_per_token", ylabel: str = "test cost (NLL per token)") -> Path:
+    """Figure 5: validation cost against mini-batches for one or more runs."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, run_dir in runs.items():
+        points = read_metrics(run_dir).get(metric, [])
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=name)
+    ax.set_xlabel("mini-batches")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

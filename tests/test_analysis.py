@@ -1,0 +1,171 @@
+"""AER, forced alignments, pictures, the report, the W&B logger offline, and the notebook."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from conftest import compose_cfg, tiny_overrides
+from luong_lit.decoding.align import attention_links, forced_attention
+from luong_lit.metrics.aer import aer, diagonal_links, pharaoh, read_talp
+from luong_lit.nn import Alignment, Memory, Seq2Seq
+from luong_lit.nn.decoder import DecoderState
+from luong_lit.train import train
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------ AER
+def test_aer_on_a_hand_made_example(tmp_path):
+    gold = tmp_path / "gold.talp"
+    gold.write_text("1-1 2-2 2p3\n1-1 1p2\n1-1 2-2 3-3\n", encoding="utf-8")
+    sure_possible = read_talp(gold)
+    assert sure_possible[0] == ({(0, 0), (1, 1)}, {(0, 0), (1, 1), (1, 2)})
+    hyps = [{(0, 0), (1, 2)}, {(0, 1), (1, 1)}, {(0, 0), (1, 1), (2, 2)}]
+    # |A| = 7, |S| = 6, |A∩S| = 1 + 0 + 3, |A∩P| = 2 + 1 + 3
+    assert aer(hyps, sure_possible) == pytest.approx(1 - (4 + 6) / (7 + 6))
+    assert aer([s for s, _ in sure_possible], sure_possible) == pytest.approx(0.0)
+    flipped = read_talp(gold, flip=True)
+    assert flipped[0][1] == {(0, 0), (1, 1), (2, 1)}
+    assert pharaoh({(2, 1), (0, 0)}) == "0-0 2-1"
+    assert diagonal_links(4, 2) == {(1, 0), (3, 1)}
+    gold.write_text("1-1 x\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"gold\.talp:1: 'x' is not"):
+        read_talp(gold)
+
+
+class PatternStub(torch.nn.Module):
+    """Attention forced to a known pattern: at step t all weight is on source position perm[t]."""
+
+    def __init__(self, perm: list[int], content_based: bool) -> None:
+        super().__init__()
+        self.perm, self.content_based, self.w = perm, content_based, torch.nn.Parameter(torch.zeros(1))
+
+    def encode(self, src, src_len):
+        B, S = src.shape
+        mem = Memory(torch.zeros(B, S, 1), torch.zeros(B, S, 1), src_len, torch.ones(B, S, dtype=torch.bool))
+        return mem, DecoderState(torch.zeros(1, B, 1), torch.zeros(1, B, 1), torch.zeros(B, 1))
+
+    def step(self, y, state, memory, t):
+        B, S = memory.valid.shape
+        a_t = torch.zeros(B, 1, S)
+        a_t[:, 0, self.perm[t] % S] = 1.0
+        return torch.zeros(B, 6), state, Alignment(a_t, None, None)
+
+
+@pytest.mark.parametrize("content_based", [True, False])
+def test_alignment_extraction_on_a_forced_pattern(content_based):
+    perm = [3, 1, 0, 2, 4]  # step t attends to source position perm[t]
+    stub = PatternStub(perm, content_based)
+    att = forced_attention(stub, [[5, 5, 5, 5, 5]], [[4, 4, 4, 4]])
+    assert att[0].shape == (5, 5)  # 4 words + the </s> step
+    links = attention_links(att, [4], content_based)[0]
+    shift = 1 if content_based else 0  # footnote 14
+    assert links == {(perm[j + shift], j) for j in range(4)}
+
+
+def test_alignments_of_a_reversed_model_are_in_original_source_order():
+    torch.manual_seed(0)
+    rev = Seq2Seq(20, 20, 8, 8, 2, 0.0, "global", "general", True, reverse_source=True).eval()
+    fwd = Seq2Seq(20, 20, 8, 8, 2, 0.0, "global", "general", True, reverse_source=False).eval()
+    fwd.load_state_dict(rev.state_dict())
+    src, tgt = [[4, 9, 13, 7, 11], [5, 6, 8]], [[10, 12, 14], [15, 4]]
+    a_rev = forced_attention(rev, src, tgt)
+    a_fwd = forced_attention(fwd, [s[::-1] for s in src], tgt)  # the same reading, flipped positions
+    for r, f in zip(a_rev, a_fwd):
+        torch.testing.assert_close(r, f.flip(1))
+
+
+# ------------------------------------------------------------------ tiny runs
+@pytest.fixture(scope="module")
+def runs(toy_corpus, tmp_path_factory):
+    out = {}
+    for att in ("global", "local_m", "local_p"):
+        d = tmp_path_factory.mktemp(att)
+        overrides = [f"attention={att}", "score=general"]
+        cfg = compose_cfg(tiny_overrides(toy_corpus) + overrides + [
+            "trainer.max_epochs=2", "logger=csv", "callbacks.attention_heatmaps.sentences=[0,1]",
+            "callbacks.attention_heatmaps.every_n_epochs=1"], d)
+        train(cfg)
+        (d / ".hydra").mkdir()
+        OmegaConf.save(cfg, d / ".hydra" / "config.yaml")
+        OmegaConf.save(OmegaConf.create(overrides), d / ".hydra" / "overrides.yaml")
+        out[att] = d
+    return out
+
+
+def test_training_draws_attention_heatmaps_and_learning_curves(runs, tmp_path):
+    from luong_lit.viz import plot_learning_curves, read_metrics
+
+    pngs = sorted((runs["global"] / "attention").glob("*.png"))
+    assert [p.name for p in pngs] == ["epoch001_dev0.png", "epoch001_dev1.png",
+                                      "epoch002_dev0.png", "epoch002_dev1.png"]
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    assert len(read_metrics(runs["global"])["val/nll_per_token"]) == 2
+    fig5 = plot_learning_curves(runs, tmp_path / "fig5.png")
+    assert fig5.stat().st_size > 1000
+
+
+def test_report_puts_runs_beside_the_paper(runs, tmp_path):
+    res = subprocess.run([sys.executable, "-m", "luong_lit.report", *map(str, runs.values()),
+                          "--out", str(tmp_path / "r.md")], capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    lines = (tmp_path / "r.md").read_text().splitlines()
+    assert len(lines) == 5
+    assert "| local_p | general |" in lines[4] and "Table 4: local_p (general) | 5.9 | 19.0 | 20.9 | 0.36 |" in lines[4]
+    res = subprocess.run([sys.executable, "-m", "luong_lit.report", str(tmp_path)], capture_output=True,
+                         text=True, cwd=REPO)
+    assert res.returncode == 2 and "not a luong_lit run directory" in res.stderr
+
+
+def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
+    src, tgt, gold = tmp_path / "s.txt", tmp_path / "t.txt", tmp_path / "g.talp"
+    src.write_text("a b c\nd e\n", encoding="utf-8")
+    tgt.write_text("A B C\nD E\n", encoding="utf-8")
+    gold.write_text("1-1 2-2 3-3\n1-1 2-2\n", encoding="utf-8")
+    ckpt = runs["local_p"] / "checkpoints" / "best.ckpt"
+    res = subprocess.run([sys.executable, "-m", "luong_lit.align", str(ckpt), "--src", str(src), "--tgt", str(tgt),
+                          "--gold", str(gold), "--baselines", "--out", str(tmp_path)],
+                         capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    links = (tmp_path / "alignments.txt").read_text().splitlines()
+    assert [len(x.split()) for x in links] == [3, 2]  # one link per target word
+    rep = json.loads((tmp_path / "align.json").read_text())
+    assert 0.0 <= rep["aer"] <= 1.0 and rep["baselines"]["diagonal"] == pytest.approx(0.0)
+
+
+# ------------------------------------------------------------------ loggers and notebook
+def test_wandb_offline_writes_a_run_and_needs_no_network(toy_corpus, tmp_path):
+    pytest.importorskip("wandb")
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_BASE_URL": "http://127.0.0.1:9",
+           "WANDB_INIT_TIMEOUT": "20", "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    args = [a for a in tiny_overrides(toy_corpus) if not a.startswith("logger=")]
+    res = subprocess.run([sys.executable, "-m", "luong_lit.train", *args, "logger=wandb", "trainer.max_epochs=1",
+                          "callbacks.attention_heatmaps.every_n_epochs=1",
+                          f"hydra.run.dir={tmp_path}"], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=240)
+    assert res.returncode == 0, res.stderr[-2000:]
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and list(runs[0].glob("run-*.wandb"))
+    assert list((tmp_path / "attention").glob("*.png"))
+
+
+def test_notebook_executes_headless(runs, tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.read(REPO / "notebooks" / "analysis.ipynb", as_version=4)
+    os.environ["LUONG_LIT_RUNS"] = ",".join(str(p) for p in runs.values())
+    os.environ["LUONG_LIT_FIGURES"] = str(tmp_path / "figures")
+    try:
+        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    finally:
+        del os.environ["LUONG_LIT_RUNS"], os.environ["LUONG_LIT_FIGURES"]
+    figures = {p.name for p in (tmp_path / "figures").glob("*.png")}
+    assert figures == {"figure5_learning_curves.png", "figure6_bleu_by_length.png", "attention_side_by_side.png"}

@@ -1,0 +1,101 @@
+"""The translate and evaluate command-line tools on a model trained here, and the beam callback."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import compose_cfg, tiny_overrides, write_corpus
+from luong_lit.train import train
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def trained(toy_corpus, tmp_path_factory):
+    """A copy-task model trained for a few epochs, with a test set and the beam callback on."""
+    out = tmp_path_factory.mktemp("run")
+    test = write_corpus(out / "data", "test", 10, 3)
+    cfg = compose_cfg(tiny_overrides(toy_corpus) + [
+        "trainer.max_epochs=3", "model.net.hidden_size=16", "model.net.embed_size=16",
+        f"+data.test.toy.src={test['src']}", f"+data.test.toy.tgt={test['tgt']}",
+        "callbacks.beam_bleu.every_n_epochs=1", "callbacks.beam_bleu.beam_size=3",
+        "logger=csv"], out)
+    metrics = train(cfg)
+    return out, test, metrics
+
+
+def run(module, args, stdin=None, timeout=120):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", f"luong_lit.{module}", *args], cwd=REPO, env=env,
+                          input=stdin, capture_output=True, timeout=timeout)
+
+
+def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
+    _, _, metrics = trained
+    assert 0.0 <= metrics["val/bleu_beam"] <= 100.0
+    assert "val/bleu_unk_beam" in metrics
+
+
+def test_translate_keeps_line_counts_and_empty_lines(trained, tmp_path):
+    out, _, _ = trained
+    ckpt = str(out / "checkpoints" / "best.ckpt")
+    src = tmp_path / "in.txt"
+    src.write_text("a b c\n\nd e f g\n" + " ".join(["a"] * 80) + "\n", encoding="utf-8")
+    res = run("translate", [ckpt, "-i", str(src), "-o", str(tmp_path / "o.txt"), "--beam", "3",
+                            "--replace-unk", "--max-src-len", "20", "--quiet"])
+    assert res.returncode == 0, res.stderr.decode()
+    lines = (tmp_path / "o.txt").read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 5 and lines[1] == "" and lines[4] == ""  # 4 lines + final newline
+    # stdin to stdout, greedy, and an ensemble of the best and last checkpoints
+    res = run("translate", [ckpt, str(out / "checkpoints" / "last.ckpt"), "--beam", "1", "--quiet"],
+              stdin=b"a b\nc d e\n")
+    assert res.returncode == 0 and len(res.stdout.decode().splitlines()) == 2
+    res = run("translate", [ckpt, "--beam", "3", "--n-best", "2", "--quiet"], stdin=b"a b\n")
+    assert [x.split(" ||| ")[0] for x in res.stdout.decode().splitlines()] == ["0", "0"]
+
+
+def test_translate_empty_file_and_bad_input(trained, tmp_path):
+    out, _, _ = trained
+    ckpt = str(out / "checkpoints" / "best.ckpt")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    res = run("translate", [ckpt, "-i", str(tmp_path / "empty.txt"), "-o", str(tmp_path / "o.txt")])
+    assert res.returncode == 0 and (tmp_path / "o.txt").read_bytes() == b""
+    (tmp_path / "latin1.txt").write_bytes(b"a b\nd\xe9j\xe0\n")
+    res = run("translate", [ckpt, "-i", str(tmp_path / "latin1.txt")])
+    assert res.returncode == 2 and b"latin1.txt:2: not valid UTF-8" in res.stderr
+    assert b"Traceback" not in res.stderr
+    res = run("translate", [str(tmp_path / "none.ckpt")], stdin=b"a\n")
+    assert res.returncode == 2 and b"none.ckpt: checkpoint does not exist" in res.stderr
+    (tmp_path / "junk.ckpt").write_bytes(b"\x00junk")
+    res = run("translate", [str(tmp_path / "junk.ckpt")], stdin=b"a\n")
+    assert res.returncode == 2 and b"junk.ckpt: not a readable checkpoint" in res.stderr
+    assert b"Traceback" not in res.stderr
+
+
+def test_ensemble_with_a_different_vocabulary_is_refused(trained, tmp_path):
+    out, _, _ = trained
+    ckpt = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)
+    ckpt["luong_lit"]["tgt_vocab"] = ckpt["luong_lit"]["tgt_vocab"][:4] + sorted(ckpt["luong_lit"]["tgt_vocab"][4:])[::-1]
+    torch.save(ckpt, tmp_path / "other.ckpt")
+    res = run("translate", [str(out / "checkpoints" / "best.ckpt"), str(tmp_path / "other.ckpt")], stdin=b"a\n")
+    assert res.returncode == 2 and b"target vocabulary differs" in res.stderr
+
+
+def test_evaluate_writes_markdown_and_json(trained, tmp_path):
+    out, _, _ = trained
+    res = run("evaluate", [str(out / "checkpoints" / "best.ckpt"), "--test", "toy", "--beam", "3",
+                           "--out", str(tmp_path), "--quiet"])
+    assert res.returncode == 0, res.stderr.decode()
+    report = json.loads((tmp_path / "eval_toy.json").read_text())
+    assert report["ppl"][0] > 1.0 and len(report["samples"]) == 5
+    assert 0.0 <= report["bleu"]["bleu_tok"] <= 100.0 and "bleu_detok" in report["bleu_unk_replaced"]
+    assert sum(r["n"] for r in report["length_buckets"]) == 10
+    md = (tmp_path / "eval_toy.md").read_text()
+    assert "detokenised sacreBLEU 13a" in md and "tokenised (multi-bleu.perl equivalent" in md
+    assert (tmp_path / "eval_toy_bleu_by_length.png").stat().st_size > 1000
