@@ -30,17 +30,13 @@ def run_label(run: Path) -> str:
 def load_run_model(run: Path):
     """``(net, datamodule)`` of a run's best checkpoint, with its dev split loaded."""
     from luong_lit.checkpoint import load_model
-    from luong_lit.data.datamodule import TranslationDataModule
+    from luong_lit.evaluate import datamodule_for
 
     ckpt = run / "checkpoints" / "best.ckpt"
     if not ckpt.is_file():
         ckpt = run / "checkpoints" / "last.ckpt"
     net, _, _, meta = load_model(ckpt)
-    cfg = {k: v for k, v in meta["data"].items() if not k.startswith("_")}
-    cfg["mirror"], cfg["test"] = None, {}
-    dm = TranslationDataModule(**cfg)
-    dm.setup("fit")
-    return net, dm
+    return net, datamodule_for(meta)
 
 
 def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:

@@ -28,20 +28,31 @@ from luong_lit.translate import UsageError, add_decoding_args, beam_config
 log = logging.getLogger("luong_lit.evaluate")
 
 
-def load_split(meta: dict, name: str, src_vocab, tgt_vocab):
-    """The test split ``name`` of the model's own dataset, tokenised and encoded as in training."""
+def datamodule_for(meta: dict, tests: dict | None = None):
+    """The model's own dataset, tokenised as in training, with the given test sets."""
     from luong_lit.data.datamodule import TranslationDataModule
 
     cfg = {k: v for k, v in (meta.get("data") or {}).items() if not k.startswith("_")}
     cfg["mirror"] = None  # this machine's LUONG_LIT_DATA, not the training machine's
-    tests = dict(cfg.get("test") or {})
-    cfg["test"] = {name: tests.get(name, name)}
+    cfg["test"] = dict(tests or {})
     dm = TranslationDataModule(**cfg)
     dm.setup("test")
+    return dm
+
+
+def load_split(meta: dict, name: str, src_vocab, tgt_vocab):
+    """The test split ``name`` of the model's own dataset, tokenised and encoded as in training."""
+    tests = dict((meta.get("data") or {}).get("test") or {})
+    dm = datamodule_for(meta, {name: tests.get(name, name)})
     if dm.src_vocab != src_vocab or dm.tgt_vocab != tgt_vocab:
         raise DataError(f"the vocabularies rebuilt from the training data differ from the checkpoint's; "
                         f"has the training data of {meta.get('data', {}).get('dataset')} changed?")
-    return dm.splits[name], cfg.get("tgt_lang", "de")
+    return dm.splits[name], (meta.get("data") or {}).get("tgt_lang", "de")
+
+
+def load_train_split(meta: dict):
+    """The model's training split (length-filtered, tokenised), e.g. to align it."""
+    return datamodule_for(meta).splits["train"]
 
 
 def score(hyps: list[list[str]], refs: list[str], lang: str) -> dict[str, float]:

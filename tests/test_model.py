@@ -101,3 +101,24 @@ def test_dropout_only_in_training_and_on_layer_inputs():
     model.train()
     c, _ = model(src, src_len, tgt)
     assert not torch.allclose(a, c)
+
+
+def test_init_schemes_and_hidden_dropout_options():
+    torch.manual_seed(0)
+    uni = Seq2Seq(20, 20, 8, 8, 2, init_scale=0.1)
+    assert all(p.abs().max() <= 0.1 for p in uni.parameters())
+    xav = Seq2Seq(20, 20, 8, 8, 2, init="xavier", forget_bias=1.0)
+    b = xav.decoder.rnn.bias_ih_l0
+    assert torch.equal(b[8:16], torch.ones(8)) and not b[:8].any() and not xav.decoder.W_s.bias.any()
+    bound = (6 / (8 + 8)) ** 0.5  # Glorot range of one 8x8 gate block of weight_hh
+    assert xav.encoder.rnn.weight_hh_l0.abs().max() <= bound
+    with pytest.raises(ConfigError, match="init='he'"):
+        Seq2Seq(20, 20, 8, 8, 2, init="he")
+    with pytest.raises(ConfigError, match="hidden_dropout must be in"):
+        Seq2Seq(20, 20, 8, 8, 2, hidden_dropout=1.0)
+    net = Seq2Seq(20, 20, 8, 8, 2, 0.0, hidden_dropout=0.5)
+    src, src_len, tgt = batch()
+    net.train()
+    assert not torch.equal(net(src, src_len, tgt)[0], net(src, src_len, tgt)[0])
+    net.eval()
+    torch.testing.assert_close(net(src, src_len, tgt)[0], net(src, src_len, tgt)[0])

@@ -39,13 +39,17 @@ def word_alignment(attention: Tensor, n_words: int, content_based: bool,
 
 def replace_unks(words: Sequence[str], src_words: Sequence[str], positions: Sequence[int],
                  dictionary: Mapping[str, str] | None = None, unk: str = "<unk>") -> list[str]:
-    """Replace each ``unk`` in ``words`` by the translation or copy of its aligned source word."""
+    """Replace each ``unk`` in ``words`` by the translation or copy of its aligned source word.
+
+    The dictionary is consulted with the word as it is, then lowercased (MUSE lists
+    lowercased words); a word it does not know is copied.
+    """
     dictionary = dictionary or {}
     out = []
     for word, pos in zip(words, positions):
         if word == unk and 0 <= pos < len(src_words):
             source = src_words[pos]
-            word = dictionary.get(source, source)
+            word = dictionary.get(source) or dictionary.get(source.lower()) or source
         out.append(word)
     return out
 

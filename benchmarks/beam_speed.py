@@ -1,0 +1,56 @@
+"""Beam-search decoding speed of a trained checkpoint, batched against one sentence at a time.
+
+    LUONG_LIT_DATA=../shared/data python benchmarks/beam_speed.py RUN/checkpoints/best.ckpt \
+        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200]
+
+Prints one JSON line: sentences per second of batched beam search over the whole test set,
+of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
+ratio, and the tokenised BLEU of the batched output. Both runs use the same process, threads
+and search settings, back to back.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from luong_lit.checkpoint import load_model
+from luong_lit.decoding.beam import BeamConfig
+from luong_lit.decoding.corpus import decode_corpus, output_words
+from luong_lit.evaluate import load_split
+from luong_lit.metrics import corpus_bleu_tok
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("checkpoint")
+    ap.add_argument("--test", default="test_2016_flickr")
+    ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--batch-size", type=int, default=30)
+    ap.add_argument("--single-limit", type=int, default=200)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)
+    net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
+    split, _ = load_split(meta, args.test, src_vocab, tgt_vocab)
+    cfg = BeamConfig(beam_size=args.beam)
+    t0 = time.perf_counter()
+    out = decode_corpus(net, split.src_ids, args.batch_size, cfg)
+    batched = len(split.src_ids) / (time.perf_counter() - t0)
+    few = split.src_ids[: args.single_limit]
+    t0 = time.perf_counter()
+    decode_corpus(net, few, 1, cfg)
+    single = len(few) / (time.perf_counter() - t0)
+    hyps = [" ".join(w) for w in output_words(out, tgt_vocab)]
+    bleu = corpus_bleu_tok(hyps, [" ".join(t) for t in split.tgt_tokens])
+    print(json.dumps({"test": args.test, "sentences": len(split.src_ids), "beam": args.beam,
+                      "batch_size": args.batch_size, "batched_sent_per_s": round(batched, 1),
+                      "single_sent_per_s": round(single, 1), "batched_over_single": round(batched / single, 2),
+                      "bleu_tok": round(bleu, 2)}))
+
+
+if __name__ == "__main__":
+    main()
