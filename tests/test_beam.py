@@ -105,3 +105,21 @@ def test_batched_equals_one_sentence_at_a_time(model):
         assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-4)
         assert batched[i][0].attention.shape == (len(batched[i][0].tokens) + 1, src.size(1))
+
+
+def test_cached_decoding_weights_follow_parameter_updates(model):
+    """Step-by-step decoding caches the stacked LSTM weights; an update must invalidate them."""
+    src, src_len = _batch(3)
+    before = beam_search(model, src, src_len, BeamConfig(beam_size=2))
+    net = Seq2Seq(20, 20, 16, 16, 2, 0.0, "global", "general", True).eval()
+    net.load_state_dict(model.state_dict())
+    assert [h[0].tokens for h in beam_search(net, src, src_len, BeamConfig(beam_size=2))] == \
+        [h[0].tokens for h in before]
+    with torch.no_grad():
+        for p in net.decoder.rnn.parameters():
+            p.mul_(-1.0)  # in place, as an optimizer step would
+    with torch.no_grad():
+        mem, state = net.encode(src, src_len)
+        logits, _, _ = net.step(torch.full((3,), 2), state, mem, 0)  # cached path
+    fresh, _, _ = net.step(torch.full((3,), 2), state, mem, 0)  # with grad: never cached
+    torch.testing.assert_close(logits, fresh.detach())

@@ -101,6 +101,7 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
     y = torch.full((B * K,), BOS_ID, dtype=torch.long, device=src.device)
     max_len, min_len = _limits(src_len, cfg)
     sents = [_Sentence() for _ in range(B)]
+    active = list(sents)  # the sentences of the current batch rows, in order
     for t in range(int(max_len.max()) + 1):
         logits, state, align = model.step(y, state, memory, t)
         logp = F.log_softmax(logits.float(), -1).view(B, K, -1)  # (B, K, V)
@@ -109,7 +110,7 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
         cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, K*V)
         top_s, top_i = cand.topk(min(2 * K, cand.size(1)), dim=1)  # (B, 2K)
         beam, tok = top_i // logp.size(-1), top_i % logp.size(-1)  # (B, 2K)
-        _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg)
+        _collect_finished(active, top_s, beam, tok, tokens, attn, a_t, cfg)
         live_s = top_s.masked_fill(tok == EOS_ID, float("-inf"))
         keep_s, keep_j = live_s.topk(K, dim=1)  # (B, K) the best non-</s> candidates
         src_beam = beam.gather(1, keep_j)  # (B, K)
@@ -118,11 +119,19 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
         attn = torch.cat([attn.gather(1, src_beam.view(B, K, 1, 1).expand_as(attn)),
                           a_t.gather(1, src_beam.unsqueeze(-1).expand(B, K, S)).unsqueeze(2)], 2)
         scores = keep_s
-        for b, sent in enumerate(sents):
-            sent.done = sent.done or bool(t >= max_len[b]) or _is_done(sent, float(scores[b, 0]), cfg)
-        if all(s.done for s in sents):
+        best_live, at_max = scores[:, 0].tolist(), (max_len <= t).tolist()
+        for b, sent in enumerate(active):
+            sent.done = sent.done or at_max[b] or _is_done(sent, best_live[b], cfg)
+        keep = [b for b, sent in enumerate(active) if not sent.done]
+        if not keep:
             break
-        flat = (src_beam + torch.arange(B, device=src.device).unsqueeze(1) * K).view(-1)  # (B*K,)
+        kept = torch.tensor(keep, device=src.device)  # (B',) sentences still searching
+        if len(keep) < B:  # finished sentences leave the batch
+            src_beam, new_tok, tokens, attn = src_beam[kept], new_tok[kept], tokens[kept], attn[kept]
+            scores, max_len, min_len = scores[kept], max_len[kept], min_len[kept]
+            memory = memory.index_select((kept.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1))
+            active, B = [active[b] for b in keep], len(keep)
+        flat = (src_beam + kept.unsqueeze(1) * K).view(-1)  # (B'*K,) rows of the previous batch
         state, y = state.index_select(flat), new_tok.view(-1)
     return [_best(sent, cfg) for sent in sents]
 

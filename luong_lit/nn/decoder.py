@@ -76,6 +76,7 @@ class Decoder(nn.Module):
                            dropout=dropout if num_layers > 1 else 0.0)
         self.W_c = nn.Linear(2 * hidden_size, hidden_size, bias=bias) if attention is not None else None
         self.W_s = nn.Linear(hidden_size, vocab_size, bias=bias)
+        self._weights_cache: tuple | None = None  # (parameter versions, per-layer weights)
 
     # ------------------------------------------------------------------ weights
     def _layer_weights(self) -> list[tuple[Tensor, Tensor | None]]:
@@ -94,6 +95,13 @@ class Decoder(nn.Module):
                 b = getattr(self.rnn, f"bias_ih_l{l}") + getattr(self.rnn, f"bias_hh_l{l}")
             out.append((torch.cat([w_ih, w_hh], 1).t(), b))
         return out
+
+    def _inference_weights(self) -> list[tuple[Tensor, Tensor | None]]:
+        """:meth:`_layer_weights`, cached while the parameters do not change (decoding)."""
+        key = tuple((p.data_ptr(), p._version) for p in self.rnn.parameters())
+        if self._weights_cache is None or self._weights_cache[0] != key:
+            self._weights_cache = (key, self._layer_weights())
+        return self._weights_cache[1]
 
     def _embed_proj(self, y: Tensor) -> Tensor:
         """Layer-1 input projection of the (dropped-out) embeddings: (B, T) -> (B, T, 4d)."""
@@ -137,7 +145,8 @@ class Decoder(nn.Module):
     def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int,
              weights=None) -> tuple[Tensor, DecoderState, Alignment | None]:
         """One decoder step from ``y_{t-1}`` (B,): returns ``h_tilde_t`` (B, d), state, alignment."""
-        weights = self._layer_weights() if weights is None else weights
+        if weights is None:
+            weights = self._layer_weights() if torch.is_grad_enabled() else self._inference_weights()
         x0 = self._embed_proj(y_prev.unsqueeze(1)).squeeze(1)  # (B, 4d)
         h, c = self._cell_stack(x0, state.h_tilde, list(state.h), list(state.c), weights)
         h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
