@@ -13,7 +13,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(os.environ.get("LUONG_LIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 WORDS = "a b c d e f g h i j".split()
 
 
