@@ -12,14 +12,9 @@ import lightning as L
 import torch
 
 from luong_lit.decoding.align import forced_attention
+from luong_lit.decoding.unk import alignment_rows
 from luong_lit.loggers import log_image
 from luong_lit.viz import save_attention
-
-
-def alignment_rows(attention: torch.Tensor, n_words: int, content_based: bool) -> torch.Tensor:
-    """The (n_words, S) rows of a (n_words + 1, S) forced attention that align each target word."""
-    shift = 1 if content_based else 0
-    return attention[shift: shift + n_words]
 
 
 def heatmap_panels(models: dict, src_ids, tgt_ids) -> list[tuple[str, torch.Tensor]]:

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from luong_lit.nn.seq2seq import ATTENTIONS, SCORES
 from luong_lit.paper_numbers import paper_row
 
-ATTENTION_NAMES = {"GlobalAttention": "global", "LocalMonotonicAttention": "local_m",
-                   "LocalPredictiveAttention": "local_p"}
-SCORE_NAMES = {"DotScore": "dot", "GeneralScore": "general", "ConcatScore": "concat", "LocationScore": "location"}
+ATTENTION_NAMES = {cls.__name__: name for name, cls in ATTENTIONS.items() if cls is not None}
+SCORE_NAMES = {cls.__name__: name for name, cls in SCORES.items()}
 
 
 def _name(node, names: dict) -> str | None:

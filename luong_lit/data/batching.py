@@ -44,7 +44,12 @@ def _pad(seqs: Sequence[Sequence[int]], prefix: list[int], suffix: list[int]) ->
 
 
 def collate(examples: Sequence[tuple[int, Sequence[int], Sequence[int]]]) -> Batch:
-    """``(index, src_ids, tgt_ids)`` triples to a :class:`Batch`."""
+    """``(index, src_ids, tgt_ids)`` triples to a :class:`Batch`.
+
+    Rows are ordered by target length, longest first (stable), so the input-feeding decoder
+    can drop ended sentences without reordering; ``index`` keeps each row's position.
+    """
+    examples = sorted(examples, key=lambda e: -len(e[2]))
     idx, src, tgt = zip(*examples)
     return Batch(
         src=_pad(src, [], []),

@@ -31,7 +31,7 @@ def forced_attention(model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list
             _, state, align = model.step(batch.tgt_in[:, t], state, memory, t)  # reads y_{t-1}
             steps.append(align.dense(batch.src.size(1))[:, 0])  # (B, S)
         att = torch.stack(steps, 1)  # (B, T+1, S)
-        for row, i in enumerate(idx):
+        for row, i in enumerate(batch.index.tolist()):
             out[i] = att[row, : len(tgt_ids[i]) + 1, : len(src_ids[i])].cpu()
     return out  # type: ignore[return-value]
 

@@ -97,7 +97,7 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
     scores = torch.full((B, K), float("-inf"), device=src.device)
     scores[:, 0] = 0.0  # one live hypothesis per sentence at the start
     tokens = torch.full((B, K, 0), BOS_ID, dtype=torch.long, device=src.device)
-    attn = src.new_zeros((B, K, 0, S), dtype=torch.float)
+    attn = src.new_zeros((B, K, 0, S), dtype=torch.float) if keep_attention else None  # (B, K, t, S)
     y = torch.full((B * K,), BOS_ID, dtype=torch.long, device=src.device)
     max_len, min_len = _limits(src_len, cfg)
     sents = [_Sentence() for _ in range(B)]
@@ -106,7 +106,8 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
         logits, state, align = model.step(y, state, memory, t)
         logp = F.log_softmax(logits.float(), -1).view(B, K, -1)  # (B, K, V)
         logp = _bound_lengths(logp, t, min_len, max_len)
-        a_t = align.dense(S).view(B, K, S) if (keep_attention and align is not None) else attn.new_zeros(B, K, S)
+        a_t = (align.dense(S).view(B, K, S) if align is not None else attn.new_zeros(B, K, S)) \
+            if keep_attention else None  # (B, K, S)
         cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, K*V)
         top_s, top_i = cand.topk(min(2 * K, cand.size(1)), dim=1)  # (B, 2K)
         beam, tok = top_i // logp.size(-1), top_i % logp.size(-1)  # (B, 2K)
@@ -116,8 +117,7 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
         src_beam = beam.gather(1, keep_j)  # (B, K)
         new_tok = tok.gather(1, keep_j)
         tokens = torch.cat([tokens.gather(1, src_beam.unsqueeze(-1).expand_as(tokens)), new_tok.unsqueeze(-1)], 2)
-        attn = torch.cat([attn.gather(1, src_beam.view(B, K, 1, 1).expand_as(attn)),
-                          a_t.gather(1, src_beam.unsqueeze(-1).expand(B, K, S)).unsqueeze(2)], 2)
+        attn = _extend_attention(attn, a_t, src_beam)
         scores = keep_s
         best_live, at_max = scores[:, 0].tolist(), (max_len <= t).tolist()
         for b, sent in enumerate(active):
@@ -127,13 +127,23 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
             break
         kept = torch.tensor(keep, device=src.device)  # (B',) sentences still searching
         if len(keep) < B:  # finished sentences leave the batch
-            src_beam, new_tok, tokens, attn = src_beam[kept], new_tok[kept], tokens[kept], attn[kept]
+            src_beam, new_tok, tokens = src_beam[kept], new_tok[kept], tokens[kept]
+            attn = attn[kept] if keep_attention else None
             scores, max_len, min_len = scores[kept], max_len[kept], min_len[kept]
             memory = memory.index_select((kept.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1))
             active, B = [active[b] for b in keep], len(keep)
         flat = (src_beam + kept.unsqueeze(1) * K).view(-1)  # (B'*K,) rows of the previous batch
         state, y = state.index_select(flat), new_tok.view(-1)
     return [_best(sent, cfg) for sent in sents]
+
+
+def _extend_attention(attn: Tensor | None, a_t: Tensor | None, src_beam: Tensor) -> Tensor | None:
+    """Follow each kept hypothesis to its parent beam and append this step's ``a_t``."""
+    if attn is None:
+        return None
+    B, K, _, S = attn.shape
+    parents = attn.gather(1, src_beam.view(B, K, 1, 1).expand_as(attn))  # (B, K, t, S)
+    return torch.cat([parents, a_t.gather(1, src_beam.unsqueeze(-1).expand(B, K, S)).unsqueeze(2)], 2)
 
 
 def _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg: BeamConfig) -> None:
@@ -144,7 +154,7 @@ def _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg: BeamConfi
         if sent.done or top_s[b, j] == float("-inf"):
             continue
         k = int(beam[b, j])
-        steps = torch.cat([attn[b, k], a_t[b, k].unsqueeze(0)], 0)  # (t+1, S)
+        steps = torch.cat([attn[b, k], a_t[b, k].unsqueeze(0)], 0) if attn is not None else None  # (t+1, S)
         hyp = Hypothesis(tokens[b, k].tolist(), float(top_s[b, j]), steps)
         hyp.norm_score = cfg.normalise(hyp.score, len(hyp.tokens) + 1)
         sent.finished.append(hyp)

@@ -14,6 +14,7 @@ The alignment of the ensemble is the sum of the members' attention weights (spec
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Sequence
 
 import torch
@@ -86,7 +87,7 @@ class Ensemble(nn.Module):
         elif self.combine == "log_probs":
             combined = F.log_softmax(logits, -1).mean(0)  # (B, V)
         else:
-            combined = torch.logsumexp(F.log_softmax(logits, -1), 0) - torch.log(torch.tensor(float(len(outs))))
+            combined = torch.logsumexp(F.log_softmax(logits, -1), 0) - math.log(len(outs))  # (B, V)
         aligns = tuple(o[2] for o in outs)
         align = SummedAlignment(aligns) if any(a is not None for a in aligns) else None
         return combined, _Many(o[1] for o in outs), align

@@ -18,15 +18,13 @@ from torch import Tensor
 CONVENTIONS = ("paper", "predicted")
 
 
-def word_alignment(attention: Tensor, n_words: int, content_based: bool,
-                   convention: str = "paper") -> list[int]:
-    """Source position aligned to each of ``n_words`` target words.
+def alignment_rows(attention: Tensor, n_words: int, content_based: bool,
+                   convention: str = "paper") -> Tensor:
+    """The (n_words, S) rows of a per-step ``attention`` (T, S) that align each target word.
 
-    Args:
-        attention: (T, S) weights of every decoding step, the ``</s>`` step included, so
-            ``T >= n_words + 1`` for a finished translation.
-        content_based: whether the model's score is content-based (dot, general, concat).
-        convention: ``paper`` (footnote 14) or ``predicted``.
+    ``attention`` holds every decoding step, the ``</s>`` step included, so
+    ``T >= n_words + 1`` for a finished translation. ``content_based``: whether the score is
+    dot, general or concat. ``convention``: ``paper`` (footnote 14) or ``predicted``.
     """
     if convention not in CONVENTIONS:
         raise ValueError(f"alignment convention {convention!r} is unknown; choose one of {', '.join(CONVENTIONS)}")
@@ -34,7 +32,13 @@ def word_alignment(attention: Tensor, n_words: int, content_based: bool,
     rows = attention[shift: shift + n_words]  # (n_words, S)
     if rows.size(0) < n_words:
         raise ValueError(f"{attention.size(0)} attention steps cannot align {n_words} words")
-    return rows.argmax(-1).tolist()
+    return rows
+
+
+def word_alignment(attention: Tensor, n_words: int, content_based: bool,
+                   convention: str = "paper") -> list[int]:
+    """Source position aligned to each of ``n_words`` target words (see :func:`alignment_rows`)."""
+    return alignment_rows(attention, n_words, content_based, convention).argmax(-1).tolist()
 
 
 def replace_unks(words: Sequence[str], src_words: Sequence[str], positions: Sequence[int],
