@@ -1,11 +1,12 @@
 """Beam-search decoding speed of a trained checkpoint, batched against one sentence at a time.
 
     LUONG_LIT_DATA=../shared/data python benchmarks/beam_speed.py RUN/checkpoints/best.ckpt \
-        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200]
+        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--output FILE]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
 of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
-ratio, and the tokenised BLEU of the batched output. Both runs use the same process, threads
+ratio, the tokenised BLEU and mean length (words) of the batched output.
+``--single-limit 0`` skips the one-at-a-time run. Both runs use the same process, threads
 and search settings, back to back.
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=30)
     ap.add_argument("--single-limit", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--output", help="also write the batched translations to this file")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
@@ -40,16 +42,22 @@ def main() -> None:
     t0 = time.perf_counter()
     out = decode_corpus(net, split.src_ids, args.batch_size, cfg)
     batched = len(split.src_ids) / (time.perf_counter() - t0)
-    few = split.src_ids[: args.single_limit]
-    t0 = time.perf_counter()
-    decode_corpus(net, few, 1, cfg)
-    single = len(few) / (time.perf_counter() - t0)
-    hyps = [" ".join(w) for w in output_words(out, tgt_vocab)]
+    words = output_words(out, tgt_vocab)
+    hyps = [" ".join(w) for w in words]
     bleu = corpus_bleu_tok(hyps, [" ".join(t) for t in split.tgt_tokens])
-    print(json.dumps({"test": args.test, "sentences": len(split.src_ids), "beam": args.beam,
-                      "batch_size": args.batch_size, "batched_sent_per_s": round(batched, 1),
-                      "single_sent_per_s": round(single, 1), "batched_over_single": round(batched / single, 2),
-                      "bleu_tok": round(bleu, 2)}))
+    res = {"test": args.test, "sentences": len(split.src_ids), "beam": args.beam,
+           "batch_size": args.batch_size, "batched_sent_per_s": round(batched, 1),
+           "bleu_tok": round(bleu, 2), "mean_output_len": round(sum(map(len, words)) / len(words), 2)}
+    if args.single_limit > 0:  # 0 skips the one-sentence-at-a-time run
+        few = split.src_ids[: args.single_limit]
+        t0 = time.perf_counter()
+        decode_corpus(net, few, 1, cfg)
+        single = len(few) / (time.perf_counter() - t0)
+        res.update(single_sent_per_s=round(single, 1), batched_over_single=round(batched / single, 2))
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.writelines(h + "\n" for h in hyps)
+    print(json.dumps(res))
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ class BeamBleuCallback(L.Callback):
     def on_test_epoch_end(self, trainer, pl_module) -> None:
         for name in trainer.datamodule.test_spec:
             for key, value in self._scores(pl_module, trainer.datamodule.splits[name]).items():
-                pl_module.log(f"test/{name}/{key}_beam", value)
+                pl_module.log(f"test/{name}/{key}_beam", value, add_dataloader_idx=False)
 
 
 def split_bleu(net, split, tgt_vocab, beam: BeamConfig | None = None, batch_size: int = 128,

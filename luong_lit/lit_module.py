@@ -96,6 +96,23 @@ class LuongLitModule(L.LightningModule):
         self.log("val/ppl", ppl, prog_bar=True, sync_dist=False)
         self.log("val/nll_per_token", float(nll / tokens.clamp_min(1)))
 
+    def on_test_epoch_start(self) -> None:
+        self._test_sums: dict[int, list[float]] = {}
+
+    def test_step(self, batch: Batch, batch_idx: int, dataloader_idx: int = 0) -> None:
+        nll, tokens = token_nll(self.net, batch)
+        sums = self._test_sums.setdefault(dataloader_idx, [0.0, 0.0])
+        sums[0] += float(nll)
+        sums[1] += float(tokens)
+
+    def on_test_epoch_end(self) -> None:
+        """``test/<name>/ppl`` for every test set of the datamodule (in ``trainer.test``)."""
+        dm = getattr(self.trainer, "datamodule", None)
+        names = list(getattr(dm, "test_spec", None) or [])
+        for idx, (nll, tokens) in sorted(self._test_sums.items()):
+            name = names[idx] if idx < len(names) else str(idx)
+            self.log(f"test/{name}/ppl", math.exp(min(nll / max(tokens, 1.0), 50.0)), add_dataloader_idx=False)
+
     def configure_optimizers(self) -> Any:
         opt = self.optimizer_factory(params=self.parameters())
         if self.halve_after is None:

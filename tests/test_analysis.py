@@ -82,6 +82,20 @@ def test_alignments_of_a_reversed_model_are_in_original_source_order():
         torch.testing.assert_close(r, f.flip(1))
 
 
+def test_ensemble_alignment_is_the_sum_of_its_members_attention():
+    from luong_lit.decoding.ensemble import Ensemble
+
+    torch.manual_seed(1)
+    members = [Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", True).eval()
+               for att in ("global", "local_m", "local_p")]
+    src, tgt = [[4, 9, 13, 7, 11, 6, 5], [5, 6, 8]], [[10, 12, 14, 4], [15, 4]]
+    summed = forced_attention(Ensemble(members), src, tgt)
+    parts = [forced_attention(m, src, tgt) for m in members]
+    for i, a in enumerate(summed):
+        torch.testing.assert_close(a, sum(p[i] for p in parts))
+    assert not torch.equal(summed[0].argmax(1), parts[0][0].argmax(1))  # the members do disagree
+
+
 # ------------------------------------------------------------------ tiny runs
 @pytest.fixture(scope="module")
 def runs(toy_corpus, tmp_path_factory):
@@ -138,6 +152,14 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
     assert [len(x.split()) for x in links] == [3, 2]  # one link per target word
     rep = json.loads((tmp_path / "align.json").read_text())
     assert 0.0 <= rep["aer"] <= 1.0 and rep["baselines"]["diagonal"] == pytest.approx(0.0)
+    ens = [str(runs[a] / "checkpoints" / "best.ckpt") for a in ("global", "local_m", "local_p")]
+    res = subprocess.run([sys.executable, "-m", "luong_lit.align", *ens, "--src", str(src), "--tgt", str(tgt),
+                          "--gold", str(gold), "--out", str(tmp_path / "ens")], capture_output=True, text=True,
+                         cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    rep = json.loads((tmp_path / "ens" / "align.json").read_text())
+    links = (tmp_path / "ens" / "alignments.txt").read_text().splitlines()
+    assert len(rep["checkpoints"]) == 3 and [len(x.split()) for x in links] == [3, 2]
 
 
 # ------------------------------------------------------------------ loggers and notebook

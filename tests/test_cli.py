@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from conftest import compose_cfg, tiny_overrides, write_corpus
+from luong_lit.decoding.beam import BeamConfig
 from luong_lit.train import train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +41,29 @@ def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
     _, _, metrics = trained
     assert 0.0 <= metrics["val/bleu_beam"] <= 100.0
     assert "val/bleu_unk_beam" in metrics
+
+
+def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_path):
+    from luong_lit.callbacks import split_bleu
+    from luong_lit.metrics.perplexity import perplexity
+    from luong_lit.train import build
+
+    test = write_corpus(tmp_path / "data", "test", 12, 5)
+    cfg = compose_cfg(tiny_overrides(toy_corpus) + [
+        "trainer.max_epochs=1", "model.net.hidden_size=16", "model.net.embed_size=16",
+        f"+data.test.a.src={test['src']}", f"+data.test.a.tgt={test['tgt']}",
+        f"+data.test.b.src={toy_corpus['dev']['src']}", f"+data.test.b.tgt={toy_corpus['dev']['tgt']}",
+        "callbacks.beam_bleu.every_n_epochs=0", "callbacks.beam_bleu.beam_size=3", "logger=none"], tmp_path)
+    dm, model, trainer = build(cfg)
+    trainer.fit(model, dm)
+    res = trainer.test(model, dm, verbose=False)[0]
+    net = model.net.eval()
+    for name in ("a", "b"):
+        split = dm.splits[name]
+        assert res[f"test/{name}/ppl"] == pytest.approx(perplexity(net, split.examples()), rel=1e-4)
+        direct = split_bleu(net, split, dm.tgt_vocab, BeamConfig(beam_size=3), 64, None, True)
+        assert res[f"test/{name}/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-6)
+        assert res[f"test/{name}/bleu_unk_beam"] == pytest.approx(direct["bleu_unk"], abs=1e-6)
 
 
 def test_translate_keeps_line_counts_and_empty_lines(trained, tmp_path):

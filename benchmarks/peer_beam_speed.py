@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Beam-5 decoding speed beside OpenNMT-py 3.5.1 and Joey NMT 2.3.0 on "m30k_small".
+
+    python benchmarks/peer_beam_speed.py --out results/beam_peers --peers-dir PEERS_DIR \
+        [--train-epochs 1] [--rounds 3] [--beam 5]
+
+Models
+------
+Each system first trains its own ``m30k_small`` model (the configs of
+``benchmarks/peers/`` and our ``conf/experiment/m30k_small.yaml``) for the same number of
+epochs (``--train-epochs``, default 1: 454 steps of 64 sentences; Joey NMT keeps its
+step-450 checkpoint, where it validates).  The models are cached under ``OUT/models`` and
+reused by later invocations.  Decoding speed depends on output lengths, so the report
+gives each system's mean output length and BLEU beside its speed.
+
+Decoding
+--------
+Rounds alternate the systems (onmt, joey, ours at batch 30, ours at batch 64).  Every
+process gets ``--threads`` torch threads.  Each system is timed by its own timer, which
+starts after the model is loaded:
+
+* OpenNMT-py: ``onmt_translate -report_time``, "Average translation time (ms)", at
+  ``-batch_size 30`` (sentences), ``-max_length`` left at its default.
+* Joey NMT: ``joeynmt translate`` on stdin, "Generation took X[sec]", at its config's
+  ``testing.batch_size`` 64 (sentences), ``max_output_length`` 100.
+* ours: ``benchmarks/beam_speed.py --single-limit 0`` (decode_corpus only), batch 30
+  and 64, the default length bounds (spec §11).
+
+The figure per system is the median of its rounds.  Only the Python standard library is
+used by this harness; BLEU is scored by our package (tokenised, multi-bleu style).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from peer_throughput import PEER_BOOT, PEER_CFG_DIR, REPO, _env, _version, fill_config
+
+ONMT_AVG_MS = re.compile(r"Average translation time \(ms\):\s*([\d.]+)")
+JOEY_GEN = re.compile(r"Generation took ([\d.]+)\[sec\]")
+SYSTEMS = ("onmt", "joey", "ours_b30", "ours_b64")
+
+
+def _run(cmd, log: Path, threads: int, cwd=REPO, stdin=None, timeout=3600) -> str:
+    with open(log, "w", encoding="utf-8") as f:
+        proc = subprocess.run(cmd, cwd=cwd, env=_env(threads), stdin=stdin, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        f.write(proc.stdout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"exit {proc.returncode}: {' '.join(map(str, cmd))}; see {log}")
+    return proc.stdout
+
+
+def train_models(args) -> dict:
+    """Train (or reuse) one model per system; returns their checkpoint paths."""
+    models, steps = args.out / "models", 454 * args.train_epochs
+    peer_data = args.peers_dir / "data"
+    ckpts = {"onmt": models / "onmt" / f"model_step_{steps}.pt",
+             "joey": models / "joey" / "joey_model" / "best.ckpt",
+             "ours": models / "ours" / "checkpoints" / "last.ckpt"}
+    for system, ckpt in ckpts.items():
+        if ckpt.exists():
+            continue
+        run_dir = models / system
+        run_dir.mkdir(parents=True, exist_ok=True)
+        print(f"training {system} for {args.train_epochs} epoch(s) ...", flush=True)
+        if system == "ours":
+            cmd = [str(args.ours_python), "-m", "luong_lit.train",
+                   f"trainer.max_epochs={args.train_epochs}", "test_after_training=false",
+                   f"hydra.run.dir={run_dir}"]
+        else:
+            cfg = run_dir / f"{system}_m30k_small.yaml"
+            text = fill_config(PEER_CFG_DIR / cfg.name, cfg, peer_data, run_dir)
+            py = str(args.peers_dir / f"{system}-venv" / "bin" / "python")
+            if system == "onmt":
+                cmd = [py, str(PEER_BOOT), str(args.threads), "onmt.bin.train", "-config",
+                       str(cfg), "-train_steps", str(steps), "-save_checkpoint_steps",
+                       str(steps), "-valid_steps", str(steps), "-save_model",
+                       str(run_dir / "model")]
+            else:
+                cfg.write_text(re.sub(r"(?m)^(\s*)epochs:\s*\d+", rf"\g<1>epochs: {args.train_epochs}",
+                                      text), encoding="utf-8")
+                cmd = [py, str(PEER_BOOT), str(args.threads), "joeynmt", "train", str(cfg),
+                       "--skip-test"]
+        _run(cmd, run_dir / "train_stdout.log", args.threads, cwd=run_dir if system != "ours" else REPO)
+        if not ckpt.exists():
+            raise RuntimeError(f"{system}: training finished without {ckpt}")
+    return ckpts
+
+
+def decode_peer(system: str, args, ckpt: Path, run_dir: Path) -> dict:
+    test_src = args.peers_dir / "data" / "m30k" / "test.en"
+    py = str(args.peers_dir / f"{system}-venv" / "bin" / "python")
+    hyp = run_dir / "hyp.txt"
+    if system == "onmt":
+        cmd = [py, str(PEER_BOOT), str(args.threads), "onmt.bin.translate", "-model", str(ckpt),
+               "-src", str(test_src), "-output", str(hyp), "-beam_size", str(args.beam),
+               "-batch_size", "30", "-batch_type", "sents", "-report_time"]
+        out = _run(cmd, run_dir / "stdout.log", args.threads)
+        n = sum(1 for _ in open(test_src, encoding="utf-8"))
+        seconds = float(ONMT_AVG_MS.findall(out)[-1]) * n / 1000.0
+    else:
+        cfg_src = args.out / "models" / "joey" / "joey_m30k_small.yaml"
+        cfg = run_dir / "joey_test.yaml"
+        text = re.sub(r"(?m)^(\s*)beam_size:\s*\d+", rf"\g<1>beam_size: {args.beam}",
+                      cfg_src.read_text(encoding="utf-8"))
+        cfg.write_text(text.replace("\ntesting:\n", f"\ntesting:\n  load_model: {ckpt}\n", 1),
+                       encoding="utf-8")
+        with open(test_src, encoding="utf-8") as stdin:
+            out = _run([py, str(PEER_BOOT), str(args.threads), "joeynmt", "translate", str(cfg),
+                        "--output-path", str(hyp)],
+                       run_dir / "stdout.log", args.threads, stdin=stdin)
+        n = sum(1 for _ in open(test_src, encoding="utf-8"))
+        seconds = float(JOEY_GEN.findall(out)[-1])
+    return {"sent_per_s": n / seconds, "seconds": seconds, "sentences": n, "hyp": str(hyp)}
+
+
+def decode_ours(batch: int, args, ckpt: Path, run_dir: Path) -> dict:
+    hyp = run_dir / "hyp.txt"
+    out = _run([str(args.ours_python), "benchmarks/beam_speed.py", str(ckpt), "--beam",
+                str(args.beam), "--batch-size", str(batch), "--single-limit", "0",
+                "--threads", str(args.threads), "--output", str(hyp)],
+               run_dir / "stdout.log", args.threads)
+    res = json.loads(out.strip().splitlines()[-1])
+    return {"sent_per_s": res["batched_sent_per_s"], "sentences": res["sentences"], "hyp": str(hyp)}
+
+
+def score(args, hyp: str) -> dict:
+    """Tokenised BLEU and mean length of a hypothesis file, scored by our package."""
+    code = ("import json, sys\nfrom luong_lit.metrics import corpus_bleu_tok\n"
+            "h = open(sys.argv[1], encoding='utf-8').read().splitlines()\n"
+            "r = open(sys.argv[2], encoding='utf-8').read().splitlines()\n"
+            "print(json.dumps({'bleu_tok': round(corpus_bleu_tok(h, r), 2),"
+            " 'mean_output_len': round(sum(len(x.split()) for x in h) / len(h), 2)}))")
+    ref = args.peers_dir / "data" / "m30k" / "test.de"
+    out = subprocess.run([str(args.ours_python), "-c", code, hyp, str(ref)], cwd=REPO,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def write_summary(args, runs: list, versions: dict) -> dict:
+    med = {s: statistics.median(r["sent_per_s"] for r in runs if r["system"] == s and "sent_per_s" in r)
+           for s in SYSTEMS if any(r["system"] == s and "sent_per_s" in r for r in runs)}
+    quality = {s: next((r for r in runs if r["system"] == s and "bleu_tok" in r), {}) for s in med}
+    ratios = {}
+    if "ours_b30" in med and "onmt" in med:
+        ratios["ours(b30)/onmt(b30)"] = med["ours_b30"] / med["onmt"]
+    if "ours_b64" in med and "joey" in med:
+        ratios["ours(b64)/joey(b64)"] = med["ours_b64"] / med["joey"]
+    summary = {"benchmark": "m30k_small beam decoding of test_2016_flickr", "beam": args.beam,
+               "train_epochs": args.train_epochs, "rounds": args.rounds, "threads": args.threads,
+               "versions": versions, "median_sent_per_s": med, "ratios": ratios,
+               "quality": {s: {k: q.get(k) for k in ("bleu_tok", "mean_output_len")}
+                           for s, q in quality.items()}, "runs": runs}
+    (args.out / "peer_beam_speed.json").write_text(json.dumps(summary, indent=2) + "\n")
+    lines = [f"# m30k_small beam-{args.beam} decoding, test_2016_flickr (sentences/s)", "",
+             f"Models trained {args.train_epochs} epoch(s) each; median of {args.rounds} "
+             f"alternating rounds; {args.threads} threads.", "",
+             "| system | median sent/s | BLEU (tok) | mean output length |", "|---|---|---|---|"]
+    for s, v in med.items():
+        q = summary["quality"][s]
+        lines.append(f"| {s} | {v:.1f} | {q['bleu_tok']} | {q['mean_output_len']} |")
+    lines += ["", "| ratio | value |", "|---|---|"] + [f"| {k} | {v:.2f} |" for k, v in ratios.items()]
+    (args.out / "peer_beam_speed.md").write_text("\n".join(lines) + "\n")
+    return summary
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="results folder (models cached below)")
+    ap.add_argument("--peers-dir", type=Path,
+                    default=Path(os.environ.get("PEERS_DIR", REPO / ".peers")))
+    ap.add_argument("--ours-python", type=Path, default=REPO / ".venv" / "bin" / "python")
+    ap.add_argument("--train-epochs", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    args.out, args.peers_dir = args.out.resolve(), args.peers_dir.resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for peer in ("onmt", "joey"):
+        if not (args.peers_dir / f"{peer}-venv" / "bin" / "python").exists():
+            sys.exit(f"{args.peers_dir}/{peer}-venv missing: run benchmarks/peers/setup_peers.sh")
+    versions = {"onmt": _version(args.peers_dir / "onmt-venv/bin/python", ["torch", "OpenNMT-py"]),
+                "joey": _version(args.peers_dir / "joey-venv/bin/python", ["torch", "joeynmt"]),
+                "ours": _version(args.ours_python, ["torch", "luong_lit"])}
+    ckpts = train_models(args)
+    runs = []
+    for rnd in range(1, args.rounds + 1):
+        for s in SYSTEMS:
+            run_dir = args.out / "runs" / f"r{rnd}_{s}"
+            run_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                res = (decode_ours(int(s[-2:]), args, ckpts["ours"], run_dir) if s.startswith("ours")
+                       else decode_peer(s, args, ckpts[s], run_dir))
+                if rnd == 1:
+                    res.update(score(args, res["hyp"]))
+                print(f"[round {rnd}] {s}: {res['sent_per_s']:.1f} sent/s", flush=True)
+            except Exception as e:  # noqa: BLE001 - keep going, record the failure
+                res = {"error": str(e)}
+                print(f"[round {rnd}] {s}: FAILED: {e}", flush=True)
+            runs.append({"system": s, "round": rnd, **res})
+    summary = write_summary(args, runs, versions)
+    print(json.dumps({"median_sent_per_s": summary["median_sent_per_s"], "ratios": summary["ratios"]}))
+    return 1 if any("error" in r for r in runs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
