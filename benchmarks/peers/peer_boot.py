@@ -16,8 +16,14 @@ For a unidirectional encoder the forward method is replaced by the same
 computation without that step: embedding dropout, packed LSTM, padded
 outputs, and the top layer's final hidden state as the decoder's init input.
 Bidirectional encoders keep Joey's own method.
+
+OpenNMT-py 3.5.1 fix (applied only when MODULE is ``onmt.bin.translate``): its checkpoints
+hold an ``argparse.Namespace``, which torch >= 2.6 refuses to unpickle by default
+(``weights_only=True``); ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` lets the benchmark load the
+checkpoints it trained itself.
 """
 
+import os
 import runpy
 import sys
 import warnings
@@ -58,6 +64,11 @@ def main() -> None:
     torch.set_num_threads(threads)
     if module == "joeynmt":
         _patch_joey_unidirectional_encoder()
+    if module == "onmt.bin.translate":
+        # OpenNMT-py 3.5.1 checkpoints pickle an argparse.Namespace, which torch >= 2.6
+        # refuses under its weights_only default. The benchmark only loads checkpoints it
+        # has just trained itself, so the full unpickler is allowed for them.
+        os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
     sys.argv = [module] + args
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 
