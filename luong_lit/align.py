@@ -44,7 +44,7 @@ def rwth_files(root: Path | None, src_lang: str, tgt_lang: str) -> tuple[Path, P
 
 def model_links(model, src_vocab, tgt_vocab, src, tgt, convention: str) -> tuple[list, float]:
     """Forced-decoding links, and the share of tokens mapped to <unk>."""
-    if not getattr(model, "has_attention", getattr(model, "attention", None) is not None):
+    if not model.has_attention:
         raise CheckpointError("a model without attention has no alignments (attention=none)")
     src_ids = [src_vocab.encode(s) for s in src]
     tgt_ids = [tgt_vocab.encode(t) for t in tgt]

@@ -29,6 +29,8 @@ class BigramStub:
         mem = Memory(torch.zeros(Bn, S, 1), torch.zeros(Bn, S, 1), src_len, torch.ones(Bn, S, dtype=torch.bool))
         return mem, DecoderState(torch.zeros(1, Bn, 1), torch.zeros(1, Bn, 1), torch.zeros(Bn, 1))
 
+    has_attention = False  # its steps give no alignment
+
     def step(self, y, state, memory, t):
         return self.logits[y], state, None
 
@@ -105,6 +107,18 @@ def test_batched_equals_one_sentence_at_a_time(model):
         assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-4)
         assert batched[i][0].attention.shape == (len(batched[i][0].tokens) + 1, src.size(1))
+
+
+def test_a_model_without_attention_keeps_its_unks():
+    from luong_lit.decoding.corpus import decode_corpus
+    from luong_lit.decoding.unk import replace_in_hypothesis
+
+    torch.manual_seed(0)
+    none = Seq2Seq(20, 20, 16, 16, 1, 0.0, "none", None, False).eval()
+    out = decode_corpus(none, [[5, 6, 7], [8, 9]], 2, BeamConfig(beam_size=3), keep_attention=True)
+    assert all(t.attention is None for t in out)
+    words = ["x", "<unk>", "y"]
+    assert replace_in_hypothesis(words, ["a", "b"], out[0].attention, none.content_based) == words
 
 
 def test_cached_decoding_weights_follow_parameter_updates(model):

@@ -91,6 +91,7 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
                 keep_attention: bool = True) -> list[list[Hypothesis]]:
     """Translate a batch; returns for each sentence its ``n_best`` hypotheses, best first."""
     B, K, S = src.size(0), cfg.beam_size, src.size(1)
+    keep_attention = keep_attention and getattr(model, "has_attention", True)  # none: no a_t
     memory, state = model.encode(src, src_len)
     rows = torch.arange(B, device=src.device).repeat_interleave(K)  # (B*K,)
     memory, state = memory.index_select(rows), state.index_select(rows)
@@ -106,8 +107,7 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
         logits, state, align = model.step(y, state, memory, t)
         logp = F.log_softmax(logits.float(), -1).view(B, K, -1)  # (B, K, V)
         logp = _bound_lengths(logp, t, min_len, max_len)
-        a_t = (align.dense(S).view(B, K, S) if align is not None else attn.new_zeros(B, K, S)) \
-            if keep_attention else None  # (B, K, S)
+        a_t = align.dense(S).view(B, K, S) if keep_attention else None  # (B, K, S)
         cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, K*V)
         top_s, top_i = cand.topk(min(2 * K, cand.size(1)), dim=1)  # (B, 2K)
         beam, tok = top_i // logp.size(-1), top_i % logp.size(-1)  # (B, 2K)

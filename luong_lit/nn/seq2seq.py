@@ -134,6 +134,11 @@ class Seq2Seq(nn.Module):
                     getattr(rnn, f"bias_hh_l{l}").data[hidden_size:2 * hidden_size] = 0.0
 
     @property
+    def has_attention(self) -> bool:
+        """False for the non-attentional baseline, whose steps give no alignment."""
+        return self.attention is not None
+
+    @property
     def content_based(self) -> bool:
         """Footnote 14: content-based scores align ``y_{t-1}`` with ``a_t``; location ``y_t``."""
         return self.attention is None or self.attention.score.content_based
