@@ -100,12 +100,12 @@ def decode_peer(system: str, args, ckpt: Path, run_dir: Path) -> dict:
     test_src = args.peers_dir / "data" / "m30k" / "test.en"
     py = str(args.peers_dir / f"{system}-venv" / "bin" / "python")
     hyp = run_dir / "hyp.txt"
+    n = len(test_src.read_text(encoding="utf-8").splitlines())
     if system == "onmt":
         cmd = [py, str(PEER_BOOT), str(args.threads), "onmt.bin.translate", "-model", str(ckpt),
                "-src", str(test_src), "-output", str(hyp), "-beam_size", str(args.beam),
                "-batch_size", "30", "-batch_type", "sents", "-report_time"]
         out = _run(cmd, run_dir / "stdout.log", args.threads)
-        n = sum(1 for _ in open(test_src, encoding="utf-8"))
         seconds = float(ONMT_AVG_MS.findall(out)[-1]) * n / 1000.0
     else:
         cfg_src = args.out / "models" / "joey" / "joey_m30k_small.yaml"
@@ -119,7 +119,6 @@ def decode_peer(system: str, args, ckpt: Path, run_dir: Path) -> dict:
         out = _run([py, str(PEER_BOOT), str(args.threads), "joeynmt", "test", str(cfg),
                     "--output-path", str(run_dir / "hyp")], run_dir / "stdout.log", args.threads)
         (run_dir / "hyp.test").replace(hyp)
-        n = sum(1 for _ in open(test_src, encoding="utf-8"))
         seconds = float(JOEY_GEN.findall(out)[-1])
     return {"sent_per_s": n / seconds, "seconds": seconds, "sentences": n, "hyp": str(hyp)}
 

@@ -1,7 +1,6 @@
 """A thin LightningModule around :class:`luong_lit.nn.Seq2Seq`: loss, logging, optimisation."""
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 import lightning as L
@@ -11,7 +10,7 @@ from torchmetrics import SumMetric
 
 from luong_lit.data.batching import Batch
 from luong_lit.nn import Seq2Seq
-from luong_lit.metrics.perplexity import token_nll
+from luong_lit.metrics.perplexity import ppl_from_nll, token_nll
 
 LOSS_NORMS = ("sentences", "nominal", "tokens")
 
@@ -92,18 +91,17 @@ class LuongLitModule(L.LightningModule):
         nll, tokens = self.val_nll.compute(), self.val_tokens.compute()
         self.val_nll.reset()
         self.val_tokens.reset()
-        ppl = math.exp(min(float(nll / tokens.clamp_min(1)), 50.0))
+        ppl = ppl_from_nll(float(nll), float(tokens))
         self.log("val/ppl", ppl, prog_bar=True, sync_dist=False)
         self.log("val/nll_per_token", float(nll / tokens.clamp_min(1)))
 
     def on_test_epoch_start(self) -> None:
-        self._test_sums: dict[int, list[float]] = {}
+        self._test_sums: dict[int, tuple[Tensor, int]] = {}  # per test set: summed NLL, tokens
 
     def test_step(self, batch: Batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         nll, tokens = token_nll(self.net, batch)
-        sums = self._test_sums.setdefault(dataloader_idx, [0.0, 0.0])
-        sums[0] += float(nll)
-        sums[1] += float(tokens)
+        total, count = self._test_sums.get(dataloader_idx, (0.0, 0))
+        self._test_sums[dataloader_idx] = (total + nll.detach(), count + tokens)  # no sync per batch
 
     def on_test_epoch_end(self) -> None:
         """``test/<name>/ppl`` for every test set of the datamodule (in ``trainer.test``)."""
@@ -111,7 +109,7 @@ class LuongLitModule(L.LightningModule):
         names = list(getattr(dm, "test_spec", None) or [])
         for idx, (nll, tokens) in sorted(self._test_sums.items()):
             name = names[idx] if idx < len(names) else str(idx)
-            self.log(f"test/{name}/ppl", math.exp(min(nll / max(tokens, 1.0), 50.0)), add_dataloader_idx=False)
+            self.log(f"test/{name}/ppl", ppl_from_nll(float(nll), tokens), add_dataloader_idx=False)
 
     def configure_optimizers(self) -> Any:
         opt = self.optimizer_factory(params=self.parameters())

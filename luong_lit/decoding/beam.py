@@ -5,6 +5,9 @@ to that sentence's list of finished hypotheses. A sentence is done when no live 
 still beat its ``n_best``-th finished one (raw log-probabilities only fall), when it has
 collected ``stack_size`` finished hypotheses (the authors' decoder, spec §11), or at its
 maximum length, where the live hypotheses are closed with ``</s>``.
+
+The model offers ``encode``, ``step`` and a ``has_attention`` flag (taken as true when absent);
+without attention no per-step alignment is kept, so unk replacement has nothing to follow.
 """
 from __future__ import annotations
 

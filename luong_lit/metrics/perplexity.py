@@ -25,6 +25,11 @@ def token_nll(net, batch: Batch) -> tuple[Tensor, int]:
     return nll, int(mask.sum())
 
 
+def ppl_from_nll(nll: float, tokens: float) -> float:
+    """``exp`` of the mean token NLL, capped at ``exp(50)`` so an untrained model stays finite."""
+    return math.exp(min(nll / max(tokens, 1.0), 50.0))
+
+
 @torch.no_grad()
 def perplexity(net, examples: Sequence[tuple[int, list[int], list[int]]], batch_size: int = 128) -> float:
     """``exp`` of the mean token NLL (``</s>`` counted, ``<s>`` not) over ``examples``.
@@ -39,4 +44,4 @@ def perplexity(net, examples: Sequence[tuple[int, list[int], list[int]]], batch_
         n, t = token_nll(net, collate(examples[i:i + batch_size]).to(device))
         nll, tokens = nll + float(n), tokens + t
     net.train(was_training)
-    return math.exp(min(nll / max(tokens, 1), 50.0))
+    return ppl_from_nll(nll, tokens)
