@@ -68,6 +68,15 @@ def test_detokenised_bleu_equals_sacrebleu_13a_on_raw_text():
         corpus_bleu_tok(HYPS[:2], REFS)
 
 
+def test_an_output_unk_is_one_wrong_word_in_detokenised_bleu():
+    refs = ["ein großer hund läuft im park .", "zwei männer spielen fußball ."]
+    with_unk = ["ein <unk> hund läuft im park .", "zwei <unk> spielen fußball ."]
+    with_word = ["ein xyzzy hund läuft im park .", "zwei xyzzy spielen fußball ."]
+    assert corpus_bleu_detok(with_unk, refs, "de") == pytest.approx(
+        corpus_bleu_detok(with_word, refs, "de"))
+    assert corpus_bleu_tok(with_unk, refs) == pytest.approx(corpus_bleu_tok(with_word, refs))
+
+
 def test_length_buckets_partition_the_corpus(tmp_path):
     assert [bucket_label(n) for n in (0, 9, 10, 19, 69, 70, 120)] == ["<10", "<10", "10-19", "10-19",
                                                                        "60-69", "70+", "70+"]
@@ -90,7 +99,7 @@ def test_perplexity_is_exp_of_mean_token_nll():
         b = collate([ex])
         with torch.no_grad():
             h_tilde, _ = net(b.src, b.src_len, b.tgt_in)
-        logits = net.logits(h_tilde)[0]  # (T, V)
+            logits = net.logits(h_tilde)[0]  # (T, V)
         nll += float(torch.nn.functional.cross_entropy(logits, b.tgt_out[0], reduction="sum"))
         tokens += b.tgt_out.size(1)
     assert perplexity(net, examples, batch_size=2) == pytest.approx(math.exp(nll / tokens), rel=1e-5)

@@ -12,6 +12,11 @@ from functools import lru_cache
 from typing import Sequence
 
 from luong_lit.data.tokenize import AT_SEP
+from luong_lit.data.vocab import UNK
+
+# What an output ``<unk>`` becomes before 13a scoring: one word that no reference contains.
+# Left as ``<unk>``, 13a would split it into ``< unk >``, three wrong tokens instead of one.
+UNK_DETOK = "UNK"
 
 
 def rejoin_hyphens(line: str) -> str:
@@ -52,10 +57,14 @@ def detokenize(line: str, lang: str) -> str:
 
 def corpus_bleu_detok(hyps: Sequence[str], refs: Sequence[str], lang: str,
                       refs_detokenized: bool = False) -> float:
-    """sacreBLEU ``13a`` on detokenised text; ``refs`` may already be raw references."""
+    """sacreBLEU ``13a`` on detokenised text; ``refs`` may already be raw references.
+
+    An output ``<unk>`` counts as one wrong word, as it does in tokenised BLEU.
+    """
     import sacrebleu
 
     _check(hyps, refs)
-    hyps = [detokenize(h, lang) for h in hyps]
+    hyps = [detokenize(" ".join(UNK_DETOK if w == UNK else w for w in h.split()), lang)
+            for h in hyps]
     refs = list(refs) if refs_detokenized else [detokenize(r, lang) for r in refs]
     return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize="13a").score)
