@@ -96,22 +96,20 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
     B, K, S = src.size(0), cfg.beam_size, src.size(1)
     keep_attention = keep_attention and getattr(model, "has_attention", True)  # none: no a_t
     memory, state = model.encode(src, src_len)
-    rows = torch.arange(B, device=src.device).repeat_interleave(K)  # (B*K,)
-    memory, state = memory.index_select(rows), state.index_select(rows)
-    scores = torch.full((B, K), float("-inf"), device=src.device)
-    scores[:, 0] = 0.0  # one live hypothesis per sentence at the start
-    tokens = torch.full((B, K, 0), BOS_ID, dtype=torch.long, device=src.device)
-    attn = src.new_zeros((B, K, 0, S), dtype=torch.float) if keep_attention else None  # (B, K, t, S)
-    y = torch.full((B * K,), BOS_ID, dtype=torch.long, device=src.device)
+    width = 1  # rows per sentence: its one live hypothesis at step 0, then K
+    scores = src.new_zeros((B, 1), dtype=torch.float)  # (B, width)
+    tokens = torch.full((B, 1, 0), BOS_ID, dtype=torch.long, device=src.device)
+    attn = src.new_zeros((B, 1, 0, S), dtype=torch.float) if keep_attention else None  # (B, width, t, S)
+    y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
     max_len, min_len = _limits(src_len, cfg)
     sents = [_Sentence() for _ in range(B)]
     active = list(sents)  # the sentences of the current batch rows, in order
     for t in range(int(max_len.max()) + 1):
         logits, state, align = model.step(y, state, memory, t)
-        logp = F.log_softmax(logits.float(), -1).view(B, K, -1)  # (B, K, V)
+        logp = F.log_softmax(logits.float(), -1).view(B, width, -1)  # (B, width, V)
         logp = _bound_lengths(logp, t, min_len, max_len)
-        a_t = align.dense(S).view(B, K, S) if keep_attention else None  # (B, K, S)
-        cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, K*V)
+        a_t = align.dense(S).view(B, width, S) if keep_attention else None  # (B, width, S)
+        cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, width*V)
         top_s, top_i = cand.topk(min(2 * K, cand.size(1)), dim=1)  # (B, 2K)
         beam, tok = top_i // logp.size(-1), top_i % logp.size(-1)  # (B, 2K)
         _collect_finished(active, top_s, beam, tok, tokens, attn, a_t, cfg)
@@ -119,7 +117,8 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
         keep_s, keep_j = live_s.topk(K, dim=1)  # (B, K) the best non-</s> candidates
         src_beam = beam.gather(1, keep_j)  # (B, K)
         new_tok = tok.gather(1, keep_j)
-        tokens = torch.cat([tokens.gather(1, src_beam.unsqueeze(-1).expand_as(tokens)), new_tok.unsqueeze(-1)], 2)
+        parents = tokens.gather(1, src_beam.unsqueeze(-1).expand(-1, -1, tokens.size(2)))  # (B, K, t)
+        tokens = torch.cat([parents, new_tok.unsqueeze(-1)], 2)  # (B, K, t+1)
         attn = _extend_attention(attn, a_t, src_beam)
         scores = keep_s
         best_live, at_max = scores[:, 0].tolist(), (max_len <= t).tolist()
@@ -129,23 +128,30 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
         if not keep:
             break
         kept = torch.tensor(keep, device=src.device)  # (B',) sentences still searching
-        if len(keep) < B:  # finished sentences leave the batch
+        if len(keep) < B or width == 1:  # finished sentences leave; step 0's rows widen to K
+            memory = memory.index_select(_rows(kept, width, K))
+        if len(keep) < B:
             src_beam, new_tok, tokens = src_beam[kept], new_tok[kept], tokens[kept]
             attn = attn[kept] if keep_attention else None
             scores, max_len, min_len = scores[kept], max_len[kept], min_len[kept]
-            memory = memory.index_select((kept.unsqueeze(1) * K + torch.arange(K, device=src.device)).view(-1))
             active, B = [active[b] for b in keep], len(keep)
-        flat = (src_beam + kept.unsqueeze(1) * K).view(-1)  # (B'*K,) rows of the previous batch
-        state, y = state.index_select(flat), new_tok.view(-1)
+        flat = (src_beam + kept.unsqueeze(1) * width).view(-1)  # (B'*K,) rows of the previous batch
+        state, y, width = state.index_select(flat), new_tok.view(-1), K
     return [_best(sent, cfg) for sent in sents]
+
+
+def _rows(kept: Tensor, width: int, K: int) -> Tensor:
+    """Rows of the next batch: each kept sentence's ``K`` rows (copies of its one row at step 0)."""
+    offsets = torch.arange(K, device=kept.device) % width  # (K,) 0 … K-1, or all 0
+    return (kept.unsqueeze(1) * width + offsets).view(-1)  # (B'*K,)
 
 
 def _extend_attention(attn: Tensor | None, a_t: Tensor | None, src_beam: Tensor) -> Tensor | None:
     """Follow each kept hypothesis to its parent beam and append this step's ``a_t``."""
     if attn is None:
         return None
-    B, K, _, S = attn.shape
-    parents = attn.gather(1, src_beam.view(B, K, 1, 1).expand_as(attn))  # (B, K, t, S)
+    (B, K), (t, S) = src_beam.shape, attn.shape[2:]
+    parents = attn.gather(1, src_beam.view(B, K, 1, 1).expand(B, K, t, S))  # (B, K, t, S)
     return torch.cat([parents, a_t.gather(1, src_beam.unsqueeze(-1).expand(B, K, S)).unsqueeze(2)], 2)
 
 
