@@ -88,12 +88,11 @@ class LuongLitModule(L.LightningModule):
         self.val_tokens.update(torch.tensor(float(tokens)))
 
     def on_validation_epoch_end(self) -> None:
-        nll, tokens = self.val_nll.compute(), self.val_tokens.compute()
+        nll, tokens = float(self.val_nll.compute()), float(self.val_tokens.compute())
         self.val_nll.reset()
         self.val_tokens.reset()
-        ppl = ppl_from_nll(float(nll), float(tokens))
-        self.log("val/ppl", ppl, prog_bar=True, sync_dist=False)
-        self.log("val/nll_per_token", float(nll / tokens.clamp_min(1)))
+        self.log("val/ppl", ppl_from_nll(nll, tokens), prog_bar=True, sync_dist=False)
+        self.log("val/nll_per_token", nll / max(tokens, 1.0))
 
     def on_test_epoch_start(self) -> None:
         self._test_sums: dict[int, tuple[Tensor, int]] = {}  # per test set: summed NLL, tokens

@@ -14,8 +14,8 @@ from typing import Sequence
 from luong_lit.data.tokenize import AT_SEP
 from luong_lit.data.vocab import UNK
 
-# What an output ``<unk>`` becomes before 13a scoring: one word that no reference contains.
-# Left as ``<unk>``, 13a would split it into ``< unk >``, three wrong tokens instead of one.
+# What an output ``<unk>`` becomes before 13a scoring: one plain word, which references do not
+# contain in practice. Left as ``<unk>``, 13a would split it into ``< unk >``: three wrong tokens.
 UNK_DETOK = "UNK"
 
 
