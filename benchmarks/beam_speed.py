@@ -22,6 +22,7 @@ from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.evaluate import load_split
 from luong_lit.metrics import corpus_bleu_tok
+from luong_lit.runtime import configure_cpu
 
 
 def main() -> None:
@@ -34,8 +35,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--output", help="also write the batched translations to this file")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.set_flush_denormal(True)
+    configure_cpu(args.threads)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     split, _ = load_split(meta, args.test, src_vocab, tgt_vocab)
     cfg = BeamConfig(beam_size=args.beam)

@@ -50,10 +50,9 @@ def main() -> None:
             f"+trainer.max_steps={args.warmup + args.steps}", "+trainer.limit_val_batches=0",
             "trainer.enable_checkpointing=false", "trainer.enable_progress_bar=false", "~callbacks",
             *args.overrides])
-    if cfg.get("threads"):
-        import torch
+    from luong_lit.runtime import configure_cpu
 
-        torch.set_num_threads(int(cfg.threads))
+    configure_cpu(cfg.get("threads"), cfg.get("flush_denormal", True), cfg.get("malloc_tune", True))
     dm, model, trainer = build(cfg)
     window = Window(args.warmup)
     trainer.callbacks.append(window)

@@ -23,6 +23,7 @@ from luong_lit.decoding.ensemble import EnsembleError
 from luong_lit.metrics.bleu import corpus_bleu_detok, corpus_bleu_tok
 from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_by_length
 from luong_lit.metrics.perplexity import perplexity
+from luong_lit.runtime import configure_cpu
 from luong_lit.translate import UsageError, add_decoding_args, beam_config
 
 log = logging.getLogger("luong_lit.evaluate")
@@ -126,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    configure_cpu(args.threads)
     try:
         report = evaluate(args)
     except (CheckpointError, DataError, EnsembleError, UsageError) as err:

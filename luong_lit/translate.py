@@ -22,6 +22,7 @@ from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
 from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.ensemble import COMBINE, EnsembleError
+from luong_lit.runtime import configure_cpu
 
 log = logging.getLogger("luong_lit.translate")
 
@@ -46,6 +47,7 @@ def add_decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--dict", help="'src tgt [prob]' dictionary for --replace-unk (else copy the source word)")
     ap.add_argument("--align-convention", default="paper", choices=("paper", "predicted"))
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
 
 
 def beam_config(args) -> BeamConfig | None:
@@ -138,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    configure_cpu(args.threads)
     try:
         lines, _ = read_input(args.input)
         if args.n_best > args.beam:

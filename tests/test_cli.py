@@ -123,3 +123,15 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
     md = (tmp_path / "eval_toy.md").read_text()
     assert "detokenised sacreBLEU 13a" in md and "tokenised (multi-bleu.perl equivalent" in md
     assert (tmp_path / "eval_toy_bleu_by_length.png").stat().st_size > 1000
+
+
+def test_malloc_tuning_takes_on_glibc_and_can_be_switched_off(monkeypatch):
+    import platform
+
+    from luong_lit.runtime import tune_malloc
+
+    monkeypatch.setenv("LUONG_LIT_MALLOC_TUNE", "0")
+    assert tune_malloc() is False
+    monkeypatch.delenv("LUONG_LIT_MALLOC_TUNE")
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert tune_malloc() is True

@@ -5,9 +5,12 @@ import itertools
 
 import pytest
 import torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from luong_lit.nn import ConfigError, Seq2Seq
 from luong_lit.nn.encoder import reverse_index
+from luong_lit.nn.lstm import ragged_lstm
+from luong_lit.nn.projection import project_rows
 
 VALID = [(a, s, f) for a, s, f in itertools.product(["global", "local_m", "local_p"],
                                                     ["dot", "general", "concat", "location"], [True, False])
@@ -52,6 +55,26 @@ def test_ragged_targets_equal_one_sentence_at_a_time(att):
         torch.testing.assert_close(h_tilde[b, :n], alone[0], atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(dense[b, :n, :m], a_alone[0], atol=1e-6, rtol=1e-5)
         assert not h_tilde[b, n:].any() and not dense[b, n:].any()
+
+
+@pytest.mark.parametrize("bias,layers", [(True, 3), (False, 1)])
+def test_ragged_lstm_equals_nn_lstm_on_a_packed_batch(bias, layers):
+    """Outputs, final states, gradients and the inter-layer dropout masks all agree."""
+    torch.manual_seed(0)
+    rnn = torch.nn.LSTM(5, 6, layers, bias=bias, batch_first=True, dropout=0.4 if layers > 1 else 0.0)
+    x = torch.randn(4, 7, 5, dtype=torch.float64, requires_grad=True)
+    rnn.double()
+    lengths = torch.tensor([3, 7, 1, 7])  # unsorted, with ties and a one-word sentence
+    results = []
+    for run in (rnn, lambda p: ragged_lstm(p, rnn)):
+        torch.manual_seed(1)  # the same dropout draws for both
+        out, (h, c) = run(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+        padded, _ = pad_packed_sequence(out, batch_first=True)
+        loss = (padded * torch.linspace(-1, 1, 6, dtype=torch.float64)).sum() + h.pow(2).sum() + c.sum()
+        grads = torch.autograd.grad(loss, [x, *rnn.parameters()])
+        results.append((padded, h, c, *grads))
+    for ours, ref in zip(*results):
+        torch.testing.assert_close(ours, ref)
 
 
 def test_reverse_index_is_an_involution():
@@ -122,3 +145,18 @@ def test_init_schemes_and_hidden_dropout_options():
     assert not torch.equal(net(src, src_len, tgt)[0], net(src, src_len, tgt)[0])
     net.eval()
     torch.testing.assert_close(net(src, src_len, tgt)[0], net(src, src_len, tgt)[0])
+
+
+@pytest.mark.parametrize("n", [1, 7, 320, 333, 700])
+@pytest.mark.parametrize("bias", [True, False])
+def test_decoding_projection_equals_linear(n, bias):
+    """``project_rows`` (the (V, n) product transposed back) equals ``F.linear`` row for row."""
+    g = torch.Generator().manual_seed(n)
+    h, W = torch.randn(n, 16, generator=g), torch.randn(1100, 16, generator=g)
+    b = torch.randn(1100, generator=g) if bias else None
+    with torch.no_grad():
+        torch.testing.assert_close(project_rows(h, W, b), torch.nn.functional.linear(h, W, b))
+    W.requires_grad_(True)
+    out = project_rows(h, W, b)  # under autograd: F.linear itself, so gradients flow
+    out.sum().backward()
+    torch.testing.assert_close(W.grad, h.sum(0).expand_as(W))

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from luong_lit.nn.attention import Alignment, Memory, _Attention
+from luong_lit.nn.lstm import lstm_cell
 
 
 class DecoderState(NamedTuple):
@@ -34,13 +35,6 @@ class DecoderState(NamedTuple):
     def index_select(self, idx: Tensor) -> "DecoderState":
         return DecoderState(self.h.index_select(1, idx), self.c.index_select(1, idx),
                             self.h_tilde.index_select(0, idx))
-
-
-def _lstm_cell(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
-    """LSTM update from pre-activation ``gates`` (B, 4d) in ``nn.LSTM``'s i, f, g, o order."""
-    i, f, g, o = gates.chunk(4, 1)  # (B, d) each; chunk's backward is one cat, not 4 fills
-    c = torch.addcmul(torch.sigmoid(f) * c, torch.sigmoid(i), torch.tanh(g))  # (B, d)
-    return torch.sigmoid(o) * torch.tanh(c), c
 
 
 class Decoder(nn.Module):
@@ -129,7 +123,7 @@ class Decoder(nn.Module):
             else:
                 rec = torch.cat([self.dropout(hs[-1]), h_prev], 1)  # (B, 2d)
                 gates = torch.addmm(b, rec, W) if b is not None else rec @ W  # (B, 4d)
-            h_new, c_new = _lstm_cell(gates, c[l])
+            h_new, c_new = lstm_cell(gates, c[l])
             hs.append(h_new)
             cs.append(c_new)
         return hs, cs

@@ -17,6 +17,7 @@ from luong_lit.nn.attention import Alignment, Memory
 from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder
 from luong_lit.nn.init import initialise_
+from luong_lit.nn.projection import project_rows
 
 ATTENTIONS: dict[str, Any] = {
     "none": None,
@@ -162,8 +163,9 @@ class Seq2Seq(nn.Module):
         return self.logits(h_tilde), state, align
 
     def logits(self, h_tilde: Tensor) -> Tensor:
-        """``W_s h_tilde_t`` (Eq. 6), the pre-softmax scores."""
-        return self.decoder.W_s(h_tilde)
+        """``W_s h_tilde_t`` (Eq. 6), the pre-softmax scores: (B, d) -> (B, V)."""
+        W_s = self.decoder.W_s
+        return project_rows(h_tilde, W_s.weight, W_s.bias)
 
     # ------------------------------------------------------------------ training
     def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor,
