@@ -15,8 +15,6 @@ import argparse
 import json
 import time
 
-import torch
-
 from luong_lit.checkpoint import load_model
 from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words

@@ -50,9 +50,9 @@ def main() -> None:
             f"+trainer.max_steps={args.warmup + args.steps}", "+trainer.limit_val_batches=0",
             "trainer.enable_checkpointing=false", "trainer.enable_progress_bar=false", "~callbacks",
             *args.overrides])
-    from luong_lit.runtime import configure_cpu
+    from luong_lit.runtime import configure_cpu_from
 
-    configure_cpu(cfg.get("threads"), cfg.get("flush_denormal", True), cfg.get("malloc_tune", True))
+    configure_cpu_from(cfg)
     dm, model, trainer = build(cfg)
     window = Window(args.warmup)
     trainer.callbacks.append(window)

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 import torch
@@ -28,9 +27,8 @@ def tune_malloc() -> bool:
     if os.environ.get("LUONG_LIT_MALLOC_TUNE", "1") == "0":
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (macOS, musl without mallopt, Windows)
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this process already runs on
+    except (OSError, TypeError, AttributeError):  # no mallopt: macOS, Windows, some musl
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
 
@@ -42,3 +40,8 @@ def configure_cpu(threads: int | None = None, flush_denormal: bool = True, mallo
     torch.set_flush_denormal(bool(flush_denormal))
     if malloc:
         tune_malloc()
+
+
+def configure_cpu_from(cfg) -> None:
+    """:func:`configure_cpu` from a training config's ``threads``, ``flush_denormal``, ``malloc_tune``."""
+    configure_cpu(cfg.get("threads"), cfg.get("flush_denormal", True), cfg.get("malloc_tune", True))

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from luong_lit.checkpoint import AtomicCheckpointIO, CheckpointError
 from luong_lit.data.io import DataError
 from luong_lit.nn import ConfigError
-from luong_lit.runtime import configure_cpu
+from luong_lit.runtime import configure_cpu_from
 
 log = logging.getLogger(__name__)
 USER_ERRORS = (DataError, ConfigError, CheckpointError)
@@ -88,7 +88,7 @@ def evaluate_tests(dm, model, trainer, out_dir: Path) -> dict[str, Any]:
 
 def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit (resuming if ``ckpt_path`` is set), then evaluate the test sets."""
-    configure_cpu(cfg.get("threads"), cfg.get("flush_denormal", True), cfg.get("malloc_tune", True))
+    configure_cpu_from(cfg)
     out_dir = Path(cfg.paths.output_dir)
     dm, model, trainer = build(cfg)
     trainer.fit(model, dm, ckpt_path=cfg.get("ckpt_path"))

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from luong_lit.nn.attention import Alignment, Memory, _Attention
-from luong_lit.nn.lstm import lstm_cell
+from luong_lit.nn.lstm import lstm_cell, summed_bias
 
 
 class DecoderState(NamedTuple):
@@ -84,10 +84,7 @@ class Decoder(nn.Module):
             w_ih, w_hh = getattr(self.rnn, f"weight_ih_l{l}"), getattr(self.rnn, f"weight_hh_l{l}")
             if l == 0:
                 w_ih = w_ih[:, self.embed_size:]  # the h_tilde columns (empty without feeding)
-            b = None
-            if self.rnn.bias:
-                b = getattr(self.rnn, f"bias_ih_l{l}") + getattr(self.rnn, f"bias_hh_l{l}")
-            out.append((torch.cat([w_ih, w_hh], 1).t(), b))
+            out.append((torch.cat([w_ih, w_hh], 1).t(), summed_bias(self.rnn, l)))
         return out
 
     def _inference_weights(self) -> list[tuple[Tensor, Tensor | None]]:
@@ -100,10 +97,7 @@ class Decoder(nn.Module):
     def _embed_proj(self, y: Tensor) -> Tensor:
         """Layer-1 input projection of the (dropped-out) embeddings: (B, T) -> (B, T, 4d)."""
         x = self.dropout(self.embedding(y))  # (B, T, e)
-        b = None
-        if self.rnn.bias:
-            b = self.rnn.bias_ih_l0 + self.rnn.bias_hh_l0
-        return F.linear(x, self.rnn.weight_ih_l0[:, : self.embed_size], b)  # (B, T, 4d)
+        return F.linear(x, self.rnn.weight_ih_l0[:, : self.embed_size], summed_bias(self.rnn, 0))  # (B, T, 4d)
 
     # ------------------------------------------------------------------ one step
     def _cell_stack(self, x0: Tensor, h_tilde: Tensor, h: list[Tensor], c: list[Tensor],

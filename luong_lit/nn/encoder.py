@@ -49,7 +49,6 @@ class Encoder(nn.Module):
             embed_size, hidden_size, num_layers, bias=bias, batch_first=True,
             dropout=dropout if num_layers > 1 else 0.0,
         )
-        self.ragged = True  # run self.rnn's weights with :func:`ragged_lstm` off the GPU
 
     def forward(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """Encode a padded batch.
@@ -67,10 +66,10 @@ class Encoder(nn.Module):
             src = src.gather(1, reverse_index(src_len, S))  # (B, S) reversed words, pads last
         x = self.dropout(self.embedding(src))  # (B, S, e)
         packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
-        if self.ragged and not x.is_cuda:
-            out, (h, c) = ragged_lstm(packed, self.rnn)  # same result, faster on CPU
+        if x.is_cuda:
+            out, (h, c) = self.rnn(packed)  # cuDNN
         else:
-            out, (h, c) = self.rnn(packed)  # cuDNN on GPU
+            out, (h, c) = ragged_lstm(packed, self.rnn)  # the same result, faster on CPU
         h_bar_s, _ = pad_packed_sequence(out, batch_first=True, total_length=S)  # (B, S, d)
         if self.reverse_source:
             idx = reverse_index(src_len, S).unsqueeze(-1).expand_as(h_bar_s)  # (B, S, d)

@@ -23,16 +23,20 @@ def lstm_cell(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
     return torch.sigmoid(o) * torch.tanh(c), c
 
 
+def summed_bias(rnn: nn.LSTM, l: int) -> Tensor | None:
+    """``b_ih + b_hh`` of layer ``l`` (4d,), or None for an LSTM without biases."""
+    if not rnn.bias:
+        return None
+    return getattr(rnn, f"bias_ih_l{l}") + getattr(rnn, f"bias_hh_l{l}")
+
+
 def _layer(x: Tensor, batch_sizes: list[int], rnn: nn.LSTM, l: int) -> tuple[Tensor, Tensor, Tensor]:
     """One layer over time-major packed ``x`` (N, in): outputs (N, d), final ``h`` and ``c`` (B, d).
 
     Rows are sorted longest first, so the ``n_t = batch_sizes[t]`` running rows at step
     ``t`` are the first ones; a row's final state is taken when it stops.
     """
-    b = None
-    if rnn.bias:
-        b = getattr(rnn, f"bias_ih_l{l}") + getattr(rnn, f"bias_hh_l{l}")
-    x_proj = F.linear(x, getattr(rnn, f"weight_ih_l{l}"), b).split(batch_sizes)  # T x (n_t, 4d)
+    x_proj = F.linear(x, getattr(rnn, f"weight_ih_l{l}"), summed_bias(rnn, l)).split(batch_sizes)  # T x (n_t, 4d)
     W_hh = getattr(rnn, f"weight_hh_l{l}").t()  # (d, 4d)
     h = c = x.new_zeros(batch_sizes[0], rnn.hidden_size)  # (B, d)
     outs, h_end, c_end = [], [], []
