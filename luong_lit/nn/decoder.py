@@ -22,7 +22,8 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from luong_lit.nn.attention import Alignment, Memory, _Attention
-from luong_lit.nn.lstm import lstm_cell, summed_bias
+from luong_lit.nn.dropout import Dropout
+from luong_lit.nn.lstm import RecurrentWeight, lstm_cell, pack_ids, summed_bias, unpack
 
 
 class DecoderState(NamedTuple):
@@ -63,8 +64,8 @@ class Decoder(nn.Module):
         self.attention, self.feed_input = attention, feed_input
         self.embed_size, self.hidden_size, self.num_layers = embed_size, hidden_size, num_layers
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
-        self.dropout = nn.Dropout(dropout)
-        self.hidden_dropout = nn.Dropout(hidden_dropout)
+        self.dropout = Dropout(dropout)
+        self.hidden_dropout = Dropout(hidden_dropout)
         in_size = embed_size + (hidden_size if feed_input else 0)
         self.rnn = nn.LSTM(in_size, hidden_size, num_layers, bias=bias, batch_first=True,
                            dropout=dropout if num_layers > 1 else 0.0)
@@ -95,9 +96,9 @@ class Decoder(nn.Module):
         return self._weights_cache[1]
 
     def _embed_proj(self, y: Tensor) -> Tensor:
-        """Layer-1 input projection of the (dropped-out) embeddings: (B, T) -> (B, T, 4d)."""
-        x = self.dropout(self.embedding(y))  # (B, T, e)
-        return F.linear(x, self.rnn.weight_ih_l0[:, : self.embed_size], summed_bias(self.rnn, 0))  # (B, T, 4d)
+        """Layer-1 input projection of the (dropped-out) embeddings: (...,) ids -> (..., 4d)."""
+        x = self.dropout(self.embedding(y))  # (..., e)
+        return F.linear(x, self.rnn.weight_ih_l0[:, : self.embed_size], summed_bias(self.rnn, 0))  # (..., 4d)
 
     # ------------------------------------------------------------------ one step
     def _cell_stack(self, x0: Tensor, h_tilde: Tensor, h: list[Tensor], c: list[Tensor],
@@ -110,13 +111,14 @@ class Decoder(nn.Module):
         hs, cs = [], []
         inp = self.dropout(h_tilde) if self.feed_input else None
         for l, (W, b) in enumerate(weights):
+            W = W if isinstance(W, RecurrentWeight) else RecurrentWeight(W)
             h_prev = h[l]  # (B, d)
             if l == 0:
                 rec = h_prev if inp is None else torch.cat([inp, h_prev], 1)  # (B, d|2d)
-                gates = torch.addmm(x0, rec, W)  # (B, 4d)
+                gates = W.addmm(x0, rec)  # (B, 4d)
             else:
                 rec = torch.cat([self.dropout(hs[-1]), h_prev], 1)  # (B, 2d)
-                gates = torch.addmm(b, rec, W) if b is not None else rec @ W  # (B, 4d)
+                gates = W.addmm(b, rec)  # (B, 4d)
             h_new, c_new = lstm_cell(gates, c[l])
             hs.append(h_new)
             cs.append(c_new)
@@ -169,29 +171,32 @@ class Decoder(nn.Module):
         order = torch.argsort(lengths, descending=True, stable=True)  # (B,)
         permuted = bool((order != torch.arange(B, device=order.device)).any())
         if permuted:
-            y_in, state, memory = y_in[order], state.index_select(order), memory.index_select(order)
-        running = torch.bincount(lengths.clamp_max(T) - 1, minlength=T).flip(0).cumsum(0).flip(0).tolist()
-        weights = self._layer_weights()
-        x_proj = self._embed_proj(y_in).unbind(1)  # T x (B, 4d); unbind's backward is one stack
+            y_in, lengths = y_in[order], lengths[order]
+            state, memory = state.index_select(order), memory.index_select(order)
+        ids, flat_index = pack_ids(y_in, lengths, sorted_rows=True)  # real tokens, time-major
+        if permuted:  # unpack straight into the original row order
+            flat_index = order[flat_index // T] * T + flat_index % T  # (N,)
+        running = ids.batch_sizes.tolist()  # n_t: rows still running at step t
+        weights = [(RecurrentWeight(W), b) for W, b in self._layer_weights()]
+        x_proj = self._embed_proj(ids.data).split(running)  # T x (n_t, 4d); split's backward is one cat
         h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
         outs, attns = [], []
-        for t, x_t in enumerate(x_proj):
-            n = running[t]  # rows still running at step t
+        for t, (x_t, n) in enumerate(zip(x_proj, running)):
             if n < h_tilde.size(0):
                 h, c, h_tilde = [x[:n] for x in h], [x[:n] for x in c], h_tilde[:n]
                 memory = Memory(*(x[:n] for x in memory))
-            h, c = self._cell_stack(x_t[:n], h_tilde, h, c, weights)
+            h, c = self._cell_stack(x_t, h_tilde, h, c, weights)
             h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (n, 1, d)
             h_tilde = h_tilde.squeeze(1)  # (n, d)
-            outs.append(_pad_rows(h_tilde, B))
+            outs.append(h_tilde)
             if return_attention:
                 attns.append(_pad_rows(align.dense(memory.h_bar_s.size(1)), B))  # (B, 1, S)
-        out = torch.stack(outs, 1)  # (B, T, d)
+        out = unpack(torch.cat(outs), flat_index, B, T)  # (B, T, d)
+        if return_attention:
+            attns += [attns[0].new_zeros(B, 1, attns[0].size(-1))] * (T - len(attns))
         dense = torch.cat(attns, 1) if return_attention else None  # (B, T, S)
-        if permuted:
-            inverse = torch.argsort(order)
-            out = out[inverse]
-            dense = dense[inverse] if dense is not None else None
+        if permuted and dense is not None:
+            dense = dense[torch.argsort(order)]
         return out, dense
 
 

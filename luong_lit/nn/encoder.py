@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from luong_lit.nn.lstm import ragged_lstm
+from luong_lit.nn.dropout import Dropout
+from luong_lit.nn.lstm import pack_ids, ragged_lstm, unpack
 
 
 def reverse_index(lengths: Tensor, S: int) -> Tensor:
@@ -44,7 +44,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.reverse_source = reverse_source
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.rnn = nn.LSTM(
             embed_size, hidden_size, num_layers, bias=bias, batch_first=True,
             dropout=dropout if num_layers > 1 else 0.0,
@@ -64,13 +64,13 @@ class Encoder(nn.Module):
         S = src.size(1)
         if self.reverse_source:
             src = src.gather(1, reverse_index(src_len, S))  # (B, S) reversed words, pads last
-        x = self.dropout(self.embedding(src))  # (B, S, e)
-        packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
-        if x.is_cuda:
+        ids, flat_index = pack_ids(src, src_len)  # real tokens only, time-major
+        packed = ids._replace(data=self.dropout(self.embedding(ids.data)))  # (N, e)
+        if src.is_cuda:
             out, (h, c) = self.rnn(packed)  # cuDNN
         else:
             out, (h, c) = ragged_lstm(packed, self.rnn)  # the same result, faster on CPU
-        h_bar_s, _ = pad_packed_sequence(out, batch_first=True, total_length=S)  # (B, S, d)
+        h_bar_s = unpack(out.data, flat_index, src.size(0), S)  # (B, S, d)
         if self.reverse_source:
             idx = reverse_index(src_len, S).unsqueeze(-1).expand_as(h_bar_s)  # (B, S, d)
             h_bar_s = h_bar_s.gather(1, idx)  # back to original order

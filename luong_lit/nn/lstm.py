@@ -12,8 +12,94 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch.autograd import Function
 from torch.nn import functional as F
-from torch.nn.utils.rnn import PackedSequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
+
+
+class _CollectGrad(Function):
+    """Identity on ``W``; its backward sums the steps' weight gradients in one product.
+
+    It runs after the backward of every :class:`_StepAddmm` that used ``W`` (they consume
+    its output), which leave their ``(x_t, delta_t)`` pairs in ``pairs``.
+    """
+
+    @staticmethod
+    def forward(ctx, W: Tensor, pairs: list) -> Tensor:
+        ctx.pairs = pairs  # detached tensors only: no reference cycle through the graph
+        ctx.set_materialize_grads(False)
+        return W.view_as(W)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor | None) -> tuple[Tensor | None, None]:
+        if not ctx.pairs:
+            return grad, None
+        xs, deltas = zip(*ctx.pairs)
+        ctx.pairs.clear()
+        dW = torch.cat(xs).t() @ torch.cat(deltas)  # (in, out) = sum_t x_t^T delta_t
+        return (dW if grad is None else dW + grad), None
+
+
+class _StepAddmm(Function):
+    """``base + x_t W`` whose backward returns the gradients of ``base`` and ``x_t`` only."""
+
+    @staticmethod
+    def forward(ctx, base: Tensor | None, x: Tensor, W: Tensor, pairs: list) -> Tensor:
+        ctx.save_for_backward(x, W)
+        ctx.pairs, ctx.base_dim = pairs, None if base is None else base.dim()
+        return x @ W if base is None else torch.addmm(base, x, W)  # (n, out)
+
+    @staticmethod
+    def backward(ctx, delta: Tensor):
+        x, W = ctx.saved_tensors
+        ctx.pairs.append((x.detach(), delta))
+        d_base = None if ctx.base_dim is None else (delta.sum(0) if ctx.base_dim == 1 else delta)
+        d_x = delta @ W.t() if ctx.needs_input_grad[1] else None  # (n, in)
+        return d_base, d_x, None, None
+
+
+class RecurrentWeight:
+    """A weight ``W`` (in, out) applied once per time step: ``base + x_t W``.
+
+    Under autograd the per-step products ``x_tᵀ delta_t`` of the weight gradient, each
+    with only ``n_t`` rows, are replaced by one product over all steps, as fused RNN
+    kernels do, and the gradient is no longer accumulated step by step. The result is the
+    same sum (``tests/test_model.py``). Without autograd it is a plain ``addmm``.
+    """
+
+    def __init__(self, W: Tensor) -> None:
+        self._pairs: list = []
+        self.deferred = torch.is_grad_enabled() and W.requires_grad
+        self.W = _CollectGrad.apply(W, self._pairs) if self.deferred else W
+
+    def addmm(self, base: Tensor | None, x: Tensor) -> Tensor:
+        """``base + x W`` for ``x`` (n, in); ``base`` is (n, out), (out,) or None."""
+        if self.deferred:
+            return _StepAddmm.apply(base, x, self.W, self._pairs)
+        return x @ self.W if base is None else torch.addmm(base, x, self.W)
+
+
+def pack_ids(ids: Tensor, lengths: Tensor, sorted_rows: bool = False) -> tuple[PackedSequence, Tensor]:
+    """Pack right-padded token ids (B, T) time-major, and where each packed row goes back.
+
+    Returns the packed ids (``data`` (N,), one per real token) and ``flat_index`` (N,): the
+    position ``b * T + t`` of each packed row in the padded batch, for :func:`unpack`.
+    """
+    B, T = ids.shape
+    lengths = lengths.cpu()
+    packed = pack_padded_sequence(ids, lengths, batch_first=True, enforce_sorted=sorted_rows)
+    flat = torch.arange(B * T, device=ids.device).view(B, T)  # (B, T)
+    return packed, pack_padded_sequence(flat, lengths, batch_first=True, enforce_sorted=sorted_rows).data
+
+
+def unpack(data: Tensor, flat_index: Tensor, B: int, T: int) -> Tensor:
+    """Packed rows ``data`` (N, d) back to a zero-padded (B, T, d) batch in one copy.
+
+    ``pad_packed_sequence`` copies one slice per step; under autograd each slice's
+    backward fills a zero tensor of the full packed size. Here the backward is one gather.
+    """
+    out = data.new_zeros(B * T, data.size(-1)).index_copy(0, flat_index, data)  # (B*T, d)
+    return out.view(B, T, -1)
 
 
 def lstm_cell(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
@@ -37,7 +123,7 @@ def _layer(x: Tensor, batch_sizes: list[int], rnn: nn.LSTM, l: int) -> tuple[Ten
     ``t`` are the first ones; a row's final state is taken when it stops.
     """
     x_proj = F.linear(x, getattr(rnn, f"weight_ih_l{l}"), summed_bias(rnn, l)).split(batch_sizes)  # T x (n_t, 4d)
-    W_hh = getattr(rnn, f"weight_hh_l{l}").t()  # (d, 4d)
+    W_hh = RecurrentWeight(getattr(rnn, f"weight_hh_l{l}").t())  # (d, 4d)
     h = c = x.new_zeros(batch_sizes[0], rnn.hidden_size)  # (B, d)
     outs, h_end, c_end = [], [], []
     for x_t, n in zip(x_proj, batch_sizes):
@@ -45,7 +131,7 @@ def _layer(x: Tensor, batch_sizes: list[int], rnn: nn.LSTM, l: int) -> tuple[Ten
             h_end.append(h[n:])
             c_end.append(c[n:])
             h, c = h[:n], c[:n]
-        h, c = lstm_cell(torch.addmm(x_t, h, W_hh), c)  # (n_t, d) x2
+        h, c = lstm_cell(W_hh.addmm(x_t, h), c)  # (n_t, d) x2
         outs.append(h)
     h_end.append(h)
     c_end.append(c)

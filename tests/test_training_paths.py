@@ -1,0 +1,118 @@
+"""The CPU fast paths of training equal their plain references.
+
+Deferred weight gradients (``RecurrentWeight``), packing and unpacking, and the uniform-mask
+dropout are checked against ``addmm``, ``pad_packed_sequence`` and the Bernoulli law.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from luong_lit.nn import Seq2Seq
+from luong_lit.nn.dropout import Dropout, dropout
+from luong_lit.nn.lstm import RecurrentWeight, pack_ids, unpack
+
+
+def _recurrence(W, b0, h0, base, rows, deferred: bool):
+    """A toy recurrence ``h_t = tanh(base + h_{t-1} W)`` whose rows leave as in a packed batch."""
+    rw = RecurrentWeight(W) if deferred else None
+    h, total = h0, 0.0
+    for n in rows:
+        h = h[:n]
+        b = {"bias": b0, "rows": b0.expand(n, -1) * 0.5, "none": None}[base]
+        pre = rw.addmm(b, h) if deferred else (h @ W if b is None else torch.addmm(b, h, W))
+        h = torch.tanh(pre)
+        total = total + (h * torch.arange(1, h.size(1) + 1, dtype=h.dtype)).sum()
+    return total + W.sum()  # W also used outside the recurrence
+
+
+@pytest.mark.parametrize("base", ["bias", "rows", "none"])
+def test_recurrent_weight_gradients_equal_per_step_addmm(base):
+    g = torch.Generator().manual_seed(0)
+    W = torch.randn(5, 5, dtype=torch.float64, generator=g, requires_grad=True)
+    b0 = torch.randn(5, dtype=torch.float64, generator=g, requires_grad=True)
+    h0 = torch.randn(4, 5, dtype=torch.float64, generator=g, requires_grad=True)
+    rows = [4, 4, 3, 3, 1]
+    grads = [torch.autograd.grad(_recurrence(W, b0, h0, base, rows, d), (W, b0, h0), allow_unused=True)
+             for d in (False, True)]
+    for ours, ref in zip(grads[1], grads[0]):
+        if ref is None:
+            assert ours is None
+        else:
+            torch.testing.assert_close(ours, ref)
+    assert torch.autograd.gradcheck(lambda W_, h_: _recurrence(W_, b0, h_, base, rows, True), (W, h0))
+
+
+def test_recurrent_weight_without_autograd_is_addmm_and_backward_twice_is_safe():
+    W, x, b = torch.randn(3, 4, requires_grad=True), torch.randn(2, 3), torch.randn(4)
+    with torch.no_grad():
+        rw = RecurrentWeight(W)
+        assert not rw.deferred and torch.equal(rw.addmm(b, x), torch.addmm(b, x, W))
+    out = RecurrentWeight(W).addmm(b, x).sum()
+    (g1,) = torch.autograd.grad(out, W, retain_graph=True)
+    (g2,) = torch.autograd.grad(out, W)  # pairs are cleared after each backward
+    torch.testing.assert_close(g1, g2)
+    torch.testing.assert_close(g1, x.sum(0, keepdim=True).t().expand(3, 4))
+
+
+@pytest.mark.parametrize("sorted_rows", [False, True])
+def test_pack_ids_and_unpack_round_trip_like_pad_packed_sequence(sorted_rows):
+    lengths = torch.tensor([5, 5, 3, 1]) if sorted_rows else torch.tensor([3, 5, 1, 5])
+    ids = torch.arange(1, 21).view(4, 5) * (torch.arange(5) < lengths.unsqueeze(1))
+    packed, flat = pack_ids(ids, lengths, sorted_rows)
+    assert packed.data.tolist() == ids.flatten()[flat].tolist() and 0 not in packed.data.tolist()
+    data = torch.randn(len(flat), 3, dtype=torch.float64, requires_grad=True)
+    ours = unpack(data, flat, 4, 5)
+    ref, _ = pad_packed_sequence(packed._replace(data=data), batch_first=True, total_length=5)
+    torch.testing.assert_close(ours, ref)
+    w = torch.randn(4, 5, 3, dtype=torch.float64)
+    torch.testing.assert_close(torch.autograd.grad((ours * w).sum(), data)[0],
+                               torch.autograd.grad((ref * w).sum(), data)[0])
+
+
+def test_batched_training_gradients_equal_one_sentence_at_a_time():
+    """Packing, ragged rows, unpacking and deferred weight gradients, end to end (float64)."""
+    torch.manual_seed(0)
+    model = Seq2Seq(20, 20, 6, 6, 2, 0.0, "global", "general", True).double().train()
+    src_len, tgt_len = torch.tensor([7, 4, 1, 5]), torch.tensor([3, 6, 1, 6])
+    g = torch.Generator().manual_seed(1)
+    src, tgt = torch.randint(4, 20, (4, 7), generator=g), torch.randint(4, 20, (4, 6), generator=g)
+    src[torch.arange(7) >= src_len.unsqueeze(1)] = 0
+    tgt[torch.arange(6) >= tgt_len.unsqueeze(1)] = 0
+    w = torch.randn(4, 6, 6, dtype=torch.float64, generator=g)
+
+    def loss_of(s, sl, t, weight):
+        h_tilde, _ = model(s, sl, t)
+        return (h_tilde * weight).sum()
+
+    batched = torch.autograd.grad(loss_of(src, src_len, tgt, w), list(model.parameters()), allow_unused=True)
+    alone = [torch.zeros_like(p) for p in model.parameters()]
+    for b in range(4):
+        n, m = int(tgt_len[b]), int(src_len[b])
+        gb = torch.autograd.grad(loss_of(src[b:b + 1, :m], src_len[b:b + 1], tgt[b:b + 1, :n], w[b:b + 1, :n]),
+                                 list(model.parameters()), allow_unused=True)
+        alone = [a + (x if x is not None else 0) for a, x in zip(alone, gb)]
+    for ours, ref in zip(batched, alone):
+        torch.testing.assert_close(ours if ours is not None else torch.zeros_like(ref), ref)
+
+
+def test_dropout_keeps_each_element_with_probability_1_minus_p_and_scales_it():
+    torch.manual_seed(0)
+    x = torch.ones(200_000, requires_grad=True)
+    y = dropout(x, 0.2)
+    kept = y != 0
+    rate = kept.double().mean().item()
+    assert abs(rate - 0.8) < 5 * (0.8 * 0.2 / x.numel()) ** 0.5  # within 5 standard errors
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1.25))
+    (grad,) = torch.autograd.grad(y.sum(), x)
+    assert torch.equal(grad, y.detach())  # the same mask and scale in backward
+    assert abs(dropout(torch.randn(200_000, dtype=torch.float64), 0.5).mean().item()) < 0.02
+
+
+def test_dropout_module_follows_train_and_eval():
+    layer, x = Dropout(0.5), torch.randn(1000)
+    assert not torch.equal(layer(x), x)
+    layer.eval()
+    assert torch.equal(layer(x), x)
+    assert torch.equal(dropout(x, 0.0), x) and not dropout(x, 1.0).any()
