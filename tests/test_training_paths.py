@@ -116,3 +116,52 @@ def test_dropout_module_follows_train_and_eval():
     layer.eval()
     assert torch.equal(layer(x), x)
     assert torch.equal(dropout(x, 0.0), x) and not dropout(x, 1.0).any()
+
+
+def test_training_path_gradcheck_float64():
+    """Numerical gradients through packing, ragged rows and deferred weight gradients."""
+    from torch.func import functional_call
+
+    torch.manual_seed(0)
+    model = Seq2Seq(12, 12, 4, 4, 2, 0.0, "global", "general", True).double().train()
+    src_len, tgt_len = torch.tensor([5, 3, 1]), torch.tensor([2, 4, 4])
+    src, tgt = torch.randint(4, 12, (3, 5)), torch.randint(4, 12, (3, 4))
+    src[torch.arange(5) >= src_len.unsqueeze(1)] = 0
+    tgt[torch.arange(4) >= tgt_len.unsqueeze(1)] = 0
+    names = ["encoder.rnn.weight_hh_l0", "encoder.rnn.weight_ih_l1", "encoder.embedding.weight",
+             "decoder.rnn.weight_hh_l1", "decoder.rnn.weight_ih_l0", "decoder.rnn.bias_hh_l1",
+             "decoder.attention.score.W_a.weight", "decoder.W_c.weight"]
+    params = dict(model.named_parameters())
+    w = torch.randn(3, 4, 4, dtype=torch.float64)
+
+    def f(*chosen):
+        h_tilde, _ = functional_call(model, {**params, **dict(zip(names, chosen))}, (src, src_len, tgt))
+        return (h_tilde * w).sum()
+
+    inputs = tuple(params[n].detach().clone().requires_grad_(True) for n in names)
+    assert torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-6)
+
+
+def test_decoding_sees_weights_updated_by_a_fused_optimizer():
+    """Fused Adam updates in place without a version bump; greedy decoding in validation
+    must still use the new weights, not those cached at the previous validation."""
+    import copy
+
+    torch.manual_seed(0)
+    model = Seq2Seq(20, 20, 8, 8, 2, 0.0, "global", "general", True)
+    opt = torch.optim.Adam(model.parameters(), 1e-2, fused=True)
+    src, src_len = torch.randint(4, 20, (2, 5)), torch.tensor([5, 5])
+    tgt = torch.randint(4, 20, (2, 4))
+
+    def first_step_logits(net):
+        with torch.no_grad():
+            memory, state = net.encode(src, src_len)
+            return net.step(tgt[:, 0], state, memory, 0)[0]
+
+    model.eval()
+    first_step_logits(model)  # fills the cache, as a validation pass would
+    model.train()
+    model(src, src_len, tgt)[0].sum().backward()
+    opt.step()
+    model.eval()
+    torch.testing.assert_close(first_step_logits(model), first_step_logits(copy.deepcopy(model)))

@@ -11,7 +11,8 @@ Two paths share one set of ``nn.LSTM`` parameters:
 * without input feeding the whole target is read by ``nn.LSTM`` at once and attention is
   computed for all ``T`` queries in one call;
 * with input feeding the stack is unrolled step by step (layer 1 needs ``h_tilde_{t-1}``).
-  The embedding half of layer 1's input projection is still computed for all steps at once.
+  The embedding half of layer 1's input projection is still computed for all steps at once,
+  over the real (non-pad) tokens.
 """
 from __future__ import annotations
 
@@ -88,8 +89,18 @@ class Decoder(nn.Module):
             out.append((torch.cat([w_ih, w_hh], 1).t(), summed_bias(self.rnn, l)))
         return out
 
+    def train(self, mode: bool = True) -> "Decoder":
+        """Also forgets the decoding weights: fused optimizers update parameters in place
+        without bumping their version counters, so the version check alone would miss it."""
+        self._weights_cache = None
+        return super().train(mode)
+
     def _inference_weights(self) -> list[tuple[Tensor, Tensor | None]]:
-        """:meth:`_layer_weights`, cached while the parameters do not change (decoding)."""
+        """:meth:`_layer_weights`, cached while the parameters do not change (decoding).
+
+        The cache is dropped by :meth:`train` / ``eval()``, by every teacher-forced forward
+        pass under autograd, and when a parameter is replaced or edited in place.
+        """
         key = tuple((p.data_ptr(), p._version) for p in self.rnn.parameters())
         if self._weights_cache is None or self._weights_cache[0] != key:
             self._weights_cache = (key, self._layer_weights())
@@ -164,7 +175,9 @@ class Decoder(nn.Module):
 
         Rows are sorted by target length (longest first), so at step ``t`` only the first
         ``n_t`` rows are still running and the others are simply not computed, as a packed
-        sequence would do. Outputs at padded positions are zeros.
+        sequence would do. The embeddings are projected for the real tokens only, and the
+        recurrent weights' gradients are summed once over all steps (:class:`RecurrentWeight`).
+        Outputs at padded positions are zeros.
         """
         B, T = y_in.shape
         lengths = (y_in != self.embedding.padding_idx).sum(1).clamp_min(1)  # (B,) steps per row
@@ -177,6 +190,8 @@ class Decoder(nn.Module):
         if permuted:  # unpack straight into the original row order
             flat_index = order[flat_index // T] * T + flat_index % T  # (N,)
         running = ids.batch_sizes.tolist()  # n_t: rows still running at step t
+        if torch.is_grad_enabled():
+            self._weights_cache = None  # a training step follows (see :meth:`train`)
         weights = [(RecurrentWeight(W), b) for W, b in self._layer_weights()]
         x_proj = self._embed_proj(ids.data).split(running)  # T x (n_t, 4d); split's backward is one cat
         h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
