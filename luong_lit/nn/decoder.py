@@ -95,15 +95,19 @@ class Decoder(nn.Module):
         self._weights_cache = None
         return super().train(mode)
 
-    def _inference_weights(self) -> list[tuple[Tensor, Tensor | None]]:
-        """:meth:`_layer_weights`, cached while the parameters do not change (decoding).
+    def _step_weights(self) -> list[tuple[RecurrentWeight, Tensor | None]]:
+        """:meth:`_layer_weights` as :class:`RecurrentWeight` s for the unrolled stack.
 
-        The cache is dropped by :meth:`train` / ``eval()``, by every teacher-forced forward
-        pass under autograd, and when a parameter is replaced or edited in place.
+        Under autograd they are built afresh (their gradients are summed over the steps).
+        Without it (decoding, validation) they are cached while the parameters do not
+        change; the cache is dropped by :meth:`train` / ``eval()``, by every forward pass
+        under autograd, and when a parameter is replaced or edited in place.
         """
+        if torch.is_grad_enabled():
+            return [(RecurrentWeight(W), b) for W, b in self._layer_weights()]
         key = tuple((p.data_ptr(), p._version) for p in self.rnn.parameters())
         if self._weights_cache is None or self._weights_cache[0] != key:
-            self._weights_cache = (key, self._layer_weights())
+            self._weights_cache = (key, [(RecurrentWeight(W), b) for W, b in self._layer_weights()])
         return self._weights_cache[1]
 
     def _embed_proj(self, y: Tensor) -> Tensor:
@@ -122,7 +126,6 @@ class Decoder(nn.Module):
         hs, cs = [], []
         inp = self.dropout(h_tilde) if self.feed_input else None
         for l, (W, b) in enumerate(weights):
-            W = W if isinstance(W, RecurrentWeight) else RecurrentWeight(W)
             h_prev = h[l]  # (B, d)
             if l == 0:
                 rec = h_prev if inp is None else torch.cat([inp, h_prev], 1)  # (B, d|2d)
@@ -143,13 +146,11 @@ class Decoder(nn.Module):
         c_h = self.hidden_dropout(torch.cat([c_t, h_t], -1))  # (B, T, 2d)
         return torch.tanh(self.W_c(c_h)), align  # (B, T, d)
 
-    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int,
-             weights=None) -> tuple[Tensor, DecoderState, Alignment | None]:
+    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
+             ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """One decoder step from ``y_{t-1}`` (B,): returns ``h_tilde_t`` (B, d), state, alignment."""
-        if weights is None:
-            weights = self._layer_weights() if torch.is_grad_enabled() else self._inference_weights()
         x0 = self._embed_proj(y_prev.unsqueeze(1)).squeeze(1)  # (B, 4d)
-        h, c = self._cell_stack(x0, state.h_tilde, list(state.h), list(state.c), weights)
+        h, c = self._cell_stack(x0, state.h_tilde, list(state.h), list(state.c), self._step_weights())
         h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
         h_tilde = h_tilde.squeeze(1)  # (B, d)
         return h_tilde, DecoderState(torch.stack(h), torch.stack(c), h_tilde), align
@@ -162,6 +163,8 @@ class Decoder(nn.Module):
         Returns ``h_tilde`` (B, T, d) for every step and, if asked, the dense attention
         weights (B, T, S).
         """
+        if torch.is_grad_enabled():
+            self._weights_cache = None  # an optimizer step may follow (see :meth:`train`)
         if not self.feed_input:
             h_all, _ = self.rnn(self.dropout(self.embedding(y_in)), (state.h, state.c))  # (B, T, d)
             h_tilde, align = self._attend(h_all, memory, 0)
@@ -190,9 +193,7 @@ class Decoder(nn.Module):
         if permuted:  # unpack straight into the original row order
             flat_index = order[flat_index // T] * T + flat_index % T  # (N,)
         running = ids.batch_sizes.tolist()  # n_t: rows still running at step t
-        if torch.is_grad_enabled():
-            self._weights_cache = None  # a training step follows (see :meth:`train`)
-        weights = [(RecurrentWeight(W), b) for W, b in self._layer_weights()]
+        weights = self._step_weights()
         x_proj = self._embed_proj(ids.data).split(running)  # T x (n_t, 4d); split's backward is one cat
         h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
         outs, attns = [], []

@@ -64,7 +64,7 @@ class RecurrentWeight:
     Under autograd the per-step products ``x_tᵀ delta_t`` of the weight gradient, each
     with only ``n_t`` rows, are replaced by one product over all steps, as fused RNN
     kernels do, and the gradient is no longer accumulated step by step. The result is the
-    same sum (``tests/test_model.py``). Without autograd it is a plain ``addmm``.
+    same sum (``tests/test_training_paths.py``). Without autograd it is a plain ``addmm``.
     """
 
     def __init__(self, W: Tensor) -> None:
