@@ -43,6 +43,8 @@ class LuongLitModule(L.LightningModule):
         clip_norm: rescale the gradient when its norm exceeds this (paper: 5); None: off.
         clip_exclude_embeddings: compute that norm without the embeddings (nmt.matlab) while
             still rescaling every parameter (spec §8).
+        label_smoothing: smooth the training targets by this much (0: the paper's NLL).
+            Validation and test perplexities are always of the plain NLL.
         extra_state: plain data stored in every checkpoint (vocabularies, net config).
     """
 
@@ -56,6 +58,7 @@ class LuongLitModule(L.LightningModule):
         nominal_batch_size: int = 128,
         clip_norm: float | None = 5.0,
         clip_exclude_embeddings: bool = False,
+        label_smoothing: float = 0.0,
         extra_state: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
@@ -66,6 +69,9 @@ class LuongLitModule(L.LightningModule):
         self.halve_after, self.halve_convention = halve_after, halve_convention
         self.loss_norm, self.nominal_batch_size = loss_norm, nominal_batch_size
         self.clip_norm, self.clip_exclude_embeddings = clip_norm, clip_exclude_embeddings
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+        self.label_smoothing = label_smoothing
         self.extra_state = dict(extra_state or {})
         self.val_nll, self.val_tokens = SumMetric(), SumMetric()
 
@@ -74,7 +80,7 @@ class LuongLitModule(L.LightningModule):
         return nll / denom[self.loss_norm]
 
     def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
-        nll, tokens = token_nll(self.net, batch)
+        nll, tokens = token_nll(self.net, batch, self.label_smoothing)
         loss = self._normalise(nll, batch, tokens)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(batch))
         return loss

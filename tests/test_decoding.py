@@ -87,6 +87,25 @@ def test_word_alignment_follows_footnote_14():
     assert word_alignment(attention, 3, True, convention="predicted") == [0, 1, 2]
     with pytest.raises(ValueError, match="convention"):
         word_alignment(attention, 3, True, convention="next")
+    # cut at the length limit: 4 words, 4 steps, no step read the last word
+    assert word_alignment(attention, 4, content_based=True) == [1, 2, 3, 3]
+    assert word_alignment(attention, 4, content_based=False) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="4 attention steps cannot align 5 words"):
+        word_alignment(attention, 5, content_based=True)
+
+
+def test_greedy_unk_replacement_of_a_translation_cut_at_the_length_limit():
+    """A greedy output that hits its length limit still gets its ``<unk>`` replaced."""
+    vocab = Vocab(["<pad>", "<unk>", "<s>", "</s>", "x"])
+    net = Seq2Seq(5, 5, 8, 8, 1).eval()
+    with torch.no_grad():
+        net.decoder.W_s.weight.zero_()
+        net.decoder.W_s.bias.copy_(torch.tensor([0.0, 5.0, 0.0, -5.0, 0.0]))  # always <unk>
+    src = [[4, 4, 4]]
+    tr = decode_corpus(net, src, keep_attention=True)
+    assert tr[0].ids == [1] * 9 and tr[0].attention.shape == (9, 3)  # floor(1.5 * 3) + 5 steps
+    words = output_words(tr, vocab, [["a", "b", "c"]])[0]
+    assert len(words) == 9 and set(words) <= {"a", "b", "c"}
 
 
 def test_unk_replacement_copies_or_translates():
@@ -158,3 +177,20 @@ def test_decode_corpus_keeps_order_and_empty_lines():
         assert out[i].ids == alone[0]
     beam = decode_corpus(net, src_ids, batch_size=3, beam=BeamConfig(beam_size=2), keep_attention=True)
     assert beam[3].attention.shape == (len(beam[3].ids) + 1, 5)
+
+
+@pytest.mark.parametrize("attention,score", [("global", "general"), ("local_p", "general"),
+                                             ("local_m", "dot")])
+def test_decoding_a_source_eos_model_attends_over_the_words(attention, score):
+    """With ``src_eos`` the encoder reads one slot more; decoders report the S words only."""
+    torch.manual_seed(0)
+    net = Seq2Seq(20, 20, 16, 16, 2, 0.0, attention, score, True, src_eos=True).eval()
+    src, src_len = _batch()
+    hyps, attn = greedy_decode(net, src, src_len, return_attention=True)
+    beams = beam_search(net, src, src_len, BeamConfig(beam_size=3), keep_attention=True)
+    for b in range(len(hyps)):
+        S = int(src_len[b])
+        assert attn[b].shape[1] == S
+        best = beams[b][0]
+        assert best.attention.shape[-1] == src.size(1)  # callers keep [:, :S], the words
+        assert (attn[b].sum(-1) <= 1 + 1e-6).all() and (best.attention.sum(-1) <= 1 + 1e-6).all()

@@ -10,15 +10,16 @@ from luong_lit.nn.loss import linear_cross_entropy
 
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("chunk", [1, 7, 512])
-def test_equals_cross_entropy_and_gradients(bias, chunk):
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_equals_cross_entropy_and_gradients(bias, chunk, eps):
     torch.manual_seed(0)
     h = torch.randn(23, 6, dtype=torch.float64, requires_grad=True)
     W = torch.randn(11, 6, dtype=torch.float64, requires_grad=True)
     b = torch.randn(11, dtype=torch.float64, requires_grad=True) if bias else None
     y = torch.randint(0, 11, (23,))
     params = [h, W] + ([b] if bias else [])
-    ref = F.cross_entropy(F.linear(h, W, b), y, reduction="sum")
-    got = linear_cross_entropy(h, W, b, y, chunk)
+    ref = F.cross_entropy(F.linear(h, W, b), y, reduction="sum", label_smoothing=eps)
+    got = linear_cross_entropy(h, W, b, y, chunk, label_smoothing=eps)
     torch.testing.assert_close(got, ref)
     for g_ref, g_got in zip(torch.autograd.grad(ref * 0.3, params), torch.autograd.grad(got * 0.3, params)):
         torch.testing.assert_close(g_got, g_ref)
@@ -31,6 +32,19 @@ def test_gradcheck():
     b = torch.randn(4, dtype=torch.float64, requires_grad=True)
     y = torch.tensor([0, 3, 1, 1, 2])
     assert torch.autograd.gradcheck(lambda h, W, b: linear_cross_entropy(h, W, b, y, 2), (h, W, b))
+    assert torch.autograd.gradcheck(lambda h, W, b: linear_cross_entropy(h, W, b, y, 2, 0.2), (h, W, b))
+
+
+def test_label_smoothing_equals_the_written_out_formula():
+    """``(1 - eps) (-log p_y) + eps mean_v(-log p_v)``, written out row by row."""
+    torch.manual_seed(2)
+    h, W, b = torch.randn(6, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64), None
+    y = torch.randint(0, 9, (6,))
+    log_p = torch.log_softmax(h @ W.t(), 1)  # (6, 9)
+    want = sum(-(0.75 * log_p[i, y[i]] + 0.25 * log_p[i].mean()) for i in range(6))
+    torch.testing.assert_close(linear_cross_entropy(h, W, b, y, 4, label_smoothing=0.25), want)
+    with pytest.raises(ValueError, match="label_smoothing must be in"):
+        linear_cross_entropy(h, W, b, y, label_smoothing=1.0)
 
 
 def test_no_gradient_work_without_grad():

@@ -147,6 +147,74 @@ def test_init_schemes_and_hidden_dropout_options():
     torch.testing.assert_close(net(src, src_len, tgt)[0], net(src, src_len, tgt)[0])
 
 
+def test_source_eos_option_equals_an_explicit_eos():
+    """``src_eos=True`` is the same model fed ``x_1 .. x_S </s>`` by hand; attention covers ``</s>``."""
+    torch.manual_seed(0)
+    net = Seq2Seq(20, 20, 8, 8, 2, src_eos=True, eos_id=3).eval()
+    ref = Seq2Seq(20, 20, 8, 8, 2).eval()
+    ref.load_state_dict(net.state_dict())
+    src, src_len, tgt = batch()
+    explicit = torch.cat([src, torch.zeros_like(src[:, :1])], 1)  # (B, S+1)
+    explicit[torch.arange(3), src_len] = 3
+    out, a = net(src, src_len, tgt, return_attention=True)
+    ref_out, ref_a = ref(explicit, src_len + 1, tgt, return_attention=True)
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(a, ref_a)
+    for b in range(3):  # the </s> slot gets weight; the padding after it none
+        assert (a[b, :, src_len[b]] > 0).all() and not a[b, :, src_len[b] + 1:].any()
+
+
+def test_reversed_source_with_eos_reads_the_eos_last():
+    """With ``reverse_source`` and ``src_eos`` the LSTM reads ``x_S .. x_1 </s>``."""
+    torch.manual_seed(0)
+    net = Seq2Seq(20, 20, 8, 8, 2, src_eos=True, reverse_source=True).eval()
+    src, src_len, _ = batch()
+    memory, state = net.encode(src, src_len)
+    for b in range(3):
+        n = int(src_len[b])
+        words = torch.cat([src[b, :n].flip(0), torch.tensor([3])])  # x_S .. x_1 </s>
+        out, (h, c) = net.encoder.rnn(net.encoder.embedding(words).unsqueeze(0))  # (1, n+1, d)
+        torch.testing.assert_close(memory.h_bar_s[b, n], out[0, -1])  # </s>, read last
+        torch.testing.assert_close(memory.h_bar_s[b, :n], out[0, :n].flip(0))  # original order
+        torch.testing.assert_close(state.h[:, b], h[:, 0])
+
+
+@pytest.mark.parametrize("init_state", ["copy", "last", "zero"])
+def test_decoder_initial_state_options(init_state):
+    torch.manual_seed(0)
+    net = Seq2Seq(20, 20, 8, 8, 2, init_state=init_state)
+    src, src_len, _ = batch()
+    _, (h, c) = net.encoder(src, src_len)  # (L, B, d) each
+    _, state = net.encode(src, src_len)
+    want = {"copy": (h, c), "last": (h[-1:].expand(2, -1, -1),) * 2,
+            "zero": (torch.zeros_like(h),) * 2}[init_state]
+    torch.testing.assert_close((state.h, state.c), want)
+    with pytest.raises(ConfigError, match="init_state='bridge' is unknown"):
+        Seq2Seq(20, 20, 8, 8, 2, init_state="bridge")
+    with pytest.raises(ConfigError, match="attention=none init_state=zero"):
+        Seq2Seq(20, 20, 8, 8, 2, attention="none", score=None, feed_input=False, init_state="zero")
+
+
+def test_tied_output_layer_is_the_target_embedding():
+    """``tie_output`` uses one (V, d) matrix for ``emb(y_{t-1})`` and ``W_s``; its gradient sums both uses."""
+    torch.manual_seed(0)
+    net = Seq2Seq(20, 30, 8, 8, 2, tie_output=True)
+    assert net.decoder.W_s.weight is net.decoder.embedding.weight
+    untied = Seq2Seq(20, 30, 8, 8, 2)
+    n_params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert n_params(untied) - n_params(net) == 30 * 8
+    src, src_len, tgt = batch()
+    untied.load_state_dict(net.state_dict())  # the same numbers in two separate matrices
+    for m in (net, untied):
+        m.zero_grad()
+        h_tilde, _ = m(src, src_len, tgt)
+        m.logits(h_tilde.reshape(-1, 8)).logsumexp(-1).sum().backward()
+    torch.testing.assert_close(net.decoder.W_s.weight.grad,
+                               untied.decoder.W_s.weight.grad + untied.decoder.embedding.weight.grad)
+    with pytest.raises(ConfigError, match="tie_output=true: the target embedding .16. and W_s .8."):
+        Seq2Seq(20, 30, 16, 8, 2, tie_output=True)
+
+
 @pytest.mark.parametrize("n", [1, 7, 320, 333, 700])
 @pytest.mark.parametrize("bias", [True, False])
 def test_decoding_projection_equals_linear(n, bias):

@@ -46,6 +46,30 @@ def test_schedule_halving_paper_and_code():
     assert code == [1, 1, 1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625]
 
 
+@pytest.mark.filterwarnings("ignore:.*self.trainer.*reference is not registered")
+def test_label_smoothing_shapes_the_training_loss_only():
+    """The training loss is the smoothed loss / batch size; validation ppl stays the plain NLL."""
+    from torch.nn import functional as F
+
+    from luong_lit.data.batching import collate
+    from luong_lit.lit_module import LuongLitModule
+    from luong_lit.nn import Seq2Seq
+
+    torch.manual_seed(0)
+    net = Seq2Seq(20, 20, 8, 8, 1).eval()
+    batch = collate([(0, [4, 5, 6], [7, 8]), (1, [9, 4], [5, 6, 7])])
+    module = LuongLitModule(net, torch.optim.Adam, label_smoothing=0.1)
+    logits = net.logits(net(batch.src, batch.src_len, batch.tgt_in)[0])  # (B, T, V)
+    mask = batch.tgt_out != 0
+    nll = lambda eps: F.cross_entropy(logits[mask], batch.tgt_out[mask], reduction="sum",  # noqa: E731
+                                      label_smoothing=eps)
+    torch.testing.assert_close(module.training_step(batch, 0), nll(0.1) / 2)  # 2 sentences
+    module.validation_step(batch, 0)
+    torch.testing.assert_close(module.val_nll.compute(), nll(0.0))
+    with pytest.raises(ValueError, match="label_smoothing must be in"):
+        LuongLitModule(net, torch.optim.Adam, label_smoothing=1.5)
+
+
 def _fit(tmp_path, corpus, epochs, extra=()):
     cfg = compose_cfg(tiny_overrides(corpus) + [f"trainer.max_epochs={epochs}", "dropout=0.3",
                                                 "optim=sgd_paper", "model.halve_after=1",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+import torch
 from torch import Tensor
 
 CONVENTIONS = ("paper", "predicted")
@@ -23,15 +24,19 @@ def alignment_rows(attention: Tensor, n_words: int, content_based: bool,
     """The (n_words, S) rows of a per-step ``attention`` (T, S) that align each target word.
 
     ``attention`` holds every decoding step, the ``</s>`` step included, so
-    ``T >= n_words + 1`` for a finished translation. ``content_based``: whether the score is
-    dot, general or concat. ``convention``: ``paper`` (footnote 14) or ``predicted``.
+    ``T >= n_words + 1`` for a finished translation. A translation cut at the length limit
+    has ``T == n_words``: no step read its last word, so under footnote 14 that word takes
+    the vector of the step that produced it. ``content_based``: whether the score is dot,
+    general or concat. ``convention``: ``paper`` (footnote 14) or ``predicted``.
     """
     if convention not in CONVENTIONS:
         raise ValueError(f"alignment convention {convention!r} is unknown; choose one of {', '.join(CONVENTIONS)}")
-    shift = 1 if (convention == "paper" and content_based) else 0
-    rows = attention[shift: shift + n_words]  # (n_words, S)
-    if rows.size(0) < n_words:
+    if attention.size(0) < n_words:
         raise ValueError(f"{attention.size(0)} attention steps cannot align {n_words} words")
+    shift = 1 if (convention == "paper" and content_based) else 0
+    rows = attention[shift: shift + n_words]  # (n_words, S), or one short when cut off
+    if rows.size(0) < n_words:
+        rows = torch.cat([rows, attention[-1:]], 0)  # the last word: the step that produced it
     return rows
 
 

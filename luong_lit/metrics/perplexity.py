@@ -12,16 +12,18 @@ from luong_lit.data.vocab import PAD_ID
 from luong_lit.nn.loss import linear_cross_entropy
 
 
-def token_nll(net, batch: Batch) -> tuple[Tensor, int]:
+def token_nll(net, batch: Batch, label_smoothing: float = 0.0) -> tuple[Tensor, int]:
     """Summed token NLL of the references under teacher forcing, and the token count.
 
     Logits are computed for non-pad positions only, so padding costs no softmax work, and
-    chunk by chunk (:func:`luong_lit.nn.loss.linear_cross_entropy`).
+    chunk by chunk (:func:`luong_lit.nn.loss.linear_cross_entropy`). ``label_smoothing``
+    gives the smoothed training loss instead (0: the NLL, which perplexity uses).
     """
     h_tilde, _ = net(batch.src, batch.src_len, batch.tgt_in)  # (B, T, d)
     mask = batch.tgt_out != PAD_ID  # (B, T)
     W_s = net.decoder.W_s
-    nll = linear_cross_entropy(h_tilde[mask], W_s.weight, W_s.bias, batch.tgt_out[mask])  # Eq. 6
+    nll = linear_cross_entropy(h_tilde[mask], W_s.weight, W_s.bias, batch.tgt_out[mask],
+                               label_smoothing=label_smoothing)  # Eq. 6
     return nll, int(mask.sum())
 
 

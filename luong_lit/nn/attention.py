@@ -40,11 +40,17 @@ class Alignment(NamedTuple):
     p_t: Tensor | None  # (B, T) aligned source position (local attention)
 
     def dense(self, S: int) -> Tensor:
-        """Weights scattered over all ``S`` source positions, shape (B, T, S)."""
+        """Weights scattered over the first ``S`` source positions, shape (B, T, S).
+
+        Slots at ``S`` or beyond are left out: with a ``src_eos`` model and ``S`` the padded
+        number of words, that is the longest sentence's ``</s>``; a shorter sentence's
+        ``</s>`` sits at its own length, where callers cut each row anyway.
+        """
         if self.index is None:
-            return self.a_t
-        out = self.a_t.new_zeros(*self.a_t.shape[:2], S)  # (B, T, S)
-        return out.scatter_add_(2, self.index, self.a_t)
+            return self.a_t[..., :S]
+        out = self.a_t.new_zeros(*self.a_t.shape[:2], S + 1)  # (B, T, S+1)
+        out.scatter_add_(2, self.index.clamp(max=S), self.a_t)
+        return out[..., :S]
 
 
 def _masked_softmax(scores: Tensor, valid: Tensor) -> Tensor:

@@ -46,6 +46,7 @@ class Decoder(nn.Module):
     to ``h_tilde_{t-1}`` when it is fed, and to the lower layer's ``h_t``; never to the
     recurrent state, the attention weights, or ``h_tilde_t`` before the softmax.
     ``hidden_dropout`` optionally drops ``[c_t; h_t]`` before ``W_c`` (Joey NMT's placement).
+    ``tie_output`` shares the target embedding matrix with ``W_s`` (Press & Wolf, 2017).
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class Decoder(nn.Module):
         bias: bool = True,
         pad_id: int = 0,
         hidden_dropout: float = 0.0,
+        tie_output: bool = False,
     ) -> None:
         super().__init__()
         self.attention, self.feed_input = attention, feed_input
@@ -72,6 +74,8 @@ class Decoder(nn.Module):
                            dropout=dropout if num_layers > 1 else 0.0)
         self.W_c = nn.Linear(2 * hidden_size, hidden_size, bias=bias) if attention is not None else None
         self.W_s = nn.Linear(hidden_size, vocab_size, bias=bias)
+        if tie_output:  # one (V, d) matrix embeds y_{t-1} and scores y_t (needs e == d)
+            self.W_s.weight = self.embedding.weight
         self._weights_cache: tuple | None = None  # (parameter versions, per-layer weights)
 
     # ------------------------------------------------------------------ weights

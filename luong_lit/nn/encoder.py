@@ -27,7 +27,8 @@ class Encoder(nn.Module):
     With ``reverse_source=True`` the LSTM reads each sentence backwards (paper §4.1, "+reverse"),
     but the returned states ``h_bar_s`` are put back in *original* order, so every
     position-based computation downstream (local windows, location slots, alignments)
-    works in original positions (spec §6).
+    works in original positions (spec §6). With ``eos_last=True`` every sentence ends in
+    ``</s>``, which stays last when reversing: the LSTM reads ``x_S .. x_1 </s>``.
     """
 
     def __init__(
@@ -40,9 +41,10 @@ class Encoder(nn.Module):
         reverse_source: bool = False,
         bias: bool = True,
         pad_id: int = 0,
+        eos_last: bool = False,
     ) -> None:
         super().__init__()
-        self.reverse_source = reverse_source
+        self.reverse_source, self.eos_last = reverse_source, eos_last
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
         self.dropout = Dropout(dropout)
         self.rnn = nn.LSTM(
@@ -63,7 +65,8 @@ class Encoder(nn.Module):
         """
         S = src.size(1)
         if self.reverse_source:
-            src = src.gather(1, reverse_index(src_len, S))  # (B, S) reversed words, pads last
+            rev = reverse_index(src_len - int(self.eos_last), S)  # (B, S), its own inverse
+            src = src.gather(1, rev)  # (B, S) reversed words, then </s> if eos_last, pads last
         ids, flat_index = pack_ids(src, src_len)  # real tokens only, time-major
         packed = ids._replace(data=self.dropout(self.embedding(ids.data)))  # (N, e)
         if src.is_cuda:
@@ -72,6 +75,6 @@ class Encoder(nn.Module):
             out, (h, c) = ragged_lstm(packed, self.rnn)  # the same result, faster on CPU
         h_bar_s = unpack(out.data, flat_index, src.size(0), S)  # (B, S, d)
         if self.reverse_source:
-            idx = reverse_index(src_len, S).unsqueeze(-1).expand_as(h_bar_s)  # (B, S, d)
+            idx = rev.unsqueeze(-1).expand_as(h_bar_s)  # (B, S, d)
             h_bar_s = h_bar_s.gather(1, idx)  # back to original order
         return h_bar_s, (h, c)

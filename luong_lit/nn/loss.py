@@ -4,8 +4,12 @@ The softmax layer dominates the cost of a small NMT model. Computing it chunk by
 and the gradient of the (scalar) loss in the same pass, keeps each ``(chunk, V)`` block of
 logits in cache and never materialises the full ``(N, V)`` log-probabilities, their
 gradient, or the one-hot scatter. The result equals
-``F.cross_entropy(h @ W.T + b, y, reduction="sum")`` and its gradients
-(``tests/test_loss.py``).
+``F.cross_entropy(h @ W.T + b, y, reduction="sum", label_smoothing=eps)`` and its
+gradients (``tests/test_loss.py``).
+
+With ``eps > 0`` (label smoothing, Szegedy et al. 2016; not in the paper) the target is
+``(1 - eps)`` on the reference word plus ``eps / V`` on every word, so the loss of a row is
+``(1 - eps) · (-log p_y) + eps · mean_v(-log p_v)``.
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from torch import Tensor
 
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, chunk: int) -> Tensor:
+    def forward(ctx, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, chunk: int,
+                eps: float) -> Tensor:
         need_grad = any(ctx.needs_input_grad[:3])
         acc = torch.float32 if h.dtype in (torch.float16, torch.bfloat16) else h.dtype
         loss = h.new_zeros((), dtype=acc)
@@ -28,14 +33,18 @@ class _LinearCrossEntropy(torch.autograd.Function):
             if logits.dtype in (torch.float16, torch.bfloat16):
                 logits = logits.float()  # the softmax runs in fp32 under mixed precision
             picked = logits.gather(1, y_c.unsqueeze(1))  # (n, 1) logit of the reference word
+            if eps:  # (1 - eps) logit[y] + eps mean_v logit[v]
+                picked = picked.mul(1.0 - eps).add_(logits.mean(1, keepdim=True), alpha=eps)
             top = logits.amax(1, keepdim=True)  # (n, 1)
             probs = logits.sub_(top).exp_()  # (n, V) unnormalised, in place: one pass over V
             z = probs.sum(1, keepdim=True)  # (n, 1)
-            loss += (top + z.log() - picked).sum()  # Σ log Σ exp(logits) - logit[y]
+            loss += (top + z.log() - picked).sum()  # Σ log Σ exp(logits) - target · logits
             if not need_grad:
                 continue
             probs.div_(z)  # softmax
-            probs[torch.arange(y_c.numel(), device=h.device), y_c] -= 1.0  # d loss / d logits
+            if eps:
+                probs.sub_(eps / probs.size(1))
+            probs[torch.arange(y_c.numel(), device=h.device), y_c] -= 1.0 - eps  # d loss / d logits
             probs = probs.to(h.dtype)
             grad_h[s:s + chunk] = probs @ weight  # (n, d)
             grad_w.addmm_(probs.t(), h_c)  # (V, d)
@@ -48,10 +57,16 @@ class _LinearCrossEntropy(torch.autograd.Function):
     def backward(ctx, grad_out: Tensor):
         grad_h, grad_w, grad_b = ctx.saved_tensors
         scale = lambda g: None if g is None else g * grad_out.to(g.dtype)  # noqa: E731
-        return scale(grad_h), scale(grad_w), scale(grad_b), None, None
+        return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None
 
 
 def linear_cross_entropy(h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor,
-                         chunk: int = 512) -> Tensor:
-    """``Σ_i -log softmax(W h_i + b)[y_i]`` for rows ``h`` (N, d) and targets ``y`` (N,)."""
-    return _LinearCrossEntropy.apply(h, weight, bias, target, chunk)
+                         chunk: int = 512, label_smoothing: float = 0.0) -> Tensor:
+    """``Σ_i -log softmax(W h_i + b)[y_i]`` for rows ``h`` (N, d) and targets ``y`` (N,).
+
+    ``label_smoothing`` ``eps`` in [0, 1) smooths the target distribution (see the module
+    docstring); 0 is the plain NLL of the paper.
+    """
+    if not 0.0 <= label_smoothing < 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+    return _LinearCrossEntropy.apply(h, weight, bias, target, chunk, float(label_smoothing))

@@ -33,6 +33,24 @@ SCORES: dict[str, Any] = {
 }
 
 
+def append_eos(src: Tensor, src_len: Tensor, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
+    """Write ``</s>`` after each source sentence: (B, S) -> (B, S+1), lengths + 1."""
+    src = nn.functional.pad(src, (0, 1), value=pad_id)  # (B, S+1)
+    src = src.scatter(1, src_len.unsqueeze(1), eos_id)  # (B, S+1)
+    return src, src_len + 1
+
+
+#: The decoder's initial (h, c) from the encoder's final (h, c), each (L, B, d).
+INIT_STATES: dict[str, Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]] = {
+    # the paper: layer l of the decoder starts from layer l of the encoder
+    "copy": lambda h, c: (h, c),
+    # Joey NMT's "last": the top layer's final h_t, as both h and c of every layer
+    "last": lambda h, c: (h[-1:].expand_as(h).contiguous(),) * 2,
+    # no link: the decoder learns about the source through attention only
+    "zero": lambda h, c: (torch.zeros_like(h), torch.zeros_like(c)),
+}
+
+
 class ConfigError(ValueError):
     """An invalid model configuration, raised at construction with the options named."""
 
@@ -87,6 +105,17 @@ class Seq2Seq(nn.Module):
             draw; tensorflow/nmt and Joey NMT start at 1.0, which speeds up early learning.
         hidden_dropout: drop probability on ``[c_t; h_t]`` before ``W_c`` (Eq. 5), as Joey
             NMT's ``hidden_dropout``. 0 is the paper (spec §7: no dropout after the LSTMs).
+        pad_id, eos_id: ids of ``<pad>`` and ``</s>`` in the source vocabulary.
+        src_eos: append ``</s>`` to every source sentence, so the encoder reads it and
+            attention can rest on it (Joey NMT). False is the paper: attention covers the
+            ``S`` source words only (spec §0). With ``reverse_source`` the ``</s>`` is still
+            read last.
+        init_state: the decoder's initial state: ``copy`` (the paper: layer ``l`` starts from
+            the encoder's final ``(h, c)`` of layer ``l``), ``last`` (Joey NMT: the top layer's
+            final ``h`` as ``h`` and ``c`` of every layer) or ``zero``.
+        tie_output: use the target embedding matrix as ``W_s`` too (Press & Wolf, 2017;
+            OpenNMT-py's ``share_decoder_embeddings``, Joey NMT's ``tied_softmax``). Needs
+            ``embed_size == hidden_size``. False is the paper: separate matrices.
     """
 
     def __init__(
@@ -107,8 +136,16 @@ class Seq2Seq(nn.Module):
         hidden_dropout: float = 0.0,
         init: str = "uniform",
         pad_id: int = 0,
+        src_eos: bool = False,
+        eos_id: int = 3,
+        init_state: str = "copy",
+        tie_output: bool = False,
     ) -> None:
         super().__init__()
+        if init_state not in INIT_STATES:
+            raise ConfigError(f"init_state={init_state!r} is unknown; choose one of {list(INIT_STATES)}")
+        self.src_eos, self.eos_id, self.pad_id = src_eos, eos_id, pad_id
+        self.init_state = init_state
         att = build_attention(attention, score, hidden_size, bias)
         if att is None and feed_input:
             raise ConfigError(
@@ -116,13 +153,21 @@ class Seq2Seq(nn.Module):
                 "the attentional vector h_tilde_t, which a model without attention does not have; "
                 "set feed_input=false"
             )
+        if att is None and init_state == "zero":
+            raise ConfigError(
+                "invalid model configuration attention=none init_state=zero: without attention "
+                "the decoder sees the source only through its initial state; use copy or last"
+            )
+        if tie_output and embed_size != hidden_size:
+            raise ConfigError(f"invalid model configuration tie_output=true: the target embedding "
+                              f"({embed_size}) and W_s ({hidden_size}) must have the same size")
         for name, p in (("dropout", dropout), ("hidden_dropout", hidden_dropout)):
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name} must be in [0, 1), got {p}")
         self.encoder = Encoder(src_vocab_size, embed_size, hidden_size, num_layers, dropout,
-                               reverse_source, bias, pad_id)
+                               reverse_source, bias, pad_id, eos_last=src_eos)
         self.decoder = Decoder(tgt_vocab_size, embed_size, hidden_size, num_layers, att,
-                               feed_input, dropout, bias, pad_id, hidden_dropout)
+                               feed_input, dropout, bias, pad_id, hidden_dropout, tie_output)
         self.attention = att
         try:
             initialise_(self, init, init_scale)
@@ -147,12 +192,15 @@ class Seq2Seq(nn.Module):
     # ------------------------------------------------------------------ decoding interface
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
         """Encode a batch: the attention memory and the decoder's initial state."""
+        if self.src_eos:
+            src, src_len = append_eos(src, src_len, self.eos_id, self.pad_id)  # (B, S+1), (B,)
         h_bar_s, (h, c) = self.encoder(src, src_len)  # (B, S, d), (L, B, d) x2
         if self.attention is not None:
             memory = self.attention.prepare(h_bar_s, src_len)
         else:
             valid = torch.arange(src.size(1), device=src.device) < src_len.unsqueeze(1)  # (B, S)
             memory = Memory(h_bar_s, h_bar_s, src_len, valid)
+        h, c = INIT_STATES[self.init_state](h, c)
         h_tilde0 = h_bar_s.new_zeros(src.size(0), h.size(-1))  # (B, d) zeros at t = 1
         return memory, DecoderState(h, c, h_tilde0)
 

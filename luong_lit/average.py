@@ -1,0 +1,87 @@
+"""Average the weights of several checkpoints of one model into a new checkpoint.
+
+    python -m luong_lit.average RUN/checkpoints/epochs/e07.ckpt e08.ckpt e09.ckpt -o RUN/avg.ckpt
+
+The result holds the element-wise mean of every parameter and the first checkpoint's
+model description and vocabularies, so ``translate``, ``evaluate`` and ``align`` load it
+like any other checkpoint. It holds no optimizer state: it is for decoding, not for
+resuming. All inputs must describe the same network and vocabularies (an ensemble of
+different models is ``translate A.ckpt B.ckpt`` instead). Checkpoints are read with
+``torch.load(weights_only=True)``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from luong_lit.checkpoint import AtomicCheckpointIO, CheckpointError
+
+_SAME = ("net", "src_vocab", "tgt_vocab")  # what every averaged checkpoint must share
+
+
+def _read(path: Path) -> dict:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: checkpoint does not exist")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises many types for corrupt files
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
+    if not isinstance(ckpt, dict) or "net" not in (ckpt.get("luong_lit") or {}) or "state_dict" not in ckpt:
+        raise CheckpointError(f"{path}: not a luong_lit checkpoint (no model description inside)")
+    return ckpt
+
+
+def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of floating-point tensors; other entries are taken from the first."""
+    out = {}
+    for key, first in states[0].items():
+        if first.is_floating_point():
+            acc = torch.zeros_like(first, dtype=torch.float64)
+            for s in states:
+                acc += s[key].double()
+            out[key] = (acc / len(states)).to(first.dtype)
+        else:
+            out[key] = first.clone()
+    return out
+
+
+def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Path:
+    """Write the average of ``paths`` to ``out`` (atomically) and return ``out``."""
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    ckpts = [_read(p) for p in paths]
+    ref = ckpts[0]
+    for p, c in zip(paths[1:], ckpts[1:]):
+        for field in _SAME:
+            if c["luong_lit"].get(field) != ref["luong_lit"].get(field):
+                raise CheckpointError(f"{p}: its {field} differs from that of {paths[0]}; "
+                                      "only checkpoints of one model can be averaged")
+        if {k: v.shape for k, v in c["state_dict"].items()} != {k: v.shape for k, v in ref["state_dict"].items()}:
+            raise CheckpointError(f"{p}: its parameters differ in name or shape from those of {paths[0]}")
+    state = average_state_dicts([c["state_dict"] for c in ckpts])
+    meta = dict(ref["luong_lit"], averaged_from=[p.name for p in paths])
+    AtomicCheckpointIO().save_checkpoint({"state_dict": state, "luong_lit": meta}, out)
+    return Path(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m luong_lit.average", description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoints", nargs="+", help="checkpoints of one model, e.g. its last epochs")
+    ap.add_argument("-o", "--output", required=True, help="where to write the averaged checkpoint")
+    args = ap.parse_args(argv)
+    try:
+        out = average_checkpoints(args.checkpoints, args.output)
+    except CheckpointError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}: the mean of {len(args.checkpoints)} checkpoints")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
