@@ -1,7 +1,7 @@
 """Beam-search decoding speed of a trained checkpoint, batched against one sentence at a time.
 
     LUONG_LIT_DATA=../shared/data python benchmarks/beam_speed.py RUN/checkpoints/best.ckpt \
-        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--output FILE]
+        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--output FILE] [--int8]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
 of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
@@ -20,6 +20,7 @@ from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.evaluate import load_split
 from luong_lit.metrics import corpus_bleu_tok
+from luong_lit.nn.quantize import quantize_for_decoding
 from luong_lit.runtime import configure_cpu
 
 
@@ -32,9 +33,12 @@ def main() -> None:
     ap.add_argument("--single-limit", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--output", help="also write the batched translations to this file")
+    ap.add_argument("--int8", action="store_true", help="int8 output layer (luong_lit.nn.quantize)")
     args = ap.parse_args()
     configure_cpu(args.threads)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
+    if args.int8:
+        quantize_for_decoding(net)
     split, _ = load_split(meta, args.test, src_vocab, tgt_vocab)
     cfg = BeamConfig(beam_size=args.beam)
     t0 = time.perf_counter()
@@ -43,7 +47,7 @@ def main() -> None:
     words = output_words(out, tgt_vocab)
     hyps = [" ".join(w) for w in words]
     bleu = corpus_bleu_tok(hyps, [" ".join(t) for t in split.tgt_tokens])
-    res = {"test": args.test, "sentences": len(split.src_ids), "beam": args.beam,
+    res = {"test": args.test, "sentences": len(split.src_ids), "beam": args.beam, "int8": args.int8,
            "batch_size": args.batch_size, "batched_sent_per_s": round(batched, 1),
            "bleu_tok": round(bleu, 2), "mean_output_len": round(sum(map(len, words)) / len(words), 2)}
     if args.single_limit > 0:  # 0 skips the one-sentence-at-a-time run

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from luong_lit.checkpoint import CheckpointError, load_models
+from luong_lit.checkpoint import CheckpointError
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.io import DataError
 from luong_lit.decoding.corpus import decode_corpus, output_words
@@ -24,7 +24,7 @@ from luong_lit.metrics.bleu import corpus_bleu_detok, corpus_bleu_tok
 from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_by_length
 from luong_lit.metrics.perplexity import perplexity
 from luong_lit.runtime import configure_cpu
-from luong_lit.translate import UsageError, add_decoding_args, beam_config
+from luong_lit.translate import UsageError, add_decoding_args, beam_config, load_for_decoding
 
 log = logging.getLogger("luong_lit.evaluate")
 
@@ -70,8 +70,7 @@ def samples(split, plain, replaced, n: int) -> list[dict]:
 
 
 def evaluate(args) -> dict:
-    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, args.combine, args.device)
-    model.to(args.device)
+    model, src_vocab, tgt_vocab, metas = load_for_decoding(args)
     split, lang = load_split(metas[0], args.test, src_vocab, tgt_vocab)
     nets = list(getattr(model, "members", [model]))
     report = {"test": args.test, "checkpoints": [str(p) for p in args.checkpoints],
@@ -85,7 +84,8 @@ def evaluate(args) -> dict:
     refs = [" ".join(t) for t in split.tgt_tokens]
     report["decoding"] = {"beam": args.beam, "authors_decoder": args.authors_decoder,
                           "length_penalty": args.length_penalty, "combine": args.combine,
-                          "dictionary": args.dict, "align_convention": args.align_convention}
+                          "dictionary": args.dict, "align_convention": args.align_convention,
+                          "int8": args.int8}
     report["bleu"] = score(plain, refs, lang)
     report["bleu_unk_replaced"] = score(replaced, refs, lang)
     report["unk_in_output"] = sum(w.count("<unk>") for w in plain)

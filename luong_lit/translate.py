@@ -48,6 +48,22 @@ def add_decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--align-convention", default="paper", choices=("paper", "predicted"))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--int8", action="store_true",
+                    help="decode with an int8 copy of the output layer (CPU; faster, approximate)")
+
+
+def load_for_decoding(args):
+    """The checkpoint(s) of ``args``, on ``args.device``, with ``--int8`` applied."""
+    from luong_lit.nn.quantize import QuantizationUnavailable, quantize_for_decoding
+
+    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, args.combine, args.device)
+    model.to(args.device)
+    if getattr(args, "int8", False):
+        try:
+            quantize_for_decoding(model)
+        except QuantizationUnavailable as err:
+            raise UsageError(f"--int8: {err}") from None
+    return model, src_vocab, tgt_vocab, metas
 
 
 def beam_config(args) -> BeamConfig | None:
@@ -103,8 +119,7 @@ def limit_length(src: list[list[str]], max_len: int | None, mode: str) -> list[l
 
 
 def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[str]:
-    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, args.combine, args.device)
-    model.to(args.device)
+    model, src_vocab, tgt_vocab, metas = load_for_decoding(args)
     tok_src, detok_tgt = tokenizers(metas[0], args.pretokenized)
     src_words = limit_length([tok_src.tokenize(x) for x in lines], args.max_src_len, args.overlong)
     beam = beam_config(args)

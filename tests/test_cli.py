@@ -123,6 +123,12 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
     md = (tmp_path / "eval_toy.md").read_text()
     assert "detokenised sacreBLEU 13a" in md and "tokenised (multi-bleu.perl equivalent" in md
     assert (tmp_path / "eval_toy_bleu_by_length.png").stat().st_size > 1000
+    res = run("evaluate", [str(out / "checkpoints" / "best.ckpt"), "--test", "toy", "--beam", "3",
+                           "--out", str(tmp_path / "int8"), "--quiet", "--int8"])
+    assert res.returncode == 0, res.stderr.decode()
+    int8 = json.loads((tmp_path / "int8" / "eval_toy.json").read_text())
+    assert int8["decoding"]["int8"] is True and report["decoding"]["int8"] is False
+    assert int8["ppl"] == report["ppl"]  # scoring keeps the float weights
 
 
 def test_malloc_tuning_takes_on_glibc_and_can_be_switched_off(monkeypatch):

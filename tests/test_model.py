@@ -5,6 +5,7 @@ import itertools
 
 import pytest
 import torch
+from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from luong_lit.nn import ConfigError, Seq2Seq
@@ -147,6 +148,28 @@ def test_init_schemes_and_hidden_dropout_options():
     torch.testing.assert_close(net(src, src_len, tgt)[0], net(src, src_len, tgt)[0])
 
 
+@pytest.mark.parametrize("feed", [True, False])
+def test_output_dropout_drops_only_what_w_s_reads(feed):
+    """``output_dropout`` masks ``h_tilde_t`` before ``W_s`` in training: the recurrence and the
+    attention are untouched (same draws elsewhere), every output is either dropped or scaled."""
+    torch.manual_seed(0)
+    att = "global"
+    net = Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", feed, output_dropout=0.5).train()
+    ref = Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", feed).train()
+    ref.load_state_dict(net.state_dict())
+    src, src_len, tgt = batch()
+    dropped, a = net(src, src_len, tgt, return_attention=True)
+    kept, a_ref = ref(src, src_len, tgt, return_attention=True)
+    torch.testing.assert_close(a, a_ref)  # attention (and so the recurrence) unchanged
+    zero = dropped == 0
+    assert zero.any() and (~zero).any()
+    torch.testing.assert_close(dropped[~zero], 2 * kept[~zero])  # kept units scaled by 1 / (1 - p)
+    net.eval()
+    torch.testing.assert_close(net(src, src_len, tgt)[0], ref.eval()(src, src_len, tgt)[0])
+    with pytest.raises(ConfigError, match="output_dropout must be in"):
+        Seq2Seq(20, 20, 8, 8, 2, output_dropout=-0.1)
+
+
 def test_source_eos_option_equals_an_explicit_eos():
     """``src_eos=True`` is the same model fed ``x_1 .. x_S </s>`` by hand; attention covers ``</s>``."""
     torch.manual_seed(0)
@@ -213,6 +236,54 @@ def test_tied_output_layer_is_the_target_embedding():
                                untied.decoder.W_s.weight.grad + untied.decoder.embedding.weight.grad)
     with pytest.raises(ConfigError, match="tie_output=true: the target embedding .16. and W_s .8."):
         Seq2Seq(20, 30, 16, 8, 2, tie_output=True)
+
+
+def test_decoding_looks_up_the_projected_embeddings_of_every_word():
+    """Without autograd, each step gathers ``W_ih emb(y)`` from a (V, 4d) table; it equals the
+    teacher-forced pass, and the table follows in-place edits of the embeddings."""
+    torch.manual_seed(0)
+    net = Seq2Seq(20, 20, 8, 8, 2, 0.3).eval()
+    src, src_len, tgt = batch()
+    for edit in (False, True):
+        if edit:
+            with torch.no_grad():
+                net.decoder.embedding.weight.mul_(2.0)  # in place: a new parameter version
+        with torch.no_grad():  # no autograd anywhere: nothing but the version key drops the table
+            h_tilde, _ = net(src, src_len, tgt)
+            memory, state = net.encode(src, src_len)
+            for t in range(tgt.size(1)):
+                logits, state, _ = net.step(tgt[:, t], state, memory, t)
+                torch.testing.assert_close(logits, net.logits(h_tilde[:, t]), atol=1e-5, rtol=1e-5)
+        assert net.decoder._table_cache[1].shape == (20, 32)
+
+
+def test_int8_output_layer_serves_decoding_only():
+    """``quantize_for_decoding``: decoding logits come from int8 ``W_s`` (close to the float
+    ones, bias included); under autograd and in teacher-forced scoring the float weights stay."""
+    from luong_lit.decoding.ensemble import Ensemble
+    from luong_lit.nn.quantize import quantize_for_decoding
+
+    torch.manual_seed(0)
+    net = Seq2Seq(20, 50, 8, 16, 2).eval()
+    with torch.no_grad():
+        net.decoder.W_s.bias.uniform_(-3, 3)  # a bias large enough to matter
+    h = torch.randn(33, 16).tanh()
+    W, b = net.decoder.W_s.weight, net.decoder.W_s.bias
+    with torch.no_grad():
+        ref = h @ W.t() + b  # (33, 50)
+        quantize_for_decoding(net)
+        q = net.logits(h)
+    err = (q - ref).abs().max()
+    assert 0 < err < 0.01 * ref.abs().max()
+    torch.testing.assert_close(net.logits(h), F.linear(h, W, b))  # autograd: float weights
+    pair = Ensemble([net, net]).eval()
+    quantize_for_decoding(pair)
+    src, src_len, tgt = batch()
+    with torch.no_grad():
+        memory, state = pair.encode(src, src_len)
+        logits, _, _ = pair.step(tgt[:, 0], state, memory, 0)
+        m1, s1 = net.encode(src, src_len)
+        torch.testing.assert_close(logits, net.step(tgt[:, 0], s1, m1, 0)[0])
 
 
 @pytest.mark.parametrize("n", [1, 7, 320, 333, 700])

@@ -90,6 +90,20 @@ def test_resume_continues_the_same_run(toy_corpus, tmp_path):
         torch.testing.assert_close(b["state_dict"][key], value, msg=key)
 
 
+def test_epoch_checkpoints_are_off_by_default_and_average_when_on(toy_corpus, tmp_path):
+    from luong_lit.average import average_checkpoints
+
+    assert not (_fit(tmp_path / "off", toy_corpus, 2) / "epochs").exists()
+    ckpts = _fit(tmp_path / "on", toy_corpus, 2, ["callbacks.epoch_checkpoints.every_n_epochs=1"])
+    epochs = sorted(p.name for p in (ckpts / "epochs").iterdir())
+    assert epochs == ["e00.ckpt", "e01.ckpt"] and (ckpts / "best.ckpt").is_file()
+    avg = average_checkpoints([ckpts / "epochs" / e for e in epochs], tmp_path / "avg.ckpt")
+    net = load_model(avg)[0]
+    e0, e1 = (load_model(ckpts / "epochs" / e)[0].state_dict() for e in epochs)
+    for key, value in net.state_dict().items():
+        torch.testing.assert_close(value, (e0[key] + e1[key]) / 2, msg=key)
+
+
 def test_checkpoint_loads_safely(toy_corpus, tmp_path):
     ckpts = _fit(tmp_path, toy_corpus, 1)
     net, src_vocab, tgt_vocab, meta = load_model(ckpts / "best.ckpt")

@@ -46,7 +46,9 @@ class Decoder(nn.Module):
     to ``h_tilde_{t-1}`` when it is fed, and to the lower layer's ``h_t``; never to the
     recurrent state, the attention weights, or ``h_tilde_t`` before the softmax.
     ``hidden_dropout`` optionally drops ``[c_t; h_t]`` before ``W_c`` (Joey NMT's placement).
-    ``tie_output`` shares the target embedding matrix with ``W_s`` (Press & Wolf, 2017).
+    ``output_dropout`` optionally drops ``h_tilde_t`` before ``W_s`` in training (Zaremba et
+    al. 2014 and OpenNMT-py's placement; the fed-back ``h_tilde_t`` keeps its own input
+    dropout). ``tie_output`` shares the target embedding matrix with ``W_s`` (Press & Wolf, 2017).
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class Decoder(nn.Module):
         pad_id: int = 0,
         hidden_dropout: float = 0.0,
         tie_output: bool = False,
+        output_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.attention, self.feed_input = attention, feed_input
@@ -69,6 +72,7 @@ class Decoder(nn.Module):
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
         self.dropout = Dropout(dropout)
         self.hidden_dropout = Dropout(hidden_dropout)
+        self.output_dropout = Dropout(output_dropout)
         in_size = embed_size + (hidden_size if feed_input else 0)
         self.rnn = nn.LSTM(in_size, hidden_size, num_layers, bias=bias, batch_first=True,
                            dropout=dropout if num_layers > 1 else 0.0)
@@ -77,6 +81,7 @@ class Decoder(nn.Module):
         if tie_output:  # one (V, d) matrix embeds y_{t-1} and scores y_t (needs e == d)
             self.W_s.weight = self.embedding.weight
         self._weights_cache: tuple | None = None  # (parameter versions, per-layer weights)
+        self._table_cache: tuple | None = None  # (parameter versions, (V, 4d) embedding projection)
 
     # ------------------------------------------------------------------ weights
     def _layer_weights(self) -> list[tuple[Tensor, Tensor | None]]:
@@ -96,7 +101,7 @@ class Decoder(nn.Module):
     def train(self, mode: bool = True) -> "Decoder":
         """Also forgets the decoding weights: fused optimizers update parameters in place
         without bumping their version counters, so the version check alone would miss it."""
-        self._weights_cache = None
+        self._weights_cache = self._table_cache = None
         return super().train(mode)
 
     def _step_weights(self) -> list[tuple[RecurrentWeight, Tensor | None]]:
@@ -109,10 +114,29 @@ class Decoder(nn.Module):
         """
         if torch.is_grad_enabled():
             return [(RecurrentWeight(W), b) for W, b in self._layer_weights()]
-        key = tuple((p.data_ptr(), p._version) for p in self.rnn.parameters())
+        key = self._versions()
         if self._weights_cache is None or self._weights_cache[0] != key:
             self._weights_cache = (key, [(RecurrentWeight(W), b) for W, b in self._layer_weights()])
         return self._weights_cache[1]
+
+    def _versions(self) -> tuple:
+        params = [*self.rnn.parameters(), self.embedding.weight]
+        return tuple((p.data_ptr(), p._version) for p in params)
+
+    def _step_input(self, y_prev: Tensor) -> Tensor:
+        """Layer 1's projection of ``emb(y_{t-1})`` for one step: (B,) ids -> (B, 4d).
+
+        In eval mode without autograd (decoding) it is looked up in a table holding the
+        projection of every target word, computed once while the weights stay the same: a
+        gather instead of a matrix product per step. Otherwise :meth:`_embed_proj`.
+        """
+        if self.training or torch.is_grad_enabled():
+            return self._embed_proj(y_prev)
+        key = self._versions()
+        if self._table_cache is None or self._table_cache[0] != key:
+            every_word = torch.arange(self.embedding.num_embeddings, device=y_prev.device)  # (V,)
+            self._table_cache = (key, self._embed_proj(every_word))  # (V, 4d)
+        return self._table_cache[1].index_select(0, y_prev)  # (B, 4d)
 
     def _embed_proj(self, y: Tensor) -> Tensor:
         """Layer-1 input projection of the (dropped-out) embeddings: (...,) ids -> (..., 4d)."""
@@ -153,7 +177,7 @@ class Decoder(nn.Module):
     def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
              ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """One decoder step from ``y_{t-1}`` (B,): returns ``h_tilde_t`` (B, d), state, alignment."""
-        x0 = self._embed_proj(y_prev.unsqueeze(1)).squeeze(1)  # (B, 4d)
+        x0 = self._step_input(y_prev)  # (B, 4d)
         h, c = self._cell_stack(x0, state.h_tilde, list(state.h), list(state.c), self._step_weights())
         h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
         h_tilde = h_tilde.squeeze(1)  # (B, d)
@@ -164,17 +188,18 @@ class Decoder(nn.Module):
                 return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced decoding of ``y_in`` (B, T) (``<s> y_1 ... y_{T-1}``).
 
-        Returns ``h_tilde`` (B, T, d) for every step and, if asked, the dense attention
-        weights (B, T, S).
+        Returns ``h_tilde`` (B, T, d) for every step (after ``output_dropout``, the input of
+        ``W_s``) and, if asked, the dense attention weights (B, T, S).
         """
         if torch.is_grad_enabled():
-            self._weights_cache = None  # an optimizer step may follow (see :meth:`train`)
+            self._weights_cache = self._table_cache = None  # an optimizer step may follow (see :meth:`train`)
         if not self.feed_input:
             h_all, _ = self.rnn(self.dropout(self.embedding(y_in)), (state.h, state.c))  # (B, T, d)
             h_tilde, align = self._attend(h_all, memory, 0)
             dense = align.dense(memory.h_bar_s.size(1)) if (return_attention and align) else None
-            return h_tilde, dense
-        return self._forward_feed(y_in, state, memory, return_attention)
+        else:
+            h_tilde, dense = self._forward_feed(y_in, state, memory, return_attention)
+        return self.output_dropout(h_tilde), dense
 
     def _forward_feed(self, y_in: Tensor, state: DecoderState, memory: Memory,
                       return_attention: bool) -> tuple[Tensor, Tensor | None]:

@@ -105,6 +105,8 @@ class Seq2Seq(nn.Module):
             draw; tensorflow/nmt and Joey NMT start at 1.0, which speeds up early learning.
         hidden_dropout: drop probability on ``[c_t; h_t]`` before ``W_c`` (Eq. 5), as Joey
             NMT's ``hidden_dropout``. 0 is the paper (spec §7: no dropout after the LSTMs).
+        output_dropout: drop probability on ``h_tilde_t`` before ``W_s`` (Eq. 6) in training,
+            as Zaremba et al. (2014) and OpenNMT-py. 0 is the paper (spec §7).
         pad_id, eos_id: ids of ``<pad>`` and ``</s>`` in the source vocabulary.
         src_eos: append ``</s>`` to every source sentence, so the encoder reads it and
             attention can rest on it (Joey NMT). False is the paper: attention covers the
@@ -140,6 +142,7 @@ class Seq2Seq(nn.Module):
         eos_id: int = 3,
         init_state: str = "copy",
         tie_output: bool = False,
+        output_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         if init_state not in INIT_STATES:
@@ -161,14 +164,17 @@ class Seq2Seq(nn.Module):
         if tie_output and embed_size != hidden_size:
             raise ConfigError(f"invalid model configuration tie_output=true: the target embedding "
                               f"({embed_size}) and W_s ({hidden_size}) must have the same size")
-        for name, p in (("dropout", dropout), ("hidden_dropout", hidden_dropout)):
+        for name, p in (("dropout", dropout), ("hidden_dropout", hidden_dropout),
+                        ("output_dropout", output_dropout)):
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name} must be in [0, 1), got {p}")
         self.encoder = Encoder(src_vocab_size, embed_size, hidden_size, num_layers, dropout,
                                reverse_source, bias, pad_id, eos_last=src_eos)
         self.decoder = Decoder(tgt_vocab_size, embed_size, hidden_size, num_layers, att,
-                               feed_input, dropout, bias, pad_id, hidden_dropout, tie_output)
+                               feed_input, dropout, bias, pad_id, hidden_dropout, tie_output,
+                               output_dropout)
         self.attention = att
+        self.int8_output = None  # set by quantize_for_decoding: int8 W_s for decoding only
         try:
             initialise_(self, init, init_scale)
         except ValueError as err:
@@ -211,7 +217,13 @@ class Seq2Seq(nn.Module):
         return self.logits(h_tilde), state, align
 
     def logits(self, h_tilde: Tensor) -> Tensor:
-        """``W_s h_tilde_t`` (Eq. 6), the pre-softmax scores: (B, d) -> (B, V)."""
+        """``W_s h_tilde_t`` (Eq. 6), the pre-softmax scores: (B, d) -> (B, V).
+
+        After :func:`luong_lit.nn.quantize.quantize_for_decoding`, decoding (no autograd)
+        uses the int8 copy of ``W_s``.
+        """
+        if self.int8_output is not None and not torch.is_grad_enabled() and h_tilde.dim() == 2:
+            return self.int8_output(h_tilde)
         W_s = self.decoder.W_s
         return project_rows(h_tilde, W_s.weight, W_s.bias)
 
