@@ -2,7 +2,8 @@
 """Beam-5 decoding speed beside OpenNMT-py 3.5.1 and Joey NMT 2.3.0 on "m30k_small".
 
     python benchmarks/peer_beam_speed.py --out results/beam_peers --peers-dir PEERS_DIR \
-        [--train-epochs 1] [--rounds 3] [--beam 5]
+        [--train-epochs 1] [--rounds 3] [--beam 5] [--systems onmt,ours_b30,ours_b30_int8]
+        [--ours-ckpt RUN/checkpoints/best.ckpt]
 
 Models
 ------
@@ -10,7 +11,8 @@ Each system first trains its own ``m30k_small`` model (the configs of
 ``benchmarks/peers/`` and our ``conf/experiment/m30k_small.yaml``) for the same number of
 epochs (``--train-epochs``, default 1: 454 steps of 64 sentences; Joey NMT keeps its
 step-450 checkpoint, where it validates).  The models are cached under ``OUT/models`` and
-reused by later invocations.  Decoding speed depends on output lengths, so the report
+reused by later invocations; ``--ours-ckpt`` decodes a model of ours trained elsewhere
+(for example the main job's ``best.ckpt``) instead.  Decoding speed depends on output lengths, so the report
 gives each system's mean output length and BLEU beside its speed.
 
 Decoding
@@ -45,7 +47,8 @@ from peer_throughput import PEER_BOOT, PEER_CFG_DIR, REPO, _env, _version, fill_
 
 ONMT_AVG_MS = re.compile(r"Average translation time \(ms\):\s*([\d.]+)")
 JOEY_GEN = re.compile(r"Generation took ([\d.]+)\[sec\]")
-SYSTEMS = ("onmt", "joey", "ours_b30", "ours_b64")
+SYSTEMS = ("onmt", "joey", "ours_b30", "ours_b64", "ours_b30_int8", "ours_b64_int8")
+DEFAULT_SYSTEMS = "onmt,joey,ours_b30,ours_b64"
 
 
 def _run(cmd, log: Path, threads: int, cwd=REPO, timeout=3600) -> str:
@@ -65,7 +68,9 @@ def train_models(args) -> dict:
     peer_data = args.peers_dir / "data"
     ckpts = {"onmt": models / "onmt" / f"model_step_{steps}.pt",
              "joey": models / "joey" / "joey_model" / "best.ckpt",
-             "ours": models / "ours" / "checkpoints" / "last.ckpt"}
+             "ours": args.ours_ckpt or models / "ours" / "checkpoints" / "last.ckpt"}
+    wanted = {s.split("_")[0] for s in args.systems}
+    ckpts = {k: v for k, v in ckpts.items() if k in wanted}
     for system, ckpt in ckpts.items():
         if ckpt.exists():
             continue
@@ -123,12 +128,13 @@ def decode_peer(system: str, args, ckpt: Path, run_dir: Path) -> dict:
     return {"sent_per_s": n / seconds, "seconds": seconds, "sentences": n, "hyp": str(hyp)}
 
 
-def decode_ours(batch: int, args, ckpt: Path, run_dir: Path) -> dict:
-    hyp = run_dir / "hyp.txt"
-    out = _run([str(args.ours_python), "benchmarks/beam_speed.py", str(ckpt), "--beam",
-                str(args.beam), "--batch-size", str(batch), "--single-limit", "0",
-                "--threads", str(args.threads), "--output", str(hyp)],
-               run_dir / "stdout.log", args.threads)
+def decode_ours(system: str, args, ckpt: Path, run_dir: Path) -> dict:
+    """``system`` is ``ours_b<batch>`` or ``ours_b<batch>_int8``."""
+    hyp, parts = run_dir / "hyp.txt", system.split("_")
+    cmd = [str(args.ours_python), "benchmarks/beam_speed.py", str(ckpt), "--beam",
+           str(args.beam), "--batch-size", parts[1][1:], "--single-limit", "0",
+           "--threads", str(args.threads), "--output", str(hyp)]
+    out = _run(cmd + (["--int8"] if "int8" in parts else []), run_dir / "stdout.log", args.threads)
     res = json.loads(out.strip().splitlines()[-1])
     return {"sent_per_s": res["batched_sent_per_s"], "sentences": res["sentences"], "hyp": str(hyp)}
 
@@ -155,6 +161,9 @@ def write_summary(args, runs: list, versions: dict) -> dict:
         ratios["ours(b30)/onmt(b30)"] = med["ours_b30"] / med["onmt"]
     if "ours_b64" in med and "joey" in med:
         ratios["ours(b64)/joey(b64)"] = med["ours_b64"] / med["joey"]
+    for peer, batch in (("onmt", "b30"), ("joey", "b64")):
+        if f"ours_{batch}_int8" in med and peer in med:
+            ratios[f"ours({batch}, int8)/{peer}({batch[1:]})"] = med[f"ours_{batch}_int8"] / med[peer]
     summary = {"benchmark": "m30k_small beam decoding of test_2016_flickr", "beam": args.beam,
                "train_epochs": args.train_epochs, "rounds": args.rounds, "threads": args.threads,
                "versions": versions, "median_sent_per_s": med, "ratios": ratios,
@@ -183,23 +192,30 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--systems", default=DEFAULT_SYSTEMS,
+                    help=f"comma-separated, from {','.join(SYSTEMS)}")
+    ap.add_argument("--ours-ckpt", type=Path, help="decode this checkpoint instead of training ours")
     args = ap.parse_args(argv)
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if unknown := sorted(set(args.systems) - set(SYSTEMS)):
+        ap.error(f"--systems: unknown {unknown}; choose from {', '.join(SYSTEMS)}")
     args.out, args.peers_dir = args.out.resolve(), args.peers_dir.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
-    for peer in ("onmt", "joey"):
+    for peer in sorted({"onmt", "joey"} & set(args.systems)):
         if not (args.peers_dir / f"{peer}-venv" / "bin" / "python").exists():
             sys.exit(f"{args.peers_dir}/{peer}-venv missing: run benchmarks/peers/setup_peers.sh")
-    versions = {"onmt": _version(args.peers_dir / "onmt-venv/bin/python", ["torch", "OpenNMT-py"]),
-                "joey": _version(args.peers_dir / "joey-venv/bin/python", ["torch", "joeynmt"]),
-                "ours": _version(args.ours_python, ["torch", "luong_lit"])}
+    pkgs = {"onmt": "OpenNMT-py", "joey": "joeynmt"}
+    versions = {p: _version(args.peers_dir / f"{p}-venv/bin/python", ["torch", pkgs[p]])
+                for p in pkgs if p in args.systems}
+    versions["ours"] = _version(args.ours_python, ["torch", "luong_lit"])
     ckpts = train_models(args)
     runs = []
     for rnd in range(1, args.rounds + 1):
-        for s in SYSTEMS:
+        for s in args.systems:
             run_dir = args.out / "runs" / f"r{rnd}_{s}"
             run_dir.mkdir(parents=True, exist_ok=True)
             try:
-                res = (decode_ours(int(s[-2:]), args, ckpts["ours"], run_dir) if s.startswith("ours")
+                res = (decode_ours(s, args, ckpts["ours"], run_dir) if s.startswith("ours")
                        else decode_peer(s, args, ckpts[s], run_dir))
                 if rnd == 1:
                     res.update(score(args, res["hyp"]))

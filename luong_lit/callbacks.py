@@ -6,7 +6,7 @@ import time
 import lightning as L
 from luong_lit.data.batching import Batch
 from luong_lit.data.dictionary import load_dictionary
-from luong_lit.decoding.beam import BeamConfig
+from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.loggers import log_samples
 from luong_lit.metrics import corpus_bleu_tok
@@ -66,13 +66,14 @@ class BeamBleuCallback(L.Callback):
     (``test/<name>/bleu_beam``, ``test/<name>/bleu_beam_unk``).
 
     ``dictionary``: an optional ``src tgt [prob]`` file for unk replacement (spec §9).
+    ``length_penalty``: None (raw scores, the paper), ``"avg"`` or a GNMT α, as in ``evaluate``.
     """
 
     def __init__(self, every_n_epochs: int = 1, beam_size: int = 5, batch_size: int = 64,
                  replace_unk: bool = True, dictionary: str | None = None,
-                 max_sentences: int | None = None) -> None:
+                 max_sentences: int | None = None, length_penalty: float | str | None = None) -> None:
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
-        self.beam = BeamConfig(beam_size=beam_size)
+        self.beam = BeamConfig(beam_size=beam_size, length_penalty=parse_length_penalty(length_penalty))
         self.replace_unk, self.dictionary_path = replace_unk, dictionary
         self._dictionary = None
 

@@ -19,7 +19,7 @@ from luong_lit.checkpoint import CheckpointError, load_models
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.io import DataError, decode_lines, read_lines
 from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
-from luong_lit.decoding.beam import BeamConfig
+from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.ensemble import COMBINE, EnsembleError
 from luong_lit.runtime import configure_cpu
@@ -70,13 +70,10 @@ def beam_config(args) -> BeamConfig | None:
     """None means greedy decoding."""
     if args.beam < 1 or args.batch_size < 1:
         raise UsageError(f"--beam and --batch-size must be at least 1 (got {args.beam}, {args.batch_size})")
-    penalty = args.length_penalty
-    if penalty is not None and penalty not in ("none", "avg"):
-        try:
-            penalty = float(penalty)
-        except ValueError:
-            raise UsageError(f"--length-penalty must be none, avg or a number, got {penalty!r}") from None
-    penalty = None if penalty == "none" else penalty
+    try:
+        penalty = parse_length_penalty(args.length_penalty)
+    except ValueError as e:
+        raise UsageError(f"--length-penalty: {e}") from None
     if args.authors_decoder:
         return BeamConfig(beam_size=12, n_best=getattr(args, "n_best", 1), stack_size=100,
                           max_len_ratio=args.max_len_ratio, min_len_ratio=args.min_len_ratio)

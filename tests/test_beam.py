@@ -8,7 +8,7 @@ import torch
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding import greedy_decode
-from luong_lit.decoding.beam import BeamConfig, beam_search
+from luong_lit.decoding.beam import BeamConfig, beam_search, parse_length_penalty
 from luong_lit.nn import Memory, Seq2Seq
 from luong_lit.nn.decoder import DecoderState
 
@@ -74,6 +74,14 @@ def test_length_penalty_prefers_longer_hypotheses():
     raw = run(stub, BeamConfig(beam_size=3, max_len_ratio=1.0, max_len_extra=0))[0][0]
     avg = run(stub, BeamConfig(beam_size=3, max_len_ratio=1.0, max_len_extra=0, length_penalty="avg"))[0][0]
     assert raw.tokens == [] and len(avg.tokens) > 0
+
+
+def test_length_penalty_settings_parse_or_name_the_bad_value():
+    from luong_lit.callbacks import BeamBleuCallback
+    assert [parse_length_penalty(v) for v in (None, "none", "avg", "0.6", 1)] == [None, None, "avg", 0.6, 1.0]
+    assert BeamBleuCallback(length_penalty="avg").beam.length_penalty == "avg"
+    with pytest.raises(ValueError, match="'sqrt'"):
+        BeamBleuCallback(length_penalty="sqrt")
 
 
 @pytest.fixture(scope="module")

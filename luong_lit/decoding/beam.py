@@ -51,6 +51,16 @@ class BeamConfig:
         return score / (((5.0 + length) / 6.0) ** alpha)  # Wu et al. (2016)
 
 
+def parse_length_penalty(value) -> float | str | None:
+    """``None``/``"none"`` (raw scores), ``"avg"``, or a GNMT α given as a number or string."""
+    if value is None or value in ("none", "avg"):
+        return None if value == "none" else value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"length penalty must be none, avg or a number, got {value!r}") from None
+
+
 AUTHORS = BeamConfig(beam_size=12, n_best=1, stack_size=100)  # nmt.matlab's decoder, spec §11
 
 
