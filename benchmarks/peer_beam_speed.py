@@ -157,13 +157,10 @@ def write_summary(args, runs: list, versions: dict) -> dict:
            for s in SYSTEMS if any(r["system"] == s and "sent_per_s" in r for r in runs)}
     quality = {s: next((r for r in runs if r["system"] == s and "bleu_tok" in r), {}) for s in med}
     ratios = {}
-    if "ours_b30" in med and "onmt" in med:
-        ratios["ours(b30)/onmt(b30)"] = med["ours_b30"] / med["onmt"]
-    if "ours_b64" in med and "joey" in med:
-        ratios["ours(b64)/joey(b64)"] = med["ours_b64"] / med["joey"]
-    for peer, batch in (("onmt", "b30"), ("joey", "b64")):
-        if f"ours_{batch}_int8" in med and peer in med:
-            ratios[f"ours({batch}, int8)/{peer}({batch[1:]})"] = med[f"ours_{batch}_int8"] / med[peer]
+    for peer, batch in (("onmt", "b30"), ("joey", "b64")):  # each peer at its own batch size
+        for kind, label in (("", ""), ("_int8", ", int8")):
+            if f"ours_{batch}{kind}" in med and peer in med:
+                ratios[f"ours({batch}{label})/{peer}({batch})"] = med[f"ours_{batch}{kind}"] / med[peer]
     summary = {"benchmark": "m30k_small beam decoding of test_2016_flickr", "beam": args.beam,
                "train_epochs": args.train_epochs, "rounds": args.rounds, "threads": args.threads,
                "versions": versions, "median_sent_per_s": med, "ratios": ratios,

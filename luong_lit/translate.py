@@ -22,6 +22,7 @@ from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
 from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.ensemble import COMBINE, EnsembleError
+from luong_lit.nn.quantize import QuantizationUnavailable, quantize_for_decoding
 from luong_lit.runtime import configure_cpu
 
 log = logging.getLogger("luong_lit.translate")
@@ -54,8 +55,6 @@ def add_decoding_args(ap: argparse.ArgumentParser) -> None:
 
 def load_for_decoding(args):
     """The checkpoint(s) of ``args``, on ``args.device``, with ``--int8`` applied."""
-    from luong_lit.nn.quantize import QuantizationUnavailable, quantize_for_decoding
-
     model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, args.combine, args.device)
     model.to(args.device)
     if getattr(args, "int8", False):

@@ -254,7 +254,7 @@ def test_decoding_looks_up_the_projected_embeddings_of_every_word():
             for t in range(tgt.size(1)):
                 logits, state, _ = net.step(tgt[:, t], state, memory, t)
                 torch.testing.assert_close(logits, net.logits(h_tilde[:, t]), atol=1e-5, rtol=1e-5)
-        assert net.decoder._table_cache[1].shape == (20, 32)
+        assert net.decoder._cache[1]["table"].shape == (20, 32)
 
 
 def test_int8_output_layer_serves_decoding_only():

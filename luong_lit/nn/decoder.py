@@ -80,8 +80,7 @@ class Decoder(nn.Module):
         self.W_s = nn.Linear(hidden_size, vocab_size, bias=bias)
         if tie_output:  # one (V, d) matrix embeds y_{t-1} and scores y_t (needs e == d)
             self.W_s.weight = self.embedding.weight
-        self._weights_cache: tuple | None = None  # (parameter versions, per-layer weights)
-        self._table_cache: tuple | None = None  # (parameter versions, (V, 4d) embedding projection)
+        self._cache: tuple | None = None  # (parameter versions, decoding constants)
 
     # ------------------------------------------------------------------ weights
     def _layer_weights(self) -> list[tuple[Tensor, Tensor | None]]:
@@ -101,47 +100,52 @@ class Decoder(nn.Module):
     def train(self, mode: bool = True) -> "Decoder":
         """Also forgets the decoding weights: fused optimizers update parameters in place
         without bumping their version counters, so the version check alone would miss it."""
-        self._weights_cache = self._table_cache = None
+        self._cache = None
         return super().train(mode)
 
-    def _step_weights(self) -> list[tuple[RecurrentWeight, Tensor | None]]:
+    def _decoding_cache(self) -> dict:
+        """Constants of decoding without autograd, kept while the parameters stay the same.
+
+        Filled lazily by :meth:`_step_weights` (``weights``) and :meth:`_step_input`
+        (``table``). It is dropped by :meth:`train` / ``eval()``, by every forward pass
+        under autograd, and when a parameter is replaced or edited in place.
+        """
+        params = [*self.rnn.parameters(), self.embedding.weight]
+        key = tuple((p.data_ptr(), p._version) for p in params)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, {})
+        return self._cache[1]
+
+    def _step_weights(self, cache: dict | None = None) -> list[tuple[RecurrentWeight, Tensor | None]]:
         """:meth:`_layer_weights` as :class:`RecurrentWeight` s for the unrolled stack.
 
-        Under autograd they are built afresh (their gradients are summed over the steps).
-        Without it (decoding, validation) they are cached while the parameters do not
-        change; the cache is dropped by :meth:`train` / ``eval()``, by every forward pass
-        under autograd, and when a parameter is replaced or edited in place.
+        Under autograd they are built afresh (their gradients are summed over the steps);
+        without it (decoding, validation) they live in :meth:`_decoding_cache`.
         """
         if torch.is_grad_enabled():
             return [(RecurrentWeight(W), b) for W, b in self._layer_weights()]
-        key = self._versions()
-        if self._weights_cache is None or self._weights_cache[0] != key:
-            self._weights_cache = (key, [(RecurrentWeight(W), b) for W, b in self._layer_weights()])
-        return self._weights_cache[1]
+        cache = self._decoding_cache() if cache is None else cache
+        if "weights" not in cache:
+            cache["weights"] = [(RecurrentWeight(W), b) for W, b in self._layer_weights()]
+        return cache["weights"]
 
-    def _versions(self) -> tuple:
-        params = [*self.rnn.parameters(), self.embedding.weight]
-        return tuple((p.data_ptr(), p._version) for p in params)
+    def _step_input(self, y_prev: Tensor, cache: dict) -> Tensor:
+        """Layer 1's projection of ``emb(y_{t-1})`` when decoding: (B,) ids -> (B, 4d).
 
-    def _step_input(self, y_prev: Tensor) -> Tensor:
-        """Layer 1's projection of ``emb(y_{t-1})`` for one step: (B,) ids -> (B, 4d).
-
-        In eval mode without autograd (decoding) it is looked up in a table holding the
-        projection of every target word, computed once while the weights stay the same: a
-        gather instead of a matrix product per step. Otherwise :meth:`_embed_proj`.
+        Looked up in a table holding the projection of every target word, computed once per
+        set of weights: a gather instead of a matrix product per step.
         """
-        if self.training or torch.is_grad_enabled():
-            return self._embed_proj(y_prev)
-        key = self._versions()
-        if self._table_cache is None or self._table_cache[0] != key:
-            every_word = torch.arange(self.embedding.num_embeddings, device=y_prev.device)  # (V,)
-            self._table_cache = (key, self._embed_proj(every_word))  # (V, 4d)
-        return self._table_cache[1].index_select(0, y_prev)  # (B, 4d)
+        if "table" not in cache:
+            cache["table"] = self._project(self.embedding.weight)  # (V, 4d)
+        return cache["table"].index_select(0, y_prev)  # (B, 4d)
 
     def _embed_proj(self, y: Tensor) -> Tensor:
         """Layer-1 input projection of the (dropped-out) embeddings: (...,) ids -> (..., 4d)."""
-        x = self.dropout(self.embedding(y))  # (..., e)
-        return F.linear(x, self.rnn.weight_ih_l0[:, : self.embed_size], summed_bias(self.rnn, 0))  # (..., 4d)
+        return self._project(self.dropout(self.embedding(y)))  # (..., 4d)
+
+    def _project(self, x: Tensor) -> Tensor:
+        """Layer 1's input weights on the embedding part: (..., e) -> (..., 4d)."""
+        return F.linear(x, self.rnn.weight_ih_l0[:, : self.embed_size], summed_bias(self.rnn, 0))
 
     # ------------------------------------------------------------------ one step
     def _cell_stack(self, x0: Tensor, h_tilde: Tensor, h: list[Tensor], c: list[Tensor],
@@ -177,8 +181,12 @@ class Decoder(nn.Module):
     def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
              ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """One decoder step from ``y_{t-1}`` (B,): returns ``h_tilde_t`` (B, d), state, alignment."""
-        x0 = self._step_input(y_prev)  # (B, 4d)
-        h, c = self._cell_stack(x0, state.h_tilde, list(state.h), list(state.c), self._step_weights())
+        if self.training or torch.is_grad_enabled():  # dropout on the embedding, or gradients
+            x0, weights = self._embed_proj(y_prev), self._step_weights()  # (B, 4d)
+        else:  # decoding: one cache lookup per step
+            cache = self._decoding_cache()
+            x0, weights = self._step_input(y_prev, cache), self._step_weights(cache)  # (B, 4d)
+        h, c = self._cell_stack(x0, state.h_tilde, list(state.h), list(state.c), weights)
         h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
         h_tilde = h_tilde.squeeze(1)  # (B, d)
         return h_tilde, DecoderState(torch.stack(h), torch.stack(c), h_tilde), align
@@ -192,7 +200,7 @@ class Decoder(nn.Module):
         ``W_s``) and, if asked, the dense attention weights (B, T, S).
         """
         if torch.is_grad_enabled():
-            self._weights_cache = self._table_cache = None  # an optimizer step may follow (see :meth:`train`)
+            self._cache = None  # an optimizer step may follow (see :meth:`train`)
         if not self.feed_input:
             h_all, _ = self.rnn(self.dropout(self.embedding(y_in)), (state.h, state.c))  # (B, T, d)
             h_tilde, align = self._attend(h_all, memory, 0)

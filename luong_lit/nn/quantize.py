@@ -45,7 +45,10 @@ class Int8Linear:
 
 
 def quantize_for_decoding(net) -> None:
-    """Give ``net`` (a :class:`~luong_lit.nn.Seq2Seq`, or an ensemble of them) int8 decoding logits."""
+    """Give ``net`` (a :class:`~luong_lit.nn.Seq2Seq`, or an ensemble of them) int8 decoding logits.
+
+    The int8 matrix is a snapshot of ``W_s``: call this after loading, not before training.
+    """
     for model in getattr(net, "members", [net]):
         W_s = model.decoder.W_s
         model.int8_output = Int8Linear(W_s.weight, W_s.bias)
