@@ -3,9 +3,13 @@
 Runs ``python -m luong_lit.train`` code (same config, same LightningModule, same data
 pipeline) for ``warmup + steps`` steps without validation or checkpoints, and prints one
 JSON line: non-pad target tokens (``</s>`` included) per wall second over the last
-``steps`` steps.
+``steps`` steps, and on a GPU the peak memory allocated by torch.
 
     python benchmarks/ours_window.py --steps 200 --warmup 20 [overrides...]
+
+``--pad-vocab N`` appends never-seen symbols to both vocabularies until they hold N words, so
+that a small training sample still gets the paper's 50K embedding and softmax sizes: the
+cost of a step depends on the vocabulary size, not on which words occur.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import time
 from pathlib import Path
 
 import lightning as L
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,6 +31,8 @@ class Window(L.Callback):
         self.warmup, self.t0, self.tokens, self.t1 = warmup, None, 0, None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()  # time finished steps, not queued kernels
         step = trainer.global_step
         if step == self.warmup:
             self.t0, self.tokens = time.perf_counter(), 0
@@ -34,12 +41,32 @@ class Window(L.Callback):
             self.t1 = time.perf_counter()
 
 
+def pad_vocab(size: int) -> None:
+    """Make every ``TranslationDataModule`` pad its vocabularies to ``size`` symbols."""
+    from luong_lit.data.datamodule import TranslationDataModule
+    from luong_lit.data.vocab import Vocab
+
+    setup = TranslationDataModule.setup
+
+    def padded_setup(self, stage=None):
+        setup(self, stage)
+        for name in ("src_vocab", "tgt_vocab"):
+            itos = getattr(self, name).itos
+            extra = [f"<dummy{i}>" for i in range(max(0, size - len(itos)))]
+            setattr(self, name, Vocab(itos + extra))
+
+    TranslationDataModule.setup = padded_setup
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--pad-vocab", type=int, default=0, help="pad both vocabularies to N symbols")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
+    if args.pad_vocab:
+        pad_vocab(args.pad_vocab)
     from hydra import compose, initialize_config_dir
 
     from luong_lit.train import build
@@ -58,8 +85,14 @@ def main() -> None:
     trainer.callbacks.append(window)
     trainer.fit(model, dm)
     dt = window.t1 - window.t0
-    print(json.dumps({"tgt_tok_per_s": window.tokens / dt, "steps": args.steps, "seconds": dt,
-                      "tokens": window.tokens}))
+    out = {"tgt_tok_per_s": window.tokens / dt, "steps": args.steps, "seconds": dt,
+           "tokens": window.tokens, "vocab": [len(dm.src_vocab), len(dm.tgt_vocab)],
+           "precision": str(trainer.precision)}
+    if torch.cuda.is_available():
+        out.update(device=torch.cuda.get_device_name(),
+                   peak_gib=torch.cuda.max_memory_allocated() / 2**30,
+                   peak_reserved_gib=torch.cuda.max_memory_reserved() / 2**30)
+    print(json.dumps(out))
     sys.stdout.flush()
 
 

@@ -52,3 +52,24 @@ def test_no_gradient_work_without_grad():
     with torch.no_grad():
         got = linear_cross_entropy(h, W, None, torch.tensor([0, 1, 2, 3]))
     torch.testing.assert_close(got, F.cross_entropy(h @ W.t(), torch.tensor([0, 1, 2, 3]), reduction="sum"))
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_bf16_autocast_matches_the_autocast_reference(eps):
+    """Under mixed precision ``h_tilde`` arrives in bf16 while ``W_s`` stays fp32 (bf16-mixed)."""
+    torch.manual_seed(4)
+    W = torch.randn(50, 16, requires_grad=True)
+    b = torch.randn(50, requires_grad=True)
+    x = torch.randn(37, 16, requires_grad=True)
+    y = torch.randint(0, 50, (37,))
+    grads = []
+    for fused in (True, False):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = torch.tanh(F.linear(x, torch.eye(16)))  # (37, 16) bf16, as h_tilde is
+            assert h.dtype == torch.bfloat16
+            loss = (linear_cross_entropy(h, W, b, y, 8, eps) if fused else
+                    F.cross_entropy(F.linear(h, W, b).float(), y, reduction="sum", label_smoothing=eps))
+        grads.append([loss.detach(), *torch.autograd.grad(loss, [x, W, b])])
+    assert grads[0][2].dtype == torch.float32  # W_s's gradient keeps the parameter's dtype
+    for got, ref in zip(*grads):
+        torch.testing.assert_close(got, ref, rtol=2e-2, atol=2e-2 * float(ref.abs().max()))

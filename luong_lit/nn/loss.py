@@ -23,13 +23,15 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 eps: float) -> Tensor:
         need_grad = any(ctx.needs_input_grad[:3])
         acc = torch.float32 if h.dtype in (torch.float16, torch.bfloat16) else h.dtype
+        W_s = weight.to(h.dtype)  # (V, d) under autocast h_tilde is bf16/fp16 and W_s fp32
+        b_s = None if bias is None else bias.to(h.dtype)  # (V,)
         loss = h.new_zeros((), dtype=acc)
         grad_h = torch.empty_like(h) if need_grad else None
         grad_w = torch.zeros_like(weight) if need_grad else None
         grad_b = torch.zeros_like(bias) if (need_grad and bias is not None) else None
         for s in range(0, h.size(0), chunk):
             h_c, y_c = h[s:s + chunk], target[s:s + chunk]  # (n, d), (n,)
-            logits = torch.addmm(bias, h_c, weight.t()) if bias is not None else h_c @ weight.t()  # (n, V)
+            logits = torch.addmm(b_s, h_c, W_s.t()) if b_s is not None else h_c @ W_s.t()  # (n, V)
             if logits.dtype in (torch.float16, torch.bfloat16):
                 logits = logits.float()  # the softmax runs in fp32 under mixed precision
             picked = logits.gather(1, y_c.unsqueeze(1))  # (n, 1) logit of the reference word
@@ -45,11 +47,14 @@ class _LinearCrossEntropy(torch.autograd.Function):
             if eps:
                 probs.sub_(eps / probs.size(1))
             probs[torch.arange(y_c.numel(), device=h.device), y_c] -= 1.0 - eps  # d loss / d logits
-            probs = probs.to(h.dtype)
-            grad_h[s:s + chunk] = probs @ weight  # (n, d)
-            grad_w.addmm_(probs.t(), h_c)  # (V, d)
             if grad_b is not None:
-                grad_b += probs.sum(0)
+                grad_b += probs.sum(0)  # (V,)
+            probs = probs.to(h.dtype)
+            grad_h[s:s + chunk] = probs @ W_s  # (n, d)
+            if grad_w.dtype == h.dtype:
+                grad_w.addmm_(probs.t(), h_c)  # (V, d)
+            else:  # mixed precision: low-precision product, accumulated in W_s's own dtype
+                grad_w += probs.t() @ h_c  # (V, d)
         ctx.save_for_backward(grad_h, grad_w, grad_b)
         return loss
 

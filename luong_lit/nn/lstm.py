@@ -45,6 +45,7 @@ class _StepAddmm(Function):
 
     @staticmethod
     def forward(ctx, base: Tensor | None, x: Tensor, W: Tensor, pairs: list) -> Tensor:
+        x = x.to(W.dtype)  # (n, in) mixed precision: h_{t-1} may still be fp32 at t = 1
         ctx.save_for_backward(x, W)
         ctx.pairs, ctx.base_dim = pairs, None if base is None else base.dim()
         return x @ W if base is None else torch.addmm(base, x, W)  # (n, out)
@@ -65,9 +66,12 @@ class RecurrentWeight:
     with only ``n_t`` rows, are replaced by one product over all steps, as fused RNN
     kernels do, and the gradient is no longer accumulated step by step. The result is the
     same sum (``tests/test_training_paths.py``). Without autograd it is a plain ``addmm``.
+    Under autocast ``W`` is cast once to the autocast dtype, not at every step.
     """
 
     def __init__(self, W: Tensor) -> None:
+        if torch.is_autocast_enabled(W.device.type):
+            W = W.to(torch.get_autocast_dtype(W.device.type))  # (in, out) bf16/fp16 copy
         self._pairs: list = []
         self.deferred = torch.is_grad_enabled() and W.requires_grad
         self.W = _CollectGrad.apply(W, self._pairs) if self.deferred else W

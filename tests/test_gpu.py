@@ -1,0 +1,77 @@
+"""On a CUDA device the model computes what it computes on the CPU (skipped without one)."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from luong_lit.data.batching import Batch
+from luong_lit.decoding.beam import BeamConfig, beam_search
+from luong_lit.decoding.greedy import greedy_decode
+from luong_lit.metrics.perplexity import token_nll
+from luong_lit.nn import Seq2Seq
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+V = 40
+
+
+def toy_batch(seed: int = 0) -> Batch:
+    """Three ragged sentences: source lengths 9, 5 and 1, target lengths 7, 3 and 5."""
+    g = torch.Generator().manual_seed(seed)
+    src_len, tgt_len = torch.tensor([9, 5, 1]), torch.tensor([7, 3, 5])
+    src = torch.randint(4, V, (3, 9), generator=g)
+    src[torch.arange(9) >= src_len.unsqueeze(1)] = 0
+    tgt_out = torch.randint(4, V, (3, 7), generator=g)
+    tgt_out[torch.arange(7) >= tgt_len.unsqueeze(1)] = 0
+    tgt_in = torch.cat([torch.full((3, 1), 2), tgt_out[:, :-1]], 1)
+    return Batch(src, src_len, tgt_in, tgt_out, torch.arange(3))
+
+
+@pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
+def test_loss_and_gradients_match_the_cpu(att):
+    torch.manual_seed(0)
+    cpu = Seq2Seq(V, V, 16, 16, 2, 0.0, att, "general", True).double()
+    gpu = copy.deepcopy(cpu).cuda()
+    batch = toy_batch()
+    losses = []
+    for net, b in ((cpu, batch), (gpu, batch.to("cuda"))):
+        nll, _ = token_nll(net, b, label_smoothing=0.1)
+        nll.backward()
+        losses.append(nll.detach().cpu())
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-9, atol=1e-9)
+    for (name, p), q in zip(cpu.named_parameters(), gpu.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-7, atol=1e-9, msg=name)
+
+
+@pytest.mark.parametrize("att", ["global", "local_p"])
+def test_decoding_on_the_gpu_gives_the_cpu_output(att):
+    torch.manual_seed(1)
+    cpu = Seq2Seq(V, V, 16, 16, 2, 0.0, att, "general", True).double().eval()
+    gpu = copy.deepcopy(cpu).cuda()
+    b = toy_batch(seed=1)
+    g = b.to("cuda")
+    assert greedy_decode(gpu, g.src, g.src_len)[0] == greedy_decode(cpu, b.src, b.src_len)[0]
+    cfg = BeamConfig(beam_size=4, n_best=2)
+    on_gpu = [[(h.tokens, round(float(h.score), 8)) for h in s] for s in beam_search(gpu, g.src, g.src_len, cfg)]
+    on_cpu = [[(h.tokens, round(float(h.score), 8)) for h in s] for s in beam_search(cpu, b.src, b.src_len, cfg)]
+    assert on_gpu == on_cpu
+
+
+@pytest.mark.parametrize("att", ["global", "local_p"])
+@pytest.mark.parametrize("feed", [True, False])
+def test_bf16_autocast_training_step_is_finite_and_close(att, feed):
+    """bf16 mixed precision (the GPU check's second setting) stays near the fp32 loss."""
+    torch.manual_seed(2)
+    net = Seq2Seq(V, V, 32, 32, 2, 0.0, att, "general", feed).cuda()
+    b = toy_batch(seed=2).to("cuda")
+    with torch.no_grad():
+        full, tokens = token_nll(net, b)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        mixed, _ = token_nll(net, b)
+    mixed.backward()
+    assert torch.isfinite(mixed)
+    grads = [p.grad for p in net.parameters() if p.grad is not None]
+    assert grads and all(g.dtype == torch.float32 and torch.isfinite(g).all() for g in grads)
+    assert abs(float(mixed) - float(full)) / tokens < 0.05  # per token, in nats
