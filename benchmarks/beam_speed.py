@@ -1,7 +1,7 @@
 """Beam-search decoding speed of a trained checkpoint, batched against one sentence at a time.
 
     LUONG_LIT_DATA=../shared/data python benchmarks/beam_speed.py RUN/checkpoints/best.ckpt \
-        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--output FILE] [--int8]
+        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--output FILE] [--int8 [output|all]]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
 of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
@@ -33,12 +33,13 @@ def main() -> None:
     ap.add_argument("--single-limit", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--output", help="also write the batched translations to this file")
-    ap.add_argument("--int8", action="store_true", help="int8 output layer (luong_lit.nn.quantize)")
+    ap.add_argument("--int8", nargs="?", const="output", default=None, choices=("output", "all"),
+                    help="int8 output layer, or (all) every decoder product (luong_lit.nn.quantize)")
     args = ap.parse_args()
     configure_cpu(args.threads)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     if args.int8:
-        quantize_for_decoding(net)
+        quantize_for_decoding(net, args.int8)
     split, _ = load_split(meta, args.test, src_vocab, tgt_vocab)
     cfg = BeamConfig(beam_size=args.beam)
     t0 = time.perf_counter()

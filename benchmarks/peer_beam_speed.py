@@ -47,7 +47,8 @@ from peer_throughput import PEER_BOOT, PEER_CFG_DIR, REPO, _env, _version, fill_
 
 ONMT_AVG_MS = re.compile(r"Average translation time \(ms\):\s*([\d.]+)")
 JOEY_GEN = re.compile(r"Generation took ([\d.]+)\[sec\]")
-SYSTEMS = ("onmt", "joey", "ours_b30", "ours_b64", "ours_b30_int8", "ours_b64_int8")
+SYSTEMS = ("onmt", "joey", "ours_b30", "ours_b64", "ours_b30_int8", "ours_b64_int8", "ours_b30_int8all",
+           "ours_b64_int8all")
 DEFAULT_SYSTEMS = "onmt,joey,ours_b30,ours_b64"
 
 
@@ -129,12 +130,13 @@ def decode_peer(system: str, args, ckpt: Path, run_dir: Path) -> dict:
 
 
 def decode_ours(system: str, args, ckpt: Path, run_dir: Path) -> dict:
-    """``system`` is ``ours_b<batch>`` or ``ours_b<batch>_int8``."""
+    """``system`` is ``ours_b<batch>``, ``ours_b<batch>_int8`` (output layer) or ``_int8all``."""
     hyp, parts = run_dir / "hyp.txt", system.split("_")
     cmd = [str(args.ours_python), "benchmarks/beam_speed.py", str(ckpt), "--beam",
            str(args.beam), "--batch-size", parts[1][1:], "--single-limit", "0",
            "--threads", str(args.threads), "--output", str(hyp)]
-    out = _run(cmd + (["--int8"] if "int8" in parts else []), run_dir / "stdout.log", args.threads)
+    int8 = {"int8": ["--int8", "output"], "int8all": ["--int8", "all"]}.get(parts[-1], [])
+    out = _run(cmd + int8, run_dir / "stdout.log", args.threads)
     res = json.loads(out.strip().splitlines()[-1])
     return {"sent_per_s": res["batched_sent_per_s"], "sentences": res["sentences"], "hyp": str(hyp)}
 
@@ -158,7 +160,7 @@ def write_summary(args, runs: list, versions: dict) -> dict:
     quality = {s: next((r for r in runs if r["system"] == s and "bleu_tok" in r), {}) for s in med}
     ratios = {}
     for peer, batch in (("onmt", "b30"), ("joey", "b64")):  # each peer at its own batch size
-        for kind, label in (("", ""), ("_int8", ", int8")):
+        for kind, label in (("", ""), ("_int8", ", int8"), ("_int8all", ", int8 all")):
             if f"ours_{batch}{kind}" in med and peer in med:
                 ratios[f"ours({batch}{label})/{peer}({batch})"] = med[f"ours_{batch}{kind}"] / med[peer]
     summary = {"benchmark": "m30k_small beam decoding of test_2016_flickr", "beam": args.beam,

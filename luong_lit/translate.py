@@ -22,7 +22,7 @@ from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
 from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.ensemble import COMBINE, EnsembleError
-from luong_lit.nn.quantize import QuantizationUnavailable, quantize_for_decoding
+from luong_lit.nn.quantize import PARTS, QuantizationUnavailable, quantize_for_decoding
 from luong_lit.runtime import configure_cpu
 
 log = logging.getLogger("luong_lit.translate")
@@ -49,8 +49,9 @@ def add_decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--align-convention", default="paper", choices=("paper", "predicted"))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
-    ap.add_argument("--int8", action="store_true",
-                    help="decode with an int8 copy of the output layer (CPU; faster, approximate)")
+    ap.add_argument("--int8", nargs="?", const="output", default=None, choices=PARTS,
+                    help="decode with int8 copies of the output layer (--int8, --int8 output) or of "
+                         "every decoder matrix product (--int8 all); CPU; faster, approximate")
 
 
 def load_for_decoding(args):
@@ -59,7 +60,7 @@ def load_for_decoding(args):
     model.to(args.device)
     if getattr(args, "int8", False):
         try:
-            quantize_for_decoding(model)
+            quantize_for_decoding(model, args.int8)
         except QuantizationUnavailable as err:
             raise UsageError(f"--int8: {err}") from None
     return model, src_vocab, tgt_vocab, metas

@@ -124,10 +124,10 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
     assert "detokenised sacreBLEU 13a" in md and "tokenised (multi-bleu.perl equivalent" in md
     assert (tmp_path / "eval_toy_bleu_by_length.png").stat().st_size > 1000
     res = run("evaluate", [str(out / "checkpoints" / "best.ckpt"), "--test", "toy", "--beam", "3",
-                           "--out", str(tmp_path / "int8"), "--quiet", "--int8"])
+                           "--out", str(tmp_path / "int8"), "--quiet", "--int8", "all"])
     assert res.returncode == 0, res.stderr.decode()
     int8 = json.loads((tmp_path / "int8" / "eval_toy.json").read_text())
-    assert int8["decoding"]["int8"] is True and report["decoding"]["int8"] is False
+    assert int8["decoding"]["int8"] == "all" and report["decoding"]["int8"] is None
     assert int8["ppl"] == report["ppl"]  # scoring keeps the float weights
 
 

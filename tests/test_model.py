@@ -286,6 +286,35 @@ def test_int8_output_layer_serves_decoding_only():
         torch.testing.assert_close(logits, net.step(tgt[:, 0], s1, m1, 0)[0])
 
 
+@pytest.mark.parametrize("feed", [True, False])
+def test_int8_decoder_serves_decoding_only(feed):
+    """``parts="all"``: the decoder's LSTM layers and ``W_c`` also run in int8 when stepping,
+    close to the float step; teacher-forced scoring keeps the float weights exactly."""
+    from luong_lit.nn.quantize import quantize_for_decoding
+
+    torch.manual_seed(5)
+    net = Seq2Seq(20, 30, 16, 16, 2, 0.0, "local_p", "general", feed).eval()
+    src, src_len, tgt = batch(V=20)
+    with torch.no_grad():
+        forced = net(src, src_len, tgt)[0]
+        memory, state = net.encode(src, src_len)
+        states, refs = [state], []
+        for t in range(3):
+            logits, state, _ = net.step(tgt[:, t], state, memory, t)
+            states.append(state)
+            refs.append(logits)
+        quantize_for_decoding(net, "all")
+        assert net.decoder.int8 is not None and len(net.decoder.int8["layers"]) == 2
+        torch.testing.assert_close(net(src, src_len, tgt)[0], forced, rtol=0, atol=0)
+        for t, ref in enumerate(refs):  # each int8 step starts from the float state
+            err = (net.step(tgt[:, t], states[t], memory, t)[0] - ref).abs().max()
+            assert 0 < err < 0.02 * ref.abs().max()
+        net.int8_output = None  # float W_s: a difference left comes from the decoder's int8
+        assert (net.step(tgt[:, 1], states[1], memory, 1)[0] - refs[1]).abs().max() > 0
+    with pytest.raises(ValueError, match="int8 parts"):
+        quantize_for_decoding(net, "encoder")
+
+
 @pytest.mark.parametrize("n", [1, 7, 320, 333, 700])
 @pytest.mark.parametrize("bias", [True, False])
 def test_decoding_projection_equals_linear(n, bias):

@@ -81,6 +81,7 @@ class Decoder(nn.Module):
         if tie_output:  # one (V, d) matrix embeds y_{t-1} and scores y_t (needs e == d)
             self.W_s.weight = self.embedding.weight
         self._cache: tuple | None = None  # (parameter versions, decoding constants)
+        self.int8: dict | None = None  # set by quantize_for_decoding(parts="all"): decoding only
 
     # ------------------------------------------------------------------ weights
     def _layer_weights(self) -> list[tuple[Tensor, Tensor | None]]:
@@ -170,24 +171,28 @@ class Decoder(nn.Module):
             cs.append(c_new)
         return hs, cs
 
-    def _attend(self, h_t: Tensor, memory: Memory, step: int) -> tuple[Tensor, Alignment | None]:
-        """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) for queries ``h_t`` (B, T, d)."""
+    def _attend(self, h_t: Tensor, memory: Memory, step: int, W_c=None) -> tuple[Tensor, Alignment | None]:
+        """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) for queries ``h_t`` (B, T, d).
+
+        ``W_c`` replaces ``self.W_c`` (the int8 copy when decoding)."""
         if self.attention is None:
             return h_t, None
         c_t, align = self.attention(h_t, memory, step)  # (B, T, d)
         c_h = self.hidden_dropout(torch.cat([c_t, h_t], -1))  # (B, T, 2d)
-        return torch.tanh(self.W_c(c_h)), align  # (B, T, d)
+        return torch.tanh((W_c or self.W_c)(c_h)), align  # (B, T, d)
 
     def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
              ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """One decoder step from ``y_{t-1}`` (B,): returns ``h_tilde_t`` (B, d), state, alignment."""
+        int8 = {}
         if self.training or torch.is_grad_enabled():  # dropout on the embedding, or gradients
             x0, weights = self._embed_proj(y_prev), self._step_weights()  # (B, 4d)
         else:  # decoding: one cache lookup per step
-            cache = self._decoding_cache()
-            x0, weights = self._step_input(y_prev, cache), self._step_weights(cache)  # (B, 4d)
+            cache, int8 = self._decoding_cache(), self.int8 or {}
+            x0 = self._step_input(y_prev, cache)  # (B, 4d)
+            weights = int8.get("layers") or self._step_weights(cache)
         h, c = self._cell_stack(x0, state.h_tilde, list(state.h), list(state.c), weights)
-        h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
+        h_tilde, align = self._attend(h[-1].unsqueeze(1), memory, t, int8.get("W_c"))  # (B, 1, d)
         h_tilde = h_tilde.squeeze(1)  # (B, d)
         return h_tilde, DecoderState(torch.stack(h), torch.stack(c), h_tilde), align
 

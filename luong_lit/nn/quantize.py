@@ -1,13 +1,17 @@
-"""Optional int8 decoding: the output layer ``W_s`` (paper Eq. 6) as an 8-bit matrix product.
+"""Optional int8 decoding: the decoder's matrix products as 8-bit products.
 
-The output layer is about half of the work of beam search on a small model. With
-:func:`quantize_for_decoding` the decoding-time logits come from PyTorch's dynamically
-quantised linear product (fbgemm on x86): ``W_s`` is stored as int8 with one scale per
-vocabulary row, each batch of ``h_tilde_t`` rows is quantised on the fly, and the product
-runs in integer arithmetic. Training, teacher-forced scoring (perplexity, forced alignment)
-and every path under autograd keep the float weights; only :meth:`Seq2Seq.logits` during
-decoding changes. The logits are approximate, so translations can differ from those of the
-float model: this is an opt-in speed/accuracy trade (``translate --int8``), never the default.
+The output layer ``W_s`` (paper Eq. 6) is about half of the work of beam search on a small
+model, and the decoder's LSTM layers and ``W_c`` (Eq. 5) most of the rest. With
+:func:`quantize_for_decoding` these come from PyTorch's dynamically quantised linear product
+(fbgemm on x86): each weight is stored as int8 with one scale per output row, each batch of
+input rows is quantised on the fly, and the product runs in integer arithmetic.
+``parts="output"`` quantises ``W_s`` only; ``parts="all"`` also the decoder's LSTM weights
+and ``W_c``. The encoder, the attention scores and the embedding lookups stay float.
+
+Training, teacher-forced scoring (perplexity, forced alignment) and every path under
+autograd keep the float weights; only the step-by-step decoding changes. The results are
+approximate, so translations can differ from those of the float model: this is an opt-in
+speed/accuracy trade (``translate --int8 [output|all]``), never the default.
 """
 from __future__ import annotations
 
@@ -40,15 +44,36 @@ class Int8Linear:
             raise QuantizationUnavailable(f"int8 linear kernels are unavailable here: {err}") from None
 
     def __call__(self, x: Tensor) -> Tensor:
-        """(n, d) float rows -> (n, V) float logits."""
-        return torch.ops.quantized.linear_dynamic(x.float().contiguous(), self.packed, True)
+        """(..., d) float rows -> (..., V) float outputs."""
+        x2 = x.reshape(-1, x.size(-1)).float().contiguous()  # (n, d)
+        return torch.ops.quantized.linear_dynamic(x2, self.packed, True).view(*x.shape[:-1], -1)
 
 
-def quantize_for_decoding(net) -> None:
-    """Give ``net`` (a :class:`~luong_lit.nn.Seq2Seq`, or an ensemble of them) int8 decoding logits.
+class Int8Recurrent:
+    """:class:`~luong_lit.nn.lstm.RecurrentWeight`'s ``base + x W`` with ``W`` (in, out) in int8."""
 
-    The int8 matrix is a snapshot of ``W_s``: call this after loading, not before training.
+    def __init__(self, W: Tensor) -> None:
+        self.linear = Int8Linear(W.t(), None)  # (out, in) rows, one scale each
+
+    def addmm(self, base: Tensor | None, x: Tensor) -> Tensor:
+        out = self.linear(x)  # (n, out)
+        return out if base is None else out.add_(base)
+
+
+PARTS = ("output", "all")
+
+
+def quantize_for_decoding(net, parts: str = "output") -> None:
+    """Give ``net`` (a :class:`~luong_lit.nn.Seq2Seq`, or an ensemble of them) int8 decoding.
+
+    The int8 matrices are a snapshot of the weights: call this after loading, not before
+    training. ``parts``: ``output`` (``W_s``) or ``all`` (also the LSTM layers and ``W_c``).
     """
+    if parts not in PARTS:
+        raise ValueError(f"int8 parts must be one of {PARTS}, got {parts!r}")
     for model in getattr(net, "members", [net]):
-        W_s = model.decoder.W_s
-        model.int8_output = Int8Linear(W_s.weight, W_s.bias)
+        dec = model.decoder
+        model.int8_output = Int8Linear(dec.W_s.weight, dec.W_s.bias)
+        if parts == "all":
+            dec.int8 = {"layers": [(Int8Recurrent(W), b) for W, b in dec._layer_weights()],
+                        "W_c": None if dec.W_c is None else Int8Linear(dec.W_c.weight, dec.W_c.bias)}
