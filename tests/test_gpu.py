@@ -6,11 +6,13 @@ import copy
 import pytest
 import torch
 
+from conftest import compose_cfg, tiny_overrides
 from luong_lit.data.batching import Batch
 from luong_lit.decoding.beam import BeamConfig, beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.metrics.perplexity import token_nll
 from luong_lit.nn import Seq2Seq
+from luong_lit.train import train
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -74,4 +76,16 @@ def test_bf16_autocast_training_step_is_finite_and_close(att, feed):
     assert torch.isfinite(mixed)
     grads = [p.grad for p in net.parameters() if p.grad is not None]
     assert grads and all(g.dtype == torch.float32 and torch.isfinite(g).all() for g in grads)
-    assert abs(float(mixed) - float(full)) / tokens < 0.05  # per token, in nats
+    assert abs(float(mixed.detach()) - float(full)) / tokens < 0.05  # per token, in nats
+
+
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
+def test_training_validation_and_bleu_callback(precision, toy_corpus, tmp_path):
+    """The whole Lightning path on the GPU: training, validation (under autocast with
+    bf16-mixed) and the dev BLEU callback's decoding (outside it), two epochs."""
+    cfg = compose_cfg(tiny_overrides(toy_corpus) + ["trainer=gpu", f"trainer.precision={precision}",
+                                                    "trainer.max_epochs=2"], tmp_path)
+    metrics = train(cfg)
+    assert {"train/loss", "val/ppl", "val/bleu"} <= metrics.keys()
+    assert torch.isfinite(torch.tensor(float(metrics["train/loss"]))) and float(metrics["val/ppl"]) > 1.0
+    assert (tmp_path / "checkpoints" / "last.ckpt").exists()

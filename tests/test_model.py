@@ -1,6 +1,7 @@
 """The Seq2Seq model: step-by-step decoding equals teacher forcing, reversal, validation."""
 from __future__ import annotations
 
+import copy
 import itertools
 
 import pytest
@@ -349,3 +350,18 @@ def test_bf16_autocast_training_step_with_input_feeding():
     for name, g in grads[1].items():
         assert g.dtype == torch.float32 and torch.isfinite(g).all(), name
         torch.testing.assert_close(g, grads[0][name], rtol=0.1, atol=0.02 * scale, msg=name)
+
+
+def test_decoding_after_autocast_validation_uses_float_weights():
+    """Validation under bf16-mixed fills the decoding cache with bf16 weights; decoding
+    outside autocast afterwards (the BLEU callback) must not reuse them."""
+    from luong_lit.decoding.greedy import greedy_decode
+
+    torch.manual_seed(0)
+    net = Seq2Seq(20, 20, 8, 8, 2, 0.0, "global", "general", True).eval()
+    src, src_len, tgt = batch()
+    fresh = copy.deepcopy(net)  # its cache never saw autocast
+    with torch.no_grad():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            net(src, src_len, tgt)
+        assert greedy_decode(net, src, src_len)[0] == greedy_decode(fresh, src, src_len)[0]

@@ -109,10 +109,13 @@ class Decoder(nn.Module):
 
         Filled lazily by :meth:`_step_weights` (``weights``) and :meth:`_step_input`
         (``table``). It is dropped by :meth:`train` / ``eval()``, by every forward pass
-        under autograd, and when a parameter is replaced or edited in place.
+        under autograd, when a parameter is replaced or edited in place, and when autocast
+        is switched on or off (its weights are then in another dtype).
         """
         params = [*self.rnn.parameters(), self.embedding.weight]
-        key = tuple((p.data_ptr(), p._version) for p in params)
+        device = self.embedding.weight.device.type
+        amp = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
+        key = (amp, *((p.data_ptr(), p._version) for p in params))
         if self._cache is None or self._cache[0] != key:
             self._cache = (key, {})
         return self._cache[1]
