@@ -29,9 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 class Window(L.Callback):
     def __init__(self, warmup: int) -> None:
         self.warmup, self.t0, self.tokens, self.t1 = warmup, None, 0, None
+        self.cuda = torch.cuda.is_available()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if torch.cuda.is_available():
+        if self.cuda:
             torch.cuda.synchronize()  # time finished steps, not queued kernels
         step = trainer.global_step
         if step == self.warmup:
