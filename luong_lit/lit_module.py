@@ -1,6 +1,7 @@
 """A thin LightningModule around :class:`luong_lit.nn.Seq2Seq`: loss, logging, optimisation."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import lightning as L
@@ -28,6 +29,17 @@ def halving_factor(epoch: int, halve_after: int, convention: str = "paper") -> f
     return 0.5 ** max(0, epoch - first_halved + 1)
 
 
+def anneal_factor(step: int, total_steps: int, anneal_steps: int) -> float:
+    """LR multiplier for 0-based optimizer ``step``: 1, then linear down to 0 over the last
+    ``anneal_steps`` of ``total_steps`` ("warmup-stable-decay" without the warmup). Step
+    ``total_steps - anneal_steps`` is the last one at the full rate; the final step runs at
+    ``1 / anneal_steps`` of it.
+    """
+    if not 0 < anneal_steps <= total_steps:
+        raise ValueError(f"anneal steps must be in [1, {total_steps}], got {anneal_steps}")
+    return min(1.0, (total_steps - step) / anneal_steps)
+
+
 class LuongLitModule(L.LightningModule):
     """Training wrapper. The network and the optimizer factory are injected (R3).
 
@@ -36,6 +48,8 @@ class LuongLitModule(L.LightningModule):
         optimizer: a factory ``params -> torch.optim.Optimizer`` (Hydra ``_partial_``).
         halve_after: epochs before LR halving starts (paper: 5, or 8 with dropout); None: off.
         halve_convention: ``paper`` or ``code`` (see :func:`halving_factor`).
+        anneal_epochs: instead of halving, keep the rate constant and lower it linearly to 0,
+            step by step, over the last this many epochs (see :func:`anneal_factor`); None: off.
         loss_norm: ``sentences`` (sum of token NLL / batch size, paper §4.1), ``nominal``
             (divide by the configured batch size even for a short last batch, as nmt.matlab)
             or ``tokens`` (mean per token).
@@ -54,6 +68,7 @@ class LuongLitModule(L.LightningModule):
         optimizer: Callable[..., torch.optim.Optimizer],
         halve_after: int | None = None,
         halve_convention: str = "paper",
+        anneal_epochs: float | None = None,
         loss_norm: str = "sentences",
         nominal_batch_size: int = 128,
         clip_norm: float | None = 5.0,
@@ -65,8 +80,14 @@ class LuongLitModule(L.LightningModule):
         if loss_norm not in LOSS_NORMS:
             raise ValueError(f"loss_norm must be one of {LOSS_NORMS}, got {loss_norm!r}")
         halving_factor(0, halve_after or 0, halve_convention)  # validates the convention
+        if halve_after is not None and anneal_epochs is not None:
+            raise ValueError("model.halve_after and model.anneal_epochs are two learning-rate "
+                             "schedules; set one of them to null")
+        if anneal_epochs is not None and anneal_epochs <= 0:
+            raise ValueError(f"model.anneal_epochs must be positive, got {anneal_epochs}")
         self.net, self.optimizer_factory = net, optimizer
         self.halve_after, self.halve_convention = halve_after, halve_convention
+        self.anneal_epochs = anneal_epochs
         self.loss_norm, self.nominal_batch_size = loss_norm, nominal_batch_size
         self.clip_norm, self.clip_exclude_embeddings = clip_norm, clip_exclude_embeddings
         if not 0.0 <= label_smoothing < 1.0:
@@ -83,10 +104,13 @@ class LuongLitModule(L.LightningModule):
         nll, tokens = token_nll(self.net, batch, self.label_smoothing)
         loss = self._normalise(nll, batch, tokens)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(batch))
+        if self.anneal_epochs is not None:  # the rate changes every step
+            self.log("train/lr", self.optimizers().param_groups[0]["lr"], batch_size=len(batch))
         return loss
 
     def on_train_epoch_start(self) -> None:
-        self.log("train/lr", self.optimizers().param_groups[0]["lr"])
+        if self.anneal_epochs is None:
+            self.log("train/lr", self.optimizers().param_groups[0]["lr"])
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
         nll, tokens = token_nll(self.net, batch)
@@ -118,11 +142,23 @@ class LuongLitModule(L.LightningModule):
 
     def configure_optimizers(self) -> Any:
         opt = self.optimizer_factory(params=self.parameters())
+        if self.anneal_epochs is not None:
+            total, anneal = self._anneal_plan()
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: anneal_factor(s, total, anneal))
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
         if self.halve_after is None:
             return opt
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda e: halving_factor(e, self.halve_after, self.halve_convention))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
+
+    def _anneal_plan(self) -> tuple[int, int]:
+        """(optimizer steps in the whole run, steps in the annealed tail)."""
+        total = self.trainer.estimated_stepping_batches  # also sets up the train dataloader
+        if total == float("inf"):
+            raise ValueError("model.anneal_epochs needs a planned length: set trainer.max_epochs")
+        per_epoch = math.ceil(self.trainer.num_training_batches / self.trainer.accumulate_grad_batches)
+        return int(total), min(int(total), max(1, round(self.anneal_epochs * per_epoch)))
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None) -> None:
         """Paper §4.1: rescale the gradient whenever its norm exceeds ``clip_norm``."""

@@ -12,7 +12,7 @@ import torch
 
 from conftest import compose_cfg, tiny_overrides
 from luong_lit.checkpoint import CheckpointError, load_model
-from luong_lit.lit_module import halving_factor
+from luong_lit.lit_module import LuongLitModule, anneal_factor, halving_factor
 from luong_lit.nn import ConfigError
 from luong_lit.train import train
 
@@ -46,6 +46,15 @@ def test_schedule_halving_paper_and_code():
     assert code == [1, 1, 1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625]
 
 
+def test_schedule_anneal_is_linear_to_zero_over_the_tail():
+    factors = [anneal_factor(s, 10, 4) for s in range(10)]
+    assert factors == [1, 1, 1, 1, 1, 1, 1, 0.75, 0.5, 0.25]  # naive: (10 - s) / 4 once s > 6
+    with pytest.raises(ValueError, match="anneal steps"):
+        anneal_factor(0, 10, 11)
+    with pytest.raises(ValueError, match="model.halve_after and model.anneal_epochs"):
+        LuongLitModule(torch.nn.Linear(1, 1), torch.optim.Adam, halve_after=8, anneal_epochs=2)
+
+
 @pytest.mark.filterwarnings("ignore:.*self.trainer.*reference is not registered")
 def test_label_smoothing_shapes_the_training_loss_only():
     """The training loss is the smoothed loss / batch size; validation ppl stays the plain NLL."""
@@ -73,6 +82,7 @@ def test_label_smoothing_shapes_the_training_loss_only():
 def _fit(tmp_path, corpus, epochs, extra=()):
     cfg = compose_cfg(tiny_overrides(corpus) + [f"trainer.max_epochs={epochs}", "dropout=0.3",
                                                 "optim=sgd_paper", "model.halve_after=1",
+                                                "model.anneal_epochs=null",
                                                 "test_after_training=false", *extra], tmp_path)
     train(cfg)
     return tmp_path / "checkpoints"
@@ -87,6 +97,21 @@ def test_resume_continues_the_same_run(toy_corpus, tmp_path):
     assert a["epoch"] == b["epoch"] and a["global_step"] == b["global_step"] > 0
     assert a["lr_schedulers"] == b["lr_schedulers"] and b["lr_schedulers"][0]["_last_lr"][0] < 1.0
     for key, value in a["state_dict"].items():  # same data order, dropout masks and lr schedule
+        torch.testing.assert_close(b["state_dict"][key], value, msg=key)
+
+
+def test_resume_continues_the_annealed_schedule(toy_corpus, tmp_path):
+    """The per-step schedule depends on the planned length, so the interrupted run is the full
+    run's own epoch-2 checkpoint, resumed in a fresh directory."""
+    anneal = ["model.halve_after=null", "model.anneal_epochs=2"]  # later overrides win
+    full = _fit(tmp_path / "full", toy_corpus, 3, anneal + ["callbacks.epoch_checkpoints.every_n_epochs=1"])
+    resumed = _fit(tmp_path / "resumed", toy_corpus, 3, anneal + [f"ckpt_path={full / 'epochs' / 'e01.ckpt'}"])
+    a = torch.load(full / "last.ckpt", weights_only=True)
+    b = torch.load(resumed / "last.ckpt", weights_only=True)
+    mid = torch.load(full / "epochs" / "e01.ckpt", weights_only=True)["lr_schedulers"][0]["_last_lr"][0]
+    assert a["lr_schedulers"] == b["lr_schedulers"] and a["lr_schedulers"][0]["_last_lr"][0] == 0.0
+    assert a["lr_schedulers"][0]["last_epoch"] == a["global_step"] and 0.0 < mid < 1.0
+    for key, value in a["state_dict"].items():
         torch.testing.assert_close(b["state_dict"][key], value, msg=key)
 
 
