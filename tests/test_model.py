@@ -12,7 +12,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from luong_lit.nn import ConfigError, Seq2Seq
 from luong_lit.nn.encoder import reverse_index
 from luong_lit.nn.lstm import ragged_lstm
-from luong_lit.nn.projection import project_rows
+from luong_lit.nn.projection import linear_columns, project_rows
 
 VALID = [(a, s, f) for a, s, f in itertools.product(["global", "local_m", "local_p"],
                                                     ["dot", "general", "concat", "location"], [True, False])
@@ -316,10 +316,10 @@ def test_int8_decoder_serves_decoding_only(feed):
         quantize_for_decoding(net, "encoder")
 
 
-@pytest.mark.parametrize("n", [1, 7, 320, 333, 700])
+@pytest.mark.parametrize("n", [1, 7, 31, 32, 333, 700])
 @pytest.mark.parametrize("bias", [True, False])
 def test_decoding_projection_equals_linear(n, bias):
-    """``project_rows`` (the (V, n) product transposed back) equals ``F.linear`` row for row."""
+    """``project_rows`` (column blocks from ``MIN_ROWS`` rows on) equals ``F.linear`` row for row."""
     g = torch.Generator().manual_seed(n)
     h, W = torch.randn(n, 16, generator=g), torch.randn(1100, 16, generator=g)
     b = torch.randn(1100, generator=g) if bias else None
@@ -329,6 +329,16 @@ def test_decoding_projection_equals_linear(n, bias):
     out = project_rows(h, W, b)  # under autograd: F.linear itself, so gradients flow
     out.sum().backward()
     torch.testing.assert_close(W.grad, h.sum(0).expand_as(W))
+
+
+@pytest.mark.parametrize("cols", [1, 100, 256, 5000])
+@pytest.mark.parametrize("bias", [True, False])
+def test_column_block_projection_equals_linear(cols, bias):
+    """``linear_columns`` (products over blocks of output columns) equals ``F.linear``."""
+    g = torch.Generator().manual_seed(cols)
+    h, W = torch.randn(37, 16, generator=g), torch.randn(1100, 16, generator=g)  # 1100: a ragged last block
+    b = torch.randn(1100, generator=g) if bias else None
+    torch.testing.assert_close(linear_columns(h, W, b, cols), torch.nn.functional.linear(h, W, b))
 
 
 def test_bf16_autocast_training_step_with_input_feeding():

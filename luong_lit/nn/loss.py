@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from luong_lit.nn.projection import linear_columns
+
 
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
@@ -31,7 +33,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_b = torch.zeros_like(bias) if (need_grad and bias is not None) else None
         for s in range(0, h.size(0), chunk):
             h_c, y_c = h[s:s + chunk], target[s:s + chunk]  # (n, d), (n,)
-            logits = torch.addmm(b_s, h_c, W_s.t()) if b_s is not None else h_c @ W_s.t()  # (n, V)
+            logits = linear_columns(h_c, W_s, b_s)  # (n, V), in column blocks on CPU
             if logits.dtype in (torch.float16, torch.bfloat16):
                 logits = logits.float()  # the softmax runs in fp32 under mixed precision
             picked = logits.gather(1, y_c.unsqueeze(1))  # (n, 1) logit of the reference word
