@@ -40,7 +40,7 @@ def main() -> None:
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     if args.int8:
         quantize_for_decoding(net, args.int8)
-    split, _ = load_split(meta, args.test, src_vocab, tgt_vocab)
+    split = load_split(meta, args.test, src_vocab, tgt_vocab).split
     cfg = BeamConfig(beam_size=args.beam)
     t0 = time.perf_counter()
     out = decode_corpus(net, split.src_ids, args.batch_size, cfg)

@@ -32,7 +32,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_flush_denormal(True)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
-    split, lang = load_split(meta, args.test, src_vocab, tgt_vocab)
+    test = load_split(meta, args.test, src_vocab, tgt_vocab)
+    split, lang = test.split, test.lang
     out = decode_corpus(net, split.src_ids, 32, BeamConfig(beam_size=args.beam), keep_attention=True)
     refs = [" ".join(t) for t in split.tgt_tokens]
     result = {"test": args.test, "beam": args.beam, "unk_in_output": 0}

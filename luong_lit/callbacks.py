@@ -10,6 +10,7 @@ from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.loggers import log_samples
 from luong_lit.metrics import corpus_bleu_tok
+from luong_lit.metrics.bleu import bleu_words
 
 
 class ThroughputMonitor(L.Callback):
@@ -53,7 +54,8 @@ class GreedyBleuCallback(L.Callback):
             return
         dm = trainer.datamodule
         hyps = translate_split(pl_module.net, dm, "dev", self.batch_size, self.max_sentences)
-        refs = [" ".join(t) for t in dm.splits["dev"].tgt_tokens[: len(hyps)]]
+        tok = dm.tokenizers.get("tgt")
+        refs = [" ".join(bleu_words(t, tok)) for t in dm.splits["dev"].tgt_tokens[: len(hyps)]]
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
         if trainer.is_global_zero:
             rows = [(" ".join(dm.splits["dev"].src_tokens[i]), refs[i], hyps[i]) for i in range(min(self.samples, len(hyps)))]
@@ -62,8 +64,8 @@ class GreedyBleuCallback(L.Callback):
 
 class BeamBleuCallback(L.Callback):
     """Beam decoding, unk replacement and BLEU on the dev set every ``every_n_epochs`` epochs
-    (``val/bleu_beam``, ``val/bleu_beam_unk``) and on every test set in ``trainer.test``
-    (``test/<name>/bleu_beam``, ``test/<name>/bleu_beam_unk``).
+    (``val/bleu_beam``, ``val/bleu_unk_beam``) and on every test set in ``trainer.test``
+    (``test/<name>/bleu_beam``, ``test/<name>/bleu_unk_beam``).
 
     ``dictionary``: an optional ``src tgt [prob]`` file for unk replacement (spec §9).
     ``length_penalty``: None (raw scores, the paper), ``"avg"`` or a GNMT α, as in ``evaluate``.
@@ -80,8 +82,9 @@ class BeamBleuCallback(L.Callback):
     def _scores(self, pl_module, split) -> dict[str, float]:
         if self.dictionary_path and self._dictionary is None:
             self._dictionary = load_dictionary(self.dictionary_path)
-        return split_bleu(pl_module.net, split, pl_module.trainer.datamodule.tgt_vocab, self.beam,
-                          self.batch_size, self.max_sentences, self.replace_unk, self._dictionary)
+        dm = pl_module.trainer.datamodule
+        return split_bleu(pl_module.net, split, dm.tgt_vocab, self.beam, self.batch_size, self.max_sentences,
+                          self.replace_unk, self._dictionary, dm.tokenizers.get("tgt"))
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if not self.every or trainer.sanity_checking or (trainer.current_epoch + 1) % self.every:
@@ -97,18 +100,24 @@ class BeamBleuCallback(L.Callback):
 
 def split_bleu(net, split, tgt_vocab, beam: BeamConfig | None = None, batch_size: int = 128,
                max_sentences: int | None = None, replace_unk: bool = False,
-               dictionary: dict[str, str] | None = None) -> dict[str, float]:
-    """Tokenised BLEU of a split's translations: ``bleu``, and ``bleu_unk`` after unk replacement."""
+               dictionary: dict[str, str] | None = None, tokenizer=None) -> dict[str, float]:
+    """Tokenised BLEU of a split's translations: ``bleu``, and ``bleu_unk`` after unk replacement.
+
+    ``tokenizer``: the target tokeniser of training; sentencepiece pieces are joined into words.
+    """
     was_training = net.training
     net.eval()
     src_ids = split.src_ids[:max_sentences]
     translations = decode_corpus(net, src_ids, batch_size, beam, keep_attention=replace_unk)
     net.train(was_training)
-    refs = [" ".join(t) for t in split.tgt_tokens[: len(src_ids)]]
-    scores = {"bleu": corpus_bleu_tok([" ".join(w) for w in output_words(translations, tgt_vocab)], refs)}
+    def text(words):
+        return [" ".join(bleu_words(w, tokenizer)) for w in words]
+
+    refs = text(split.tgt_tokens[: len(src_ids)])
+    scores = {"bleu": corpus_bleu_tok(text(output_words(translations, tgt_vocab)), refs)}
     if replace_unk:
         words = output_words(translations, tgt_vocab, split.src_tokens, net.content_based, dictionary)
-        scores["bleu_unk"] = corpus_bleu_tok([" ".join(w) for w in words], refs)
+        scores["bleu_unk"] = corpus_bleu_tok(text(words), refs)
     return scores
 
 
@@ -118,9 +127,11 @@ def translate_split(net, dm, split: str, batch_size: int = 128, max_sentences: i
     net.eval()
     translations = decode_corpus(net, dm.splits[split].src_ids[:max_sentences], batch_size)
     net.train(was_training)
-    return [" ".join(w) for w in output_words(translations, dm.tgt_vocab)]
+    tok = dm.tokenizers.get("tgt")
+    return [" ".join(bleu_words(w, tok)) for w in output_words(translations, dm.tgt_vocab)]
 
 
 def dev_bleu(net, dm, split: str = "dev", batch_size: int = 128, max_sentences: int | None = None) -> float:
     """Greedy tokenised BLEU of a split (the ``val/bleu`` of :class:`GreedyBleuCallback`)."""
-    return split_bleu(net, dm.splits[split], dm.tgt_vocab, None, batch_size, max_sentences)["bleu"]
+    return split_bleu(net, dm.splits[split], dm.tgt_vocab, None, batch_size, max_sentences,
+                      tokenizer=dm.tokenizers.get("tgt"))["bleu"]

@@ -1,6 +1,7 @@
 """Atomic checkpoint writes and safe loading of trained models."""
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from luong_lit import nn
 from luong_lit.data.vocab import Vocab
 from luong_lit.nn import Seq2Seq
 
@@ -38,24 +40,47 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             raise
 
 
-def _check_targets(node: Any, where: str = "net") -> None:
-    """Refuse any ``_target_`` outside ``luong_lit.nn``: a checkpoint must not run code."""
-    if isinstance(node, dict):
-        target = node.get("_target_")
-        if target is not None and not str(target).startswith("luong_lit.nn."):
-            raise CheckpointError(f"checkpoint config {where}._target_={target!r} is not a luong_lit.nn class")
-        for key, value in node.items():
-            _check_targets(value, f"{where}.{key}")
+#: The only classes a checkpoint's model description may name (R2's building blocks).
+_NET_PARTS = {f"luong_lit.nn.{c.__name__}": c for c in (
+    nn.GlobalAttention, nn.LocalMonotonicAttention, nn.LocalPredictiveAttention,
+    nn.DotScore, nn.GeneralScore, nn.ConcatScore, nn.LocationScore)}
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _part(node: Any, where: str) -> Any:
+    """A scalar, or ``functools.partial`` of an allowed class with scalar arguments.
+
+    A checkpoint is untrusted: it may name only the classes above, never any other callable
+    (``hydra.utils.instantiate`` would import and call whatever ``_target_`` names).
+    """
+    if isinstance(node, _SCALARS):
+        return node
+    if not isinstance(node, dict) or node.get("_target_") not in _NET_PARTS:
+        target = node.get("_target_") if isinstance(node, dict) else type(node).__name__
+        raise CheckpointError(f"checkpoint config {where}: {target!r} is not a luong_lit.nn "
+                              f"attention or score class ({', '.join(sorted(_NET_PARTS))})")
+    kwargs = {k: v for k, v in node.items() if k not in ("_target_", "_partial_")}
+    for key, value in kwargs.items():
+        if not isinstance(value, _SCALARS):
+            raise CheckpointError(f"checkpoint config {where}.{key}: expected a number, string or "
+                                  f"bool, got {type(value).__name__}")
+    return functools.partial(_NET_PARTS[node["_target_"]], **kwargs)
 
 
 def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
-    """Instantiate the network described by a (resolved) ``model.net`` config."""
-    from hydra.utils import instantiate
+    """Build the network described by a (resolved) ``model.net`` config, from a checkpoint.
 
-    _check_targets(net_cfg)
-    cfg = {k: v for k, v in net_cfg.items() if k not in ("_target_", "_partial_")}
-    factory = instantiate({"_target_": "luong_lit.nn.Seq2Seq", "_partial_": True, **cfg})
-    return factory(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size)
+    Only :class:`Seq2Seq` with the attention and score classes of ``luong_lit.nn`` can be
+    built; anything else raises :class:`CheckpointError` before any code is imported or run.
+    """
+    if not isinstance(net_cfg, dict) or net_cfg.get("_target_", "luong_lit.nn.Seq2Seq") != "luong_lit.nn.Seq2Seq":
+        target = net_cfg.get("_target_") if isinstance(net_cfg, dict) else net_cfg
+        raise CheckpointError(f"checkpoint config net: {target!r} is not luong_lit.nn.Seq2Seq")
+    kwargs = {k: _part(v, f"net.{k}") for k, v in net_cfg.items() if k not in ("_target_", "_partial_")}
+    try:
+        return Seq2Seq(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **kwargs)
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"checkpoint config net: cannot build the model ({err})") from None
 
 
 def load_model(path: str | os.PathLike, map_location: str = "cpu") -> tuple[Seq2Seq, Vocab, Vocab, dict]:
@@ -72,13 +97,31 @@ def load_model(path: str | os.PathLike, map_location: str = "cpu") -> tuple[Seq2
     except Exception as err:  # torch raises many types for corrupt files
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
     meta = ckpt.get("luong_lit") if isinstance(ckpt, dict) else None
-    if not meta or "net" not in meta:
+    if not isinstance(meta, dict) or "net" not in meta:
         raise CheckpointError(f"{path}: not a luong_lit checkpoint (no model description inside)")
-    src_vocab, tgt_vocab = Vocab(meta["src_vocab"]), Vocab(meta["tgt_vocab"])
+    try:
+        return _restore(ckpt, meta) + (meta,)
+    except CheckpointError as err:
+        raise CheckpointError(f"{path}: {err}") from None
+
+
+def _restore(ckpt: dict, meta: dict) -> tuple[Seq2Seq, Vocab, Vocab]:
+    """The network (eval mode) and both vocabularies, or a :class:`CheckpointError` saying what is damaged."""
+    try:
+        src_vocab, tgt_vocab = Vocab(meta["src_vocab"]), Vocab(meta["tgt_vocab"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(f"damaged vocabularies ({type(err).__name__}: {err})") from None
     net = build_net(meta["net"], len(src_vocab), len(tgt_vocab))
-    state = {k[len("net."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
-    net.load_state_dict(state)
-    return net.eval(), src_vocab, tgt_vocab, meta
+    weights = ckpt.get("state_dict")
+    if not isinstance(weights, dict):
+        raise CheckpointError("no weights inside (state_dict is missing)")
+    state = {k[len("net."):]: v for k, v in weights.items() if isinstance(k, str) and k.startswith("net.")}
+    try:
+        net.load_state_dict(state)
+    except RuntimeError as err:
+        detail = str(err).strip().splitlines()
+        raise CheckpointError(f"its weights do not fit the model it describes ({' '.join(detail[:2])[:300]})") from None
+    return net.eval(), src_vocab, tgt_vocab
 
 
 def load_models(paths, combine: str = "logits", map_location: str = "cpu"):

@@ -13,23 +13,23 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, NamedTuple, Sequence
 
 from luong_lit.checkpoint import CheckpointError
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.io import DataError
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.ensemble import EnsembleError
-from luong_lit.metrics.bleu import corpus_bleu_detok, corpus_bleu_tok
+from luong_lit.metrics.bleu import bleu_words, corpus_bleu_detok, corpus_bleu_tok
 from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_by_length
-from luong_lit.metrics.perplexity import perplexity
+from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
 from luong_lit.runtime import configure_cpu
 from luong_lit.translate import UsageError, add_decoding_args, beam_config, load_for_decoding
 
 log = logging.getLogger("luong_lit.evaluate")
 
 
-def datamodule_for(meta: dict, tests: dict | None = None):
+def datamodule_for(meta: dict, tests: dict | None = None, setup: bool = True):
     """The model's own dataset, tokenised as in training, with the given test sets."""
     from luong_lit.data.datamodule import TranslationDataModule
 
@@ -37,18 +37,30 @@ def datamodule_for(meta: dict, tests: dict | None = None):
     cfg["mirror"] = None  # this machine's LUONG_LIT_DATA, not the training machine's
     cfg["test"] = dict(tests or {})
     dm = TranslationDataModule(**cfg)
-    dm.setup("test")
+    if setup:
+        dm.setup("test")
     return dm
 
 
-def load_split(meta: dict, name: str, src_vocab, tgt_vocab):
-    """The test split ``name`` of the model's own dataset, tokenised and encoded as in training."""
-    tests = dict((meta.get("data") or {}).get("test") or {})
-    dm = datamodule_for(meta, {name: tests.get(name, name)})
-    if dm.src_vocab != src_vocab or dm.tgt_vocab != tgt_vocab:
-        raise DataError(f"the vocabularies rebuilt from the training data differ from the checkpoint's; "
-                        f"has the training data of {meta.get('data', {}).get('dataset')} changed?")
-    return dm.splits[name], (meta.get("data") or {}).get("tgt_lang", "de")
+class TestSet(NamedTuple):
+    """A test split of a model's dataset, with what scoring it needs."""
+
+    split: Any  # luong_lit.data.datamodule.Split
+    lang: str  # the target language (for detokenisation)
+    tokenizer: Any  # the target-side tokeniser of training
+    raw_refs: list[str] | None  # untokenised references, where the data was tokenised here
+
+
+def load_split(meta: dict, name: str, src_vocab, tgt_vocab) -> TestSet:
+    """The test split ``name`` of the model's dataset, tokenised as in training and encoded with
+    the model's vocabularies. The training data is not read (sentencepiece aside)."""
+    data = meta.get("data") or {}
+    dm = datamodule_for(meta, {name: dict(data.get("test") or {}).get(name, name)}, setup=False)
+    dm.setup_test(src_vocab, tgt_vocab)
+    split = dm.splits[name]
+    lowercased = (data.get("tokenizer_opts") or {}).get("lowercase", False)
+    raw = split.tgt_text if split.tgt_text and not lowercased else None
+    return TestSet(split, data.get("tgt_lang", "de"), dm.tokenizers["tgt"], raw)
 
 
 def load_train_split(meta: dict):
@@ -56,9 +68,18 @@ def load_train_split(meta: dict):
     return datamodule_for(meta).splits["train"]
 
 
-def score(hyps: list[list[str]], refs: list[str], lang: str) -> dict[str, float]:
-    text = [" ".join(h) for h in hyps]
-    return {"bleu_tok": corpus_bleu_tok(text, refs), "bleu_detok": corpus_bleu_detok(text, refs, lang)}
+def score(hyps: list[list[str]], refs: list[str], lang: str, tokenizer=None,
+          raw_refs: list[str] | None = None) -> dict[str, float]:
+    """Tokenised and detokenised BLEU of output words against tokenised ``refs``.
+
+    Sentencepiece output is joined into words first (on both sides); ``raw_refs``, where
+    given, are the references of the detokenised BLEU.
+    """
+    text = [" ".join(bleu_words(h, tokenizer)) for h in hyps]
+    refs = [" ".join(bleu_words(r.split(), tokenizer)) for r in refs]
+    detok = corpus_bleu_detok(text, raw_refs, lang, refs_detokenized=True) if raw_refs else \
+        corpus_bleu_detok(text, refs, lang)
+    return {"bleu_tok": corpus_bleu_tok(text, refs), "bleu_detok": detok}
 
 
 def samples(split, plain, replaced, n: int) -> list[dict]:
@@ -71,10 +92,13 @@ def samples(split, plain, replaced, n: int) -> list[dict]:
 
 def evaluate(args) -> dict:
     model, src_vocab, tgt_vocab, metas = load_for_decoding(args)
-    split, lang = load_split(metas[0], args.test, src_vocab, tgt_vocab)
+    test = load_split(metas[0], args.test, src_vocab, tgt_vocab)
+    split = test.split
     nets = list(getattr(model, "members", [model]))
     report = {"test": args.test, "checkpoints": [str(p) for p in args.checkpoints],
               "ppl": [perplexity(n, split.examples()) for n in nets]}
+    if len(nets) > 1:  # the ensemble's own distribution (its combine rule), through its steps
+        report["ppl_ensemble"] = stepwise_perplexity(model, split.examples())
     beam = beam_config(args)
     out = decode_corpus(model, split.src_ids, args.batch_size, beam, keep_attention=True, progress=not args.quiet)
     dictionary = load_dictionary(args.dict) if args.dict else None
@@ -86,10 +110,12 @@ def evaluate(args) -> dict:
                           "length_penalty": args.length_penalty, "combine": args.combine,
                           "dictionary": args.dict, "align_convention": args.align_convention,
                           "int8": args.int8}
-    report["bleu"] = score(plain, refs, lang)
-    report["bleu_unk_replaced"] = score(replaced, refs, lang)
+    report["bleu"] = score(plain, refs, test.lang, test.tokenizer, test.raw_refs)
+    report["bleu_unk_replaced"] = score(replaced, refs, test.lang, test.tokenizer, test.raw_refs)
+    report["detok_references"] = "raw" if test.raw_refs else "detokenised tokenised references"
     report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
-    report["length_buckets"] = bleu_by_length([" ".join(w) for w in replaced], refs,
+    report["length_buckets"] = bleu_by_length([" ".join(bleu_words(w, test.tokenizer)) for w in replaced],
+                                              [" ".join(bleu_words(t, test.tokenizer)) for t in split.tgt_tokens],
                                               [len(s) for s in split.src_tokens])
     report["samples"] = samples(split, plain, replaced, args.samples)
     return report
@@ -99,7 +125,8 @@ def markdown(report: dict) -> str:
     b, u = report["bleu"], report["bleu_unk_replaced"]
     lines = [f"# Evaluation on {report['test']}", "",
              "Checkpoints: " + ", ".join(f"`{Path(c).name}`" for c in report["checkpoints"]), "",
-             f"Perplexity: {', '.join(f'{p:.2f}' for p in report['ppl'])}", "",
+             f"Perplexity: {', '.join(f'{p:.2f}' for p in report['ppl'])}"
+             + (f"; the ensemble: {report['ppl_ensemble']:.2f}" if "ppl_ensemble" in report else ""), "",
              f"Decoding: {json.dumps(report['decoding'])}", "",
              "| BLEU (case-sensitive) | before unk replacement | after |", "|---|---:|---:|",
              f"| tokenised (multi-bleu.perl equivalent, ##AT## rejoined) | {b['bleu_tok']:.2f} | {u['bleu_tok']:.2f} |",

@@ -10,6 +10,7 @@ was (pre-tokenised data: whitespace; Moses: tokenised and detokenised again).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -19,8 +20,8 @@ from luong_lit.checkpoint import CheckpointError, load_models
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.io import DataError, decode_lines, read_lines
 from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
-from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
-from luong_lit.decoding.corpus import decode_corpus, output_words
+from luong_lit.decoding.beam import AUTHORS, BeamConfig, parse_length_penalty
+from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
 from luong_lit.decoding.ensemble import COMBINE, EnsembleError
 from luong_lit.nn.quantize import PARTS, QuantizationUnavailable, quantize_for_decoding
 from luong_lit.runtime import configure_cpu
@@ -37,8 +38,10 @@ def add_decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("checkpoints", nargs="+", help="one checkpoint, or several for an ensemble")
     ap.add_argument("--beam", type=int, default=5, help="beam size; 1 = greedy decoding (default 5)")
     ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--max-len-ratio", type=float, default=1.5, help="max output length / source length")
-    ap.add_argument("--min-len-ratio", type=float, default=0.0, help="min output length / source length")
+    ap.add_argument("--max-len-ratio", type=float, default=None,
+                    help="max output length / source length (default 1.5, plus 5 words)")
+    ap.add_argument("--min-len-ratio", type=float, default=None,
+                    help="min output length / source length (default 0)")
     ap.add_argument("--length-penalty", default=None,
                     help="none (raw log-probabilities, the paper), avg, or a GNMT alpha such as 0.6")
     ap.add_argument("--authors-decoder", action="store_true",
@@ -66,21 +69,30 @@ def load_for_decoding(args):
     return model, src_vocab, tgt_vocab, metas
 
 
-def beam_config(args) -> BeamConfig | None:
-    """None means greedy decoding."""
+def beam_config(args) -> BeamConfig:
+    """The search the options ask for; beam size 1 runs as greedy search, with the same length bounds.
+
+    ``--authors-decoder`` is :data:`~luong_lit.decoding.beam.AUTHORS` (beam 12, raw scores,
+    the authors' length bounds); length ratios given on the command line still apply.
+    """
     if args.beam < 1 or args.batch_size < 1:
         raise UsageError(f"--beam and --batch-size must be at least 1 (got {args.beam}, {args.batch_size})")
     try:
         penalty = parse_length_penalty(args.length_penalty)
     except ValueError as e:
         raise UsageError(f"--length-penalty: {e}") from None
+    n_best = getattr(args, "n_best", 1)
     if args.authors_decoder:
-        return BeamConfig(beam_size=12, n_best=getattr(args, "n_best", 1), stack_size=100,
-                          max_len_ratio=args.max_len_ratio, min_len_ratio=args.min_len_ratio)
-    if args.beam == 1 and getattr(args, "n_best", 1) == 1 and penalty is None:
-        return None
-    return BeamConfig(beam_size=args.beam, n_best=getattr(args, "n_best", 1), length_penalty=penalty,
-                      max_len_ratio=args.max_len_ratio, min_len_ratio=args.min_len_ratio)
+        if penalty is not None:
+            raise UsageError("--authors-decoder ranks by raw score; leave out --length-penalty")
+        cfg = dataclasses.replace(AUTHORS, n_best=n_best)
+    else:
+        cfg = BeamConfig(beam_size=args.beam, n_best=n_best, length_penalty=penalty)
+    if n_best > cfg.beam_size:
+        raise UsageError(f"--n-best {n_best} needs a beam of at least {n_best} (the beam is {cfg.beam_size})")
+    ratios = {k: v for k, v in (("max_len_ratio", args.max_len_ratio), ("min_len_ratio", args.min_len_ratio))
+              if v is not None}
+    return dataclasses.replace(cfg, **ratios)
 
 
 def tokenizers(meta: dict, pretokenized: bool):
@@ -124,20 +136,43 @@ def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[s
     out = decode_corpus(model, [src_vocab.encode(s) for s in src_words], args.batch_size, beam,
                         keep_attention=args.replace_unk, progress=progress)
     content = model.content_based if args.replace_unk else True
+    replace = (src_words, content, dictionary, args.align_convention) if args.replace_unk else None
     if args.n_best > 1:
-        return _n_best_lines(out, tgt_vocab, detok_tgt)
-    words = output_words(out, tgt_vocab, src_words if args.replace_unk else None, content, dictionary,
-                         args.align_convention)
+        return _n_best_lines(out, tgt_vocab, detok_tgt, args.n_best, replace)
+    words = output_words(out, tgt_vocab, *(replace or (None,)))
     return [detok_tgt.detokenize(w) if w else "" for w in words]
 
 
-def _n_best_lines(out, tgt_vocab, detok) -> list[str]:
-    """``i ||| translation ||| score`` lines, as Moses and fairseq write n-best lists."""
+def _n_best_lines(out, tgt_vocab, detok, n: int, replace=None) -> list[str]:
+    """``i ||| translation ||| score`` lines, as Moses and fairseq write n-best lists.
+
+    Every input gets exactly ``n`` lines; an empty input gets ``n`` empty translations with
+    score 0. ``replace``: ``(src_words, content_based, dictionary, convention)`` for unk
+    replacement, which each hypothesis does with its own attention.
+    """
     lines = []
     for i, tr in enumerate(out):
-        for hyp in tr.n_best:
-            lines.append(f"{i} ||| {detok.detokenize(tgt_vocab.decode(hyp.tokens))} ||| {hyp.score:.4f}")
+        hyps = [Translation(h.tokens, _src_part(h.attention, replace, i), h.score) for h in tr.n_best[:n]]
+        words = output_words(hyps, tgt_vocab, *_one_source(replace, i, len(hyps)))
+        for w, h in zip(words, hyps):
+            lines.append(f"{i} ||| {detok.detokenize(w) if w else ''} ||| {h.score:.4f}")
+        lines += [f"{i} |||  ||| 0.0000"] * (n - len(hyps))
     return lines
+
+
+def _src_part(attention, replace, i: int):
+    """A hypothesis' attention over its own source words only (the batch pads the rest)."""
+    if replace is None or attention is None:
+        return None
+    return attention[:, : len(replace[0][i])]
+
+
+def _one_source(replace, i: int, k: int) -> tuple:
+    """``output_words``' unk-replacement arguments for ``k`` hypotheses of source ``i``."""
+    if replace is None:
+        return (None,)
+    src_words, content, dictionary, convention = replace
+    return [src_words[i]] * k, content, dictionary, convention
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -154,9 +189,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     configure_cpu(args.threads)
     try:
+        beam_config(args)  # bad options fail before any input is read
         lines, _ = read_input(args.input)
-        if args.n_best > args.beam:
-            raise UsageError(f"--n-best {args.n_best} needs --beam of at least {args.n_best}")
         result = translate_lines(lines, args, progress=not args.quiet) if lines else []
     except (CheckpointError, DataError, EnsembleError, UsageError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -59,6 +59,31 @@ def test_n_best_order_and_scores_include_eos():
     assert all(h1.score >= h2.score for h1, h2 in zip(hyps, hyps[1:]))
 
 
+def test_authors_stack_rule_stops_at_stack_size_and_takes_the_highest_raw_score():
+    C = 6  # [A] ends first (0.45) while B C </s> (0.5) is still live
+    stub = BigramStub({BOS_ID: {A: 0.5, B_: 0.5}, A: {EOS_ID: 0.9, A: 0.1}, B_: {C: 1.0}, C: {EOS_ID: 1.0}}, V=8)
+    assert run(stub, BeamConfig(beam_size=2))[0][0].tokens == [B_, C]  # exact: live 0.5 > 0.45
+    assert run(stub, BeamConfig(beam_size=2, stack_size=1))[0][0].tokens == [A]  # stops at one finished
+    two = run(stub, BeamConfig(beam_size=2, stack_size=2, n_best=2))[0]
+    assert [h.tokens for h in two] == [[B_, C], [A]]  # the stack, best raw score first
+    assert [h.score for h in two] == pytest.approx([math.log(0.5), math.log(0.45)])
+
+
+def test_authors_length_bounds_count_eos_in_the_source():
+    from luong_lit.decoding.beam import AUTHORS
+
+    loop = BigramStub({BOS_ID: {A: 0.9, EOS_ID: 0.1}, A: {A: 0.9, EOS_ID: 0.1}}, V=16)  # V >= beam 12
+    short = BigramStub({BOS_ID: {EOS_ID: 0.9, A: 0.1}, A: {EOS_ID: 0.9, A: 0.1}}, V=16)
+    for S in (3, 4, 7):  # between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words
+        assert len(run(loop, AUTHORS, S=S)[0][0].tokens) == int(1.5 * (S + 1))
+        assert len(run(short, AUTHORS, S=S)[0][0].tokens) == int(0.5 * (S + 1))
+
+
+def test_a_beam_wider_than_the_vocabulary_is_refused():
+    with pytest.raises(ValueError, match="beam size 12 is larger than the target vocabulary of 6 words"):
+        run(BigramStub(TRAP), BeamConfig(beam_size=12))
+
+
 def test_min_and_max_length_bounds():
     stub = BigramStub({BOS_ID: {EOS_ID: 0.9, A: 0.1}, A: {EOS_ID: 0.9, A: 0.1}})
     assert run(stub, BeamConfig(beam_size=2))[0][0].tokens == []

@@ -84,6 +84,57 @@ def test_translate_keeps_line_counts_and_empty_lines(trained, tmp_path):
     assert [x.split(" ||| ")[0] for x in res.stdout.decode().splitlines()] == ["0", "0"]
 
 
+def test_translate_n_best_keeps_empty_lines_and_replaces_unks(trained, tmp_path):
+    out, _, _ = trained
+    state = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)
+    state["state_dict"]["net.decoder.W_s.bias"][1] += 6.0  # <unk> becomes a likely output word
+    torch.save(state, tmp_path / "unky.ckpt")
+    ckpt = str(tmp_path / "unky.ckpt")
+    src = ["zz a yy b", "", "c xx d"]
+    common = [ckpt, "--beam", "3", "--n-best", "2", "--quiet"]
+    plain, replaced = (run("translate", common + extra, stdin="\n".join(src).encode() + b"\n")
+                       for extra in ([], ["--replace-unk"]))
+    assert plain.returncode == 0 and replaced.returncode == 0, replaced.stderr.decode()
+    plain, replaced = (r.stdout.decode().splitlines() for r in (plain, replaced))
+    assert [x.split(" ||| ")[0] for x in replaced] == ["0", "0", "1", "1", "2", "2"]
+    assert replaced[2:4] == ["1 |||  ||| 0.0000"] * 2
+    n_unk = 0
+    for p, r in zip(plain, replaced):
+        i, p_words, r_words = int(p.split(" ||| ")[0]), p.split(" ||| ")[1].split(), r.split(" ||| ")[1].split()
+        assert len(p_words) == len(r_words) and "<unk>" not in r_words
+        for pw, rw in zip(p_words, r_words):
+            assert rw == pw or (pw == "<unk>" and rw in src[i].split())
+        n_unk += p_words.count("<unk>")
+    assert n_unk > 0  # the unknown source words came out as <unk> before replacement
+
+
+def test_translate_length_options_apply_to_greedy_and_the_authors_decoder(trained):
+    out, _, _ = trained
+    ckpt = str(out / "checkpoints" / "best.ckpt")
+    # "a b": greedy keeps 3·2 to 3·2 + 5 words; the authors' decoder counts </s> in S: 3·3 words
+    for extra, lengths in ((["--beam", "1"], range(6, 12)), (["--authors-decoder"], [9])):
+        res = run("translate", [ckpt, "--min-len-ratio", "3", "--max-len-ratio", "3", "--quiet", *extra],
+                  stdin=b"a b\n")
+        assert res.returncode == 0, res.stderr.decode()
+        assert len(res.stdout.decode().split()) in lengths, (extra, res.stdout)
+    res = run("translate", [ckpt, "--authors-decoder", "--length-penalty", "avg"], stdin=b"a\n")
+    assert res.returncode == 2 and b"--authors-decoder ranks by raw score" in res.stderr
+    res = run("translate", [ckpt, "--authors-decoder", "--n-best", "12", "--quiet"], stdin=b"a b\n")
+    assert res.returncode == 0 and len(res.stdout.decode().splitlines()) == 12
+    res = run("translate", [ckpt, "--n-best", "6"], stdin=b"a\n")
+    assert res.returncode == 2 and b"--n-best 6 needs a beam of at least 6 (the beam is 5)" in res.stderr
+
+
+def test_translate_names_a_damaged_checkpoint(trained, tmp_path):
+    out, _, _ = trained
+    ckpt = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)
+    ckpt["state_dict"] = {k: v for k, v in ckpt["state_dict"].items() if "W_s" not in k}
+    torch.save(ckpt, tmp_path / "damaged.ckpt")
+    res = run("translate", [str(tmp_path / "damaged.ckpt")], stdin=b"a\n")
+    assert res.returncode == 2 and b"damaged.ckpt: its weights do not fit" in res.stderr
+    assert b"Traceback" not in res.stderr
+
+
 def test_translate_empty_file_and_bad_input(trained, tmp_path):
     out, _, _ = trained
     ckpt = str(out / "checkpoints" / "best.ckpt")
@@ -129,6 +180,12 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
     int8 = json.loads((tmp_path / "int8" / "eval_toy.json").read_text())
     assert int8["decoding"]["int8"] == "all" and report["decoding"]["int8"] is None
     assert int8["ppl"] == report["ppl"]  # scoring keeps the float weights
+    assert "ppl_ensemble" not in report
+    res = run("evaluate", [str(out / "checkpoints" / "best.ckpt")] * 2 + [
+        "--test", "toy", "--beam", "1", "--out", str(tmp_path / "ens"), "--quiet"])
+    assert res.returncode == 0, res.stderr.decode()
+    ens = json.loads((tmp_path / "ens" / "eval_toy_ensemble.json").read_text())
+    assert ens["ppl_ensemble"] == pytest.approx(report["ppl"][0], rel=1e-4)  # two copies: the model's own
 
 
 def test_malloc_tuning_takes_on_glibc_and_can_be_switched_off(monkeypatch):
@@ -141,3 +198,21 @@ def test_malloc_tuning_takes_on_glibc_and_can_be_switched_off(monkeypatch):
     monkeypatch.delenv("LUONG_LIT_MALLOC_TUNE")
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert tune_malloc() is True
+
+
+def test_evaluate_reads_only_the_test_set_and_keeps_raw_references(trained, tmp_path):
+    from luong_lit.checkpoint import load_model
+    from luong_lit.data.datamodule import TranslationDataModule
+    from luong_lit.evaluate import load_split
+
+    out, test, _ = trained
+    _, src_vocab, tgt_vocab, meta = load_model(out / "checkpoints" / "best.ckpt")
+    full = TranslationDataModule(**{k: v for k, v in meta["data"].items() if not k.startswith("_")})
+    full.setup("test")
+    meta["data"]["train"] = {"src": str(tmp_path / "gone.src"), "tgt": str(tmp_path / "gone.tgt")}
+    loaded = load_split(meta, "toy", src_vocab, tgt_vocab)  # the training files are gone
+    assert loaded.split.src_ids == full.splits["toy"].src_ids and loaded.split.tgt_ids == full.splits["toy"].tgt_ids
+    assert loaded.raw_refs is None  # pre-tokenised data: no raw text besides the tokens
+    meta["data"]["tokenizer"] = "moses"
+    moses = load_split(meta, "toy", src_vocab, tgt_vocab)
+    assert moses.raw_refs == (Path(test["tgt"]).read_text(encoding="utf-8").splitlines())

@@ -194,3 +194,36 @@ def test_decoding_a_source_eos_model_attends_over_the_words(attention, score):
         best = beams[b][0]
         assert best.attention.shape[-1] == src.size(1)  # callers keep [:, :S], the words
         assert (attn[b].sum(-1) <= 1 + 1e-6).all() and (best.attention.sum(-1) <= 1 + 1e-6).all()
+
+
+def test_decoding_and_metrics_never_import_lightning():
+    import subprocess
+    import sys
+
+    code = ("import sys, luong_lit.nn, luong_lit.decoding.corpus, luong_lit.decoding.ensemble, "
+            "luong_lit.metrics, luong_lit.metrics.perplexity, luong_lit.data.dictionary\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lightning', 'pytorch_lightning')))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("min_ratio,max_ratio", [(0.0, 1.5), (1.0, 1.5), (2.0, 3.0), (0.0, 0.5)])
+def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
+    from luong_lit.data.batching import collate
+    from luong_lit.decoding.corpus import is_greedy
+
+    net = _net(5)
+    with torch.no_grad():
+        net.decoder.W_s.bias[3] += 4.0  # </s> first unless the minimum length forbids it
+    src, src_len = _batch()
+    ids = sorted(([int(w) for w in row[:n]] for row, n in zip(src, src_len)), key=lambda x: -len(x))
+    cfg = BeamConfig(beam_size=1, min_len_ratio=min_ratio, max_len_ratio=max_ratio, max_len_extra=1)
+    assert is_greedy(cfg)
+    greedy = [t.ids for t in decode_corpus(net, ids, 4, cfg)]  # runs greedy_decode
+    batch = collate([(i, x, []) for i, x in enumerate(ids)])
+    beam = [h[0].tokens for h in beam_search(net, batch.src, batch.src_len, cfg)]
+    assert greedy == beam
+    for out, x in zip(greedy, ids):
+        assert int(len(x) * min_ratio) <= len(out) <= int(len(x) * max_ratio) + 1
+    assert min_ratio == 0 or any(len(out) == int(len(x) * min_ratio) for out, x in zip(greedy, ids))

@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 import sacrebleu
 import torch
+from torch.nn import functional as F
 
 from luong_lit.data.batching import collate
 from luong_lit.metrics import bleu_by_length, corpus_bleu_detok, corpus_bleu_tok
@@ -103,3 +104,42 @@ def test_perplexity_is_exp_of_mean_token_nll():
         nll += float(torch.nn.functional.cross_entropy(logits, b.tgt_out[0], reduction="sum"))
         tokens += b.tgt_out.size(1)
     assert perplexity(net, examples, batch_size=2) == pytest.approx(math.exp(nll / tokens), rel=1e-5)
+
+
+def test_bleu_counts_words_not_sentencepiece_pieces(tmp_path):
+    from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
+    from luong_lit.metrics.bleu import bleu_words
+
+    words = ["neighbourhood", "windowsill", "catastrophe", "mattress", "outstanding", "thereafter"]
+    lines = [" ".join(words[(i + k) % 6] for k in range(i % 5 + 2)) for i in range(300)]
+    sp = make_tokenizer("sentencepiece", "en", lines, tmp_path, model_type="bpe", vocab_size=40)
+    hyp, ref = "windowsill catastrophe mattress thereafter", "windowsill mattress catastrophe thereafter"
+    pieces_h, pieces_r = sp.tokenize(hyp), sp.tokenize(ref)
+    assert len(pieces_r) > len(ref.split())  # the pieces are not the words
+    assert bleu_words(pieces_h, sp) == hyp.split() and bleu_words(pieces_r, sp) == ref.split()
+    words = corpus_bleu_tok([" ".join(bleu_words(pieces_h, sp))], [" ".join(bleu_words(pieces_r, sp))])
+    assert words == pytest.approx(sacrebleu.corpus_bleu([hyp], [[ref]], tokenize="none").score)
+    assert words != pytest.approx(corpus_bleu_tok([" ".join(pieces_h)], [" ".join(pieces_r)]))
+    assert bleu_words(["a", "b"], WhitespaceTokenizer()) == ["a", "b"] == bleu_words(("a", "b"))
+
+
+@pytest.mark.parametrize("attention,feed", [("global", True), ("local_p", True), ("none", False)])
+def test_stepwise_perplexity_equals_teacher_forced_and_scores_ensembles(attention, feed):
+    from luong_lit.decoding.ensemble import Ensemble
+    from luong_lit.metrics.perplexity import stepwise_perplexity
+
+    torch.manual_seed(0)
+    nets = [Seq2Seq(12, 12, 8, 8, 2, 0.0, attention, "general", feed).eval() for _ in range(2)]
+    examples = [(0, [4, 5, 6, 7], [7, 8]), (1, [9, 10], [11, 4, 5, 6]), (2, [5], [4])]
+    assert stepwise_perplexity(nets[0], examples, 2) == pytest.approx(perplexity(nets[0], examples), rel=1e-5)
+    assert stepwise_perplexity(Ensemble([nets[0]] * 2), examples) == pytest.approx(
+        perplexity(nets[0], examples), rel=1e-5)  # two copies of one model are that model
+    nll = 0.0  # log of the mean of the members' probabilities, one word at a time
+    for _, src, tgt in examples:
+        b = collate([(0, src, tgt)])
+        with torch.no_grad():
+            logp = [F.log_softmax(n.logits(n(b.src, b.src_len, b.tgt_in)[0])[0], -1) for n in nets]  # (T, V) x2
+        mixed = torch.logsumexp(torch.stack(logp), 0) - math.log(2)  # (T, V)
+        nll -= float(mixed.gather(1, b.tgt_out[0].unsqueeze(1)).sum())
+    tokens = sum(len(t) + 1 for _, _, t in examples)
+    assert stepwise_perplexity(Ensemble(nets, "probs"), examples) == pytest.approx(math.exp(nll / tokens), rel=1e-5)

@@ -80,3 +80,20 @@ def out_line(out, n):
     """The n-th (1-based) cleaned English line before the valid split."""
     lines = ["a title", "hello world .", "good day !"] + [f"sentence {i} ." for i in range(23)]
     return lines[n - 1]
+
+
+def test_extracted_lines_split_at_newlines_only(tmp_path):
+    from luong_lit.data.io import text_lines
+
+    text = "ein Satz\u2028mit Trenner\r\nzwei\x0cdrei\nvier\u0085\n"
+    assert text_lines(text) == ["ein Satz\u2028mit Trenner", "zwei\x0cdrei", "vier\u0085"]
+    assert text_lines("") == [] and text_lines("a\n\nb") == ["a", "", "b"]
+    (tmp_path / "t.txt").write_bytes(text.encode("utf-8"))
+    assert text_lines(text) == read_lines(tmp_path / "t.txt")  # extraction and reading agree
+
+
+def test_iwslt14_unknown_split_fails_before_any_download():
+    from luong_lit.data.corpora import corpus_source
+
+    with pytest.raises(DataError, match="iwslt14_deen has no split 'dev'; choose from train, valid, test"):
+        corpus_source("iwslt14_deen", "dev", "de")

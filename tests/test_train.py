@@ -141,8 +141,46 @@ def test_checkpoint_loads_safely(toy_corpus, tmp_path):
     ckpt = torch.load(ckpts / "best.ckpt", weights_only=True)
     ckpt["luong_lit"]["net"]["_target_"] = "os.system"
     torch.save(ckpt, tmp_path / "evil.ckpt")
-    with pytest.raises(CheckpointError, match="not a luong_lit.nn class"):
+    with pytest.raises(CheckpointError, match=r"evil\.ckpt: checkpoint config net: 'os.system'"):
         load_model(tmp_path / "evil.ckpt")
+
+
+class _Pickled:
+    """Not a tensor or container: ``weights_only=True`` must refuse to unpickle it."""
+
+
+def _edited(ckpts, tmp_path, edit) -> Path:
+    ckpt = torch.load(ckpts / "best.ckpt", weights_only=True)
+    edit(ckpt)
+    torch.save(ckpt, tmp_path / "edited.ckpt")
+    return tmp_path / "edited.ckpt"
+
+
+def test_checkpoint_never_runs_code_and_damage_is_named(toy_corpus, tmp_path):
+    ckpts = _fit(tmp_path, toy_corpus, 1)
+    written = tmp_path / "written.bin"
+    torch.save({"luong_lit": {"net": {}}, "x": _Pickled()}, tmp_path / "pickled.ckpt")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_model(tmp_path / "pickled.ckpt")
+    attacks = {  # each would call something if built by hydra.utils.instantiate
+        "list": lambda c: c["luong_lit"]["net"].update(junk=[{"_target_": "builtins.print", "_args_": ["x"]}]),
+        "attribute": lambda c: c["luong_lit"]["net"].update(score={
+            "_target_": "luong_lit.nn.scores.torch.save", "obj": 1, "f": str(written)}),
+        "argument": lambda c: c["luong_lit"]["net"]["score"].update(dim={"_target_": "os.getcwd"}),
+    }
+    for name, edit in attacks.items():
+        with pytest.raises(CheckpointError, match=r"edited\.ckpt: checkpoint config net\."):
+            load_model(_edited(ckpts, tmp_path, edit))
+        assert not written.exists(), name
+    damage = {
+        "vocabularies": lambda c: c["luong_lit"]["src_vocab"].reverse(),
+        "cannot build the model": lambda c: c["luong_lit"]["net"].update(no_such_option=1),
+        "weights do not fit": lambda c: c["state_dict"].clear(),
+        "no weights inside": lambda c: c.pop("state_dict"),
+    }
+    for message, edit in damage.items():
+        with pytest.raises(CheckpointError, match=rf"edited\.ckpt: .*{message}"):
+            load_model(_edited(ckpts, tmp_path, edit))
 
 
 def _run_cli(args, cwd, timeout=300):
@@ -187,3 +225,27 @@ def test_ddp_sim_two_cpu_processes(toy_corpus, tmp_path):
     train(cfg)
     net, _, tgt_vocab, _ = load_model(tmp_path / "checkpoints" / "best.ckpt")
     assert net.decoder.W_s.out_features == len(tgt_vocab)
+
+
+EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("[!_]*.yaml"))
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_experiment_config_builds_its_model(name, tmp_path):
+    import hydra
+
+    cfg = compose_cfg([f"experiment={name}", "model.net.embed_size=8", "model.net.hidden_size=8"], tmp_path)
+    net = hydra.utils.instantiate(cfg.model.net)(src_vocab_size=12, tgt_vocab_size=12)
+    if name.startswith("table4_"):  # the file names the Table 4 row: attention and score
+        attention, score = name[len("table4_"):].rsplit("_", 1)
+        kind = {"global": "GlobalAttention", "local_m": "LocalMonotonicAttention",
+                "local_p": "LocalPredictiveAttention"}[attention]
+        assert type(net.decoder.attention).__name__ == kind
+        assert type(net.decoder.attention.score).__name__ == f"{score.capitalize()}Score"
+        assert cfg.feed_input and cfg.dropout == 0.2
+
+
+def test_table4_has_every_attention_row():
+    rows = {n for n in EXPERIMENTS if n.startswith("table4_")}
+    assert rows == {f"table4_{a}_{s}" for a in ("global", "local_m", "local_p") for s in ("dot", "general")} | {
+        "table4_global_location"}

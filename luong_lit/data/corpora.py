@@ -53,6 +53,9 @@ _WMT_TEST = {  # name: (url, md5, {lang: member})
 }
 _EUROPARL_HEAD20K = {"de": "c40e45eeb5b92156422a9c9781bafdab1dbbb525b09c0f410ad21943d205cafb",
                      "en": "4fc27e152d74d7c587b9dca8aa785da898f5995a3432155245aa064cc1862969"}
+_IWSLT_SPLITS = ("train", "valid", "test", "train.sample9999")  # the last: local mirrors only
+# The WIT3 archive that fairseq's prepare-iwslt14.sh was written for (wit3.fbk.eu/archive/2014-01)
+# is no longer served; fairseq keeps the identical release here, and its script now reads it.
 _IWSLT = Remote("http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",
                 "md5:10936dfdf616504ddbd844e91b94ef4a")
 
@@ -94,6 +97,8 @@ def wmt14(split: str, lang: str) -> Source:
 
 def iwslt14(split: str, lang: str) -> Source:
     """IWSLT'14 De-En TED talks, lowercased and Moses-tokenised (``train``, ``valid``, ``test``)."""
+    if split not in _IWSLT_SPLITS:
+        raise DataError(f"iwslt14_deen has no split {split!r}; choose from {', '.join(_IWSLT_SPLITS)}")
     return Source(f"iwslt14/tok/{split}.{lang}.gz", _IWSLT, member=f"prepared:{split}.{lang}")
 
 

@@ -28,6 +28,7 @@ class Split:
     tgt_tokens: list[list[str]]
     src_ids: list[list[int]] = field(default_factory=list)
     tgt_ids: list[list[int]] = field(default_factory=list)
+    tgt_text: list[str] = field(default_factory=list)  # the raw target lines, where text was tokenised here
 
     def examples(self) -> list[tuple[int, list[int], list[int]]]:
         """``(index, src, tgt)`` for pairs with a non-empty source (what a batch can hold)."""
@@ -126,7 +127,12 @@ class TranslationDataModule(L.LightningDataModule):
 
     def _tokenize(self, name: str, src: Sequence[str], tgt: Sequence[str]) -> Split:
         ts, tt = self.tokenizers["src"], self.tokenizers["tgt"]
-        return Split(name, [ts.tokenize(x) for x in src], [tt.tokenize(x) for x in tgt])
+        raw = list(tgt) if name != "train" and self.tokenizer_kind != "none" else []
+        return Split(name, [ts.tokenize(x) for x in src], [tt.tokenize(x) for x in tgt], tgt_text=raw)
+
+    def _encode(self, split: Split) -> None:
+        split.src_ids = [self.src_vocab.encode(s) for s in split.src_tokens]
+        split.tgt_ids = [self.tgt_vocab.encode(t) for t in split.tgt_tokens]
 
     # ------------------------------------------------------------------ setup
     def setup(self, stage: str | None = None) -> None:
@@ -147,10 +153,28 @@ class TranslationDataModule(L.LightningDataModule):
         for name, spec in self.test_spec.items():
             self.splits[name] = self._tokenize(name, *self._read(spec))
         for split in self.splits.values():
-            split.src_ids = [self.src_vocab.encode(s) for s in split.src_tokens]
-            split.tgt_ids = [self.tgt_vocab.encode(t) for t in split.tgt_tokens]
+            self._encode(split)
         log.info("train pairs %d, vocab src %d tgt %d", len(train.src_ids), len(self.src_vocab),
                  len(self.tgt_vocab))
+
+    def setup_test(self, src_vocab: Vocab, tgt_vocab: Vocab) -> None:
+        """Only the test sets, tokenised as in training and encoded with a model's vocabularies.
+
+        The training data is not read, except for sentencepiece, whose model is trained on it;
+        the vocabularies rebuilt from it must then equal the model's.
+        """
+        if self.tokenizer_kind == "sentencepiece":
+            self.setup("test")
+            if self.src_vocab != src_vocab or self.tgt_vocab != tgt_vocab:
+                raise DataError(f"the vocabularies rebuilt from the training data differ from the model's; "
+                                f"has the training data of {self.cfg['dataset']} changed?")
+            return
+        for side, lang in (("src", self.cfg["src_lang"]), ("tgt", self.cfg["tgt_lang"])):
+            self.tokenizers[side] = make_tokenizer(self.tokenizer_kind, lang, **self.tokenizer_opts)
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        for name, spec in self.test_spec.items():
+            self.splits[name] = self._tokenize(name, *self._read(spec))
+            self._encode(self.splits[name])
 
     # ------------------------------------------------------------------ loaders
     def _loader(self, split: Split, train: bool) -> DataLoader:

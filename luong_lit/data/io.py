@@ -29,6 +29,19 @@ def decode_lines(raw_lines: Iterable[bytes], name: str) -> list[str]:
     return lines
 
 
+def text_lines(text: str) -> list[str]:
+    """Lines of ``text`` split at ``\n`` only, as files are read, without line terminators.
+
+    ``str.splitlines`` would also split at U+2028, U+0085, form feeds and other separators,
+    which occur inside sentences of web-crawled corpora and would shift one side of a
+    parallel corpus against the other.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
 def read_lines(path: str | Path, allow_empty_file: bool = False) -> list[str]:
     """All lines of a UTF-8 text file (plain or ``.gz``), without line terminators.
 

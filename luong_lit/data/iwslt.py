@@ -6,10 +6,12 @@ Test: the ``<seg>`` lines of dev2010, TEDX.dev2012, tst2010, tst2011 and tst2012
 """
 from __future__ import annotations
 
+import functools
 import re
 import tarfile
 from pathlib import Path
 
+from luong_lit.data.io import text_lines
 from luong_lit.data.tokenize import MosesTokenizer
 
 _META = ("<url>", "<talkid>", "<keywords>", "<speaker>", "<reviewer>", "<translator>")
@@ -19,11 +21,12 @@ _TEST_SETS = ("TED.dev2010", "TEDX.dev2012", "TED.tst2010", "TED.tst2011", "TED.
 
 
 def _read(tar: tarfile.TarFile, name: str) -> list[str]:
-    return tar.extractfile(f"de-en/{name}").read().decode("utf-8").splitlines()  # type: ignore[union-attr]
+    return text_lines(tar.extractfile(f"de-en/{name}").read().decode("utf-8"))  # type: ignore[union-attr]
 
 
+@functools.lru_cache(maxsize=1)
 def prepare(archive: Path) -> dict[str, list[str]]:
-    """All six prepared files, keyed ``'{split}.{lang}'``."""
+    """All six prepared files, keyed ``'{split}.{lang}'`` (kept, as each file asks for all six)."""
     tok = {lang: MosesTokenizer(lang, escape=True) for lang in ("de", "en")}
     out: dict[str, list[str]] = {}
     with tarfile.open(archive) as tar:

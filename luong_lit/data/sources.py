@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from luong_lit.data.io import DataError
+from luong_lit.data.io import DataError, text_lines
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,11 @@ def _lines_of(src: Source, blob: Path) -> list[str]:
     if src.member is not None and src.member.startswith("prepared:"):
         from luong_lit.data import iwslt
 
-        return iwslt.prepare(blob)[src.member.split(":", 1)[1]]
+        prepared, name = iwslt.prepare(blob), src.member.split(":", 1)[1]
+        if name not in prepared:
+            raise DataError(f"{src.path}: not in the official release (only {', '.join(sorted(prepared))}); "
+                            "it exists in local mirrors only")
+        return prepared[name]
     if src.member is not None:
         with tarfile.open(blob) as tar:
             try:
@@ -139,9 +143,9 @@ def _lines_of(src: Source, blob: Path) -> list[str]:
     if src.fmt == "sgm":
         import html
 
-        lines = [html.unescape(m.group(1)).strip() for m in map(_SEG.search, text.splitlines()) if m]
+        lines = [html.unescape(m.group(1)).strip() for m in map(_SEG.search, text_lines(text)) if m]
     else:
-        lines = text.splitlines()
+        lines = text_lines(text)
     return lines[: src.head] if src.head else lines
 
 

@@ -41,6 +41,7 @@ class BeamConfig:
     min_len_ratio: float = 0.0
     length_penalty: float | str | None = None
     stack_size: int | None = None  # stop after this many finished hypotheses (authors: 100)
+    src_len_plus: int = 0  # added to S before the length ratios (authors: 1, S counts </s>)
 
     def normalise(self, score: float, length: int) -> float:
         if self.length_penalty is None:
@@ -61,7 +62,10 @@ def parse_length_penalty(value) -> float | str | None:
         raise ValueError(f"length penalty must be none, avg or a number, got {value!r}") from None
 
 
-AUTHORS = BeamConfig(beam_size=12, n_best=1, stack_size=100)  # nmt.matlab's decoder, spec §11
+#: nmt.matlab's decoder (spec §11): beam 12, stop after 100 finished hypotheses, the highest raw
+#: score; between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words.
+AUTHORS = BeamConfig(beam_size=12, n_best=1, stack_size=100, max_len_ratio=1.5, max_len_extra=0,
+                     min_len_ratio=0.5, src_len_plus=1)
 
 
 @dataclass
@@ -71,8 +75,9 @@ class _Sentence:
 
 
 def _limits(src_len: Tensor, cfg: BeamConfig) -> tuple[Tensor, Tensor]:
-    max_len = (src_len.float() * cfg.max_len_ratio).floor().long() + cfg.max_len_extra  # (B,)
-    min_len = (src_len.float() * cfg.min_len_ratio).floor().long()  # (B,)
+    S = (src_len + cfg.src_len_plus).float()  # (B,)
+    max_len = (S * cfg.max_len_ratio).floor().long() + cfg.max_len_extra  # (B,)
+    min_len = (S * cfg.min_len_ratio).floor().long()  # (B,)
     return max_len, min_len
 
 
@@ -116,6 +121,8 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
     active = list(sents)  # the sentences of the current batch rows, in order
     for t in range(int(max_len.max()) + 1):
         logits, state, align = model.step(y, state, memory, t)
+        if t == 0 and logits.size(-1) < K:
+            raise ValueError(f"beam size {K} is larger than the target vocabulary of {logits.size(-1)} words")
         logp = F.log_softmax(logits.float(), -1).view(B, width, -1)  # (B, width, V)
         logp = _bound_lengths(logp, t, min_len, max_len)
         a_t = align.dense(S).view(B, width, S) if keep_attention else None  # (B, width, S)

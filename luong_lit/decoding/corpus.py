@@ -27,9 +27,17 @@ class Translation:
     n_best: list[Hypothesis] = field(default_factory=list)
 
 
+def is_greedy(beam: BeamConfig | None) -> bool:
+    """Whether ``beam`` asks for nothing beyond greedy search (beam size 1 equals greedy)."""
+    return beam is None or (beam.beam_size == 1 and beam.n_best == 1 and beam.length_penalty is None
+                            and beam.stack_size is None)
+
+
 def _decode_batch(model, batch, beam: BeamConfig | None, keep_attention: bool) -> list[Translation]:
-    if beam is None:
-        hyps, attn = greedy_decode(model, batch.src, batch.src_len, return_attention=keep_attention)
+    if is_greedy(beam):
+        limits = {} if beam is None else dict(max_len_ratio=beam.max_len_ratio, max_len_extra=beam.max_len_extra,
+                                              min_len_ratio=beam.min_len_ratio, src_len_plus=beam.src_len_plus)
+        hyps, attn = greedy_decode(model, batch.src, batch.src_len, return_attention=keep_attention, **limits)
         return [Translation(h, attn[i] if attn else None) for i, h in enumerate(hyps)]
     out = []
     for b, n_best in enumerate(beam_search(model, batch.src, batch.src_len, beam, keep_attention)):

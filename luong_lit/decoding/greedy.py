@@ -9,10 +9,13 @@ from luong_lit.data.vocab import BOS_ID, EOS_ID
 
 @torch.no_grad()
 def greedy_decode(model, src: Tensor, src_len: Tensor, max_len_ratio: float = 1.5,
-                  max_len_extra: int = 5, return_attention: bool = False):
+                  max_len_extra: int = 5, return_attention: bool = False, min_len_ratio: float = 0.0,
+                  src_len_plus: int = 0):
     """Pick the most probable word at every step until ``</s>`` or the length limit.
 
-    The limit is ``floor(max_len_ratio · S) + max_len_extra`` for each sentence (spec §11).
+    The limit is ``floor(max_len_ratio · S') + max_len_extra`` for each sentence, with
+    ``S' = S + src_len_plus`` (spec §11); ``</s>`` is not picked before
+    ``floor(min_len_ratio · S')`` words. These are the bounds of beam search.
 
     Returns:
         hyps: a list of B id lists, without ``</s>``.
@@ -21,12 +24,16 @@ def greedy_decode(model, src: Tensor, src_len: Tensor, max_len_ratio: float = 1.
     """
     memory, state = model.encode(src, src_len)
     B = src.size(0)
-    limits = (src_len.float() * max_len_ratio).floor().long() + max_len_extra  # (B,)
+    S = (src_len + src_len_plus).float()  # (B,)
+    limits = (S * max_len_ratio).floor().long() + max_len_extra  # (B,)
+    min_len = (S * min_len_ratio).floor().long()  # (B,)
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     out, attns = [], []
     for t in range(int(limits.max())):
         logits, state, align = model.step(y, state, memory, t)
+        if bool((t < min_len).any()):
+            logits[:, EOS_ID] = logits[:, EOS_ID].masked_fill(t < min_len, float("-inf"))
         y = logits.argmax(-1)  # (B,)
         y = torch.where(done | (t >= limits), torch.full_like(y, EOS_ID), y)
         out.append(y)

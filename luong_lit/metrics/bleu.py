@@ -24,6 +24,14 @@ def rejoin_hyphens(line: str) -> str:
     return line.replace(f" {AT_SEP} ", "-")
 
 
+def bleu_words(tokens: Sequence[str], tokenizer=None) -> list[str]:
+    """The words BLEU counts in a token sequence: subword pieces (a tokeniser named
+    ``sentencepiece``) are joined into words first; word tokens are kept as they are."""
+    if getattr(tokenizer, "name", None) == "sentencepiece":
+        return tokenizer.detokenize(list(tokens)).split()
+    return list(tokens)
+
+
 def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")

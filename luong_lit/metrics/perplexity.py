@@ -6,6 +6,7 @@ from typing import Sequence
 
 import torch
 from torch import Tensor
+from torch.nn import functional as F
 
 from luong_lit.data.batching import Batch, collate
 from luong_lit.data.vocab import PAD_ID
@@ -46,4 +47,27 @@ def perplexity(net, examples: Sequence[tuple[int, list[int], list[int]]], batch_
         n, t = token_nll(net, collate(examples[i:i + batch_size]).to(device))
         nll, tokens = nll + float(n), tokens + t
     net.train(was_training)
+    return ppl_from_nll(nll, tokens)
+
+
+@torch.no_grad()
+def stepwise_perplexity(model, examples: Sequence[tuple[int, list[int], list[int]]], batch_size: int = 64) -> float:
+    """Perplexity through the decoding interface (``encode``, then ``step`` under teacher forcing).
+
+    It scores any model that decoding can use, ensembles included: the next-word distribution
+    is the softmax of what ``step`` returns (Eq. 6 for one model; the combined scores of an
+    ensemble). For a single model it equals :func:`perplexity`.
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    nll, tokens = 0.0, 0
+    for i in range(0, len(examples), batch_size):
+        batch = collate(examples[i:i + batch_size]).to(device)
+        memory, state = model.encode(batch.src, batch.src_len)
+        for t in range(batch.tgt_in.size(1)):
+            scores, state, _ = model.step(batch.tgt_in[:, t], state, memory, t)  # (B, V)
+            nll += float(F.cross_entropy(scores.float(), batch.tgt_out[:, t], ignore_index=PAD_ID, reduction="sum"))
+        tokens += int((batch.tgt_out != PAD_ID).sum())
+    model.train(was_training)
     return ppl_from_nll(nll, tokens)
