@@ -95,15 +95,22 @@ def beam_config(args) -> BeamConfig:
     return dataclasses.replace(cfg, **ratios)
 
 
-def tokenizers(meta: dict, pretokenized: bool):
-    """Source tokeniser and target detokeniser matching the model's training data."""
+def tokenizers(meta: dict, pretokenized: bool, src_vocab=None, tgt_vocab=None):
+    """Source tokeniser and target detokeniser matching the model's training data.
+
+    A sentencepiece model is rebuilt from the training data (or taken from the cache), which
+    must still give the model's vocabularies.
+    """
     data = meta.get("data") or {}
     kind, opts = data.get("tokenizer", "none"), dict(data.get("tokenizer_opts") or {})
     if pretokenized or kind == "none":
         return WhitespaceTokenizer(opts.get("lowercase", False)), WhitespaceTokenizer()
     if kind == "sentencepiece":
-        raise UsageError("this model was trained on sentencepiece pieces; give input already split "
-                         "into pieces and pass --pretokenized")
+        from luong_lit.evaluate import datamodule_for
+
+        dm = datamodule_for(meta, setup=False)
+        dm.setup_test(src_vocab, tgt_vocab)
+        return dm.tokenizers["src"], dm.tokenizers["tgt"]
     return (make_tokenizer(kind, data.get("src_lang", "en"), **opts),
             make_tokenizer(kind, data.get("tgt_lang", "de"), **opts))
 
@@ -129,7 +136,7 @@ def limit_length(src: list[list[str]], max_len: int | None, mode: str) -> list[l
 
 def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[str]:
     model, src_vocab, tgt_vocab, metas = load_for_decoding(args)
-    tok_src, detok_tgt = tokenizers(metas[0], args.pretokenized)
+    tok_src, detok_tgt = tokenizers(metas[0], args.pretokenized, src_vocab, tgt_vocab)
     src_words = limit_length([tok_src.tokenize(x) for x in lines], args.max_src_len, args.overlong)
     beam = beam_config(args)
     dictionary = load_dictionary(args.dict) if args.dict else None

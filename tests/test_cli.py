@@ -216,3 +216,19 @@ def test_evaluate_reads_only_the_test_set_and_keeps_raw_references(trained, tmp_
     meta["data"]["tokenizer"] = "moses"
     moses = load_split(meta, "toy", src_vocab, tgt_vocab)
     assert moses.raw_refs == (Path(test["tgt"]).read_text(encoding="utf-8").splitlines())
+
+
+def test_sentencepiece_model_translates_raw_text(toy_corpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path / "cache"))  # the sentencepiece model's cache
+    cfg = compose_cfg(tiny_overrides(toy_corpus) + [
+        "trainer.max_epochs=1", "data.tokenizer=sentencepiece", "+data.tokenizer_opts.vocab_size=40",
+        "test_after_training=false"], tmp_path)
+    train(cfg)
+    ckpt = str(tmp_path / "checkpoints" / "best.ckpt")
+    env_cache = {"LUONG_LIT_CACHE": str(tmp_path / "cache")}
+    res = subprocess.run([sys.executable, "-m", "luong_lit.translate", ckpt, "--beam", "2", "--quiet"],
+                         input=b"alpha beta\n\ngamma\n", capture_output=True, timeout=120, cwd=REPO,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", **env_cache})
+    assert res.returncode == 0, res.stderr.decode()
+    lines = res.stdout.decode().split("\n")
+    assert len(lines) == 4 and lines[1] == "" and "\u2581" not in res.stdout.decode()  # words, not pieces
