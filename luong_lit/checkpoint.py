@@ -55,7 +55,7 @@ def _part(node: Any, where: str) -> Any:
     """
     if isinstance(node, _SCALARS):
         return node
-    if not isinstance(node, dict) or node.get("_target_") not in _NET_PARTS:
+    if not isinstance(node, dict) or not isinstance(node.get("_target_"), str) or node["_target_"] not in _NET_PARTS:
         target = node.get("_target_") if isinstance(node, dict) else type(node).__name__
         raise CheckpointError(f"checkpoint config {where}: {target!r} is not a luong_lit.nn "
                               f"attention or score class ({', '.join(sorted(_NET_PARTS))})")
@@ -79,7 +79,7 @@ def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int)
     kwargs = {k: _part(v, f"net.{k}") for k, v in net_cfg.items() if k not in ("_target_", "_partial_")}
     try:
         return Seq2Seq(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **kwargs)
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, RuntimeError) as err:  # e.g. a negative size
         raise CheckpointError(f"checkpoint config net: cannot build the model ({err})") from None
 
 
@@ -122,6 +122,20 @@ def _restore(ckpt: dict, meta: dict) -> tuple[Seq2Seq, Vocab, Vocab]:
         detail = str(err).strip().splitlines()
         raise CheckpointError(f"its weights do not fit the model it describes ({' '.join(detail[:2])[:300]})") from None
     return net.eval(), src_vocab, tgt_vocab
+
+
+def stored_tokenizers(meta: dict) -> dict | None:
+    """The sentencepiece tokenisers a checkpoint keeps (``src``, ``tgt``), or None if it keeps none."""
+    from luong_lit.data.tokenize import SentencePieceTokenizer
+
+    protos = meta.get("sentencepiece")
+    if not protos:
+        return None
+    lowercase = bool(((meta.get("data") or {}).get("tokenizer_opts") or {}).get("lowercase", False))
+    try:
+        return {side: SentencePieceTokenizer.from_proto(protos[side], lowercase) for side in ("src", "tgt")}
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(f"the checkpoint's sentencepiece models are damaged ({err})") from None
 
 
 def load_models(paths, combine: str = "logits", map_location: str = "cpu"):

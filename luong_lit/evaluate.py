@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
-from luong_lit.checkpoint import CheckpointError
+from luong_lit.checkpoint import CheckpointError, stored_tokenizers
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.io import DataError
 from luong_lit.decoding.corpus import decode_corpus, output_words
@@ -23,8 +23,9 @@ from luong_lit.decoding.ensemble import EnsembleError
 from luong_lit.metrics.bleu import bleu_words, corpus_bleu_detok, corpus_bleu_tok
 from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_by_length
 from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
+from luong_lit.nn.quantize import float_weights
 from luong_lit.runtime import configure_cpu
-from luong_lit.translate import UsageError, add_decoding_args, beam_config, load_for_decoding
+from luong_lit.translate import UsageError, add_decoding_args, beam_config, check_beam_fits, load_for_decoding
 
 log = logging.getLogger("luong_lit.evaluate")
 
@@ -36,7 +37,12 @@ def datamodule_for(meta: dict, tests: dict | None = None, setup: bool = True):
     cfg = {k: v for k, v in (meta.get("data") or {}).items() if not k.startswith("_")}
     cfg["mirror"] = None  # this machine's LUONG_LIT_DATA, not the training machine's
     cfg["test"] = dict(tests or {})
-    dm = TranslationDataModule(**cfg)
+    try:
+        dm = TranslationDataModule(**cfg)
+    except (TypeError, ValueError) as err:  # DataError (a ValueError) keeps its own message
+        if isinstance(err, DataError):
+            raise
+        raise CheckpointError(f"the checkpoint's data description is damaged ({err})") from None
     if setup:
         dm.setup("test")
     return dm
@@ -53,10 +59,11 @@ class TestSet(NamedTuple):
 
 def load_split(meta: dict, name: str, src_vocab, tgt_vocab) -> TestSet:
     """The test split ``name`` of the model's dataset, tokenised as in training and encoded with
-    the model's vocabularies. The training data is not read (sentencepiece aside)."""
+    the model's vocabularies. The training data is not read (except for a sentencepiece model
+    whose checkpoint does not keep its pieces model)."""
     data = meta.get("data") or {}
     dm = datamodule_for(meta, {name: dict(data.get("test") or {}).get(name, name)}, setup=False)
-    dm.setup_test(src_vocab, tgt_vocab)
+    dm.setup_test(src_vocab, tgt_vocab, stored_tokenizers(meta))
     split = dm.splits[name]
     lowercased = (data.get("tokenizer_opts") or {}).get("lowercase", False)
     raw = split.tgt_text if split.tgt_text and not lowercased else None
@@ -98,8 +105,10 @@ def evaluate(args) -> dict:
     report = {"test": args.test, "checkpoints": [str(p) for p in args.checkpoints],
               "ppl": [perplexity(n, split.examples()) for n in nets]}
     if len(nets) > 1:  # the ensemble's own distribution (its combine rule), through its steps
-        report["ppl_ensemble"] = stepwise_perplexity(model, split.examples())
+        with float_weights(model):  # as the members' ppl: the float weights, even with --int8
+            report["ppl_ensemble"] = stepwise_perplexity(model, split.examples())
     beam = beam_config(args)
+    check_beam_fits(beam, tgt_vocab)
     out = decode_corpus(model, split.src_ids, args.batch_size, beam, keep_attention=True, progress=not args.quiet)
     dictionary = load_dictionary(args.dict) if args.dict else None
     plain = output_words(out, tgt_vocab)

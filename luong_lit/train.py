@@ -50,6 +50,8 @@ def build(cfg: DictConfig):
     extra = {"net": OmegaConf.to_container(cfg.model.net, resolve=True),
              "src_vocab": dm.src_vocab.itos, "tgt_vocab": dm.tgt_vocab.itos,
              "data": OmegaConf.to_container(cfg.data, resolve=True)}
+    if dm.tokenizer_kind == "sentencepiece":  # translating later needs the same pieces
+        extra["sentencepiece"] = {side: tok.proto() for side, tok in dm.tokenizers.items()}
     model = hydra.utils.instantiate(cfg.model, net=net, extra_state=extra, _recursive_=False, _convert_="all",
                                     optimizer=hydra.utils.instantiate(cfg.model.optimizer))
     trainer = hydra.utils.instantiate(cfg.trainer, callbacks=_instantiate_dict(cfg.get("callbacks")),

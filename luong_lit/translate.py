@@ -4,8 +4,10 @@
         [--replace-unk [--dict FILE]] [--n-best N] [--combine logits|log_probs|probs]
 
 Input is read from a file or stdin, one sentence per line; output has exactly one line per
-input line (an empty line for an empty input). Text is tokenised as the model's training data
-was (pre-tokenised data: whitespace; Moses: tokenised and detokenised again).
+input line (an empty line for an empty input), or ``N`` lines per input line with
+``--n-best N``. Text is tokenised as the model's training data was (pre-tokenised data:
+whitespace; Moses: tokenised and detokenised again; sentencepiece: split into pieces by the
+pieces model the checkpoint keeps, and joined again).
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from luong_lit.checkpoint import CheckpointError, load_models
+from luong_lit.checkpoint import CheckpointError, load_models, stored_tokenizers
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.io import DataError, decode_lines, read_lines
 from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
@@ -39,9 +41,10 @@ def add_decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--beam", type=int, default=5, help="beam size; 1 = greedy decoding (default 5)")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--max-len-ratio", type=float, default=None,
-                    help="max output length / source length (default 1.5, plus 5 words)")
+                    help="max output length / source length (default 1.5, plus 5 words; "
+                         "--authors-decoder: 1.5 of S + 1)")
     ap.add_argument("--min-len-ratio", type=float, default=None,
-                    help="min output length / source length (default 0)")
+                    help="min output length / source length (default 0; --authors-decoder: 0.5 of S + 1)")
     ap.add_argument("--length-penalty", default=None,
                     help="none (raw log-probabilities, the paper), avg, or a GNMT alpha such as 0.6")
     ap.add_argument("--authors-decoder", action="store_true",
@@ -92,14 +95,26 @@ def beam_config(args) -> BeamConfig:
         raise UsageError(f"--n-best {n_best} needs a beam of at least {n_best} (the beam is {cfg.beam_size})")
     ratios = {k: v for k, v in (("max_len_ratio", args.max_len_ratio), ("min_len_ratio", args.min_len_ratio))
               if v is not None}
-    return dataclasses.replace(cfg, **ratios)
+    cfg = dataclasses.replace(cfg, **ratios)
+    if cfg.min_len_ratio < 0 or cfg.max_len_ratio < 0 or cfg.min_len_ratio > cfg.max_len_ratio:
+        raise UsageError(f"--min-len-ratio {cfg.min_len_ratio} and --max-len-ratio {cfg.max_len_ratio} must be "
+                         "at least 0, the first no larger than the second")
+    return cfg
+
+
+def check_beam_fits(beam: BeamConfig, tgt_vocab) -> None:
+    """A beam cannot be wider than the target vocabulary."""
+    if beam.beam_size > len(tgt_vocab):
+        raise UsageError(f"beam size {beam.beam_size} is larger than the model's target vocabulary "
+                         f"({len(tgt_vocab)} words)")
 
 
 def tokenizers(meta: dict, pretokenized: bool, src_vocab=None, tgt_vocab=None):
     """Source tokeniser and target detokeniser matching the model's training data.
 
-    A sentencepiece model is rebuilt from the training data (or taken from the cache), which
-    must still give the model's vocabularies.
+    Sentencepiece models come from the checkpoint; for a checkpoint without them, they are
+    rebuilt from the training data (or taken from the cache), which must still give the
+    model's vocabularies.
     """
     data = meta.get("data") or {}
     kind, opts = data.get("tokenizer", "none"), dict(data.get("tokenizer_opts") or {})
@@ -108,11 +123,17 @@ def tokenizers(meta: dict, pretokenized: bool, src_vocab=None, tgt_vocab=None):
     if kind == "sentencepiece":
         from luong_lit.evaluate import datamodule_for
 
-        dm = datamodule_for(meta, setup=False)
-        dm.setup_test(src_vocab, tgt_vocab)
-        return dm.tokenizers["src"], dm.tokenizers["tgt"]
-    return (make_tokenizer(kind, data.get("src_lang", "en"), **opts),
-            make_tokenizer(kind, data.get("tgt_lang", "de"), **opts))
+        stored = stored_tokenizers(meta)
+        if stored is None:  # an older checkpoint: rebuild the pieces model
+            dm = datamodule_for(meta, setup=False)
+            dm.setup_test(src_vocab, tgt_vocab)
+            stored = dm.tokenizers
+        return stored["src"], stored["tgt"]
+    try:
+        return (make_tokenizer(kind, data.get("src_lang", "en"), **opts),
+                make_tokenizer(kind, data.get("tgt_lang", "de"), **opts))
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"the checkpoint's tokeniser description is damaged ({err})") from None
 
 
 def read_input(path: str | None) -> tuple[list[str], str]:
@@ -139,6 +160,7 @@ def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[s
     tok_src, detok_tgt = tokenizers(metas[0], args.pretokenized, src_vocab, tgt_vocab)
     src_words = limit_length([tok_src.tokenize(x) for x in lines], args.max_src_len, args.overlong)
     beam = beam_config(args)
+    check_beam_fits(beam, tgt_vocab)
     dictionary = load_dictionary(args.dict) if args.dict else None
     out = decode_corpus(model, [src_vocab.encode(s) for s in src_words], args.batch_size, beam,
                         keep_attention=args.replace_unk, progress=progress)

@@ -121,6 +121,10 @@ def test_translate_length_options_apply_to_greedy_and_the_authors_decoder(traine
     assert res.returncode == 2 and b"--authors-decoder ranks by raw score" in res.stderr
     res = run("translate", [ckpt, "--authors-decoder", "--n-best", "12", "--quiet"], stdin=b"a b\n")
     assert res.returncode == 0 and len(res.stdout.decode().splitlines()) == 12
+    res = run("translate", [ckpt, "--min-len-ratio", "2", "--max-len-ratio", "1"], stdin=b"a\n")
+    assert res.returncode == 2 and b"--min-len-ratio 2.0 and --max-len-ratio 1.0 must be" in res.stderr
+    res = run("translate", [ckpt, "--beam", "500"], stdin=b"a\n")
+    assert res.returncode == 2 and b"beam size 500 is larger than the model's target vocabulary" in res.stderr
     res = run("translate", [ckpt, "--n-best", "6"], stdin=b"a\n")
     assert res.returncode == 2 and b"--n-best 6 needs a beam of at least 6 (the beam is 5)" in res.stderr
 
@@ -181,11 +185,12 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
     assert int8["decoding"]["int8"] == "all" and report["decoding"]["int8"] is None
     assert int8["ppl"] == report["ppl"]  # scoring keeps the float weights
     assert "ppl_ensemble" not in report
-    res = run("evaluate", [str(out / "checkpoints" / "best.ckpt")] * 2 + [
-        "--test", "toy", "--beam", "1", "--out", str(tmp_path / "ens"), "--quiet"])
-    assert res.returncode == 0, res.stderr.decode()
-    ens = json.loads((tmp_path / "ens" / "eval_toy_ensemble.json").read_text())
-    assert ens["ppl_ensemble"] == pytest.approx(report["ppl"][0], rel=1e-4)  # two copies: the model's own
+    for extra in ([], ["--int8", "all"]):  # scoring keeps the float weights here too
+        res = run("evaluate", [str(out / "checkpoints" / "best.ckpt")] * 2 + [
+            "--test", "toy", "--beam", "1", "--out", str(tmp_path / "ens"), "--quiet", *extra])
+        assert res.returncode == 0, res.stderr.decode()
+        ens = json.loads((tmp_path / "ens" / "eval_toy_ensemble.json").read_text())
+        assert ens["ppl_ensemble"] == pytest.approx(report["ppl"][0], rel=1e-5)  # two copies: the model's own
 
 
 def test_malloc_tuning_takes_on_glibc_and_can_be_switched_off(monkeypatch):
@@ -224,11 +229,22 @@ def test_sentencepiece_model_translates_raw_text(toy_corpus, tmp_path, monkeypat
         "trainer.max_epochs=1", "data.tokenizer=sentencepiece", "+data.tokenizer_opts.vocab_size=40",
         "test_after_training=false"], tmp_path)
     train(cfg)
-    ckpt = str(tmp_path / "checkpoints" / "best.ckpt")
-    env_cache = {"LUONG_LIT_CACHE": str(tmp_path / "cache")}
-    res = subprocess.run([sys.executable, "-m", "luong_lit.translate", ckpt, "--beam", "2", "--quiet"],
-                         input=b"alpha beta\n\ngamma\n", capture_output=True, timeout=120, cwd=REPO,
-                         env={**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", **env_cache})
-    assert res.returncode == 0, res.stderr.decode()
-    lines = res.stdout.decode().split("\n")
-    assert len(lines) == 4 and lines[1] == "" and "\u2581" not in res.stdout.decode()  # words, not pieces
+    ckpt = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)
+    assert set(ckpt["luong_lit"]["sentencepiece"]) == {"src", "tgt"}
+    kept = dict(ckpt, luong_lit=dict(ckpt["luong_lit"], data=dict(ckpt["luong_lit"]["data"], train={
+        "src": str(tmp_path / "gone.src"), "tgt": str(tmp_path / "gone.tgt")})))
+    torch.save(kept, tmp_path / "kept.ckpt")  # its training data is gone: the pieces come from inside
+    older = dict(ckpt, luong_lit={k: v for k, v in ckpt["luong_lit"].items() if k != "sentencepiece"})
+    torch.save(older, tmp_path / "older.ckpt")  # no pieces inside: rebuilt from the training data
+    outputs = []
+    for name, cache in (("kept", "empty"), ("older", "cache")):
+        env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1",
+               "LUONG_LIT_CACHE": str(tmp_path / cache)}
+        res = subprocess.run([sys.executable, "-m", "luong_lit.translate", str(tmp_path / f"{name}.ckpt"),
+                              "--beam", "2", "--quiet"], input=b"a b c\n\nd e\n", capture_output=True,
+                             timeout=120, cwd=REPO, env=env)
+        assert res.returncode == 0, res.stderr.decode()
+        outputs.append(res.stdout.decode())
+        lines = outputs[-1].split("\n")
+        assert len(lines) == 4 and lines[1] == "" and "\u2581" not in outputs[-1]  # words, not pieces
+    assert outputs[0] == outputs[1] and not (tmp_path / "empty").exists()

@@ -227,3 +227,10 @@ def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
     for out, x in zip(greedy, ids):
         assert int(len(x) * min_ratio) <= len(out) <= int(len(x) * max_ratio) + 1
     assert min_ratio == 0 or any(len(out) == int(len(x) * min_ratio) for out, x in zip(greedy, ids))
+
+
+def test_greedy_with_a_zero_length_limit_returns_empty_outputs():
+    net = _net(5)
+    src, src_len = _batch()
+    hyps, attn = greedy_decode(net, src, src_len, max_len_ratio=0.0, max_len_extra=0, return_attention=True)
+    assert hyps == [[]] * 4 and [a.shape for a in attn] == [(1, int(n)) for n in src_len]

@@ -121,6 +121,8 @@ def test_bleu_counts_words_not_sentencepiece_pieces(tmp_path):
     assert words == pytest.approx(sacrebleu.corpus_bleu([hyp], [[ref]], tokenize="none").score)
     assert words != pytest.approx(corpus_bleu_tok([" ".join(pieces_h)], [" ".join(pieces_r)]))
     assert bleu_words(["a", "b"], WhitespaceTokenizer()) == ["a", "b"] == bleu_words(("a", "b"))
+    glued = bleu_words(["\u2581the", "\u2581w", "<unk>", "in", "\u2581mat"], sp)
+    assert glued == ["the", "w<unk>in", "mat"]  # an unknown piece spoils one word, not three
 
 
 @pytest.mark.parametrize("attention,feed", [("global", True), ("local_p", True), ("none", False)])
@@ -143,3 +145,21 @@ def test_stepwise_perplexity_equals_teacher_forced_and_scores_ensembles(attentio
         nll -= float(mixed.gather(1, b.tgt_out[0].unsqueeze(1)).sum())
     tokens = sum(len(t) + 1 for _, _, t in examples)
     assert stepwise_perplexity(Ensemble(nets, "probs"), examples) == pytest.approx(math.exp(nll / tokens), rel=1e-5)
+
+
+def test_int8_decoding_leaves_stepwise_scoring_on_the_float_weights():
+    from luong_lit.decoding.ensemble import Ensemble
+    from luong_lit.metrics.perplexity import stepwise_perplexity
+    from luong_lit.nn.quantize import float_weights, quantize_for_decoding
+
+    torch.manual_seed(0)
+    nets = [Seq2Seq(40, 40, 16, 16, 2, 0.0, "global", "general", True).eval() for _ in range(2)]
+    examples = [(i, [4 + (i + k) % 30 for k in range(3 + i % 4)], [5 + (2 * i + k) % 30 for k in range(2 + i % 5)])
+                for i in range(12)]
+    ens = Ensemble(nets)
+    exact = stepwise_perplexity(ens, examples)
+    quantize_for_decoding(ens, "all")
+    assert stepwise_perplexity(ens, examples) != exact  # the int8 copies do change the scores
+    with float_weights(ens):
+        assert stepwise_perplexity(ens, examples) == exact
+    assert stepwise_perplexity(ens, examples) != exact  # and come back after the block

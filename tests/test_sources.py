@@ -31,7 +31,7 @@ def test_download_verify_extract_sgm_and_cache(tmp_path, monkeypatch):
     src = Source("wmt/test.de.gz", Remote((tmp_path / "test.tgz").as_uri(), f"md5:{md5}"),
                  member="test/newstest-ref.de.sgm", fmt="sgm")
     path = resolve(src)
-    assert path == tmp_path / "cache" / "wmt" / "test.de.gz"
+    assert path == tmp_path / "cache" / "text-v2" / "wmt" / "test.de.gz"
     assert read_lines(path) == ["Hello & welcome.", "Zweite Zeile"]
     (tmp_path / "test.tgz").unlink()  # a second use is served from the cache
     assert resolve(src) == path

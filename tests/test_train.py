@@ -167,6 +167,7 @@ def test_checkpoint_never_runs_code_and_damage_is_named(toy_corpus, tmp_path):
         "attribute": lambda c: c["luong_lit"]["net"].update(score={
             "_target_": "luong_lit.nn.scores.torch.save", "obj": 1, "f": str(written)}),
         "argument": lambda c: c["luong_lit"]["net"]["score"].update(dim={"_target_": "os.getcwd"}),
+        "unhashable": lambda c: c["luong_lit"]["net"]["score"].update(_target_=["os.system"]),
     }
     for name, edit in attacks.items():
         with pytest.raises(CheckpointError, match=r"edited\.ckpt: checkpoint config net\."):
@@ -175,6 +176,7 @@ def test_checkpoint_never_runs_code_and_damage_is_named(toy_corpus, tmp_path):
     damage = {
         "vocabularies": lambda c: c["luong_lit"]["src_vocab"].reverse(),
         "cannot build the model": lambda c: c["luong_lit"]["net"].update(no_such_option=1),
+        "cannot build the model .*negative": lambda c: c["luong_lit"]["net"].update(hidden_size=-3),
         "weights do not fit": lambda c: c["state_dict"].clear(),
         "no weights inside": lambda c: c.pop("state_dict"),
     }

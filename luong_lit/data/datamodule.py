@@ -157,20 +157,22 @@ class TranslationDataModule(L.LightningDataModule):
         log.info("train pairs %d, vocab src %d tgt %d", len(train.src_ids), len(self.src_vocab),
                  len(self.tgt_vocab))
 
-    def setup_test(self, src_vocab: Vocab, tgt_vocab: Vocab) -> None:
+    def setup_test(self, src_vocab: Vocab, tgt_vocab: Vocab, tokenizers: dict[str, Any] | None = None) -> None:
         """Only the test sets, tokenised as in training and encoded with a model's vocabularies.
 
-        The training data is not read, except for sentencepiece, whose model is trained on it;
-        the vocabularies rebuilt from it must then equal the model's.
+        The training data is not read, except for sentencepiece without ``tokenizers`` (the
+        model's own ``src`` and ``tgt`` tokenisers): the pieces model is then trained on it
+        again (or taken from the cache), and the vocabularies rebuilt must equal the model's.
         """
-        if self.tokenizer_kind == "sentencepiece":
+        if self.tokenizer_kind == "sentencepiece" and not tokenizers:
             self.setup("test")
             if self.src_vocab != src_vocab or self.tgt_vocab != tgt_vocab:
                 raise DataError(f"the vocabularies rebuilt from the training data differ from the model's; "
                                 f"has the training data of {self.cfg['dataset']} changed?")
             return
         for side, lang in (("src", self.cfg["src_lang"]), ("tgt", self.cfg["tgt_lang"])):
-            self.tokenizers[side] = make_tokenizer(self.tokenizer_kind, lang, **self.tokenizer_opts)
+            self.tokenizers[side] = (tokenizers or {}).get(side) or make_tokenizer(
+                self.tokenizer_kind, lang, **self.tokenizer_opts)
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         for name, spec in self.test_spec.items():
             self.splits[name] = self._tokenize(name, *self._read(spec))

@@ -72,6 +72,11 @@ def _check_content(src: Source, path: Path) -> None:
                         f"text); the file is corrupt or not the release this kit expects")
 
 
+#: The folder of extracted text in the cache; a new name whenever extraction changes, so that
+#: no file extracted the old way is used again (v2: lines split at newlines only).
+EXTRACTED = "text-v2"
+
+
 def resolve(src: Source, mirror: Path | None = None) -> Path:
     """A local path to ``src``: from the mirror if set, else the cache (downloading once)."""
     if mirror is not None:
@@ -81,7 +86,7 @@ def resolve(src: Source, mirror: Path | None = None) -> Path:
                             f"(official source: {src.remote.url})")
         _check_content(src, path)
         return path
-    path = cache_dir() / src.path
+    path = cache_dir() / EXTRACTED / src.path
     if not path.is_file():
         blob = download(src.remote, cache_dir() / "downloads")
         _extract(src, blob, path)

@@ -79,6 +79,23 @@ class SentencePieceTokenizer:
         self.model_path = path
         self._sp = spm.SentencePieceProcessor(model_file=str(path))
 
+    @classmethod
+    def from_proto(cls, proto: bytes, lowercase: bool = False) -> "SentencePieceTokenizer":
+        """A tokeniser from a serialised model (:meth:`proto`), as checkpoints keep it."""
+        import sentencepiece as spm
+
+        tok = cls.__new__(cls)
+        tok.lowercase, tok.model_path = lowercase, None
+        try:
+            tok._sp = spm.SentencePieceProcessor(model_proto=proto)
+        except (RuntimeError, TypeError) as err:
+            raise ValueError(f"not a sentencepiece model ({err})") from None
+        return tok
+
+    def proto(self) -> bytes:
+        """The serialised model, for :meth:`from_proto`."""
+        return self._sp.serialized_model_proto()
+
     def tokenize(self, line: str) -> list[str]:
         return self._sp.encode(line.lower() if self.lowercase else line, out_type=str)
 

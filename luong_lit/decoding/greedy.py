@@ -42,6 +42,9 @@ def greedy_decode(model, src: Tensor, src_len: Tensor, max_len_ratio: float = 1.
         done |= y == EOS_ID
         if bool(done.all()):
             break
+    if not out:  # a length limit of 0 words: nothing to decode
+        return [[] for _ in range(B)], ([src.new_zeros((1, int(n)), dtype=torch.float) for n in src_len]
+                                         if return_attention else None)
     ids = torch.stack(out, 1).tolist()  # (B, T)
     hyps = [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in ids]
     if not return_attention or not attns:

@@ -26,9 +26,14 @@ def rejoin_hyphens(line: str) -> str:
 
 def bleu_words(tokens: Sequence[str], tokenizer=None) -> list[str]:
     """The words BLEU counts in a token sequence: subword pieces (a tokeniser named
-    ``sentencepiece``) are joined into words first; word tokens are kept as they are."""
+    ``sentencepiece``) are joined into words first; word tokens are kept as they are.
+
+    Pieces are joined at their ``▁`` word marks, so an output ``<unk>`` piece stays inside
+    its word, which then counts as one wrong word (sentencepiece's own decoder would write
+    `` ⁇ `` and split the word in three).
+    """
     if getattr(tokenizer, "name", None) == "sentencepiece":
-        return tokenizer.detokenize(list(tokens)).split()
+        return "".join(tokens).replace("\u2581", " ").split()
     return list(tokens)
 
 

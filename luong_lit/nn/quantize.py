@@ -15,6 +15,8 @@ speed/accuracy trade (``translate --int8 [output|all]``), never the default.
 """
 from __future__ import annotations
 
+import contextlib
+
 import warnings
 
 import torch
@@ -77,3 +79,20 @@ def quantize_for_decoding(net, parts: str = "output") -> None:
         if parts == "all":
             dec.int8 = {"layers": [(Int8Recurrent(W), b) for W, b in dec._layer_weights()],
                         "W_c": None if dec.W_c is None else Int8Linear(dec.W_c.weight, dec.W_c.bias)}
+
+
+@contextlib.contextmanager
+def float_weights(net):
+    """Within the block, ``net`` (or each ensemble member) steps with its float weights again.
+
+    Scoring (perplexity) must not change with ``--int8``; only the search may.
+    """
+    models = list(getattr(net, "members", [net]))
+    saved = [(m.int8_output, m.decoder.int8) for m in models]
+    for m in models:
+        m.int8_output, m.decoder.int8 = None, None
+    try:
+        yield net
+    finally:
+        for m, (out, dec) in zip(models, saved):
+            m.int8_output, m.decoder.int8 = out, dec
