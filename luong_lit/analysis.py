@@ -45,13 +45,13 @@ def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     if evals:
         return json.loads(evals[0].read_text())["length_buckets"]
     from luong_lit.callbacks import translate_split
-    from luong_lit.metrics.bleu import bleu_words
+    from luong_lit.metrics.bleu import bleu_lines
     from luong_lit.metrics.buckets import bleu_by_length
 
     net, dm = load_run_model(run)
     hyps = translate_split(net, dm, "dev", max_sentences=max_sentences)
     dev = dm.splits["dev"]
-    refs = [" ".join(bleu_words(t, dm.tokenizers.get("tgt"))) for t in dev.tgt_tokens[: len(hyps)]]
+    refs = bleu_lines(dev.tgt_tokens[: len(hyps)], dm.tokenizers.get("tgt"))
     return bleu_by_length(hyps, refs, [len(s) for s in dev.src_tokens[: len(hyps)]])
 
 

@@ -10,7 +10,7 @@ from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.loggers import log_samples
 from luong_lit.metrics import corpus_bleu_tok
-from luong_lit.metrics.bleu import bleu_words
+from luong_lit.metrics.bleu import bleu_lines
 
 
 class ThroughputMonitor(L.Callback):
@@ -54,8 +54,7 @@ class GreedyBleuCallback(L.Callback):
             return
         dm = trainer.datamodule
         hyps = translate_split(pl_module.net, dm, "dev", self.batch_size, self.max_sentences)
-        tok = dm.tokenizers.get("tgt")
-        refs = [" ".join(bleu_words(t, tok)) for t in dm.splits["dev"].tgt_tokens[: len(hyps)]]
+        refs = bleu_lines(dm.splits["dev"].tgt_tokens[: len(hyps)], dm.tokenizers.get("tgt"))
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
         if trainer.is_global_zero:
             rows = [(" ".join(dm.splits["dev"].src_tokens[i]), refs[i], hyps[i]) for i in range(min(self.samples, len(hyps)))]
@@ -110,14 +109,11 @@ def split_bleu(net, split, tgt_vocab, beam: BeamConfig | None = None, batch_size
     src_ids = split.src_ids[:max_sentences]
     translations = decode_corpus(net, src_ids, batch_size, beam, keep_attention=replace_unk)
     net.train(was_training)
-    def text(words):
-        return [" ".join(bleu_words(w, tokenizer)) for w in words]
-
-    refs = text(split.tgt_tokens[: len(src_ids)])
-    scores = {"bleu": corpus_bleu_tok(text(output_words(translations, tgt_vocab)), refs)}
+    refs = bleu_lines(split.tgt_tokens[: len(src_ids)], tokenizer)
+    scores = {"bleu": corpus_bleu_tok(bleu_lines(output_words(translations, tgt_vocab), tokenizer), refs)}
     if replace_unk:
         words = output_words(translations, tgt_vocab, split.src_tokens, net.content_based, dictionary)
-        scores["bleu_unk"] = corpus_bleu_tok(text(words), refs)
+        scores["bleu_unk"] = corpus_bleu_tok(bleu_lines(words, tokenizer), refs)
     return scores
 
 
@@ -127,8 +123,7 @@ def translate_split(net, dm, split: str, batch_size: int = 128, max_sentences: i
     net.eval()
     translations = decode_corpus(net, dm.splits[split].src_ids[:max_sentences], batch_size)
     net.train(was_training)
-    tok = dm.tokenizers.get("tgt")
-    return [" ".join(bleu_words(w, tok)) for w in output_words(translations, dm.tgt_vocab)]
+    return bleu_lines(output_words(translations, dm.tgt_vocab), dm.tokenizers.get("tgt"))
 
 
 def dev_bleu(net, dm, split: str = "dev", batch_size: int = 128, max_sentences: int | None = None) -> float:

@@ -55,8 +55,8 @@ def _part(node: Any, where: str) -> Any:
     """
     if isinstance(node, _SCALARS):
         return node
-    if not isinstance(node, dict) or not isinstance(node.get("_target_"), str) or node["_target_"] not in _NET_PARTS:
-        target = node.get("_target_") if isinstance(node, dict) else type(node).__name__
+    target = node.get("_target_") if isinstance(node, dict) else type(node).__name__
+    if not isinstance(node, dict) or not isinstance(target, str) or target not in _NET_PARTS:
         raise CheckpointError(f"checkpoint config {where}: {target!r} is not a luong_lit.nn "
                               f"attention or score class ({', '.join(sorted(_NET_PARTS))})")
     kwargs = {k: v for k, v in node.items() if k not in ("_target_", "_partial_")}
@@ -64,7 +64,7 @@ def _part(node: Any, where: str) -> Any:
         if not isinstance(value, _SCALARS):
             raise CheckpointError(f"checkpoint config {where}.{key}: expected a number, string or "
                                   f"bool, got {type(value).__name__}")
-    return functools.partial(_NET_PARTS[node["_target_"]], **kwargs)
+    return functools.partial(_NET_PARTS[target], **kwargs)
 
 
 def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:

@@ -20,7 +20,7 @@ from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.io import DataError
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.ensemble import EnsembleError
-from luong_lit.metrics.bleu import bleu_words, corpus_bleu_detok, corpus_bleu_tok
+from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_detok, corpus_bleu_tok
 from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_by_length
 from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
 from luong_lit.nn.quantize import float_weights
@@ -39,9 +39,9 @@ def datamodule_for(meta: dict, tests: dict | None = None, setup: bool = True):
     cfg["test"] = dict(tests or {})
     try:
         dm = TranslationDataModule(**cfg)
-    except (TypeError, ValueError) as err:  # DataError (a ValueError) keeps its own message
-        if isinstance(err, DataError):
-            raise
+    except DataError:
+        raise
+    except (TypeError, ValueError) as err:
         raise CheckpointError(f"the checkpoint's data description is damaged ({err})") from None
     if setup:
         dm.setup("test")
@@ -77,13 +77,10 @@ def load_train_split(meta: dict):
 
 def score(hyps: list[list[str]], refs: list[str], lang: str, tokenizer=None,
           raw_refs: list[str] | None = None) -> dict[str, float]:
-    """Tokenised and detokenised BLEU of output words against tokenised ``refs``.
-
-    Sentencepiece output is joined into words first (on both sides); ``raw_refs``, where
-    given, are the references of the detokenised BLEU.
-    """
-    text = [" ".join(bleu_words(h, tokenizer)) for h in hyps]
-    refs = [" ".join(bleu_words(r.split(), tokenizer)) for r in refs]
+    """Tokenised and detokenised BLEU of output tokens against ``refs``, lines of the words
+    BLEU counts (:func:`~luong_lit.metrics.bleu.bleu_lines`; sentencepiece output is joined into
+    words first). ``raw_refs``, where given, are the references of the detokenised BLEU."""
+    text = bleu_lines(hyps, tokenizer)
     detok = corpus_bleu_detok(text, raw_refs, lang, refs_detokenized=True) if raw_refs else \
         corpus_bleu_detok(text, refs, lang)
     return {"bleu_tok": corpus_bleu_tok(text, refs), "bleu_detok": detok}
@@ -114,7 +111,7 @@ def evaluate(args) -> dict:
     plain = output_words(out, tgt_vocab)
     replaced = output_words(out, tgt_vocab, split.src_tokens, model.content_based, dictionary,
                             args.align_convention)
-    refs = [" ".join(t) for t in split.tgt_tokens]
+    refs = bleu_lines(split.tgt_tokens, test.tokenizer)
     report["decoding"] = {"beam": args.beam, "authors_decoder": args.authors_decoder,
                           "length_penalty": args.length_penalty, "combine": args.combine,
                           "dictionary": args.dict, "align_convention": args.align_convention,
@@ -123,8 +120,7 @@ def evaluate(args) -> dict:
     report["bleu_unk_replaced"] = score(replaced, refs, test.lang, test.tokenizer, test.raw_refs)
     report["detok_references"] = "raw" if test.raw_refs else "detokenised tokenised references"
     report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
-    report["length_buckets"] = bleu_by_length([" ".join(bleu_words(w, test.tokenizer)) for w in replaced],
-                                              [" ".join(bleu_words(t, test.tokenizer)) for t in split.tgt_tokens],
+    report["length_buckets"] = bleu_by_length(bleu_lines(replaced, test.tokenizer), refs,
                                               [len(s) for s in split.src_tokens])
     report["samples"] = samples(split, plain, replaced, args.samples)
     return report

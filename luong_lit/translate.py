@@ -164,44 +164,29 @@ def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[s
     dictionary = load_dictionary(args.dict) if args.dict else None
     out = decode_corpus(model, [src_vocab.encode(s) for s in src_words], args.batch_size, beam,
                         keep_attention=args.replace_unk, progress=progress)
-    content = model.content_based if args.replace_unk else True
-    replace = (src_words, content, dictionary, args.align_convention) if args.replace_unk else None
+    content = model.content_based if args.replace_unk else True  # an ensemble may mix conventions
+    unk_args = (content, dictionary, args.align_convention)
     if args.n_best > 1:
-        return _n_best_lines(out, tgt_vocab, detok_tgt, args.n_best, replace)
-    words = output_words(out, tgt_vocab, *(replace or (None,)))
+        return _n_best_lines(out, tgt_vocab, detok_tgt, args.n_best, src_words if args.replace_unk else None, *unk_args)
+    words = output_words(out, tgt_vocab, src_words if args.replace_unk else None, *unk_args)
     return [detok_tgt.detokenize(w) if w else "" for w in words]
 
 
-def _n_best_lines(out, tgt_vocab, detok, n: int, replace=None) -> list[str]:
+def _n_best_lines(out, tgt_vocab, detok, n: int, src_words=None, *unk_args) -> list[str]:
     """``i ||| translation ||| score`` lines, as Moses and fairseq write n-best lists.
 
     Every input gets exactly ``n`` lines; an empty input gets ``n`` empty translations with
-    score 0. ``replace``: ``(src_words, content_based, dictionary, convention)`` for unk
-    replacement, which each hypothesis does with its own attention.
+    score 0. With ``src_words``, each hypothesis has its ``<unk>`` words replaced through its
+    own attention (``unk_args``: as :func:`output_words` takes them).
     """
     lines = []
     for i, tr in enumerate(out):
-        hyps = [Translation(h.tokens, _src_part(h.attention, replace, i), h.score) for h in tr.n_best[:n]]
-        words = output_words(hyps, tgt_vocab, *_one_source(replace, i, len(hyps)))
+        hyps = [Translation(h.tokens, h.attention, h.score) for h in tr.n_best[:n]]
+        words = output_words(hyps, tgt_vocab, None if src_words is None else [src_words[i]] * len(hyps), *unk_args)
         for w, h in zip(words, hyps):
             lines.append(f"{i} ||| {detok.detokenize(w) if w else ''} ||| {h.score:.4f}")
         lines += [f"{i} |||  ||| 0.0000"] * (n - len(hyps))
     return lines
-
-
-def _src_part(attention, replace, i: int):
-    """A hypothesis' attention over its own source words only (the batch pads the rest)."""
-    if replace is None or attention is None:
-        return None
-    return attention[:, : len(replace[0][i])]
-
-
-def _one_source(replace, i: int, k: int) -> tuple:
-    """``output_words``' unk-replacement arguments for ``k`` hypotheses of source ``i``."""
-    if replace is None:
-        return (None,)
-    src_words, content, dictionary, convention = replace
-    return [src_words[i]] * k, content, dictionary, convention
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -74,11 +74,19 @@ class _Sentence:
     done: bool = False
 
 
-def _limits(src_len: Tensor, cfg: BeamConfig) -> tuple[Tensor, Tensor]:
-    S = (src_len + cfg.src_len_plus).float()  # (B,)
-    max_len = (S * cfg.max_len_ratio).floor().long() + cfg.max_len_extra  # (B,)
-    min_len = (S * cfg.min_len_ratio).floor().long()  # (B,)
+def length_bounds(src_len: Tensor, max_len_ratio: float = 1.5, max_len_extra: int = 5,
+                  min_len_ratio: float = 0.0, src_len_plus: int = 0) -> tuple[Tensor, Tensor]:
+    """Most and fewest output words per sentence (spec §11), for greedy and beam search alike:
+    ``floor(max_len_ratio · S') + max_len_extra`` and ``floor(min_len_ratio · S')``, with
+    ``S' = S + src_len_plus``."""
+    S = (src_len + src_len_plus).float()  # (B,)
+    max_len = (S * max_len_ratio).floor().long() + max_len_extra  # (B,)
+    min_len = (S * min_len_ratio).floor().long()  # (B,)
     return max_len, min_len
+
+
+def _limits(src_len: Tensor, cfg: BeamConfig) -> tuple[Tensor, Tensor]:
+    return length_bounds(src_len, cfg.max_len_ratio, cfg.max_len_extra, cfg.min_len_ratio, cfg.src_len_plus)
 
 
 def _bound_lengths(logp: Tensor, t: int, min_len: Tensor, max_len: Tensor) -> Tensor:

@@ -41,10 +41,11 @@ def _decode_batch(model, batch, beam: BeamConfig | None, keep_attention: bool) -
         return [Translation(h, attn[i] if attn else None) for i, h in enumerate(hyps)]
     out = []
     for b, n_best in enumerate(beam_search(model, batch.src, batch.src_len, beam, keep_attention)):
-        best = n_best[0]
         S = int(batch.src_len[b])
-        att = best.attention[:, :S] if (keep_attention and best.attention is not None) else None
-        out.append(Translation(best.tokens, att, best.score, n_best))
+        for hyp in n_best:  # attention over the sentence's own S words (the batch pads the rest)
+            hyp.attention = hyp.attention[:, :S] if (keep_attention and hyp.attention is not None) else None
+        best = n_best[0]
+        out.append(Translation(best.tokens, best.attention, best.score, n_best))
     return out
 
 

@@ -5,6 +5,7 @@ import torch
 from torch import Tensor
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
+from luong_lit.decoding.beam import length_bounds
 
 
 @torch.no_grad()
@@ -13,9 +14,9 @@ def greedy_decode(model, src: Tensor, src_len: Tensor, max_len_ratio: float = 1.
                   src_len_plus: int = 0):
     """Pick the most probable word at every step until ``</s>`` or the length limit.
 
-    The limit is ``floor(max_len_ratio · S') + max_len_extra`` for each sentence, with
-    ``S' = S + src_len_plus`` (spec §11); ``</s>`` is not picked before
-    ``floor(min_len_ratio · S')`` words. These are the bounds of beam search.
+    At most ``floor(max_len_ratio · S') + max_len_extra`` words and no ``</s>`` before
+    ``floor(min_len_ratio · S')`` words, with ``S' = S + src_len_plus``: the bounds of beam
+    search (:func:`~luong_lit.decoding.beam.length_bounds`, spec §11).
 
     Returns:
         hyps: a list of B id lists, without ``</s>``.
@@ -24,15 +25,14 @@ def greedy_decode(model, src: Tensor, src_len: Tensor, max_len_ratio: float = 1.
     """
     memory, state = model.encode(src, src_len)
     B = src.size(0)
-    S = (src_len + src_len_plus).float()  # (B,)
-    limits = (S * max_len_ratio).floor().long() + max_len_extra  # (B,)
-    min_len = (S * min_len_ratio).floor().long()  # (B,)
+    limits, min_len = length_bounds(src_len, max_len_ratio, max_len_extra, min_len_ratio, src_len_plus)  # (B,) x2
+    min_steps = int(min_len.max())  # steps that may still forbid </s> for some row
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     out, attns = [], []
     for t in range(int(limits.max())):
         logits, state, align = model.step(y, state, memory, t)
-        if bool((t < min_len).any()):
+        if t < min_steps:
             logits[:, EOS_ID] = logits[:, EOS_ID].masked_fill(t < min_len, float("-inf"))
         y = logits.argmax(-1)  # (B,)
         y = torch.where(done | (t >= limits), torch.full_like(y, EOS_ID), y)

@@ -37,6 +37,11 @@ def bleu_words(tokens: Sequence[str], tokenizer=None) -> list[str]:
     return list(tokens)
 
 
+def bleu_lines(word_lists: Sequence[Sequence[str]], tokenizer=None) -> list[str]:
+    """One line per token list, in the words BLEU counts (:func:`bleu_words`)."""
+    return [" ".join(bleu_words(w, tokenizer)) for w in word_lists]
+
+
 def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")

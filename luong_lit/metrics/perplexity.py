@@ -34,40 +34,43 @@ def ppl_from_nll(nll: float, tokens: float) -> float:
 
 
 @torch.no_grad()
-def perplexity(net, examples: Sequence[tuple[int, list[int], list[int]]], batch_size: int = 128) -> float:
-    """``exp`` of the mean token NLL (``</s>`` counted, ``<s>`` not) over ``examples``.
-
-    ``examples`` are ``(index, src_ids, tgt_ids)`` as :meth:`Split.examples` gives them.
-    """
-    was_training = net.training
-    net.eval()
-    device = next(net.parameters()).device
-    nll, tokens = 0.0, 0
-    for i in range(0, len(examples), batch_size):
-        n, t = token_nll(net, collate(examples[i:i + batch_size]).to(device))
-        nll, tokens = nll + float(n), tokens + t
-    net.train(was_training)
-    return ppl_from_nll(nll, tokens)
-
-
-@torch.no_grad()
-def stepwise_perplexity(model, examples: Sequence[tuple[int, list[int], list[int]]], batch_size: int = 64) -> float:
-    """Perplexity through the decoding interface (``encode``, then ``step`` under teacher forcing).
-
-    It scores any model that decoding can use, ensembles included: the next-word distribution
-    is the softmax of what ``step`` returns (Eq. 6 for one model; the combined scores of an
-    ensemble). For a single model it equals :func:`perplexity`.
-    """
+def _corpus_ppl(model, examples, batch_size: int, batch_nll) -> float:
+    """``exp`` of the mean token NLL over ``examples``, ``batch_nll(model, batch)`` giving each
+    batch's summed NLL and token count; the model runs in eval mode and is put back after."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     nll, tokens = 0.0, 0
     for i in range(0, len(examples), batch_size):
-        batch = collate(examples[i:i + batch_size]).to(device)
-        memory, state = model.encode(batch.src, batch.src_len)
-        for t in range(batch.tgt_in.size(1)):
-            scores, state, _ = model.step(batch.tgt_in[:, t], state, memory, t)  # (B, V)
-            nll += float(F.cross_entropy(scores.float(), batch.tgt_out[:, t], ignore_index=PAD_ID, reduction="sum"))
-        tokens += int((batch.tgt_out != PAD_ID).sum())
+        n, t = batch_nll(model, collate(examples[i:i + batch_size]).to(device))
+        nll, tokens = nll + float(n), tokens + t
     model.train(was_training)
     return ppl_from_nll(nll, tokens)
+
+
+def perplexity(net, examples: Sequence[tuple[int, list[int], list[int]]], batch_size: int = 128) -> float:
+    """``exp`` of the mean token NLL (``</s>`` counted, ``<s>`` not) over ``examples``.
+
+    ``examples`` are ``(index, src_ids, tgt_ids)`` as :meth:`Split.examples` gives them.
+    """
+    return _corpus_ppl(net, examples, batch_size, token_nll)
+
+
+def stepwise_nll(model, batch: Batch) -> tuple[float, int]:
+    """Summed token NLL and token count through the decoding interface under teacher forcing:
+    ``encode``, then one ``step`` per target position; the next-word distribution is the
+    softmax of what ``step`` returns (Eq. 6 for one model; the combined scores of an ensemble)."""
+    memory, state = model.encode(batch.src, batch.src_len)
+    nll = 0.0
+    for t in range(batch.tgt_in.size(1)):
+        scores, state, _ = model.step(batch.tgt_in[:, t], state, memory, t)  # (B, V)
+        nll += float(F.cross_entropy(scores.float(), batch.tgt_out[:, t], ignore_index=PAD_ID, reduction="sum"))
+    return nll, int((batch.tgt_out != PAD_ID).sum())
+
+
+def stepwise_perplexity(model, examples: Sequence[tuple[int, list[int], list[int]]], batch_size: int = 64) -> float:
+    """Perplexity of any model that decoding can use, ensembles included (:func:`stepwise_nll`).
+
+    For a single model it equals :func:`perplexity`.
+    """
+    return _corpus_ppl(model, examples, batch_size, stepwise_nll)

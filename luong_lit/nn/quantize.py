@@ -16,7 +16,6 @@ speed/accuracy trade (``translate --int8 [output|all]``), never the default.
 from __future__ import annotations
 
 import contextlib
-
 import warnings
 
 import torch
