@@ -1,7 +1,7 @@
 """Beam-search decoding speed of a trained checkpoint, batched against one sentence at a time.
 
     LUONG_LIT_DATA=../shared/data python benchmarks/beam_speed.py RUN/checkpoints/best.ckpt \
-        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--output FILE] [--int8 [output|all]]
+        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--output FILE] [--int8 [output|all]] [--workers 1]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
 of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=30)
     ap.add_argument("--single-limit", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=1, help="forked decoding processes sharing --threads")
     ap.add_argument("--output", help="also write the batched translations to this file")
     ap.add_argument("--int8", nargs="?", const="output", default=None, choices=("output", "all"),
                     help="int8 output layer, or (all) every decoder product (luong_lit.nn.quantize)")
@@ -43,12 +44,12 @@ def main() -> None:
     split = load_split(meta, args.test, src_vocab, tgt_vocab).split
     cfg = BeamConfig(beam_size=args.beam)
     t0 = time.perf_counter()
-    out = decode_corpus(net, split.src_ids, args.batch_size, cfg)
+    out = decode_corpus(net, split.src_ids, args.batch_size, cfg, workers=args.workers)
     batched = len(split.src_ids) / (time.perf_counter() - t0)
     words = output_words(out, tgt_vocab)
     hyps = [" ".join(w) for w in words]
     bleu = corpus_bleu_tok(hyps, [" ".join(t) for t in split.tgt_tokens])
-    res = {"test": args.test, "sentences": len(split.src_ids), "beam": args.beam, "int8": args.int8,
+    res = {"test": args.test, "sentences": len(split.src_ids), "beam": args.beam, "int8": args.int8, "workers": args.workers,
            "batch_size": args.batch_size, "batched_sent_per_s": round(batched, 1),
            "bleu_tok": round(bleu, 2), "mean_output_len": round(sum(map(len, words)) / len(words), 2)}
     if args.single_limit > 0:  # 0 skips the one-sentence-at-a-time run

@@ -7,6 +7,9 @@ JSON line: non-pad target tokens (``</s>`` included) per wall second over the la
 
     python benchmarks/ours_window.py --steps 200 --warmup 20 [overrides...]
 
+Under data-parallel training (``trainer.strategy=ddp trainer.devices=2``) the tokens of all
+ranks are summed over rank 0's window.
+
 ``--pad-vocab N`` appends never-seen symbols to both vocabularies until they hold N words, so
 that a small training sample still gets the paper's 50K embedding and softmax sizes: the
 cost of a step depends on the vocabulary size, not on which words occur.
@@ -86,7 +89,11 @@ def main() -> None:
     trainer.callbacks.append(window)
     trainer.fit(model, dm)
     dt = window.t1 - window.t0
-    out = {"tgt_tok_per_s": window.tokens / dt, "steps": args.steps, "seconds": dt,
+    if trainer.world_size > 1:  # data parallel: every rank's tokens count; rank 0 reports
+        window.tokens = int(trainer.strategy.reduce(torch.tensor(float(window.tokens)), reduce_op="sum"))
+        if trainer.global_rank:
+            return
+    out = {"tgt_tok_per_s": window.tokens / dt, "ranks": trainer.world_size, "steps": args.steps, "seconds": dt,
            "tokens": window.tokens, "vocab": [len(dm.src_vocab), len(dm.tgt_vocab)],
            "precision": str(trainer.precision)}
     if torch.cuda.is_available():

@@ -27,7 +27,9 @@ starts after the model is loaded:
   X[sec]", at its config's ``testing.batch_size`` 64 (sentences), ``max_output_length`` 100.
   (``joeynmt translate`` on stdin ran at a quarter of that speed here.)
 * ours: ``benchmarks/beam_speed.py --single-limit 0`` (decode_corpus only), batch 30
-  and 64, the default length bounds (spec §11).
+  and 64, the default length bounds (spec §11); ``_w2`` systems split the batches between
+  two forked processes of ``threads / 2`` threads each (``--workers 2``), timed from before
+  the processes start.
 
 The figure per system is the median of its rounds.  Only the Python standard library is
 used by this harness; BLEU is scored by our package (tokenised, multi-bleu style).
@@ -48,7 +50,7 @@ from peer_throughput import PEER_BOOT, PEER_CFG_DIR, REPO, _env, _version, fill_
 ONMT_AVG_MS = re.compile(r"Average translation time \(ms\):\s*([\d.]+)")
 JOEY_GEN = re.compile(r"Generation took ([\d.]+)\[sec\]")
 SYSTEMS = ("onmt", "joey", "ours_b30", "ours_b64", "ours_b30_int8", "ours_b64_int8", "ours_b30_int8all",
-           "ours_b64_int8all")
+           "ours_b64_int8all", "ours_b30_w2", "ours_b64_w2")
 DEFAULT_SYSTEMS = "onmt,joey,ours_b30,ours_b64"
 
 
@@ -130,13 +132,14 @@ def decode_peer(system: str, args, ckpt: Path, run_dir: Path) -> dict:
 
 
 def decode_ours(system: str, args, ckpt: Path, run_dir: Path) -> dict:
-    """``system`` is ``ours_b<batch>``, ``ours_b<batch>_int8`` (output layer) or ``_int8all``."""
+    """``system`` is ``ours_b<batch>``, then ``_int8`` (output layer), ``_int8all`` or ``_w2``
+    (two worker processes sharing the threads)."""
     hyp, parts = run_dir / "hyp.txt", system.split("_")
     cmd = [str(args.ours_python), "benchmarks/beam_speed.py", str(ckpt), "--beam",
            str(args.beam), "--batch-size", parts[1][1:], "--single-limit", "0",
            "--threads", str(args.threads), "--output", str(hyp)]
-    int8 = {"int8": ["--int8", "output"], "int8all": ["--int8", "all"]}.get(parts[-1], [])
-    out = _run(cmd + int8, run_dir / "stdout.log", args.threads)
+    extra = {"int8": ["--int8", "output"], "int8all": ["--int8", "all"], "w2": ["--workers", "2"]}.get(parts[-1], [])
+    out = _run(cmd + extra, run_dir / "stdout.log", args.threads)
     res = json.loads(out.strip().splitlines()[-1])
     return {"sent_per_s": res["batched_sent_per_s"], "sentences": res["sentences"], "hyp": str(hyp)}
 
@@ -160,7 +163,7 @@ def write_summary(args, runs: list, versions: dict) -> dict:
     quality = {s: next((r for r in runs if r["system"] == s and "bleu_tok" in r), {}) for s in med}
     ratios = {}
     for peer, batch in (("onmt", "b30"), ("joey", "b64")):  # each peer at its own batch size
-        for kind, label in (("", ""), ("_int8", ", int8"), ("_int8all", ", int8 all")):
+        for kind, label in (("", ""), ("_int8", ", int8"), ("_int8all", ", int8 all"), ("_w2", ", 2 workers")):
             if f"ours_{batch}{kind}" in med and peer in med:
                 ratios[f"ours({batch}{label})/{peer}({batch})"] = med[f"ours_{batch}{kind}"] / med[peer]
     summary = {"benchmark": "m30k_small beam decoding of test_2016_flickr", "beam": args.beam,

@@ -106,7 +106,8 @@ def evaluate(args) -> dict:
             report["ppl_ensemble"] = stepwise_perplexity(model, split.examples())
     beam = beam_config(args)
     check_beam_fits(beam, tgt_vocab)
-    out = decode_corpus(model, split.src_ids, args.batch_size, beam, keep_attention=True, progress=not args.quiet)
+    out = decode_corpus(model, split.src_ids, args.batch_size, beam, keep_attention=True, progress=not args.quiet,
+                        workers=args.workers)
     dictionary = load_dictionary(args.dict) if args.dict else None
     plain = output_words(out, tgt_vocab)
     replaced = output_words(out, tgt_vocab, split.src_tokens, model.content_based, dictionary,

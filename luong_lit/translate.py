@@ -25,6 +25,7 @@ from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
 from luong_lit.decoding.beam import AUTHORS, BeamConfig, parse_length_penalty
 from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
 from luong_lit.decoding.ensemble import COMBINE, EnsembleError
+from luong_lit.decoding.workers import check_workers
 from luong_lit.nn.quantize import PARTS, QuantizationUnavailable, quantize_for_decoding
 from luong_lit.runtime import configure_cpu
 
@@ -55,6 +56,8 @@ def add_decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--align-convention", default="paper", choices=("paper", "predicted"))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="decode batches in N forked processes sharing the threads (CPU; default 1)")
     ap.add_argument("--int8", nargs="?", const="output", default=None, choices=PARTS,
                     help="decode with int8 copies of the output layer (--int8, --int8 output) or of "
                          "every decoder matrix product (--int8 all); CPU; faster, approximate")
@@ -80,6 +83,7 @@ def beam_config(args) -> BeamConfig:
     """
     if args.beam < 1 or args.batch_size < 1:
         raise UsageError(f"--beam and --batch-size must be at least 1 (got {args.beam}, {args.batch_size})")
+    _check_workers(args)
     try:
         penalty = parse_length_penalty(args.length_penalty)
     except ValueError as e:
@@ -100,6 +104,15 @@ def beam_config(args) -> BeamConfig:
         raise UsageError(f"--min-len-ratio {cfg.min_len_ratio} and --max-len-ratio {cfg.max_len_ratio} must be "
                          "at least 0, the first no larger than the second")
     return cfg
+
+
+def _check_workers(args) -> None:
+    try:
+        check_workers(args.workers)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args.workers > 1 and args.device != "cpu":
+        raise UsageError(f"--workers above 1 decodes on the CPU only (got --device {args.device})")
 
 
 def check_beam_fits(beam: BeamConfig, tgt_vocab) -> None:
@@ -163,7 +176,7 @@ def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[s
     check_beam_fits(beam, tgt_vocab)
     dictionary = load_dictionary(args.dict) if args.dict else None
     out = decode_corpus(model, [src_vocab.encode(s) for s in src_words], args.batch_size, beam,
-                        keep_attention=args.replace_unk, progress=progress)
+                        keep_attention=args.replace_unk, progress=progress, workers=args.workers)
     content = model.content_based if args.replace_unk else True  # an ensemble may mix conventions
     unk_args = (content, dictionary, args.align_convention)
     if args.n_best > 1:

@@ -82,6 +82,14 @@ def test_translate_keeps_line_counts_and_empty_lines(trained, tmp_path):
     assert res.returncode == 0 and len(res.stdout.decode().splitlines()) == 2
     res = run("translate", [ckpt, "--beam", "3", "--n-best", "2", "--quiet"], stdin=b"a b\n")
     assert [x.split(" ||| ")[0] for x in res.stdout.decode().splitlines()] == ["0", "0"]
+    # two worker processes: the same lines in the same order; a bad worker count is named
+    many = "".join(f"{' '.join('abcdefg'[:1 + i % 7])}\n" if i % 5 else "\n" for i in range(40)).encode()
+    outs = [run("translate", [ckpt, "--beam", "3", "--replace-unk", "--batch-size", "4", "--quiet", *w], stdin=many)
+            for w in ([], ["--workers", "2"])]
+    assert all(r.returncode == 0 for r in outs) and outs[0].stdout == outs[1].stdout
+    assert len(outs[1].stdout.decode().split("\n")) == 41
+    res = run("translate", [ckpt, "--workers", "0"], stdin=b"a\n")
+    assert res.returncode == 2 and b"--workers must be at least 1" in res.stderr and b"Traceback" not in res.stderr
 
 
 def test_translate_n_best_keeps_empty_lines_and_replaces_unks(trained, tmp_path):

@@ -179,6 +179,29 @@ def test_decode_corpus_keeps_order_and_empty_lines():
     assert beam[3].attention.shape == (len(beam[3].ids) + 1, 5)
 
 
+@pytest.mark.parametrize("beam", [None, BeamConfig(beam_size=3, n_best=2)])
+def test_decoding_in_worker_processes_equals_one_process(beam):
+    """Forked workers (``--workers``) return every sentence's output, in input order, equal
+    to decoding in this process: ids, scores, n-best lists and attention alike."""
+    net = _net(5, "local_p", "general")
+    g = torch.Generator().manual_seed(9)
+    src_ids = [torch.randint(4, 20, (int(n),), generator=g).tolist() for n in torch.randint(0, 9, (23,), generator=g)]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers get one thread each too: the same products, bit for bit
+    try:
+        one = decode_corpus(net, src_ids, batch_size=4, beam=beam, keep_attention=True)
+        two = decode_corpus(net, src_ids, batch_size=4, beam=beam, keep_attention=True, workers=2)
+    finally:
+        torch.set_num_threads(threads)
+    assert any(not s for s in src_ids) and len(two) == len(src_ids)
+    for a, b in zip(one, two):
+        assert a.ids == b.ids and a.score == b.score
+        assert [h.tokens for h in a.n_best] == [h.tokens for h in b.n_best]
+        assert (a.attention is None and b.attention is None) or torch.equal(a.attention, b.attention)
+    with pytest.raises(ValueError, match="--workers must be at least 1"):
+        decode_corpus(net, src_ids, workers=0)
+
+
 @pytest.mark.parametrize("attention,score", [("global", "general"), ("local_p", "general"),
                                              ("local_m", "dot")])
 def test_decoding_a_source_eos_model_attends_over_the_words(attention, score):

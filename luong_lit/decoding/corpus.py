@@ -15,6 +15,7 @@ from luong_lit.data.vocab import BOS, PAD, UNK
 from luong_lit.decoding.beam import BeamConfig, Hypothesis, beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.decoding.unk import replace_in_hypothesis
+from luong_lit.decoding.workers import imap_workers
 
 
 @dataclass
@@ -50,28 +51,36 @@ def _decode_batch(model, batch, beam: BeamConfig | None, keep_attention: bool) -
 
 
 @torch.no_grad()
+def _decode_indices(idx: list[int], model, src_ids, beam: BeamConfig | None, keep_attention: bool
+                    ) -> list[tuple[int, Translation]]:
+    device = next(model.parameters()).device
+    batch = collate([(i, list(src_ids[i]), []) for i in idx]).to(device)
+    return list(zip(batch.index.tolist(), _decode_batch(model, batch, beam, keep_attention)))
+
+
+@torch.no_grad()
 def decode_corpus(model, src_ids: Sequence[Sequence[int]], batch_size: int = 64,
                   beam: BeamConfig | None = None, keep_attention: bool = False,
-                  progress: bool = False) -> list[Translation]:
+                  progress: bool = False, workers: int = 1) -> list[Translation]:
     """Translate every source (a list of id lists) in input order; empty sources give empty output.
 
     Sentences are batched by source length (longest first) so that little padding is decoded.
+    ``workers`` above 1 decodes the batches in that many forked processes
+    (:mod:`luong_lit.decoding.workers`).
     """
     out: list[Translation] = [Translation([]) for _ in src_ids]
     order = sorted((i for i, s in enumerate(src_ids) if len(s)), key=lambda i: -len(src_ids[i]))
-    device = next(model.parameters()).device
+    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(order), unit="sent", desc="translating")
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        batch = collate([(i, list(src_ids[i]), []) for i in idx]).to(device)
-        for i, tr in zip(batch.index.tolist(), _decode_batch(model, batch, beam, keep_attention)):
+    for done in imap_workers(_decode_indices, batches, workers, model, src_ids, beam, keep_attention):
+        for i, tr in done:
             out[i] = tr
         if bar is not None:
-            bar.update(len(idx))
+            bar.update(len(done))
     if bar is not None:
         bar.close()
     return out
