@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import importlib.util
 
 import pytest
@@ -16,6 +17,7 @@ from luong_lit.decoding.beam import BeamConfig, beam_search
 from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
 from luong_lit.decoding.ensemble import Ensemble, EnsembleError
 from luong_lit.decoding.unk import replace_unks, word_alignment
+from luong_lit.decoding.workers import imap_workers
 from luong_lit.nn import Seq2Seq
 
 
@@ -200,6 +202,18 @@ def test_decoding_in_worker_processes_equals_one_process(beam):
         assert (a.attention is None and b.attention is None) or torch.equal(a.attention, b.attention)
     with pytest.raises(ValueError, match="--workers must be at least 1"):
         decode_corpus(net, src_ids, workers=0)
+
+
+def _square_or_die(x: int, die_at: int) -> int:
+    if x == die_at:
+        os._exit(3)  # a worker killed mid-run (out of memory, a signal)
+    return x * x
+
+
+def test_worker_processes_keep_order_and_a_dead_worker_is_an_error_not_a_hang():
+    assert list(imap_workers(_square_or_die, range(9), 2, -1)) == [x * x for x in range(9)]
+    with pytest.raises(RuntimeError, match="a decoding worker process died"):
+        list(imap_workers(_square_or_die, range(9), 2, 4))
 
 
 @pytest.mark.parametrize("attention,score", [("global", "general"), ("local_p", "general"),

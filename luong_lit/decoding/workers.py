@@ -10,6 +10,8 @@ nothing; each receives only the indices of its batch and returns that batch's re
 from __future__ import annotations
 
 import multiprocessing as mp
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Iterator
 
 import torch
@@ -39,7 +41,8 @@ def imap_workers(fn: Callable[..., Any], items: Iterable, workers: int = 1, *arg
 
     With one worker it runs in this process. Otherwise each worker gets
     ``max(1, torch.get_num_threads() // workers)`` threads; ``args`` (the model, the
-    sources) reach the workers through the fork, never through pickling.
+    sources) reach the workers through the fork, never through pickling. A worker that dies
+    (killed, out of memory) raises :class:`RuntimeError` here instead of leaving a hang.
     """
     global _TASK
     check_workers(workers)
@@ -49,7 +52,12 @@ def imap_workers(fn: Callable[..., Any], items: Iterable, workers: int = 1, *arg
     threads = max(1, torch.get_num_threads() // workers)
     _TASK = (fn, args)
     try:
-        with mp.get_context("fork").Pool(workers, _init, (threads,)) as pool:
-            yield from pool.imap(_run, items)
+        pool = ProcessPoolExecutor(workers, mp.get_context("fork"), _init, (threads,))
+        try:
+            yield from pool.map(_run, items)
+        finally:  # stopped early (an error, a closed generator): drop the batches not started
+            pool.shutdown(wait=True, cancel_futures=True)
+    except BrokenProcessPool as err:
+        raise RuntimeError(f"a decoding worker process died ({err}); try fewer --workers") from None
     finally:
         _TASK = None
