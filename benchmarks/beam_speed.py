@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=30)
     ap.add_argument("--single-limit", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--workers", type=int, default=1, help="forked decoding processes sharing --threads")
+    ap.add_argument("--workers", type=int, default=1, help="forked one-thread decoding processes")
     ap.add_argument("--output", help="also write the batched translations to this file")
     ap.add_argument("--int8", nargs="?", const="output", default=None, choices=("output", "all"),
                     help="int8 output layer, or (all) every decoder product (luong_lit.nn.quantize)")

@@ -28,7 +28,7 @@ starts after the model is loaded:
   (``joeynmt translate`` on stdin ran at a quarter of that speed here.)
 * ours: ``benchmarks/beam_speed.py --single-limit 0`` (decode_corpus only), batch 30
   and 64, the default length bounds (spec §11); ``_w2`` systems split the batches between
-  two forked processes of ``threads / 2`` threads each (``--workers 2``), timed from before
+  two forked processes of one thread each (``--workers 2``), timed from before
   the processes start.
 
 The figure per system is the median of its rounds.  Only the Python standard library is
@@ -133,7 +133,7 @@ def decode_peer(system: str, args, ckpt: Path, run_dir: Path) -> dict:
 
 def decode_ours(system: str, args, ckpt: Path, run_dir: Path) -> dict:
     """``system`` is ``ours_b<batch>``, then ``_int8`` (output layer), ``_int8all`` or ``_w2``
-    (two worker processes sharing the threads)."""
+    (two worker processes of one thread each)."""
     hyp, parts = run_dir / "hyp.txt", system.split("_")
     cmd = [str(args.ours_python), "benchmarks/beam_speed.py", str(ckpt), "--beam",
            str(args.beam), "--batch-size", parts[1][1:], "--single-limit", "0",

@@ -57,7 +57,7 @@ def add_decoding_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--workers", type=int, default=1,
-                    help="decode batches in N forked processes sharing the threads (CPU; default 1)")
+                    help="decode batches in N forked one-thread processes (CPU; up to one per core; default 1)")
     ap.add_argument("--int8", nargs="?", const="output", default=None, choices=PARTS,
                     help="decode with int8 copies of the output layer (--int8, --int8 output) or of "
                          "every decoder matrix product (--int8 all); CPU; faster, approximate")

@@ -210,8 +210,19 @@ def _square_or_die(x: int, die_at: int) -> int:
     return x * x
 
 
+def _threads(_item) -> int:
+    return torch.get_num_threads()
+
+
 def test_worker_processes_keep_order_and_a_dead_worker_is_an_error_not_a_hang():
     assert list(imap_workers(_square_or_die, range(9), 2, -1)) == [x * x for x in range(9)]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(4)
+    try:  # the parent has run a team of threads: a forked worker must not start another
+        torch.tanh(torch.randn(1 << 20)).sum()
+        assert list(imap_workers(_threads, range(4), 2)) == [1] * 4
+    finally:
+        torch.set_num_threads(threads)
     with pytest.raises(RuntimeError, match="a decoding worker process died"):
         list(imap_workers(_square_or_die, range(9), 2, 4))
 

@@ -2,10 +2,14 @@
 
 On a CPU, batched beam search spends a good part of each step outside its large matrix
 products: the search's own bookkeeping, small element-wise kernels and Python. Those parts
-gain little from a second thread. Handing whole batches to processes that each own a share
-of the threads keeps every core busy instead (CTranslate2 calls this ``inter_threads``).
+gain little from a second thread. Handing whole batches to one-thread processes, one per
+core, keeps every core busy instead (CTranslate2 calls this ``inter_threads``).
 The workers are forked, so they share the parent's model weights copy-on-write and load
 nothing; each receives only the indices of its batch and returns that batch's results.
+
+Each worker runs one thread: torch's CPU builds use GNU OpenMP, which is not fork-safe, and
+a forked child that starts a team of threads after its parent has used one can hang. So
+``--workers N`` means N single-thread processes: give as many workers as cores.
 """
 from __future__ import annotations
 
@@ -19,8 +23,8 @@ import torch
 _TASK: tuple[Callable, tuple] | None = None  # (function, shared arguments), inherited by fork
 
 
-def _init(threads: int) -> None:
-    torch.set_num_threads(threads)
+def _init() -> None:
+    torch.set_num_threads(1)  # more threads after a fork can hang in GNU OpenMP (see above)
 
 
 def _run(item):
@@ -39,9 +43,8 @@ def check_workers(workers: int) -> None:
 def imap_workers(fn: Callable[..., Any], items: Iterable, workers: int = 1, *args) -> Iterator[Any]:
     """``fn(item, *args)`` for each item, in order, from ``workers`` forked processes.
 
-    With one worker it runs in this process. Otherwise each worker gets
-    ``max(1, torch.get_num_threads() // workers)`` threads; ``args`` (the model, the
-    sources) reach the workers through the fork, never through pickling. A worker that dies
+    With one worker it runs in this process. Otherwise each worker is a process of one
+    thread; ``args`` (the model, the sources) reach the workers through the fork, never through pickling. A worker that dies
     (killed, out of memory) raises :class:`RuntimeError` here instead of leaving a hang.
     """
     global _TASK
@@ -49,10 +52,9 @@ def imap_workers(fn: Callable[..., Any], items: Iterable, workers: int = 1, *arg
     if workers == 1:
         yield from (fn(item, *args) for item in items)
         return
-    threads = max(1, torch.get_num_threads() // workers)
     _TASK = (fn, args)
     try:
-        pool = ProcessPoolExecutor(workers, mp.get_context("fork"), _init, (threads,))
+        pool = ProcessPoolExecutor(workers, mp.get_context("fork"), _init)
         try:
             yield from pool.map(_run, items)
         finally:  # stopped early (an error, a closed generator): drop the batches not started
