@@ -25,7 +25,8 @@ from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_
 from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
 from luong_lit.nn.quantize import float_weights
 from luong_lit.runtime import configure_cpu
-from luong_lit.translate import UsageError, add_decoding_args, beam_config, check_beam_fits, load_for_decoding
+from luong_lit.translate import (UsageError, add_decoding_args, beam_config, check_beam_fits, check_options,
+                                 load_for_decoding)
 
 log = logging.getLogger("luong_lit.evaluate")
 
@@ -162,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     configure_cpu(args.threads)
     try:
+        check_options(args)  # bad options fail before the model and the test set are read
         report = evaluate(args)
     except (CheckpointError, DataError, EnsembleError, UsageError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -83,7 +83,6 @@ def beam_config(args) -> BeamConfig:
     """
     if args.beam < 1 or args.batch_size < 1:
         raise UsageError(f"--beam and --batch-size must be at least 1 (got {args.beam}, {args.batch_size})")
-    _check_workers(args)
     try:
         penalty = parse_length_penalty(args.length_penalty)
     except ValueError as e:
@@ -106,7 +105,9 @@ def beam_config(args) -> BeamConfig:
     return cfg
 
 
-def _check_workers(args) -> None:
+def check_options(args) -> None:
+    """Refuse bad decoding options (the search, ``--workers``) before any model or input is read."""
+    beam_config(args)
     try:
         check_workers(args.workers)
     except ValueError as e:
@@ -216,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     configure_cpu(args.threads)
     try:
-        beam_config(args)  # bad options fail before any input is read
+        check_options(args)  # bad options fail before any input is read
         lines, _ = read_input(args.input)
         result = translate_lines(lines, args, progress=not args.quiet) if lines else []
     except (CheckpointError, DataError, EnsembleError, UsageError) as err:

@@ -51,9 +51,8 @@ def _decode_batch(model, batch, beam: BeamConfig | None, keep_attention: bool) -
 
 
 @torch.no_grad()
-def _decode_indices(idx: list[int], model, src_ids, beam: BeamConfig | None, keep_attention: bool
-                    ) -> list[tuple[int, Translation]]:
-    device = next(model.parameters()).device
+def _decode_indices(idx: list[int], model, src_ids, beam: BeamConfig | None, keep_attention: bool,
+                    device: torch.device) -> list[tuple[int, Translation]]:
     batch = collate([(i, list(src_ids[i]), []) for i in idx]).to(device)
     return list(zip(batch.index.tolist(), _decode_batch(model, batch, beam, keep_attention)))
 
@@ -76,7 +75,8 @@ def decode_corpus(model, src_ids: Sequence[Sequence[int]], batch_size: int = 64,
         from tqdm import tqdm
 
         bar = tqdm(total=len(order), unit="sent", desc="translating")
-    for done in imap_workers(_decode_indices, batches, workers, model, src_ids, beam, keep_attention):
+    device = next(model.parameters()).device
+    for done in imap_workers(_decode_indices, batches, workers, model, src_ids, beam, keep_attention, device):
         for i, tr in done:
             out[i] = tr
         if bar is not None:

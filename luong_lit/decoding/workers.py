@@ -44,8 +44,9 @@ def imap_workers(fn: Callable[..., Any], items: Iterable, workers: int = 1, *arg
     """``fn(item, *args)`` for each item, in order, from ``workers`` forked processes.
 
     With one worker it runs in this process. Otherwise each worker is a process of one
-    thread; ``args`` (the model, the sources) reach the workers through the fork, never through pickling. A worker that dies
-    (killed, out of memory) raises :class:`RuntimeError` here instead of leaving a hang.
+    thread; ``args`` (the model, the sources) reach the workers through the fork, never
+    through pickling. A worker that dies (killed, out of memory) raises
+    :class:`RuntimeError` here instead of leaving a hang.
     """
     global _TASK
     check_workers(workers)
