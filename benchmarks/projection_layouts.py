@@ -5,8 +5,9 @@
 For each number of rows ``n`` (decoding: beam rows; training: a chunk of the fused loss) it
 times, alternating in rounds, the product that writes ``(n, V)`` (``F.linear``), the one that
 writes ``(V, n)`` and transposes back in blocks (the decoding path before column blocks), and
-the product written ``cols`` output columns at a time (``luong_lit.nn.projection``). Prints
-one JSON line per ``n``: median ms per product over the rounds and GFLOP/s.
+the product written ``cols`` output columns at a time, and oneDNN's inner-product kernel
+(both in ``luong_lit.nn.projection``; oneDNN only where its probe accepts it). Prints one
+JSON line per ``n``: median ms per product over the rounds and GFLOP/s.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import time
 import torch
 from torch.nn import functional as F
 
-from luong_lit.nn.projection import linear_columns
+from luong_lit.nn.projection import linear_columns, onednn_linear
 from luong_lit.runtime import configure_cpu
 
 
@@ -55,6 +56,8 @@ def main() -> None:
         h = torch.randn(n, args.d, generator=g)
         ways = {"linear": lambda: F.linear(h, W, b), "transposed": lambda: transposed(h, W, b)}
         ways |= {f"cols{c}": (lambda c=c: linear_columns(h, W, b, int(c))) for c in args.cols.split(",")}
+        if onednn_linear() is not None:
+            ways["onednn"] = lambda: onednn_linear()(h, W, b)
         ref = ways["linear"]()  # (n, V)
         assert all(torch.allclose(f(), ref, atol=1e-4) for f in ways.values()), "layouts disagree"
         reps = max(3, int(3000 / n))

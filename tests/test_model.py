@@ -12,7 +12,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from luong_lit.nn import ConfigError, Seq2Seq
 from luong_lit.nn.encoder import reverse_index
 from luong_lit.nn.lstm import ragged_lstm
-from luong_lit.nn.projection import linear_columns, project_rows
+from luong_lit.nn.projection import cpu_linear, linear_columns, onednn_linear, project_rows
 
 VALID = [(a, s, f) for a, s, f in itertools.product(["global", "local_m", "local_p"],
                                                     ["dot", "general", "concat", "location"], [True, False])
@@ -339,6 +339,24 @@ def test_column_block_projection_equals_linear(cols, bias):
     h, W = torch.randn(37, 16, generator=g), torch.randn(1100, 16, generator=g)  # 1100: a ragged last block
     b = torch.randn(1100, generator=g) if bias else None
     torch.testing.assert_close(linear_columns(h, W, b, cols), torch.nn.functional.linear(h, W, b))
+
+
+@pytest.mark.parametrize("onednn", ["1", "0"])
+@pytest.mark.parametrize("n", [1, 5, 150, 513])
+def test_cpu_linear_equals_linear_with_and_without_onednn(monkeypatch, onednn, n):
+    """``cpu_linear`` (oneDNN's kernel where allowed, else column blocks) equals ``F.linear``,
+    for a strided ``h`` too; ``LUONG_LIT_ONEDNN=0`` turns the oneDNN kernel off."""
+    monkeypatch.setenv("LUONG_LIT_ONEDNN", onednn)
+    onednn_linear.cache_clear()
+    try:
+        if onednn == "0":
+            assert onednn_linear() is None
+        g = torch.Generator().manual_seed(n)
+        h, W, b = torch.randn(16, n, generator=g).t(), torch.randn(1100, 16, generator=g), torch.randn(1100, generator=g)
+        for bias in (b, None):
+            torch.testing.assert_close(cpu_linear(h, W, bias), torch.nn.functional.linear(h, W, bias))
+    finally:
+        onednn_linear.cache_clear()
 
 
 def test_bf16_autocast_training_step_with_input_feeding():

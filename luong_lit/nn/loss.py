@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from luong_lit.nn.projection import linear_columns
+from luong_lit.nn.projection import cpu_linear
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -33,7 +33,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_b = torch.zeros_like(bias) if (need_grad and bias is not None) else None
         for s in range(0, h.size(0), chunk):
             h_c, y_c = h[s:s + chunk], target[s:s + chunk]  # (n, d), (n,)
-            logits = linear_columns(h_c, W_s, b_s)  # (n, V), in column blocks on CPU
+            logits = cpu_linear(h_c, W_s, b_s)  # (n, V), oneDNN or column blocks on CPU
             if logits.dtype in (torch.float16, torch.bfloat16):
                 logits = logits.float()  # the softmax runs in fp32 under mixed precision
             picked = logits.gather(1, y_c.unsqueeze(1))  # (n, 1) logit of the reference word
