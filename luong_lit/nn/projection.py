@@ -71,25 +71,25 @@ def linear_columns(h: Tensor, weight: Tensor, bias: Tensor | None, cols: int = C
 def cpu_linear(h: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     """``F.linear(h, weight, bias)`` for ``h`` (n, d), ``weight`` (V, d), without autograd.
 
-    fp32 on CPU: oneDNN's kernel where :func:`onednn_linear` allows it, else
-    :func:`linear_columns`. Other dtypes and devices: :func:`linear_columns` (which is
-    ``F.linear`` off the CPU).
+    fp32 on CPU: oneDNN's kernel where :func:`onednn_linear` allows it. Otherwise
+    :func:`linear_columns` (``F.linear`` off the CPU), or one ``F.linear`` below
+    ``MIN_ROWS`` rows.
     """
     fast = onednn_linear() if h.device.type == "cpu" and h.dtype == weight.dtype == torch.float32 else None
     if fast is not None and weight.is_contiguous() and (bias is None or bias.dtype == torch.float32):
         return fast(h.contiguous(), weight, bias)  # (n, V)
+    if h.size(0) < MIN_ROWS:
+        return F.linear(h, weight, bias)
     return linear_columns(h, weight, bias)
 
 
 def project_rows(h: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     """Decoding logits ``F.linear(h, weight, bias)`` for ``h`` (n, d), ``weight`` (V, d): (n, V).
 
-    Without autograd: :func:`cpu_linear` (BLAS products of fewer than ``MIN_ROWS`` rows stay
-    one ``F.linear``). Under autograd, or for other shapes: ``F.linear``, so gradients flow.
+    Without autograd: :func:`cpu_linear`. Under autograd, or for other shapes: ``F.linear``,
+    so gradients flow.
     """
     grad = torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad)
     if grad or h.dim() != 2:
-        return F.linear(h, weight, bias)
-    if h.size(0) < MIN_ROWS and (h.dtype != torch.float32 or onednn_linear() is None):
         return F.linear(h, weight, bias)
     return cpu_linear(h, weight, bias)
