@@ -3,14 +3,23 @@
     LUONG_LIT_DATA=../shared/data python benchmarks/early_learning.py --steps 300 \
         [--chunk-batches 100] [--forget-bias 1.0] [--reverse] [--dropout 0.2] [--loss-norm sentences|tokens]
         [--init uniform|xavier] [--hidden-dropout 0.2]
+    LUONG_LIT_DATA=../shared/data python benchmarks/early_learning.py --recipe --steps 450 --eval-every 150 \
+        [--chunk-batches 1|100]
 
-Plain PyTorch loop (no Lightning) over the real data pipeline, seed 1234.
+Plain PyTorch loop (no Lightning) over the real data pipeline, seed 1234. Without ``--recipe``
+the model is built from the options above (the variants of the first m30k_small runs); with
+it, from the current ``m30k_small`` experiment config (model, label smoothing), only the
+batching (``data.chunk_batches``) changed. Prints the dev perplexity every ``--eval-every``
+steps, the training speed (target tokens/s, the evaluations included) and the mean length of
+a batch's longest target.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -19,10 +28,52 @@ from luong_lit.data.batching import collate
 from luong_lit.metrics.perplexity import token_nll
 from luong_lit.nn import Seq2Seq
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def from_options(args):
+    """(datamodule, model, label smoothing) from this script's own options."""
+    dm = TranslationDataModule("multi30k", "en", "de", min_freq=2, vocab_size=None, batch_size=64,
+                               chunk_batches=args.chunk_batches)
+    dm.setup()
+    model = Seq2Seq(len(dm.src_vocab), len(dm.tgt_vocab), 256, 256, 2, args.dropout, "global", "general",
+                    bool(args.feed), args.reverse, forget_bias=args.forget_bias,
+                    hidden_dropout=args.hidden_dropout, init=args.init)
+    return dm, model, 0.0
+
+
+def from_recipe(args):
+    """(datamodule, model, label smoothing) of the ``m30k_small`` experiment config."""
+    from hydra import compose, initialize_config_dir
+
+    from luong_lit.train import build
+
+    tmp = Path(tempfile.gettempdir()) / "early_learning"
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["logger=none", "~callbacks", f"paths.output_dir={tmp}",
+                                           f"data.chunk_batches={args.chunk_batches}"])
+    dm, module, _ = build(cfg)
+    dm.setup("fit")
+    return dm, module.net, float(cfg.model.label_smoothing)
+
+
+def dev_ppl(dm, model) -> float:
+    model.eval()
+    dev = dm.splits["dev"].examples()
+    nll_sum, tok_sum = 0.0, 0
+    with torch.no_grad():
+        for i in range(0, len(dev), 128):
+            nll, tokens = token_nll(model, collate(dev[i:i + 128]))
+            nll_sum, tok_sum = nll_sum + float(nll), tok_sum + tokens
+    model.train()
+    return math.exp(nll_sum / tok_sum)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--eval-every", type=int, default=0, help="also evaluate every N steps")
+    ap.add_argument("--recipe", action="store_true", help="the current m30k_small config")
     ap.add_argument("--chunk-batches", type=int, default=100)
     ap.add_argument("--forget-bias", type=float, default=0.0)
     ap.add_argument("--reverse", action="store_true")
@@ -33,31 +84,25 @@ def main() -> None:
     ap.add_argument("--hidden-dropout", type=float, default=0.0)
     args = ap.parse_args()
     torch.manual_seed(1234)
-    dm = TranslationDataModule("multi30k", "en", "de", min_freq=2, vocab_size=None, batch_size=64,
-                               chunk_batches=args.chunk_batches)
-    dm.setup()
-    model = Seq2Seq(len(dm.src_vocab), len(dm.tgt_vocab), 256, 256, 2, args.dropout, "global", "general",
-                    bool(args.feed), args.reverse, forget_bias=args.forget_bias,
-                    hidden_dropout=args.hidden_dropout, init=args.init)
+    dm, model, eps = (from_recipe if args.recipe else from_options)(args)
+    model.train()
     opt = torch.optim.Adam(model.parameters(), 1e-3, fused=True)
-    t0 = time.perf_counter()
-    for step, batch in enumerate(dm.train_dataloader()):
-        if step == args.steps:
-            break
-        nll, tokens = token_nll(model, batch)
-        opt.zero_grad()
-        (nll / (tokens if args.loss_norm == "tokens" else len(batch))).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-        opt.step()
-    model.eval()
-    dev = dm.splits["dev"].examples()
-    nll_sum, tok_sum = 0.0, 0
-    with torch.no_grad():
-        for i in range(0, len(dev), 128):
-            nll, tokens = token_nll(model, collate(dev[i:i + 128]))
-            nll_sum, tok_sum = nll_sum + float(nll), tok_sum + tokens
-    print(f"dev ppl after {args.steps} steps: {math.exp(nll_sum / tok_sum):.1f} "
-          f"({time.perf_counter() - t0:.0f} s)")
+    t0, step, tokens_seen, longest = time.perf_counter(), 0, 0, 0
+    while step < args.steps:
+        for batch in dm.train_dataloader():
+            nll, tokens = token_nll(model, batch, eps)
+            opt.zero_grad()
+            (nll / (tokens if args.loss_norm == "tokens" else len(batch))).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+            step, tokens_seen = step + 1, tokens_seen + batch.num_tgt_tokens
+            longest += batch.tgt_out.size(1)  # the batch's longest target, </s> included
+            if step == args.steps or (args.eval_every and step % args.eval_every == 0):
+                print(f"dev ppl after {step} steps: {dev_ppl(dm, model):.1f}", flush=True)
+            if step == args.steps:
+                break
+    print(f"{tokens_seen / (time.perf_counter() - t0):.0f} target tokens/s, evaluations included "
+          f"({time.perf_counter() - t0:.0f} s); longest target per batch {longest / step:.1f} on average")
 
 
 if __name__ == "__main__":
