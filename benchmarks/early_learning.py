@@ -16,7 +16,6 @@ a batch's longest target.
 from __future__ import annotations
 
 import argparse
-import math
 import tempfile
 import time
 from pathlib import Path
@@ -24,8 +23,7 @@ from pathlib import Path
 import torch
 
 from luong_lit.data import TranslationDataModule
-from luong_lit.data.batching import collate
-from luong_lit.metrics.perplexity import token_nll
+from luong_lit.metrics.perplexity import perplexity, token_nll
 from luong_lit.nn import Seq2Seq
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,18 +55,6 @@ def from_recipe(args):
     return dm, module.net, float(cfg.model.label_smoothing)
 
 
-def dev_ppl(dm, model) -> float:
-    model.eval()
-    dev = dm.splits["dev"].examples()
-    nll_sum, tok_sum = 0.0, 0
-    with torch.no_grad():
-        for i in range(0, len(dev), 128):
-            nll, tokens = token_nll(model, collate(dev[i:i + 128]))
-            nll_sum, tok_sum = nll_sum + float(nll), tok_sum + tokens
-    model.train()
-    return math.exp(nll_sum / tok_sum)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=300)
@@ -98,7 +84,8 @@ def main() -> None:
             step, tokens_seen = step + 1, tokens_seen + batch.num_tgt_tokens
             longest += batch.tgt_out.size(1)  # the batch's longest target, </s> included
             if step == args.steps or (args.eval_every and step % args.eval_every == 0):
-                print(f"dev ppl after {step} steps: {dev_ppl(dm, model):.1f}", flush=True)
+                ppl = perplexity(model, dm.splits["dev"].examples())  # eval mode, then back to train
+                print(f"dev ppl after {step} steps: {ppl:.1f}", flush=True)
             if step == args.steps:
                 break
     print(f"{tokens_seen / (time.perf_counter() - t0):.0f} target tokens/s, evaluations included "
