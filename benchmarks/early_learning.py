@@ -40,16 +40,21 @@ def from_options(args):
     return dm, model, 0.0
 
 
-def from_recipe(args):
-    """(datamodule, model, label smoothing) of the ``m30k_small`` experiment config."""
+def recipe_config(args, overrides=()):
+    """The composed ``m30k_small`` config with ``data.chunk_batches`` from ``args``."""
     from hydra import compose, initialize_config_dir
-
-    from luong_lit.train import build
 
     tmp = Path(tempfile.gettempdir()) / "early_learning"
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=["logger=none", "~callbacks", f"paths.output_dir={tmp}",
-                                           f"data.chunk_batches={args.chunk_batches}"])
+        return compose("train", overrides=["logger=none", "~callbacks", f"paths.output_dir={tmp}",
+                                            f"data.chunk_batches={args.chunk_batches}", *overrides])
+
+
+def from_recipe(args):
+    """(datamodule, model, label smoothing) of the ``m30k_small`` experiment config."""
+    from luong_lit.train import build
+
+    cfg = recipe_config(args)
     dm, module, _ = build(cfg)
     dm.setup("fit")
     return dm, module.net, float(cfg.model.label_smoothing)
