@@ -7,6 +7,9 @@ JSON line: non-pad target tokens (``</s>`` included) per wall second over the la
 
     python benchmarks/ours_window.py --steps 200 --warmup 20 [overrides...]
 
+``--plain`` runs the same steps (same config, model, batches, optimizer and clipping) in a plain
+PyTorch loop instead of the Lightning trainer, to measure what the trainer costs.
+
 Under data-parallel training (``trainer.strategy=ddp trainer.devices=2``) the tokens of all
 ranks are summed over rank 0's window.
 
@@ -17,6 +20,7 @@ cost of a step depends on the vocabulary size, not on which words occur.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -62,11 +66,31 @@ def pad_vocab(size: int) -> None:
     TranslationDataModule.setup = padded_setup
 
 
+def plain_window(dm, model, warmup: int, steps: int) -> tuple[int, float]:
+    """(target tokens, seconds) of steps ``warmup+1 .. warmup+steps`` without the trainer."""
+    from luong_lit.metrics.perplexity import token_nll
+
+    opt = model.optimizer_factory(params=model.parameters())
+    model.train()
+    tokens, t0 = 0, time.perf_counter()
+    for i, batch in enumerate(itertools.islice(dm.train_dataloader(), warmup + steps)):
+        if i == warmup:
+            tokens, t0 = 0, time.perf_counter()
+        nll, n_tok = token_nll(model.net, batch, model.label_smoothing)
+        opt.zero_grad()
+        model._normalise(nll, batch, n_tok).backward()
+        model.configure_gradient_clipping(opt)
+        opt.step()
+        tokens += batch.num_tgt_tokens
+    return tokens, time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--pad-vocab", type=int, default=0, help="pad both vocabularies to N symbols")
+    ap.add_argument("--plain", action="store_true", help="a plain PyTorch loop instead of the trainer")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     if args.pad_vocab:
@@ -85,6 +109,11 @@ def main() -> None:
 
     configure_cpu_from(cfg)
     dm, model, trainer = build(cfg)
+    if args.plain:
+        tokens, dt = plain_window(dm, model, args.warmup, args.steps)
+        print(json.dumps({"tgt_tok_per_s": tokens / dt, "plain": True, "steps": args.steps, "seconds": dt,
+                          "tokens": tokens}))
+        return
     window = Window(args.warmup)
     trainer.callbacks.append(window)
     trainer.fit(model, dm)
