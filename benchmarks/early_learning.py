@@ -50,14 +50,19 @@ def recipe_config(args, overrides=()):
                                             f"data.chunk_batches={args.chunk_batches}", *overrides])
 
 
-def from_recipe(args):
-    """(datamodule, model, label smoothing) of the ``m30k_small`` experiment config."""
+def recipe_module(args, overrides=()):
+    """(datamodule, ``LuongLitModule``) of the ``m30k_small`` config with ``overrides``."""
     from luong_lit.train import build
 
-    cfg = recipe_config(args)
-    dm, module, _ = build(cfg)
+    dm, module, _ = build(recipe_config(args, overrides))
     dm.setup("fit")
-    return dm, module.net, float(cfg.model.label_smoothing)
+    return dm, module
+
+
+def from_recipe(args):
+    """(datamodule, model, label smoothing) of the ``m30k_small`` experiment config."""
+    dm, module = recipe_module(args)
+    return dm, module.net, float(module.label_smoothing)
 
 
 def main() -> None:

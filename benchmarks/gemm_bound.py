@@ -1,22 +1,26 @@
 """How fast could a training step of m30k_small be if everything but its matrix products were free?
 
     LUONG_LIT_DATA=../shared/data python benchmarks/gemm_bound.py [--batches 20] [--skip 20] \
-        [--chunk-batches 1|100] [--reps 5] [--top 10] [--threads 1]
+        [--chunk-batches 1|100] [--reps 5] [--top 10] [--threads 1] [--profile 15]
+    LUONG_LIT_DATA=../shared/data python benchmarks/gemm_bound.py --decode RUN/checkpoints/best.ckpt
 
-Runs real training steps (the current ``m30k_small`` config, plain loop, its own batches) and
-records every matrix product they issue, forward and backward: ``mm``, ``addmm``, ``bmm``,
-``baddbmm`` (in place and ``out=`` forms too) and oneDNN's ``_linear_pointwise`` (the output
-layer). Each distinct product (operator, shapes, strides, scalars) is then timed alone on random
-data of the same layout, best of ``--reps`` runs with warm caches, on the same threads. The sum
-over a step's products is the step's *GEMM-only time*: a lower bound on any implementation that
-issues these products with this library, since it charges nothing for the LSTM gates, the
-softmax, dropout, autograd, the optimizer or data, and times every product at its best.
+Runs real training steps (the current ``m30k_small`` config and its own batches, in the plain
+loop of ``ours_window.py --plain``) and records every matrix product they issue, forward and
+backward: ``mm`` and ``addmm`` (with their in-place and ``out=`` forms), ``bmm``, ``baddbmm``
+and oneDNN's ``_linear_pointwise`` (the output layer). Each distinct product (operator, shapes,
+strides, scalars) is then timed alone on random data of the same layout, best of ``--reps``
+runs with warm caches, on the same threads. The sum over a step's products is the step's
+*GEMM-only time*: a lower bound on any implementation that issues these products with this
+library, since it charges nothing for the LSTM gates, the softmax, dropout, autograd, the
+optimizer or data, and times every product at its best.
 
-Prints, per step on average: target tokens, product FLOPs (2mnk), the measured step time, the
-GEMM-only time, and the tokens/s each implies; with ``--top N`` the costliest kinds of product;
-the library's rate on one large square product, for scale; and the time of the same steps
-through the same model cut to width 8 with 60-word vocabularies: the same operators over the
-same ragged lengths with almost no arithmetic, i.e. what issuing them costs.
+Prints, per step: target tokens, product FLOPs (2mnk), the measured step time (median over the
+steps), the GEMM-only time, and the tokens/s each implies; with ``--top N`` the costliest kinds
+of product; with ``--profile N`` the N costliest operators of the same steps (``torch.profiler``,
+self CPU time); the library's rate on one large square product, for scale; and the time of the
+same steps through the same model cut to width 8: the same operators over the same ragged
+lengths with almost no arithmetic, i.e. what issuing them costs. ``--decode`` does the same for
+beam-5 decoding of test_2016_flickr in batches of 30.
 """
 from __future__ import annotations
 
@@ -24,20 +28,21 @@ import argparse
 import itertools
 import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from early_learning import from_recipe, recipe_config
-from luong_lit.data.batching import Batch
-from luong_lit.metrics.perplexity import token_nll
+from early_learning import recipe_module
 from luong_lit.runtime import configure_cpu
+from ours_window import plain_step
 
 aten = torch.ops.aten
 GEMMS = {aten.mm.default, aten.mm.out, aten.addmm.default, aten.addmm.out, aten.addmm_.default,
-         aten.bmm.default, aten.bmm.out, aten.baddbmm.default}
+         aten.bmm.default, aten.bmm.out, aten.baddbmm.default, aten.baddbmm_.default, aten.baddbmm.out}
 if hasattr(torch.ops, "mkldnn") and hasattr(torch.ops.mkldnn, "_linear_pointwise"):
     GEMMS.add(torch.ops.mkldnn._linear_pointwise.default)
+TINY = 8  # embedding and hidden width of the model that measures the cost of issuing operators
 
 
 def _sig(x):
@@ -62,19 +67,29 @@ def flops(func, args) -> int:
     return 2 * a.numel() * (b.size(0) if "linear_pointwise" in str(func) else b.size(-1))
 
 
+@dataclass
+class Call:
+    """One distinct product: the operator, a sample of its arguments, how often, its FLOPs."""
+
+    func: object
+    args: tuple
+    kwargs: dict
+    count: int
+    flops: int
+
+
 class Recorder(TorchDispatchMode):
     """Counts every distinct matrix product issued while active (forward and backward)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.calls: dict[tuple, list] = {}  # signature -> [func, args, kwargs, count, flops]
+        self.calls: dict[tuple, Call] = {}  # signature -> Call
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in GEMMS:
             key = (str(func), _sig(args), _sig(tuple(sorted(kwargs.items()))))
-            entry = self.calls.setdefault(key, [func, args, kwargs, 0, flops(func, args)])
-            entry[3] += 1
+            self.calls.setdefault(key, Call(func, args, kwargs, 0, flops(func, args))).count += 1
         return func(*args, **kwargs)
 
 
@@ -82,7 +97,9 @@ def _like(x):
     """A fresh tensor with ``x``'s shape, strides and dtype, filled with small random values."""
     if not isinstance(x, torch.Tensor):
         return x
-    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype).uniform_(-0.1, 0.1)
+    size = 1 + sum((n - 1) * st for n, st in zip(x.shape, x.stride()) if n)  # storage it spans
+    base = torch.empty(size, dtype=x.dtype).uniform_(-0.1, 0.1)
+    return base.as_strided(x.shape, x.stride())  # overlapping (expanded) layouts too
 
 
 def best_time(func, args, kwargs, reps: int) -> float:
@@ -105,6 +122,7 @@ def square_rate(n: int = 1024, reps: int = 5) -> float:
 
 
 def main() -> None:
+    """Parse the options, then bound training steps or, with ``--decode``, beam search."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, default=20, help="training steps recorded and timed")
     ap.add_argument("--skip", type=int, default=20, help="steps run first (warm-up)")
@@ -113,6 +131,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, all cores)")
     ap.add_argument("--top", type=int, default=0, help="also list the N costliest kinds of product")
+    ap.add_argument("--profile", type=int, default=0, help="also list the N costliest operators (profiler)")
     args = ap.parse_args()
     configure_cpu(args.threads, True, True)
     torch.manual_seed(1234)
@@ -120,21 +139,47 @@ def main() -> None:
     print(f"large square product (1024^3): {square_rate():.0f} GFLOP/s")
 
 
+def step_seconds(module, batches, warmup: int) -> float:
+    """Median seconds of the plain training steps over ``batches`` after the first ``warmup``."""
+    opt = module.optimizer_factory(params=module.parameters())
+    module.train()
+    times = []
+    for batch in batches:
+        t0 = time.perf_counter()
+        plain_step(module, opt, batch)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[warmup:])
+
+
 def train(args) -> None:
     """The bound for training steps of ``m30k_small``, and the cost of issuing their operators."""
-    dm, model, eps = from_recipe(args)
+    dm, module = recipe_module(args)
     batches = list(itertools.islice(dm.train_dataloader(), args.skip + args.batches))
-    measured = train_seconds(model, batches, eps, warmup=args.skip)
+    measured = step_seconds(module, batches, warmup=args.skip)
     batches = batches[args.skip:]
     rec = Recorder()
     with rec:
-        train_seconds(model, batches, eps, warmup=0)
+        step_seconds(module, batches, warmup=0)
     n, tokens = len(batches), sum(b.num_tgt_tokens for b in batches)
     longest = statistics.mean(b.tgt_out.size(1) for b in batches)
     print(f"per step: {tokens / n:.0f} target tokens, longest target {longest:.1f}")
     report(rec, n, tokens / n, "target tokens", measured, args)
-    print(f"the same steps with every width {TINY_D} and {TINY_V}-word vocabularies: "
-          f"{tiny_step(args, batches, eps) * 1e3:.0f} ms (issuing the step's operators: Python, dispatch, autograd)")
+    if args.profile:
+        profile_steps(module, batches, args.profile)
+    _, tiny = recipe_module(args, [f"model.net.embed_size={TINY}", f"model.net.hidden_size={TINY}"])
+    print(f"the same steps with every width {TINY}: {step_seconds(tiny, batches + batches, n) * 1e3:.0f} ms "
+          "(issuing the step's operators: Python, dispatch, autograd)")
+
+
+def profile_steps(module, batches, top: int) -> None:
+    """The ``top`` operators of the steps over ``batches`` by self CPU time, per step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step_seconds(module, batches, warmup=0)
+    events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:top]
+    for e in events:
+        print(f"  {e.self_cpu_time_total / 1e3 / len(batches):6.1f} ms in {e.count / len(batches):6.1f} calls  {e.key}")
 
 
 def decode(args) -> None:
@@ -146,7 +191,10 @@ def decode(args) -> None:
 
     net, src_vocab, tgt_vocab, meta = load_model(args.decode)
     src = load_split(meta, "test_2016_flickr", src_vocab, tgt_vocab).split.src_ids
-    run = lambda: decode_corpus(net, src, 30, BeamConfig(beam_size=5))  # noqa: E731
+
+    def run() -> None:
+        decode_corpus(net, src, 30, BeamConfig(beam_size=5))
+
     run()
     t0 = time.perf_counter()
     run()
@@ -166,56 +214,23 @@ def kind(key: tuple) -> tuple[str, int]:
     return f"{key[0].split('.')[-2]}: {batch}{{m}} x {a[-1]} . {b[-2]} x {b[-1]}", a[-2]
 
 
-TINY_D, TINY_V = 8, 60
-
-
-def train_seconds(model, batches, eps: float, warmup: int = 5) -> float:
-    """Seconds per training step (Adam, clip 5) over ``batches`` after ``warmup`` of them."""
-    model.train()
-    opt = torch.optim.Adam(model.parameters(), 1e-3, fused=True)
-    for i, batch in enumerate(batches):
-        if i == warmup:
-            t0 = time.perf_counter()
-        nll, _ = token_nll(model, batch, eps)
-        opt.zero_grad()
-        (nll / len(batch)).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-        opt.step()
-    return (time.perf_counter() - t0) / (len(batches) - warmup)
-
-
-def tiny_step(args, batches, eps: float) -> float:
-    """Seconds per step of the recipe's model cut to width ``TINY_D`` on the same batch shapes.
-
-    Word ids are folded into a ``TINY_V``-word vocabulary (specials kept), so every step runs
-    the same operators over the same ragged lengths with almost no arithmetic.
-    """
-    import hydra
-
-    cfg = recipe_config(args, [f"model.net.embed_size={TINY_D}", f"model.net.hidden_size={TINY_D}"])
-    net = hydra.utils.instantiate(cfg.model.net)(src_vocab_size=TINY_V, tgt_vocab_size=TINY_V)
-    fold = lambda x: torch.where(x >= 4, x % (TINY_V - 4) + 4, x)  # noqa: E731  ids 0-3 are specials
-    small = [Batch(fold(b.src), b.src_len, fold(b.tgt_in), fold(b.tgt_out), b.index) for b in batches]
-    return train_seconds(net, small + small, eps, warmup=len(small))
-
-
 def report(rec: Recorder, n: int, units: float, unit: str, measured: float, args) -> None:
     """Measured against GEMM-only time, per run of ``units`` ``unit`` (``n`` runs recorded)."""
-    times = {key: best_time(f, a, k, args.reps) * c / n for key, (f, a, k, c, _) in rec.calls.items()}
+    times = {key: best_time(c.func, c.args, c.kwargs, args.reps) * c.count / n for key, c in rec.calls.items()}
     gemm_s = sum(times.values())
-    total_flops = sum(c * fl for *_, c, fl in rec.calls.values()) / n
-    calls = sum(c for *_, c, _ in rec.calls.values()) / n
+    total_flops = sum(c.count * c.flops for c in rec.calls.values()) / n
+    calls = sum(c.count for c in rec.calls.values()) / n
     print(f"{calls:.0f} matrix products ({len(rec.calls)} distinct layouts), {total_flops / 1e9:.2f} GFLOP "
           f"({total_flops / units / 1e6:.1f} MFLOP per {unit[:-1]})")
     print(f"measured:       {measured * 1e3:.0f} ms  -> {units / measured:.0f} {unit}/s "
           f"({total_flops / measured / 1e9:.0f} GFLOP/s)")
     print(f"GEMM-only time: {gemm_s * 1e3:.0f} ms  -> at most {units / gemm_s:.0f} {unit}/s "
-          f"({total_flops / gemm_s / 1e9:.0f} GFLOP/s); products are {gemm_s / measured:.0%} of the time")
+          f"({total_flops / gemm_s / 1e9:.0f} GFLOP/s); products are at least {gemm_s / measured:.0%} of the time")
     by_kind: dict[str, list] = {}  # label -> [seconds, calls, row counts]
     for key, t in times.items():
         label, m = kind(key)
         acc = by_kind.setdefault(label, [0.0, 0.0, set()])
-        acc[0], acc[1] = acc[0] + t, acc[1] + rec.calls[key][3] / n
+        acc[0], acc[1] = acc[0] + t, acc[1] + rec.calls[key].count / n
         acc[2].add(m)
     for label, (t, c, ms) in sorted(by_kind.items(), key=lambda kv: -kv[1][0])[: args.top]:
         rows = str(next(iter(ms))) if len(ms) == 1 else f"({min(ms)}..{max(ms)})"

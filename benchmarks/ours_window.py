@@ -8,7 +8,8 @@ JSON line: non-pad target tokens (``</s>`` included) per wall second over the la
     python benchmarks/ours_window.py --steps 200 --warmup 20 [overrides...]
 
 ``--plain`` runs the same steps (same config, model, batches, optimizer and clipping) in a plain
-PyTorch loop instead of the Lightning trainer, to measure what the trainer costs.
+PyTorch loop instead of the Lightning trainer, to measure what the trainer costs (single-process
+fp32 CPU only; the learning rate is held at its initial value, which does not change the cost).
 
 Under data-parallel training (``trainer.strategy=ddp trainer.devices=2``) the tokens of all
 ranks are summed over rank 0's window.
@@ -66,23 +67,33 @@ def pad_vocab(size: int) -> None:
     TranslationDataModule.setup = padded_setup
 
 
-def plain_window(dm, model, warmup: int, steps: int) -> tuple[int, float]:
-    """(target tokens, seconds) of steps ``warmup+1 .. warmup+steps`` without the trainer."""
+def plain_step(module, opt, batch) -> None:
+    """One training step of a ``LuongLitModule`` without the trainer: its loss (label smoothing
+    and normalisation), backward, its gradient clipping, the optimizer step."""
     from luong_lit.metrics.perplexity import token_nll
 
-    opt = model.optimizer_factory(params=model.parameters())
-    model.train()
+    nll, tokens = token_nll(module.net, batch, module.label_smoothing)
+    opt.zero_grad()
+    module._normalise(nll, batch, tokens).backward()
+    module.configure_gradient_clipping(opt)
+    opt.step()
+
+
+def plain_window(cfg, dm, module, trainer, warmup: int, steps: int) -> dict:
+    """Steps ``warmup+1 .. warmup+steps`` in a plain loop, timed from the end of step ``warmup``
+    as :class:`Window` does. The learning rate stays at its initial value (no scheduler)."""
+    if trainer.world_size > 1 or str(trainer.precision) != "32-true" or torch.cuda.is_available():
+        raise SystemExit("--plain times the single-process fp32 CPU loop only")
+    opt = module.optimizer_factory(params=module.parameters())
+    module.train()
     tokens, t0 = 0, time.perf_counter()
     for i, batch in enumerate(itertools.islice(dm.train_dataloader(), warmup + steps)):
-        if i == warmup:
-            tokens, t0 = 0, time.perf_counter()
-        nll, n_tok = token_nll(model.net, batch, model.label_smoothing)
-        opt.zero_grad()
-        model._normalise(nll, batch, n_tok).backward()
-        model.configure_gradient_clipping(opt)
-        opt.step()
+        plain_step(module, opt, batch)
         tokens += batch.num_tgt_tokens
-    return tokens, time.perf_counter() - t0
+        if i == warmup - 1:
+            tokens, t0 = 0, time.perf_counter()
+    dt = time.perf_counter() - t0
+    return {"tgt_tok_per_s": tokens / dt, "plain": True, "steps": steps, "seconds": dt, "tokens": tokens}
 
 
 def main() -> None:
@@ -110,9 +121,7 @@ def main() -> None:
     configure_cpu_from(cfg)
     dm, model, trainer = build(cfg)
     if args.plain:
-        tokens, dt = plain_window(dm, model, args.warmup, args.steps)
-        print(json.dumps({"tgt_tok_per_s": tokens / dt, "plain": True, "steps": args.steps, "seconds": dt,
-                          "tokens": tokens}))
+        print(json.dumps(plain_window(cfg, dm, model, trainer, args.warmup, args.steps)))
         return
     window = Window(args.warmup)
     trainer.callbacks.append(window)
