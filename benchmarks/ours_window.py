@@ -79,7 +79,7 @@ def plain_step(module, opt, batch) -> None:
     opt.step()
 
 
-def plain_window(cfg, dm, module, trainer, warmup: int, steps: int) -> dict:
+def plain_window(dm, module, trainer, warmup: int, steps: int) -> dict:
     """Steps ``warmup+1 .. warmup+steps`` in a plain loop, timed from the end of step ``warmup``
     as :class:`Window` does. The learning rate stays at its initial value (no scheduler)."""
     if trainer.world_size > 1 or str(trainer.precision) != "32-true" or torch.cuda.is_available():
@@ -96,6 +96,18 @@ def plain_window(cfg, dm, module, trainer, warmup: int, steps: int) -> dict:
     return {"tgt_tok_per_s": tokens / dt, "plain": True, "steps": steps, "seconds": dt, "tokens": tokens}
 
 
+def window_config(args):
+    """The training config for ``warmup + steps`` steps: no validation, checkpoints or logger."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose("train", overrides=[
+            "logger=none", "paths.output_dir=" + os.environ.get("TMPDIR", "/tmp") + "/ours_window",
+            f"+trainer.max_steps={args.warmup + args.steps}", "+trainer.limit_val_batches=0",
+            "trainer.enable_checkpointing=false", "trainer.enable_progress_bar=false", "~callbacks",
+            *args.overrides])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
@@ -106,22 +118,15 @@ def main() -> None:
     args = ap.parse_args()
     if args.pad_vocab:
         pad_vocab(args.pad_vocab)
-    from hydra import compose, initialize_config_dir
-
+    from luong_lit.runtime import configure_cpu_from
     from luong_lit.train import build
 
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=[
-            "logger=none", "paths.output_dir=" + os.environ.get("TMPDIR", "/tmp") + "/ours_window",
-            f"+trainer.max_steps={args.warmup + args.steps}", "+trainer.limit_val_batches=0",
-            "trainer.enable_checkpointing=false", "trainer.enable_progress_bar=false", "~callbacks",
-            *args.overrides])
-    from luong_lit.runtime import configure_cpu_from
+    cfg = window_config(args)
 
     configure_cpu_from(cfg)
     dm, model, trainer = build(cfg)
     if args.plain:
-        print(json.dumps(plain_window(cfg, dm, model, trainer, args.warmup, args.steps)))
+        print(json.dumps(plain_window(dm, model, trainer, args.warmup, args.steps)))
         return
     window = Window(args.warmup)
     trainer.callbacks.append(window)
