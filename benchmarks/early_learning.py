@@ -26,8 +26,6 @@ from luong_lit.data import TranslationDataModule
 from luong_lit.metrics.perplexity import perplexity, token_nll
 from luong_lit.nn import Seq2Seq
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 def from_options(args):
     """(datamodule, model, label smoothing) from this script's own options."""
@@ -42,12 +40,10 @@ def from_options(args):
 
 def recipe_config(args, overrides=()):
     """The composed ``m30k_small`` config with ``data.chunk_batches`` from ``args``."""
-    from hydra import compose, initialize_config_dir
+    from ours_window import compose_train
 
     tmp = Path(tempfile.gettempdir()) / "early_learning"
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=["logger=none", "~callbacks", f"paths.output_dir={tmp}",
-                                            f"data.chunk_batches={args.chunk_batches}", *overrides])
+    return compose_train([f"paths.output_dir={tmp}", f"data.chunk_batches={args.chunk_batches}", *overrides])
 
 
 def recipe_module(args, overrides=()):

@@ -96,16 +96,20 @@ def plain_window(dm, module, trainer, warmup: int, steps: int) -> dict:
     return {"tgt_tok_per_s": tokens / dt, "plain": True, "steps": steps, "seconds": dt, "tokens": tokens}
 
 
-def window_config(args):
-    """The training config for ``warmup + steps`` steps: no validation, checkpoints or logger."""
+def compose_train(overrides):
+    """The ``train`` config of ``conf/`` without logger or callbacks, with ``overrides``."""
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("train", overrides=[
-            "logger=none", "paths.output_dir=" + os.environ.get("TMPDIR", "/tmp") + "/ours_window",
-            f"+trainer.max_steps={args.warmup + args.steps}", "+trainer.limit_val_batches=0",
-            "trainer.enable_checkpointing=false", "trainer.enable_progress_bar=false", "~callbacks",
-            *args.overrides])
+        return compose("train", overrides=["logger=none", "~callbacks", *overrides])
+
+
+def window_config(args):
+    """The training config for ``warmup + steps`` steps: no validation, checkpoints or logger."""
+    return compose_train([
+        "paths.output_dir=" + os.environ.get("TMPDIR", "/tmp") + "/ours_window",
+        f"+trainer.max_steps={args.warmup + args.steps}", "+trainer.limit_val_batches=0",
+        "trainer.enable_checkpointing=false", "trainer.enable_progress_bar=false", *args.overrides])
 
 
 def main() -> None:
