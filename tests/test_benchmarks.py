@@ -1,4 +1,5 @@
-"""The product counter of ``benchmarks/gemm_bound.py`` against hand-counted FLOPs."""
+"""The benchmarks' own code: `gemm_bound.py`'s product counter against hand-counted FLOPs, and
+the fused cell of `cell_fusion.py` against the library's cell."""
 from __future__ import annotations
 
 import sys
@@ -59,3 +60,23 @@ def test_batched_product_flops_and_replay_of_an_expanded_operand():
     [call] = rec.calls.values()
     assert (call.count, call.flops) == (1, 2 * 4 * 2 * 6 * 5)
     assert gemm_bound.best_time(call.func, call.args, call.kwargs, reps=2) > 0.0
+
+
+def test_fused_cell_of_the_cell_benchmark_equals_the_library_cell():
+    """``cell_fusion.py`` times equal work: same outputs and gradients as ``lstm_cell``."""
+    import cell_fusion
+    from luong_lit.nn.lstm import lstm_cell
+
+    torch.manual_seed(0)
+    gates = torch.randn(5, 4 * 3, dtype=torch.double, requires_grad=True)
+    c = torch.randn(5, 3, dtype=torch.double, requires_grad=True)
+    assert torch.autograd.gradcheck(cell_fusion.fused_cell, (gates, c))
+    dh, dc = torch.randn(5, 3, dtype=torch.double), torch.randn(5, 3, dtype=torch.double)
+    for grads in ([dh, dc], [dh, None]):  # c_t used by the next step, or not (the last step)
+        got, want = [], []
+        for cell, out in ((cell_fusion.fused_cell, got), (lstm_cell, want)):
+            h_t, c_t = cell(gates, c)
+            used = [(x, g) for x, g in zip((h_t, c_t), grads) if g is not None]
+            out += [h_t, c_t, *torch.autograd.grad([x for x, _ in used], (gates, c), [g for _, g in used])]
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b)
