@@ -6,10 +6,11 @@
 The candidates compute the same update (``tests/test_benchmarks.py`` checks values and
 gradients against the library's cell):
 
-* ``eager``: :func:`luong_lit.nn.lstm.lstm_cell`, nine operators forward, each recorded by
-  autograd, whose backward then runs its own operators;
-* ``function``: :class:`FusedCell`, one ``torch.autograd.Function`` with six operators forward
-  and a hand-written backward that writes the gate gradients into one ``(n, 4d)`` tensor;
+* ``eager``: :func:`luong_lit.nn.lstm.lstm_cell`, nine operators forward (``chunk`` included),
+  each recorded by autograd, whose backward then runs its own operators;
+* ``function``: :class:`FusedCell`, one ``torch.autograd.Function`` with six arithmetic
+  operators forward and a hand-written backward that writes the gate gradients into one
+  ``(n, 4d)`` tensor;
 * ``compiled``: ``torch.compile(lstm_cell, dynamic=True)`` (inductor: one generated C++
   kernel forward and one backward; the first call compiles, about 20 s).
 
@@ -51,13 +52,11 @@ class FusedCell(Function):
         return o * tanh_c, c_new
 
     @staticmethod
-    def backward(ctx, dh: Tensor, dc_next: Tensor | None) -> tuple[Tensor, Tensor]:
+    def backward(ctx, dh: Tensor, dc_next: Tensor) -> tuple[Tensor, Tensor]:
         act, c, tanh_c = ctx.saved_tensors
         d = c.size(1)
         i, f, g, o = act.chunk(4, 1)
-        dc = (dh * o).mul_(1 - tanh_c * tanh_c)  # (n, d) through h = o tanh(c)
-        if dc_next is not None:
-            dc += dc_next
+        dc = (dh * o).mul_(1 - tanh_c * tanh_c).add_(dc_next)  # (n, d) through h = o tanh(c), and c
         up = torch.empty_like(act)  # (n, 4d) d loss / d activation, per gate
         for k, (a, b) in enumerate(((dc, g), (dc, c), (dc, i), (dh, tanh_c))):
             torch.mul(a, b, out=up[:, k * d:(k + 1) * d])
