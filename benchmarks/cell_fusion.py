@@ -16,7 +16,7 @@ gradients against the library's cell):
 
 Part 1 times one cell, forward and backward, per call (µs) at the given numbers of rows (64 is
 the batch; rows leave as sentences end), in alternating rounds, median. Part 2 (``--steps``)
-times whole ``m30k_small`` training steps (the plain loop of ``ours_window.py --plain``) with
+times whole ``m30k_small`` training steps (``ours_window.step_seconds``, the plain loop) with
 each candidate in the encoder and the decoder, alternating, median ms per step.
 """
 from __future__ import annotations
@@ -100,7 +100,7 @@ def per_call(cells: dict, rows: list[int], args) -> None:
 def per_step(cells: dict, args) -> None:
     """Median ms per m30k_small training step with each cell, alternating rounds."""
     from early_learning import recipe_module
-    from gemm_bound import step_seconds
+    from ours_window import step_seconds
 
     original = lstm_mod.lstm_cell
     dm, module = recipe_module(argparse.Namespace(chunk_batches=1))

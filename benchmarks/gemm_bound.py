@@ -35,7 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from early_learning import recipe_module
 from luong_lit.runtime import configure_cpu
-from ours_window import plain_step
+from ours_window import step_seconds
 
 aten = torch.ops.aten
 GEMMS = {aten.mm.default, aten.mm.out, aten.addmm.default, aten.addmm.out, aten.addmm_.default,
@@ -137,18 +137,6 @@ def main() -> None:
     torch.manual_seed(1234)
     (decode if args.decode else train)(args)
     print(f"large square product (1024^3): {square_rate():.0f} GFLOP/s")
-
-
-def step_seconds(module, batches, warmup: int) -> float:
-    """Median seconds of the plain training steps over ``batches`` after the first ``warmup``."""
-    opt = module.optimizer_factory(params=module.parameters())
-    module.train()
-    times = []
-    for batch in batches:
-        t0 = time.perf_counter()
-        plain_step(module, opt, batch)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times[warmup:])
 
 
 def train(args) -> None:

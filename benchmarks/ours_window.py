@@ -24,6 +24,7 @@ import argparse
 import itertools
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -79,13 +80,29 @@ def plain_step(module, opt, batch) -> None:
     opt.step()
 
 
+def plain_optimizer(module):
+    """The module's own optimizer over its parameters, the module in training mode. The
+    learning rate stays at its initial value (no scheduler), which does not change the cost."""
+    module.train()
+    return module.optimizer_factory(params=module.parameters())
+
+
+def step_seconds(module, batches, warmup: int) -> float:
+    """Median seconds of the plain training steps over ``batches`` after the first ``warmup``."""
+    opt, times = plain_optimizer(module), []
+    for batch in batches:
+        t0 = time.perf_counter()
+        plain_step(module, opt, batch)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[warmup:])
+
+
 def plain_window(dm, module, trainer, warmup: int, steps: int) -> dict:
     """Steps ``warmup+1 .. warmup+steps`` in a plain loop, timed from the end of step ``warmup``
-    as :class:`Window` does. The learning rate stays at its initial value (no scheduler)."""
+    as :class:`Window` does."""
     if trainer.world_size > 1 or str(trainer.precision) != "32-true" or torch.cuda.is_available():
         raise SystemExit("--plain times the single-process fp32 CPU loop only")
-    opt = module.optimizer_factory(params=module.parameters())
-    module.train()
+    opt = plain_optimizer(module)
     tokens, t0 = 0, time.perf_counter()
     for i, batch in enumerate(itertools.islice(dm.train_dataloader(), warmup + steps)):
         plain_step(module, opt, batch)
