@@ -97,3 +97,109 @@ def test_iwslt14_unknown_split_fails_before_any_download():
 
     with pytest.raises(DataError, match="iwslt14_deen has no split 'dev'; choose from train, valid, test"):
         corpus_source("iwslt14_deen", "dev", "de")
+
+
+# ---------------------------------------------------------------- the corpus registry
+def test_every_named_corpus_has_two_distinct_fully_formatted_sides():
+    """For every dataset, split and direction: two local paths, two archive members (or two
+    downloads), and no unformatted ``{placeholder}`` anywhere."""
+    from luong_lit.data.corpora import corpus_source, registry
+
+    entries = registry()
+    assert {d for d, _, _ in entries} == {"multi30k", "wmt14_ende", "iwslt14_deen"}
+    assert {"europarl_v7", "commoncrawl", "news_commentary_v9"} <= {s for _, s, _ in entries}
+    for dataset, split, variant in entries:
+        for src_lang, tgt_lang in (("en", "de"), ("de", "en")):
+            a, b = (corpus_source(dataset, split, lang, variant) for lang in (src_lang, tgt_lang))
+            where = f"{dataset}/{split}/{variant} {src_lang}->{tgt_lang}"
+            assert a.path != b.path, where
+            assert (a.member, a.remote.url) != (b.member, b.remote.url), where
+            for src, lang in ((a, src_lang), (b, tgt_lang)):
+                for text in (src.path, src.member or "", src.remote.url):
+                    assert "{" not in text and "}" not in text, f"{where}: {text}"
+                assert lang in src.path.rsplit("/", 1)[-1].split("."), f"{where}: {src.path}"
+
+
+def test_wmt14_training_files_are_named_as_released():
+    from luong_lit.data.corpora import corpus_source
+
+    src = corpus_source("wmt14_ende", "europarl_v7", "de")
+    assert src.path == "wmt14/train/europarl_v7/europarl-v7.de-en.de.gz"
+    assert src.member == "training/europarl-v7.de-en.de" and src.lines == 1920209
+    assert corpus_source("wmt14_ende", "commoncrawl", "en").path == "wmt14/train/commoncrawl/commoncrawl.de-en.en.gz"
+    with pytest.raises(DataError, match="wmt14_ende has no language 'fr'"):
+        corpus_source("wmt14_ende", "europarl_v7", "fr")
+
+
+def _serve(directory):
+    """A quiet HTTP server on 127.0.0.1 over ``directory``; returns (server, request paths)."""
+    import functools
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            seen.append(self.path)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(Handler, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+def _official_like_archive(tmp_path) -> tuple[str, dict[str, list[str]]]:
+    """A small archive laid out like training-parallel-europarl-v7.tgz (several pairs inside)."""
+    text = {"en": ["Resumption of the session", "I declare resumed the session .", "Thank you ."],
+            "de": ["Wiederaufnahme der Sitzungsperiode", "Ich erkläre die Sitzung für wieder aufgenommen .",
+                   "Vielen Dank ."]}
+    members = {f"training/europarl-v7.de-en.{lang}": "\n".join(lines) + "\n" for lang, lines in text.items()}
+    members["training/europarl-v7.fr-en.en"] = "Not this one\n" * 3
+    (tmp_path / "www").mkdir()
+    make_tgz(tmp_path / "www" / "europarl.tgz", members)
+    return hashlib.sha256((tmp_path / "www" / "europarl.tgz").read_bytes()).hexdigest(), text
+
+
+def test_wmt14_training_corpus_downloads_both_sides_from_a_local_server(tmp_path, monkeypatch):
+    from luong_lit.data import corpora
+    from luong_lit.data.corpora import corpus_source
+
+    monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path / "cache"))
+    sha, text = _official_like_archive(tmp_path)
+    server, seen = _serve(tmp_path / "www")
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/europarl.tgz"
+        monkeypatch.setitem(corpora._WMT_TRAIN, "europarl_v7", (url, sha, "training/europarl-v7.de-en.{lang}", 3))
+        en, de = (resolve(corpus_source("wmt14_ende", "europarl_v7", lang)) for lang in ("en", "de"))
+        assert en != de
+        assert read_lines(en) == text["en"] and read_lines(de) == text["de"]
+        assert len(seen) == 1  # one download serves both sides
+        again = [resolve(corpus_source("wmt14_ende", "europarl_v7", lang)) for lang in ("en", "de")]
+        assert again == [en, de] and len(seen) == 1  # the cache, not the server
+    finally:
+        server.shutdown()
+
+
+def test_a_damaged_extraction_or_short_mirror_file_is_detected(tmp_path, monkeypatch):
+    from luong_lit.data import corpora
+    from luong_lit.data.corpora import corpus_source
+
+    monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path / "cache"))
+    sha, _ = _official_like_archive(tmp_path)
+    url = (tmp_path / "www" / "europarl.tgz").as_uri()
+    monkeypatch.setitem(corpora._WMT_TRAIN, "europarl_v7", (url, sha, "training/europarl-v7.de-en.{lang}", 3))
+    path = resolve(corpus_source("wmt14_ende", "europarl_v7", "de"))
+    with gzip.open(path, "wt", encoding="utf-8") as fh:  # truncated after extraction
+        fh.write("Wiederaufnahme der Sitzungsperiode\n")
+    with pytest.raises(DataError, match=r"europarl-v7\.de-en\.de\.gz: checksum mismatch"):
+        resolve(corpus_source("wmt14_ende", "europarl_v7", "de"))
+    monkeypatch.setitem(corpora._WMT_TRAIN, "europarl_v7", (url, sha, "training/europarl-v7.de-en.{lang}", 5))
+    with pytest.raises(DataError, match="has 3 lines, but the official release has 5"):
+        resolve(corpus_source("wmt14_ende", "europarl_v7", "en"))  # a wrong extraction
+    mirror = tmp_path / "mirror" / "wmt14" / "train" / "europarl_v7"
+    mirror.mkdir(parents=True)
+    with gzip.open(mirror / "europarl-v7.de-en.en.gz", "wt", encoding="utf-8") as fh:
+        fh.write("one\ntwo\n")
+    with pytest.raises(DataError, match="2 lines, but the official release has 5"):
+        resolve(corpus_source("wmt14_ende", "europarl_v7", "en"), tmp_path / "mirror")

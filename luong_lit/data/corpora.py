@@ -1,9 +1,12 @@
 """The public corpora known by name, with official URLs and checksums.
 
-``corpus_files(name, split, lang, ...)`` returns the :class:`Source` of one side of one split.
-Checksums of single-file downloads are the SHA-256 of the file; archive checksums are the
-values their distributors' tooling publishes (TensorFlow Datasets' URL checksums for the
-WMT training archives, sacreBLEU's MD5s for the WMT test archives).
+``corpus_source(dataset, split, lang, ...)`` returns the :class:`Source` of one side of one
+split, and :func:`registry` lists every ``(dataset, split, variant)`` there is. Checksums of
+single-file downloads are the SHA-256 of the file; archive checksums are the values their
+distributors' tooling publishes (TensorFlow Datasets' URL checksums for the WMT training
+archives, sacreBLEU's MD5s for the WMT test archives). The text inside the WMT training
+archives has no published checksum; its published line counts are checked instead, and the
+SHA-256 of the text is recorded when it is extracted from the verified archive.
 """
 from __future__ import annotations
 
@@ -30,16 +33,16 @@ _M30K_TOK = {  # text sha256 (the upstream files are plain text)
 }
 
 _STATMT = "http://www.statmt.org"
-_WMT_TRAIN = {  # name: (url, sha256, member template with {lang})
+_WMT_TRAIN = {  # name: (url, sha256, member template with {lang}, lines per side)
     "europarl_v7": (f"{_STATMT}/wmt13/training-parallel-europarl-v7.tgz",
                     "0224c7c710c8a063dfd893b0cc0830202d61f4c75c17eb8e31836103d27d96e7",
-                    "training/europarl-v7.de-en.{lang}"),
+                    "training/europarl-v7.de-en.{lang}", 1920209),
     "commoncrawl": (f"{_STATMT}/wmt13/training-parallel-commoncrawl.tgz",
                     "c7a74e2ea01ac6c920123108627e35278d4ccb5701e15428ffa34de86fa3a9e5",
-                    "commoncrawl.de-en.{lang}"),
+                    "commoncrawl.de-en.{lang}", 2399123),
     "news_commentary_v9": (f"{_STATMT}/wmt14/training-parallel-nc-v9.tgz",
                            "cb8953f292298e6877ae433c98912b927cb0766b303f4540512ddd286c748485",
-                           "training/news-commentary-v9.de-en.{lang}"),
+                           "training/news-commentary-v9.de-en.{lang}", 201288),
 }
 _WMT_TEST = {  # name: (url, md5, {lang: member})
     "newstest2013": ("http://statmt.org/wmt14/dev.tgz", "88ba3fc60b2278d59277122e1c7dd6e7",
@@ -60,11 +63,13 @@ _IWSLT = Remote("http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",
                 "md5:10936dfdf616504ddbd844e91b94ef4a")
 
 DATASETS = ("multi30k", "wmt14_ende", "iwslt14_deen", "files")
+_WMT_LANGS = ("en", "de")
+_M30K_SPLITS = ("train", "val", "test_2016_flickr")
 
 
 def multi30k(split: str, lang: str, variant: str = "tok") -> Source:
     key = f"{split}.{lang}"
-    if key not in _M30K_RAW:
+    if key not in _M30K_RAW or split not in _M30K_SPLITS:
         raise DataError(f"multi30k has no split {split!r} for language {lang!r}; splits: train, val, test_2016_flickr")
     if variant == "raw":
         sha, text_sha = _M30K_RAW[key]
@@ -79,15 +84,18 @@ def multi30k(split: str, lang: str, variant: str = "tok") -> Source:
 
 def wmt14(split: str, lang: str) -> Source:
     """A WMT'14 training corpus (``europarl_v7``...) or test set (``newstest2014``...)."""
+    if lang not in _WMT_LANGS:
+        raise DataError(f"wmt14_ende has no language {lang!r}; choose from {', '.join(_WMT_LANGS)}")
     if split == "europarl_v7_head20k":  # the first 20k lines of Europarl v7
-        url, sha, member = _WMT_TRAIN["europarl_v7"]
+        url, sha, member, _ = _WMT_TRAIN["europarl_v7"]
         return Source(f"wmt14/train/europarl_v7_head20k/europarl-v7.de-en.head20k.{lang}.gz",
                       Remote(url, f"sha256:{sha}"), member.format(lang=lang),
                       content_sha256=_EUROPARL_HEAD20K[lang], head=20000)
     if split in _WMT_TRAIN:
-        url, sha, member = _WMT_TRAIN[split]
+        url, sha, template, lines = _WMT_TRAIN[split]
+        member = template.format(lang=lang)  # formatted first: each side has its own file
         return Source(f"wmt14/train/{split}/{member.rsplit('/', 1)[-1]}.gz", Remote(url, f"sha256:{sha}"),
-                      member.format(lang=lang))
+                      member, lines=lines)
     if split in _WMT_TEST:
         url, md5, members = _WMT_TEST[split]
         return Source(f"wmt14/raw/{split}.{lang}.gz", Remote(url, f"md5:{md5}"), members[lang], fmt="sgm")
@@ -99,6 +107,8 @@ def iwslt14(split: str, lang: str) -> Source:
     """IWSLT'14 De-En TED talks, lowercased and Moses-tokenised (``train``, ``valid``, ``test``)."""
     if split not in _IWSLT_SPLITS:
         raise DataError(f"iwslt14_deen has no split {split!r}; choose from {', '.join(_IWSLT_SPLITS)}")
+    if lang not in _WMT_LANGS:
+        raise DataError(f"iwslt14_deen has no language {lang!r}; choose from de, en")
     return Source(f"iwslt14/tok/{split}.{lang}.gz", _IWSLT, member=f"prepared:{split}.{lang}")
 
 
@@ -110,3 +120,11 @@ def corpus_source(dataset: str, split: str, lang: str, variant: str = "tok") -> 
     if dataset == "iwslt14_deen":
         return iwslt14(split, lang)
     raise DataError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
+
+
+def registry() -> list[tuple[str, str, str]]:
+    """Every ``(dataset, split, variant)`` of the named datasets; each has an ``en`` and a ``de`` side."""
+    out = [("multi30k", split, variant) for split in _M30K_SPLITS for variant in ("tok", "raw")]
+    out += [("wmt14_ende", split, "raw") for split in (*_WMT_TRAIN, "europarl_v7_head20k", *_WMT_TEST)]
+    out += [("iwslt14_deen", split, "tok") for split in _IWSLT_SPLITS]
+    return out

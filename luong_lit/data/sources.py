@@ -5,7 +5,12 @@ a directory laid out like that (set ``LUONG_LIT_DATA`` or the ``data.mirror`` co
 when one is set, nothing is downloaded. Otherwise the file is looked up in the cache
 (``LUONG_LIT_CACHE``, default ``~/.cache/luong_lit``) and, on first use, downloaded from its
 official URL with a progress bar, checked against its published checksum, extracted, and
-stored there as gzipped UTF-8 text.
+stored there as gzipped UTF-8 text, with the SHA-256 of that text beside it
+(``<file>.sha256``), so that a cached file damaged later is detected.
+
+Checks that read a whole file (the text's checksum, the published line count) run once per
+version of a file: a stamp in the cache, keyed by the file's path, size and modification time,
+records that it passed.
 """
 from __future__ import annotations
 
@@ -34,9 +39,9 @@ class Source:
     """One text file of a corpus.
 
     ``content_sha256`` is the SHA-256 of the decompressed text, when known; it is checked
-    for mirror and cache files alike. ``member`` names the file inside an archive, ``fmt``
-    how to turn it into plain lines (``text``, ``gz`` or ``sgm``), ``head`` keeps only the
-    first lines.
+    for mirror and cache files alike. ``lines`` is the published line count, checked the
+    same way. ``member`` names the file inside an archive, ``fmt`` how to turn it into plain
+    lines (``text``, ``gz`` or ``sgm``), ``head`` keeps only the first lines.
     """
 
     path: str
@@ -45,6 +50,7 @@ class Source:
     fmt: str = "text"
     content_sha256: str | None = None
     head: int | None = None
+    lines: int | None = None
 
 
 def cache_dir() -> Path:
@@ -66,10 +72,45 @@ def _digest(kind: str, data_path: Path, gz: bool = False) -> str:
     return h.hexdigest()
 
 
+def _count_lines(path: Path) -> int:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+
+
+def _once(path: Path, what: str, check) -> None:
+    """Run ``check()`` unless this version of ``path`` (size, modification time) passed it before."""
+    st = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{what}".encode()).hexdigest()
+    stamp = cache_dir() / "verified" / key[:32]
+    if stamp.is_file():
+        return
+    check()
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    except OSError:  # a read-only cache only costs the check again next time
+        pass
+
+
 def _check_content(src: Source, path: Path) -> None:
-    if src.content_sha256 and _digest("sha256", path, gz=path.suffix == ".gz") != src.content_sha256:
-        raise DataError(f"{path}: checksum mismatch (expected sha256 {src.content_sha256} of the "
-                        f"text); the file is corrupt or not the release this kit expects")
+    """The text's published (or, for extracted files, recorded) checksum and line count."""
+    sidecar = path.with_name(path.name + ".sha256")
+    expected = src.content_sha256 or (sidecar.read_text().strip() if sidecar.is_file() else None)
+    if expected:
+        def text_sha() -> None:
+            if _digest("sha256", path, gz=path.suffix == ".gz") != expected:
+                raise DataError(f"{path}: checksum mismatch (expected sha256 {expected} of the text); "
+                                f"the file is corrupt or not the release this kit expects. "
+                                f"Delete it to fetch it again")
+        _once(path, f"sha256:{expected}", text_sha)
+    if src.lines:
+        def line_count() -> None:
+            found = _count_lines(path)
+            if found != src.lines:
+                raise DataError(f"{path}: {found} lines, but the official release has {src.lines}; "
+                                f"the file is truncated or not the release this kit expects")
+        _once(path, f"lines:{src.lines}", line_count)
 
 
 #: The folder of extracted text in the cache; a new name whenever extraction changes, so that
@@ -155,9 +196,15 @@ def _lines_of(src: Source, blob: Path) -> list[str]:
 
 
 def _extract(src: Source, blob: Path, path: Path) -> None:
+    """Write ``src``'s lines from the verified download ``blob`` to ``path``, and their checksum beside it."""
     lines = _lines_of(src, blob)
+    if src.lines and len(lines) != src.lines:
+        raise DataError(f"{blob}: {src.member} has {len(lines)} lines, but the official release has "
+                        f"{src.lines}; delete the download to fetch it again")
+    text = "".join(line + "\n" for line in lines).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with gzip.open(tmp, "wt", encoding="utf-8") as fh:
-        fh.write("".join(line + "\n" for line in lines))
+    with gzip.open(tmp, "wb") as fh:
+        fh.write(text)
+    path.with_name(path.name + ".sha256").write_text(hashlib.sha256(text).hexdigest() + "\n")
     tmp.replace(path)
