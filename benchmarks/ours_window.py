@@ -1,11 +1,11 @@
 """Training throughput of luong_lit on the main job, over a window of optimizer steps.
 
-Runs ``python -m luong_lit.train`` code (same config, same LightningModule, same data
+Runs ``python -m luong_lit train`` code (same config, same LightningModule, same data
 pipeline) for ``warmup + steps`` steps without validation or checkpoints, and prints one
 JSON line: non-pad target tokens (``</s>`` included) per wall second over the last
 ``steps`` steps, and on a GPU the peak memory allocated by torch.
 
-    python benchmarks/ours_window.py --steps 200 --warmup 20 [overrides...]
+    python -m benchmarks.ours_window --steps 200 --warmup 20 [overrides...]
 
 ``--plain`` runs the same steps (same config, model, batches, optimizer and clipping) in a plain
 PyTorch loop instead of the Lightning trainer, to measure what the trainer costs (single-process
@@ -71,7 +71,7 @@ def pad_vocab(size: int) -> None:
 def plain_step(module, opt, batch) -> None:
     """One training step of a ``LuongLitModule`` without the trainer: its loss (label smoothing
     and normalisation), backward, its gradient clipping, the optimizer step."""
-    from luong_lit.metrics.perplexity import token_nll
+    from luong_lit.nn.loss import token_nll
 
     nll, tokens = token_nll(module.net, batch, module.label_smoothing)
     opt.zero_grad()
@@ -140,7 +140,7 @@ def main() -> None:
     if args.pad_vocab:
         pad_vocab(args.pad_vocab)
     from luong_lit.runtime import configure_cpu_from
-    from luong_lit.train import build
+    from luong_lit.training.build import build
 
     cfg = window_config(args)
 

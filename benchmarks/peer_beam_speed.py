@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Beam-5 decoding speed beside OpenNMT-py 3.5.1 and Joey NMT 2.3.0 on "m30k_small".
 
-    python benchmarks/peer_beam_speed.py --out results/beam_peers --peers-dir PEERS_DIR \
+    python -m benchmarks.peer_beam_speed --out results/beam_peers --peers-dir PEERS_DIR \
         [--train-epochs 1] [--rounds 3] [--beam 5] [--systems onmt,ours_b30,ours_b30_int8]
         [--ours-ckpt RUN/checkpoints/best.ckpt]
 
@@ -26,7 +26,7 @@ starts after the model is loaded:
 * Joey NMT: ``joeynmt test`` with the test set as its only data set, "Generation took
   X[sec]", at its config's ``testing.batch_size`` 64 (sentences), ``max_output_length`` 100.
   (``joeynmt translate`` on stdin ran at a quarter of that speed here.)
-* ours: ``benchmarks/beam_speed.py --single-limit 0`` (decode_corpus only), batch 30
+* ours: ``python -m benchmarks.beam_speed --single-limit 0`` (decode_corpus only), batch 30
   and 64, the default length bounds (spec §11); ``_w2`` systems split the batches between
   two forked processes of one thread each (``--workers 2``), timed from before
   the processes start.
@@ -45,7 +45,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from peer_throughput import PEER_BOOT, PEER_CFG_DIR, REPO, _env, _version, fill_config
+from benchmarks.peer_throughput import PEER_BOOT, PEER_CFG_DIR, REPO, _env, _version, fill_config
 
 ONMT_AVG_MS = re.compile(r"Average translation time \(ms\):\s*([\d.]+)")
 JOEY_GEN = re.compile(r"Generation took ([\d.]+)\[sec\]")
@@ -81,7 +81,7 @@ def train_models(args) -> dict:
         run_dir.mkdir(parents=True, exist_ok=True)
         print(f"training {system} for {args.train_epochs} epoch(s) ...", flush=True)
         if system == "ours":
-            cmd = [str(args.ours_python), "-m", "luong_lit.train",
+            cmd = [str(args.ours_python), "-m", "luong_lit", "train",
                    f"trainer.max_epochs={args.train_epochs}", "test_after_training=false",
                    f"hydra.run.dir={run_dir}"]
         else:
@@ -135,7 +135,7 @@ def decode_ours(system: str, args, ckpt: Path, run_dir: Path) -> dict:
     """``system`` is ``ours_b<batch>``, then ``_int8`` (output layer), ``_int8all`` or ``_w2``
     (two worker processes of one thread each)."""
     hyp, parts = run_dir / "hyp.txt", system.split("_")
-    cmd = [str(args.ours_python), "benchmarks/beam_speed.py", str(ckpt), "--beam",
+    cmd = [str(args.ours_python), "-m", "benchmarks.beam_speed", str(ckpt), "--beam",
            str(args.beam), "--batch-size", parts[1][1:], "--single-limit", "0",
            "--threads", str(args.threads), "--output", str(hyp)]
     extra = {"int8": ["--int8", "output"], "int8all": ["--int8", "all"], "w2": ["--workers", "2"]}.get(parts[-1], [])

@@ -5,7 +5,7 @@ Systems
 -------
 ``onmt``  OpenNMT-py 3.5.1, config ``benchmarks/peers/onmt_m30k_small.yaml``
 ``joey``  Joey NMT 2.3.0,   config ``benchmarks/peers/joey_m30k_small.yaml``
-``ours``  this package, via ``python benchmarks/ours_window.py --steps N --warmup W``
+``ours``  this package, via ``python -m benchmarks.ours_window --steps N --warmup W``
 
 The peers are installed by ``benchmarks/peers/setup_peers.sh`` into
 ``$PEERS_DIR/{onmt,joey}-venv`` (data and vocabularies in ``$PEERS_DIR/data``).
@@ -55,7 +55,7 @@ divided by wall-clock seconds of training.
   ``Batch.ntokens`` = number of non-pad positions of ``trg[:, 1:]`` (words +
   ``</s>``, no ``<s>``; ``joeynmt/batch.py``).  No conversion is needed
   (factor 1).
-* ours: the last JSON line printed by ``benchmarks/ours_window.py``
+* ours: the last JSON line printed by ``python -m benchmarks.ours_window``
   (``{"tgt_tok_per_s": ..., "steps": ...}``) is taken as is; that script is
   expected to count the same unit (non-pad target tokens incl. ``</s>``).
 
@@ -82,10 +82,10 @@ whose batching matches its own, or state the difference.
 
 Usage
 -----
-  python benchmarks/peer_throughput.py --out results/peers            # all three
-  python benchmarks/peer_throughput.py --systems onmt,joey --out ...  # peers only
-  python benchmarks/peer_throughput.py --rounds 1 --steps 20 --warmup 10 --out ...  # smoke test
-  PEERS_DIR=... python benchmarks/peer_throughput.py ...   (or --peers-dir; default <repo>/.peers)
+  python -m benchmarks.peer_throughput --out results/peers            # all three
+  python -m benchmarks.peer_throughput --systems onmt,joey --out ...  # peers only
+  python -m benchmarks.peer_throughput --rounds 1 --steps 20 --warmup 10 --out ...  # smoke test
+  PEERS_DIR=... python -m benchmarks.peer_throughput ...   (or --peers-dir; default <repo>/.peers)
 
 Only the Python standard library is used; run it with any Python >= 3.8.
 """
@@ -292,7 +292,7 @@ def run_peer(system: str, args, run_dir: Path) -> dict:
 
 def run_ours(args, run_dir: Path) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [str(args.ours_python), "benchmarks/ours_window.py",
+    cmd = [str(args.ours_python), "-m", "benchmarks.ours_window",
            "--steps", str(args.steps), "--warmup", str(args.warmup), *args.ours_arg]
     log_path = run_dir / "stdout.log"
     load_before = os.getloadavg()

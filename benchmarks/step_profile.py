@@ -1,7 +1,7 @@
 """Time (and optionally profile) one training step of a Luong model, without Lightning.
 
-    python benchmarks/step_profile.py [--feed 0|1] [--dropout 0.2] [--hidden 256] [--profile]
-    python benchmarks/step_profile.py --paper --device cuda [--bf16] [--feed 0|1] [--profile]
+    python -m benchmarks.step_profile [--feed 0|1] [--dropout 0.2] [--hidden 256] [--profile]
+    python -m benchmarks.step_profile --paper --device cuda [--bf16] [--feed 0|1] [--profile]
 
 A fixed batch of random words; prints the median of three 10-step windows in ms per step,
 the part of it spent issuing the forward pass, and target tokens per second. The default
@@ -17,7 +17,7 @@ import time
 import torch
 
 from luong_lit.data.batching import collate
-from luong_lit.metrics.perplexity import token_nll
+from luong_lit.nn.loss import token_nll
 from luong_lit.nn import Seq2Seq
 
 

@@ -1,6 +1,6 @@
 """BLEU gain from unknown-word replacement on a test set, with three dictionaries.
 
-    LUONG_LIT_DATA=../shared/data python benchmarks/unk_gain.py RUN/checkpoints/best.ckpt \
+    LUONG_LIT_DATA=../shared/data python -m benchmarks.unk_gain RUN/checkpoints/best.ckpt \
         [--test newstest2014_filtered] [--beam 5] [--muse ../shared/data/dict/muse/en-de.txt.gz]
 
 Decodes once (beam search, attention kept), then scores the output before replacement, with
@@ -19,7 +19,8 @@ from luong_lit.checkpoint import load_model
 from luong_lit.data.dictionary import dictionary_from_links, eflomal_links, load_dictionary
 from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
-from luong_lit.evaluate import load_split, score
+from luong_lit.data.model_data import load_split, load_train_split
+from luong_lit.evaluation import bleu_scores as score
 
 
 def main() -> None:
@@ -44,8 +45,6 @@ def main() -> None:
     if args.muse:
         muse = load_dictionary(args.muse)
         result["muse"] = score(output_words(out, tgt_vocab, split.src_tokens, net.content_based, muse), refs, lang)
-    from luong_lit.evaluate import load_train_split
-
     train = load_train_split(meta)
     links = eflomal_links(train.src_tokens, train.tgt_tokens)
     d = dictionary_from_links(train.src_tokens, train.tgt_tokens, links, args.min_count)

@@ -1,70 +1,67 @@
 """Atomic checkpoint writes and safe loading of trained models."""
+
 from __future__ import annotations
 
-import functools
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
-from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from luong_lit import nn
 from luong_lit.data.vocab import Vocab
+from luong_lit.errors import CheckpointError, ConfigError
 from luong_lit.nn import Seq2Seq
+from luong_lit.nn.names import ATTENTIONS, SCORES, part_spec
+
+__all__ = ["CheckpointError", "atomic_save", "build_net", "load_model", "load_models", "run_directory", "stored_tokenizers"]
 
 
-class CheckpointError(ValueError):
-    """A checkpoint that is missing, corrupt or not a luong_lit model."""
+def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
+    """``torch.save`` to a temporary file in the same directory, then rename it over ``path``.
 
-
-class AtomicCheckpointIO(TorchCheckpointIO):
-    """Write to a temporary file in the same directory, then rename over the target.
-
-    A crash mid-write leaves the previous checkpoint intact: finished work is never lost.
+    A crash mid-write leaves the previous file intact: finished work is never lost.
     """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            torch.save(obj, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
 
-    def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                torch.save(checkpoint, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
-
-#: The only classes a checkpoint's model description may name (R2's building blocks).
-_NET_PARTS = {f"luong_lit.nn.{c.__name__}": c for c in (
-    nn.GlobalAttention, nn.LocalMonotonicAttention, nn.LocalPredictiveAttention,
-    nn.DotScore, nn.GeneralScore, nn.ConcatScore, nn.LocationScore)}
 _SCALARS = (bool, int, float, str, type(None))
+_PARTS = {"attention": ATTENTIONS, "score": SCORES}
 
 
-def _part(node: Any, where: str) -> Any:
-    """A scalar, or ``functools.partial`` of an allowed class with scalar arguments.
+def _net_kwargs(net_cfg: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of :class:`Seq2Seq` in a checkpoint's model description, checked.
 
-    A checkpoint is untrusted: it may name only the classes above, never any other callable
-    (``hydra.utils.instantiate`` would import and call whatever ``_target_`` names).
+    A checkpoint is untrusted: its values may only be scalars, and its attention and score
+    only names of :mod:`luong_lit.nn.names` with scalar options, never a callable to import.
     """
-    if isinstance(node, _SCALARS):
-        return node
-    target = node.get("_target_") if isinstance(node, dict) else type(node).__name__
-    if not isinstance(node, dict) or not isinstance(target, str) or target not in _NET_PARTS:
-        raise CheckpointError(f"checkpoint config {where}: {target!r} is not a luong_lit.nn "
-                              f"attention or score class ({', '.join(sorted(_NET_PARTS))})")
-    kwargs = {k: v for k, v in node.items() if k not in ("_target_", "_partial_")}
-    for key, value in kwargs.items():
-        if not isinstance(value, _SCALARS):
-            raise CheckpointError(f"checkpoint config {where}.{key}: expected a number, string or "
-                                  f"bool, got {type(value).__name__}")
-    return functools.partial(_NET_PARTS[target], **kwargs)
+    kwargs = {}
+    for key, value in net_cfg.items():
+        if key in ("_target_", "_partial_"):
+            continue
+        if key in _PARTS:
+            try:
+                spec = part_spec(value, _PARTS[key], key)
+            except ConfigError as err:
+                raise CheckpointError(f"checkpoint config net.{err}") from None
+            value = None if spec is None else {"name": spec[0], **spec[1]}
+        elif not isinstance(value, _SCALARS):
+            raise CheckpointError(f"checkpoint config net.{key}: expected a number, string or bool, "
+                                  f"got {type(value).__name__}")
+        kwargs[key] = value
+    return kwargs
 
 
 def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
@@ -76,18 +73,17 @@ def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int)
     if not isinstance(net_cfg, dict) or net_cfg.get("_target_", "luong_lit.nn.Seq2Seq") != "luong_lit.nn.Seq2Seq":
         target = net_cfg.get("_target_") if isinstance(net_cfg, dict) else net_cfg
         raise CheckpointError(f"checkpoint config net: {target!r} is not luong_lit.nn.Seq2Seq")
-    kwargs = {k: _part(v, f"net.{k}") for k, v in net_cfg.items() if k not in ("_target_", "_partial_")}
+    kwargs = _net_kwargs(net_cfg)
     try:
         return Seq2Seq(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **kwargs)
     except (TypeError, ValueError, RuntimeError) as err:  # e.g. a negative size
         raise CheckpointError(f"checkpoint config net: cannot build the model ({err})") from None
 
 
-def load_model(path: str | os.PathLike, map_location: str = "cpu") -> tuple[Seq2Seq, Vocab, Vocab, dict]:
-    """Load a trained model from a Lightning checkpoint with ``weights_only=True``.
+def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu") -> dict:
+    """A luong_lit checkpoint as a dict, read with ``torch.load(weights_only=True)``.
 
-    Returns the network in eval mode, the source and target vocabularies, and the stored
-    metadata (net and data config).
+    Raises :class:`CheckpointError` for a missing, unreadable or foreign file.
     """
     path = Path(path)
     if not path.is_file():
@@ -99,6 +95,18 @@ def load_model(path: str | os.PathLike, map_location: str = "cpu") -> tuple[Seq2
     meta = ckpt.get("luong_lit") if isinstance(ckpt, dict) else None
     if not isinstance(meta, dict) or "net" not in meta:
         raise CheckpointError(f"{path}: not a luong_lit checkpoint (no model description inside)")
+    return ckpt
+
+
+def load_model(path: str | os.PathLike, map_location: str = "cpu") -> tuple[Seq2Seq, Vocab, Vocab, dict]:
+    """Load a trained model from a Lightning checkpoint with ``weights_only=True``.
+
+    Returns the network in eval mode, the source and target vocabularies, and the stored
+    metadata (net and data config).
+    """
+    path = Path(path)
+    ckpt = read_checkpoint(path, map_location)
+    meta = ckpt["luong_lit"]
     try:
         return _restore(ckpt, meta) + (meta,)
     except CheckpointError as err:
@@ -157,3 +165,11 @@ def load_models(paths, combine: str = "logits", map_location: str = "cpu"):
     nets = [x[0] for x in loaded]
     model = nets[0] if len(nets) == 1 else Ensemble(nets, combine).eval()
     return model, src_vocab, tgt_vocab, [x[3] for x in loaded]
+
+
+def run_directory(checkpoint: str | os.PathLike) -> Path:
+    """The run directory of a checkpoint (``RUN/checkpoints/best.ckpt`` -> ``RUN``)."""
+    parent = Path(checkpoint).resolve().parent
+    if parent.name == "epochs" and parent.parent.name == "checkpoints":
+        return parent.parent.parent
+    return parent.parent if parent.name == "checkpoints" else parent

@@ -12,11 +12,11 @@ import torch
 from omegaconf import OmegaConf
 
 from conftest import compose_cfg, tiny_overrides
-from luong_lit.decoding.align import attention_links, forced_attention
+from luong_lit.decoding.forced import attention_links, forced_attention
 from luong_lit.metrics.aer import aer, diagonal_links, pharaoh, read_talp
 from luong_lit.nn import Alignment, Memory, Seq2Seq
 from luong_lit.nn.decoder import DecoderState
-from luong_lit.train import train
+from luong_lit.commands.train import train
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -115,7 +115,7 @@ def runs(toy_corpus, tmp_path_factory):
 
 
 def test_training_draws_attention_heatmaps_and_learning_curves(runs, tmp_path):
-    from luong_lit.viz import plot_learning_curves, read_metrics
+    from luong_lit.analysis.figures import plot_learning_curves, read_metrics
 
     pngs = sorted((runs["global"] / "attention").glob("*.png"))
     assert [p.name for p in pngs] == ["epoch001_dev0.png", "epoch001_dev1.png",
@@ -127,13 +127,13 @@ def test_training_draws_attention_heatmaps_and_learning_curves(runs, tmp_path):
 
 
 def test_report_puts_runs_beside_the_paper(runs, tmp_path):
-    res = subprocess.run([sys.executable, "-m", "luong_lit.report", *map(str, runs.values()),
+    res = subprocess.run([sys.executable, "-m", "luong_lit", "report", *map(str, runs.values()),
                           "--out", str(tmp_path / "r.md")], capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 0, res.stderr
     lines = (tmp_path / "r.md").read_text().splitlines()
     assert len(lines) == 5
     assert "| local_p | general |" in lines[4] and "Table 4: local_p (general) | 5.9 | 19.0 | 20.9 | 0.36 |" in lines[4]
-    res = subprocess.run([sys.executable, "-m", "luong_lit.report", str(tmp_path)], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "luong_lit", "report", str(tmp_path)], capture_output=True,
                          text=True, cwd=REPO)
     assert res.returncode == 2 and "not a luong_lit run directory" in res.stderr
 
@@ -144,7 +144,7 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
     tgt.write_text("A B C\nD E\n", encoding="utf-8")
     gold.write_text("1-1 2-2 3-3\n1-1 2-2\n", encoding="utf-8")
     ckpt = runs["local_p"] / "checkpoints" / "best.ckpt"
-    res = subprocess.run([sys.executable, "-m", "luong_lit.align", str(ckpt), "--src", str(src), "--tgt", str(tgt),
+    res = subprocess.run([sys.executable, "-m", "luong_lit", "align", str(ckpt), "--src", str(src), "--tgt", str(tgt),
                           "--gold", str(gold), "--baselines", "--out", str(tmp_path)],
                          capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 0, res.stderr
@@ -153,7 +153,7 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
     rep = json.loads((tmp_path / "align.json").read_text())
     assert 0.0 <= rep["aer"] <= 1.0 and rep["baselines"]["diagonal"] == pytest.approx(0.0)
     ens = [str(runs[a] / "checkpoints" / "best.ckpt") for a in ("global", "local_m", "local_p")]
-    res = subprocess.run([sys.executable, "-m", "luong_lit.align", *ens, "--src", str(src), "--tgt", str(tgt),
+    res = subprocess.run([sys.executable, "-m", "luong_lit", "align", *ens, "--src", str(src), "--tgt", str(tgt),
                           "--gold", str(gold), "--out", str(tmp_path / "ens")], capture_output=True, text=True,
                          cwd=REPO)
     assert res.returncode == 0, res.stderr

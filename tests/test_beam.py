@@ -102,7 +102,7 @@ def test_length_penalty_prefers_longer_hypotheses():
 
 
 def test_length_penalty_settings_parse_or_name_the_bad_value():
-    from luong_lit.callbacks import BeamBleuCallback
+    from luong_lit.training.callbacks import BeamBleuCallback
     assert [parse_length_penalty(v) for v in (None, "none", "avg", "0.6", 1)] == [None, None, "avg", 0.6, 1.0]
     assert BeamBleuCallback(length_penalty="avg").beam.length_penalty == "avg"
     with pytest.raises(ValueError, match="'sqrt'"):
@@ -152,21 +152,3 @@ def test_a_model_without_attention_keeps_its_unks():
     assert all(t.attention is None for t in out)
     words = ["x", "<unk>", "y"]
     assert replace_in_hypothesis(words, ["a", "b"], out[0].attention, none.content_based) == words
-
-
-def test_cached_decoding_weights_follow_parameter_updates(model):
-    """Step-by-step decoding caches the stacked LSTM weights; an update must invalidate them."""
-    src, src_len = _batch(3)
-    before = beam_search(model, src, src_len, BeamConfig(beam_size=2))
-    net = Seq2Seq(20, 20, 16, 16, 2, 0.0, "global", "general", True).eval()
-    net.load_state_dict(model.state_dict())
-    assert [h[0].tokens for h in beam_search(net, src, src_len, BeamConfig(beam_size=2))] == \
-        [h[0].tokens for h in before]
-    with torch.no_grad():
-        for p in net.decoder.rnn.parameters():
-            p.mul_(-1.0)  # in place, as an optimizer step would
-    with torch.no_grad():
-        mem, state = net.encode(src, src_len)
-        logits, _, _ = net.step(torch.full((3,), 2), state, mem, 0)  # cached path
-    fresh, _, _ = net.step(torch.full((3,), 2), state, mem, 0)  # with grad: never cached
-    torch.testing.assert_close(logits, fresh.detach())

@@ -12,7 +12,7 @@ import torch
 
 from conftest import compose_cfg, tiny_overrides, write_corpus
 from luong_lit.decoding.beam import BeamConfig
-from luong_lit.train import train
+from luong_lit.commands.train import train
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,7 @@ def trained(toy_corpus, tmp_path_factory):
 
 def run(module, args, stdin=None, timeout=120):
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", f"luong_lit.{module}", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "luong_lit", module, *args], cwd=REPO, env=env,
                           input=stdin, capture_output=True, timeout=timeout)
 
 
@@ -44,9 +44,9 @@ def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
 
 
 def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_path):
-    from luong_lit.callbacks import split_bleu
+    from luong_lit.evaluation import split_bleu
     from luong_lit.metrics.perplexity import perplexity
-    from luong_lit.train import build
+    from luong_lit.training.build import build
 
     test = write_corpus(tmp_path / "data", "test", 12, 5)
     cfg = compose_cfg(tiny_overrides(toy_corpus) + [
@@ -216,7 +216,7 @@ def test_malloc_tuning_takes_on_glibc_and_can_be_switched_off(monkeypatch):
 def test_evaluate_reads_only_the_test_set_and_keeps_raw_references(trained, tmp_path):
     from luong_lit.checkpoint import load_model
     from luong_lit.data.datamodule import TranslationDataModule
-    from luong_lit.evaluate import load_split
+    from luong_lit.data.model_data import load_split
 
     out, test, _ = trained
     _, src_vocab, tgt_vocab, meta = load_model(out / "checkpoints" / "best.ckpt")
@@ -248,7 +248,7 @@ def test_sentencepiece_model_translates_raw_text(toy_corpus, tmp_path, monkeypat
     for name, cache in (("kept", "empty"), ("older", "cache")):
         env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1",
                "LUONG_LIT_CACHE": str(tmp_path / cache)}
-        res = subprocess.run([sys.executable, "-m", "luong_lit.translate", str(tmp_path / f"{name}.ckpt"),
+        res = subprocess.run([sys.executable, "-m", "luong_lit", "translate", str(tmp_path / f"{name}.ckpt"),
                               "--beam", "2", "--quiet"], input=b"a b c\n\nd e\n", capture_output=True,
                              timeout=120, cwd=REPO, env=env)
         assert res.returncode == 0, res.stderr.decode()

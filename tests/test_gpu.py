@@ -10,9 +10,9 @@ from conftest import compose_cfg, tiny_overrides
 from luong_lit.data.batching import Batch
 from luong_lit.decoding.beam import BeamConfig, beam_search
 from luong_lit.decoding.greedy import greedy_decode
-from luong_lit.metrics.perplexity import token_nll
+from luong_lit.nn.loss import token_nll
 from luong_lit.nn import Seq2Seq
-from luong_lit.train import train
+from luong_lit.commands.train import train
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

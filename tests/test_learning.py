@@ -6,7 +6,7 @@ import torch
 
 from luong_lit.data.batching import collate
 from luong_lit.decoding import greedy_decode
-from luong_lit.metrics.perplexity import token_nll
+from luong_lit.nn.loss import token_nll
 from luong_lit.nn import Seq2Seq
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from luong_lit.nn.loss import linear_cross_entropy
+from luong_lit.nn.fast.loss import linear_cross_entropy
 
 
 @pytest.mark.parametrize("bias", [True, False])

@@ -148,18 +148,17 @@ def test_stepwise_perplexity_equals_teacher_forced_and_scores_ensembles(attentio
 
 
 def test_int8_decoding_leaves_stepwise_scoring_on_the_float_weights():
+    """An int8 decoding wrapper changes the search's scores, never the model's own."""
     from luong_lit.decoding.ensemble import Ensemble
+    from luong_lit.decoding.prepare import for_decoding
     from luong_lit.metrics.perplexity import stepwise_perplexity
-    from luong_lit.nn.quantize import float_weights, quantize_for_decoding
 
     torch.manual_seed(0)
     nets = [Seq2Seq(40, 40, 16, 16, 2, 0.0, "global", "general", True).eval() for _ in range(2)]
     examples = [(i, [4 + (i + k) % 30 for k in range(3 + i % 4)], [5 + (2 * i + k) % 30 for k in range(2 + i % 5)])
                 for i in range(12)]
-    ens = Ensemble(nets)
+    ens = Ensemble(nets).eval()
     exact = stepwise_perplexity(ens, examples)
-    quantize_for_decoding(ens, "all")
-    assert stepwise_perplexity(ens, examples) != exact  # the int8 copies do change the scores
-    with float_weights(ens):
-        assert stepwise_perplexity(ens, examples) == exact
-    assert stepwise_perplexity(ens, examples) != exact  # and come back after the block
+    int8 = for_decoding(ens, "all")
+    assert stepwise_perplexity(int8, examples) != exact  # the int8 copies do change the scores
+    assert stepwise_perplexity(ens, examples) == exact  # the ensemble itself is untouched

@@ -1,7 +1,6 @@
 """The Seq2Seq model: step-by-step decoding equals teacher forcing, reversal, validation."""
 from __future__ import annotations
 
-import copy
 import itertools
 
 import pytest
@@ -11,8 +10,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from luong_lit.nn import ConfigError, Seq2Seq
 from luong_lit.nn.encoder import reverse_index
-from luong_lit.nn.lstm import ragged_lstm
-from luong_lit.nn.projection import cpu_linear, linear_columns, onednn_linear, project_rows
+from luong_lit.nn.fast.lstm import ragged_lstm
+from luong_lit.nn.fast.projection import cpu_linear, linear_columns, onednn_linear, project_rows
 
 VALID = [(a, s, f) for a, s, f in itertools.product(["global", "local_m", "local_p"],
                                                     ["dot", "general", "concat", "location"], [True, False])
@@ -239,30 +238,31 @@ def test_tied_output_layer_is_the_target_embedding():
         Seq2Seq(20, 30, 16, 8, 2, tie_output=True)
 
 
-def test_decoding_looks_up_the_projected_embeddings_of_every_word():
-    """Without autograd, each step gathers ``W_ih emb(y)`` from a (V, 4d) table; it equals the
-    teacher-forced pass, and the table follows in-place edits of the embeddings."""
+def test_fast_stepper_looks_up_the_projected_embeddings_of_every_word():
+    """The decode-time wrapper gathers ``W_ih emb(y)`` from a (V, 4d) table built from the
+    weights it was given; its steps equal the teacher-forced pass."""
+    from luong_lit.nn.fast.decoding import FastStepper
+
     torch.manual_seed(0)
     net = Seq2Seq(20, 20, 8, 8, 2, 0.3).eval()
     src, src_len, tgt = batch()
-    for edit in (False, True):
-        if edit:
-            with torch.no_grad():
-                net.decoder.embedding.weight.mul_(2.0)  # in place: a new parameter version
-        with torch.no_grad():  # no autograd anywhere: nothing but the version key drops the table
-            h_tilde, _ = net(src, src_len, tgt)
-            memory, state = net.encode(src, src_len)
-            for t in range(tgt.size(1)):
-                logits, state, _ = net.step(tgt[:, t], state, memory, t)
-                torch.testing.assert_close(logits, net.logits(h_tilde[:, t]), atol=1e-5, rtol=1e-5)
-        assert net.decoder._cache[1]["table"].shape == (20, 32)
+    with torch.no_grad():
+        net.decoder.embedding.weight.mul_(2.0)  # edited in place before decoding starts
+        stepper = FastStepper(net)
+        assert stepper.table.shape == (20, 32)
+        h_tilde, _ = net(src, src_len, tgt)
+        memory, state = stepper.encode(src, src_len)
+        for t in range(tgt.size(1)):
+            logits, state, _ = stepper.step(tgt[:, t], state, memory, t)
+            torch.testing.assert_close(logits, net.logits(h_tilde[:, t]), atol=1e-5, rtol=1e-5)
 
 
 def test_int8_output_layer_serves_decoding_only():
-    """``quantize_for_decoding``: decoding logits come from int8 ``W_s`` (close to the float
-    ones, bias included); under autograd and in teacher-forced scoring the float weights stay."""
+    """``FastStepper(int8="output")``: decoding logits come from int8 ``W_s`` (close to the
+    float ones, bias included); the model itself keeps its float weights."""
     from luong_lit.decoding.ensemble import Ensemble
-    from luong_lit.nn.quantize import quantize_for_decoding
+    from luong_lit.decoding.prepare import for_decoding
+    from luong_lit.nn.fast.decoding import FastStepper
 
     torch.manual_seed(0)
     net = Seq2Seq(20, 50, 8, 16, 2).eval()
@@ -272,26 +272,26 @@ def test_int8_output_layer_serves_decoding_only():
     W, b = net.decoder.W_s.weight, net.decoder.W_s.bias
     with torch.no_grad():
         ref = h @ W.t() + b  # (33, 50)
-        quantize_for_decoding(net)
-        q = net.logits(h)
-    err = (q - ref).abs().max()
-    assert 0 < err < 0.01 * ref.abs().max()
-    torch.testing.assert_close(net.logits(h), F.linear(h, W, b))  # autograd: float weights
-    pair = Ensemble([net, net]).eval()
-    quantize_for_decoding(pair)
+        q = FastStepper(net, "output").logits(h)
+        err = (q - ref).abs().max()
+        assert 0 < err < 0.01 * ref.abs().max()
+        torch.testing.assert_close(net.logits(h), F.linear(h, W, b))  # the model: float weights
+    pair = for_decoding(Ensemble([net, net]).eval(), "output")
+    assert all(isinstance(m, FastStepper) and m.int8_output is not None for m in pair.members)
     src, src_len, tgt = batch()
     with torch.no_grad():
         memory, state = pair.encode(src, src_len)
         logits, _, _ = pair.step(tgt[:, 0], state, memory, 0)
-        m1, s1 = net.encode(src, src_len)
-        torch.testing.assert_close(logits, net.step(tgt[:, 0], s1, m1, 0)[0])
+        one = FastStepper(net, "output")
+        m1, s1 = one.encode(src, src_len)
+        torch.testing.assert_close(logits, one.step(tgt[:, 0], s1, m1, 0)[0])
 
 
 @pytest.mark.parametrize("feed", [True, False])
 def test_int8_decoder_serves_decoding_only(feed):
-    """``parts="all"``: the decoder's LSTM layers and ``W_c`` also run in int8 when stepping,
+    """``int8="all"``: the decoder's LSTM layers and ``W_c`` also run in int8 when stepping,
     close to the float step; teacher-forced scoring keeps the float weights exactly."""
-    from luong_lit.nn.quantize import quantize_for_decoding
+    from luong_lit.nn.fast.decoding import FastStepper
 
     torch.manual_seed(5)
     net = Seq2Seq(20, 30, 16, 16, 2, 0.0, "local_p", "general", feed).eval()
@@ -304,16 +304,16 @@ def test_int8_decoder_serves_decoding_only(feed):
             logits, state, _ = net.step(tgt[:, t], state, memory, t)
             states.append(state)
             refs.append(logits)
-        quantize_for_decoding(net, "all")
-        assert net.decoder.int8 is not None and len(net.decoder.int8["layers"]) == 2
+        stepper = FastStepper(net, "all")
+        assert len(stepper.layers) == 2 and stepper.int8_W_c is not None
         torch.testing.assert_close(net(src, src_len, tgt)[0], forced, rtol=0, atol=0)
         for t, ref in enumerate(refs):  # each int8 step starts from the float state
-            err = (net.step(tgt[:, t], states[t], memory, t)[0] - ref).abs().max()
+            err = (stepper.step(tgt[:, t], states[t], memory, t)[0] - ref).abs().max()
             assert 0 < err < 0.02 * ref.abs().max()
-        net.int8_output = None  # float W_s: a difference left comes from the decoder's int8
-        assert (net.step(tgt[:, 1], states[1], memory, 1)[0] - refs[1]).abs().max() > 0
+        stepper.int8_output = None  # float W_s: a difference left comes from the decoder's int8
+        assert (stepper.step(tgt[:, 1], states[1], memory, 1)[0] - refs[1]).abs().max() > 0
     with pytest.raises(ValueError, match="int8 parts"):
-        quantize_for_decoding(net, "encoder")
+        FastStepper(net, "encoder")
 
 
 @pytest.mark.parametrize("n", [1, 7, 31, 32, 333, 700])
@@ -378,18 +378,3 @@ def test_bf16_autocast_training_step_with_input_feeding():
     for name, g in grads[1].items():
         assert g.dtype == torch.float32 and torch.isfinite(g).all(), name
         torch.testing.assert_close(g, grads[0][name], rtol=0.1, atol=0.02 * scale, msg=name)
-
-
-def test_decoding_after_autocast_validation_uses_float_weights():
-    """Validation under bf16-mixed fills the decoding cache with bf16 weights; decoding
-    outside autocast afterwards (the BLEU callback) must not reuse them."""
-    from luong_lit.decoding.greedy import greedy_decode
-
-    torch.manual_seed(0)
-    net = Seq2Seq(20, 20, 8, 8, 2, 0.0, "global", "general", True).eval()
-    src, src_len, tgt = batch()
-    fresh = copy.deepcopy(net)  # its cache never saw autocast
-    with torch.no_grad():
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            net(src, src_len, tgt)
-        assert greedy_decode(net, src, src_len)[0] == greedy_decode(fresh, src, src_len)[0]

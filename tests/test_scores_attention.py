@@ -6,7 +6,7 @@ import itertools
 import pytest
 import torch
 
-from luong_lit.nn import ConcatScore, build_attention
+from luong_lit.nn import build_attention
 from luong_lit.nn.window import gaussian, window
 
 torch.manual_seed(0)
@@ -35,7 +35,7 @@ def test_dot_and_general_equal_hand_formula():
 
 @pytest.mark.parametrize("paper_form", [True, False])
 def test_concat_equals_hand_formula(paper_form):
-    att = build_attention("global", lambda dim, bias: ConcatScore(dim, paper_form), d)
+    att = build_attention("global", {"name": "concat", "paper_form": paper_form}, d, bias=False)
     h_bar, mem = memory(att)
     h_t = torch.randn(B, 1, d)
     _, align = att(h_t, mem)

@@ -12,9 +12,9 @@ import torch
 
 from conftest import compose_cfg, tiny_overrides
 from luong_lit.checkpoint import CheckpointError, load_model
-from luong_lit.lit_module import LuongLitModule, anneal_factor, halving_factor
+from luong_lit.training.module import LuongLitModule, anneal_factor, halving_factor
 from luong_lit.nn import ConfigError
-from luong_lit.train import train
+from luong_lit.commands.train import train
 
 REPO = Path(__file__).resolve().parents[1]
 COMBOS = list(itertools.product(["none", "global", "local_m", "local_p"],
@@ -61,7 +61,7 @@ def test_label_smoothing_shapes_the_training_loss_only():
     from torch.nn import functional as F
 
     from luong_lit.data.batching import collate
-    from luong_lit.lit_module import LuongLitModule
+    from luong_lit.training.module import LuongLitModule
     from luong_lit.nn import Seq2Seq
 
     torch.manual_seed(0)
@@ -116,7 +116,7 @@ def test_resume_continues_the_annealed_schedule(toy_corpus, tmp_path):
 
 
 def test_epoch_checkpoints_are_off_by_default_and_average_when_on(toy_corpus, tmp_path):
-    from luong_lit.average import average_checkpoints
+    from luong_lit.commands.average import average_checkpoints
 
     assert not (_fit(tmp_path / "off", toy_corpus, 2) / "epochs").exists()
     ckpts = _fit(tmp_path / "on", toy_corpus, 2, ["callbacks.epoch_checkpoints.every_n_epochs=1"])
@@ -213,10 +213,8 @@ def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
     combos = set()
     for job in jobs:
         cfg = yaml.safe_load((job / ".hydra" / "config.yaml").read_text())
-        combos.add((cfg["model"]["net"]["attention"]["_target_"].rsplit(".", 1)[-1],
-                    cfg["model"]["net"]["score"]["_target_"].rsplit(".", 1)[-1]))
-    assert combos == {(a, s) for a in ("LocalPredictiveAttention", "GlobalAttention")
-                      for s in ("DotScore", "GeneralScore")}
+        combos.add((cfg["model"]["net"]["attention"]["name"], cfg["model"]["net"]["score"]["name"]))
+    assert combos == {(a, s) for a in ("local_p", "global") for s in ("dot", "general")}
 
 
 @pytest.mark.slow

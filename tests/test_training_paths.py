@@ -10,8 +10,8 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from luong_lit.nn import Seq2Seq
-from luong_lit.nn.dropout import Dropout, dropout
-from luong_lit.nn.lstm import RecurrentWeight, pack_ids, unpack
+from luong_lit.nn.fast.dropout import Dropout, dropout
+from luong_lit.nn.fast.lstm import RecurrentWeight, pack_ids, unpack
 
 
 def _recurrence(W, b0, h0, base, rows, deferred: bool):
@@ -143,8 +143,10 @@ def test_training_path_gradcheck_float64():
 
 
 def test_decoding_sees_weights_updated_by_a_fused_optimizer():
-    """Fused Adam updates in place without a version bump; greedy decoding in validation
-    must still use the new weights, not those cached at the previous validation."""
+    """Fused Adam updates in place without a version bump; decoding in the next validation
+    must use the new weights, not those of the previous one."""
+    from luong_lit.decoding.prepare import for_decoding
+
     import copy
 
     torch.manual_seed(0)
@@ -155,11 +157,12 @@ def test_decoding_sees_weights_updated_by_a_fused_optimizer():
 
     def first_step_logits(net):
         with torch.no_grad():
-            memory, state = net.encode(src, src_len)
-            return net.step(tgt[:, 0], state, memory, 0)[0]
+            stepper = for_decoding(net)
+            memory, state = stepper.encode(src, src_len)
+            return stepper.step(tgt[:, 0], state, memory, 0)[0]
 
     model.eval()
-    first_step_logits(model)  # fills the cache, as a validation pass would
+    first_step_logits(model)  # as a validation pass would
     model.train()
     model(src, src_len, tgt)[0].sum().backward()
     opt.step()

@@ -10,11 +10,10 @@ A dictionary maps a source word to its single best translation. It comes from
   highest ``p(t|s)``. The links come from Pharaoh ``i-j`` lines or from eflomal
   (``pip install eflomal``), run here on the given sentences.
 
-``python -m luong_lit.data.dictionary --src F --tgt F --out F`` builds one with eflomal.
+``python -m luong_lit dictionary --src F --tgt F --out F`` builds one with eflomal.
 """
 from __future__ import annotations
 
-import argparse
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -91,28 +90,3 @@ def eflomal_links(src: Sequence[Sequence[str]], tgt: Sequence[Sequence[str]],
 
 def write_dictionary(dictionary: dict[str, str], path: str | Path) -> None:
     Path(path).write_text("".join(f"{s} {t}\n" for s, t in sorted(dictionary.items())), encoding="utf-8")
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Build a word dictionary by aligning tokenised parallel text.")
-    ap.add_argument("--src", required=True, help="tokenised source file")
-    ap.add_argument("--tgt", required=True, help="tokenised target file")
-    ap.add_argument("--links", help="Pharaoh i-j links per line (default: run eflomal)")
-    ap.add_argument("--min-count", type=int, default=10, help="keep pairs linked at least this often")
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args(argv)
-    src = [x.split() for x in read_lines(args.src)]
-    tgt = [x.split() for x in read_lines(args.tgt)]
-    if len(src) != len(tgt):
-        raise SystemExit(f"error: {args.src} has {len(src)} lines but {args.tgt} has {len(tgt)}")
-    if args.links:
-        links = [parse_links(x, f"{args.links}:{n}") for n, x in enumerate(read_lines(args.links), 1)]
-    else:
-        links = eflomal_links(src, tgt)
-    d = dictionary_from_links(src, tgt, links, args.min_count)
-    write_dictionary(d, args.out)
-    print(f"{len(d)} entries written to {args.out}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,13 +1,14 @@
 """Reading text files with errors that name the file and the line."""
+
 from __future__ import annotations
 
 import gzip
 from pathlib import Path
 from typing import Iterable
 
+from luong_lit.errors import DataError
 
-class DataError(ValueError):
-    """Bad input data: the message names the file and, where it can, the line."""
+__all__ = ["DataError", "decode_lines", "read_lines", "read_parallel", "text_lines"]
 
 
 def _open_binary(path: Path):

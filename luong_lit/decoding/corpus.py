@@ -14,6 +14,7 @@ from luong_lit.data.batching import collate
 from luong_lit.data.vocab import BOS, PAD, UNK
 from luong_lit.decoding.beam import BeamConfig, Hypothesis, beam_search
 from luong_lit.decoding.greedy import greedy_decode
+from luong_lit.decoding.prepare import for_decoding
 from luong_lit.decoding.unk import replace_in_hypothesis
 from luong_lit.decoding.workers import imap_workers
 
@@ -60,13 +61,15 @@ def _decode_indices(idx: list[int], model, src_ids, beam: BeamConfig | None, kee
 @torch.no_grad()
 def decode_corpus(model, src_ids: Sequence[Sequence[int]], batch_size: int = 64,
                   beam: BeamConfig | None = None, keep_attention: bool = False,
-                  progress: bool = False, workers: int = 1) -> list[Translation]:
+                  progress: bool = False, workers: int = 1, int8: str | None = None) -> list[Translation]:
     """Translate every source (a list of id lists) in input order; empty sources give empty output.
 
     Sentences are batched by source length (longest first) so that little padding is decoded.
     ``workers`` above 1 decodes the batches in that many forked processes
-    (:mod:`luong_lit.decoding.workers`).
+    (:mod:`luong_lit.decoding.workers`). The model is prepared for decoding once
+    (:func:`~luong_lit.decoding.prepare.for_decoding`, with ``int8`` products if asked).
     """
+    model = for_decoding(model, int8)
     out: list[Translation] = [Translation([]) for _ in src_ids]
     order = sorted((i for i, s in enumerate(src_ids) if len(s)), key=lambda i: -len(src_ids[i]))
     batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]

@@ -3,14 +3,14 @@
 Each member keeps its own encoder, attention and recurrent state, so global and local models,
 different scores and input feeding can be mixed (paper §4.2: "8 different models of various
 settings"). They must share vocabularies. At every step the members' predictions are combined
-(spec §10):
+(docs/paper_notes.md §10):
 
 * ``logits`` (default, the authors' rule): ``(1/M) Σ_m W_s^(m) h_tilde_t^(m)``, then softmax,
   i.e. a renormalised geometric mean of the members' distributions;
 * ``log_probs``: the mean of the members' log-probabilities (OpenNMT-py's default);
 * ``probs``: the log of the mean of their probabilities.
 
-The alignment of the ensemble is the sum of the members' attention weights (spec §9).
+The alignment of the ensemble is the sum of the members' attention weights (docs/paper_notes.md §9).
 """
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from luong_lit.errors import UserError
+
 COMBINE = ("logits", "log_probs", "probs")
 
 
-class EnsembleError(ValueError):
+class EnsembleError(UserError):
     """Members that cannot be combined (different vocabularies, unknown rule)."""
 
 
@@ -36,7 +38,7 @@ class _Many(tuple):
 
 
 class SummedAlignment(NamedTuple):
-    """The members' attention weights, summed over members (spec §9)."""
+    """The members' attention weights, summed over members (docs/paper_notes.md §9)."""
 
     parts: tuple  # per member: an Alignment or None (no attention)
 
@@ -54,7 +56,7 @@ class Ensemble(nn.Module):
             raise EnsembleError(f"ensemble combine={combine!r} is unknown; choose one of {', '.join(COMBINE)}")
         if not models:
             raise EnsembleError("an ensemble needs at least one model")
-        sizes = {m.decoder.W_s.out_features for m in models}
+        sizes = {m.tgt_vocab_size for m in models}
         if len(sizes) > 1:
             raise EnsembleError(f"ensemble members have different target vocabulary sizes {sorted(sizes)}")
         self.members = nn.ModuleList(models)
@@ -71,7 +73,11 @@ class Ensemble(nn.Module):
 
     @property
     def has_attention(self) -> bool:
-        return any(m.attention is not None for m in self.members)
+        return any(m.has_attention for m in self.members)
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.members[0].tgt_vocab_size
 
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[_Many, _Many]:
         encoded = [m.encode(src, src_len) for m in self.members]

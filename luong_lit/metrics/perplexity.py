@@ -1,31 +1,21 @@
-"""Teacher-forced token NLL and perplexity of reference translations (pure functions)."""
+"""Perplexity of reference translations under teacher forcing (pure functions)."""
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
-from torch import Tensor
 from torch.nn import functional as F
 
 from luong_lit.data.batching import Batch, collate
 from luong_lit.data.vocab import PAD_ID
-from luong_lit.nn.loss import linear_cross_entropy
+from luong_lit.decoding.forced import forced_steps
+from luong_lit.decoding.prepare import for_decoding
+from luong_lit.nn.loss import token_nll
+from luong_lit.nn.modes import evaluating
 
-
-def token_nll(net, batch: Batch, label_smoothing: float = 0.0) -> tuple[Tensor, int]:
-    """Summed token NLL of the references under teacher forcing, and the token count.
-
-    Logits are computed for non-pad positions only, so padding costs no softmax work, and
-    chunk by chunk (:func:`luong_lit.nn.loss.linear_cross_entropy`). ``label_smoothing``
-    gives the smoothed training loss instead (0: the NLL, which perplexity uses).
-    """
-    h_tilde, _ = net(batch.src, batch.src_len, batch.tgt_in)  # (B, T, d)
-    mask = batch.tgt_out != PAD_ID  # (B, T)
-    W_s = net.decoder.W_s
-    nll = linear_cross_entropy(h_tilde[mask], W_s.weight, W_s.bias, batch.tgt_out[mask],
-                               label_smoothing=label_smoothing)  # Eq. 6
-    return nll, int(mask.sum())
+Examples = Sequence[tuple[int, list[int], list[int]]]  # (index, src_ids, tgt_ids), as Split.examples()
 
 
 def ppl_from_nll(nll: float, tokens: float) -> float:
@@ -34,43 +24,38 @@ def ppl_from_nll(nll: float, tokens: float) -> float:
 
 
 @torch.no_grad()
-def _corpus_ppl(model, examples, batch_size: int, batch_nll) -> float:
+def corpus_ppl(model, examples: Examples, batch_size: int, batch_nll: Callable) -> float:
     """``exp`` of the mean token NLL over ``examples``, ``batch_nll(model, batch)`` giving each
     batch's summed NLL and token count; the model runs in eval mode and is put back after."""
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     nll, tokens = 0.0, 0
-    for i in range(0, len(examples), batch_size):
-        n, t = batch_nll(model, collate(examples[i:i + batch_size]).to(device))
-        nll, tokens = nll + float(n), tokens + t
-    model.train(was_training)
+    with evaluating(model):
+        for i in range(0, len(examples), batch_size):
+            n, t = batch_nll(model, collate(examples[i : i + batch_size]).to(device))
+            nll, tokens = nll + float(n), tokens + t
     return ppl_from_nll(nll, tokens)
 
 
-def perplexity(net, examples: Sequence[tuple[int, list[int], list[int]]], batch_size: int = 128) -> float:
-    """``exp`` of the mean token NLL (``</s>`` counted, ``<s>`` not) over ``examples``.
-
-    ``examples`` are ``(index, src_ids, tgt_ids)`` as :meth:`Split.examples` gives them.
-    """
-    return _corpus_ppl(net, examples, batch_size, token_nll)
+def perplexity(net, examples: Examples, batch_size: int = 128) -> float:
+    """``exp`` of the mean token NLL (``</s>`` counted, ``<s>`` not) over ``examples``,
+    by the training loss's own teacher-forced pass (:func:`luong_lit.nn.loss.token_nll`)."""
+    return corpus_ppl(net, examples, batch_size, token_nll)
 
 
 def stepwise_nll(model, batch: Batch) -> tuple[float, int]:
-    """Summed token NLL and token count through the decoding interface under teacher forcing:
-    ``encode``, then one ``step`` per target position; the next-word distribution is the
+    """Summed token NLL and token count through the decoding interface under teacher forcing
+    (:func:`~luong_lit.decoding.forced.forced_steps`); the next-word distribution is the
     softmax of what ``step`` returns (Eq. 6 for one model; the combined scores of an ensemble)."""
-    memory, state = model.encode(batch.src, batch.src_len)
     nll = 0.0
-    for t in range(batch.tgt_in.size(1)):
-        scores, state, _ = model.step(batch.tgt_in[:, t], state, memory, t)  # (B, V)
+    for t, (scores, _) in enumerate(forced_steps(model, batch)):
         nll += float(F.cross_entropy(scores.float(), batch.tgt_out[:, t], ignore_index=PAD_ID, reduction="sum"))
     return nll, int((batch.tgt_out != PAD_ID).sum())
 
 
-def stepwise_perplexity(model, examples: Sequence[tuple[int, list[int], list[int]]], batch_size: int = 64) -> float:
+def stepwise_perplexity(model, examples: Examples, batch_size: int = 64) -> float:
     """Perplexity of any model that decoding can use, ensembles included (:func:`stepwise_nll`).
 
     For a single model it equals :func:`perplexity`.
     """
-    return _corpus_ppl(model, examples, batch_size, stepwise_nll)
+    with evaluating(model):
+        return corpus_ppl(for_decoding(model), examples, batch_size, stepwise_nll)

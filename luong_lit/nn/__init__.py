@@ -1,12 +1,36 @@
-"""Plain-PyTorch model code: scores, attention, encoder, decoder (no Lightning here)."""
-from luong_lit.nn.attention import (Alignment, GlobalAttention, LocalMonotonicAttention,
-                                    LocalPredictiveAttention, Memory)
+"""The paper's model in plain PyTorch: scores, attention, encoder, decoder (no Lightning here).
+
+:mod:`luong_lit.nn.fast` holds the faster implementations of the same model.
+"""
+
+from luong_lit.errors import ConfigError
+from luong_lit.nn.attention import (
+    Alignment,
+    GlobalAttention,
+    LocalMonotonicAttention,
+    LocalPredictiveAttention,
+    Memory,
+)
 from luong_lit.nn.decoder import DecoderState
+from luong_lit.nn.names import ATTENTIONS, SCORES
 from luong_lit.nn.scores import ConcatScore, DotScore, GeneralScore, LocationScore
-from luong_lit.nn.seq2seq import ConfigError, Seq2Seq, build_attention
+from luong_lit.nn.seq2seq import IMPLS, Seq2Seq, build_attention
 
 __all__ = [
-    "Alignment", "ConcatScore", "ConfigError", "DecoderState", "DotScore", "GeneralScore",
-    "GlobalAttention", "LocalMonotonicAttention", "LocalPredictiveAttention", "LocationScore",
-    "Memory", "Seq2Seq", "build_attention",
+    "ATTENTIONS",
+    "IMPLS",
+    "SCORES",
+    "Alignment",
+    "ConcatScore",
+    "ConfigError",
+    "DecoderState",
+    "DotScore",
+    "GeneralScore",
+    "GlobalAttention",
+    "LocalMonotonicAttention",
+    "LocalPredictiveAttention",
+    "LocationScore",
+    "Memory",
+    "Seq2Seq",
+    "build_attention",
 ]

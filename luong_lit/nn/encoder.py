@@ -1,11 +1,10 @@
-"""Stacked LSTM encoder (paper §2 and §4.1)."""
+"""Stacked LSTM encoder (paper §2 and §4.1), in its plain form: ``nn.LSTM`` over a packed batch."""
+
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-
-from luong_lit.nn.dropout import Dropout
-from luong_lit.nn.lstm import pack_ids, ragged_lstm, unpack
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
 def reverse_index(lengths: Tensor, S: int) -> Tensor:
@@ -21,15 +20,18 @@ def reverse_index(lengths: Tensor, S: int) -> Tensor:
 class Encoder(nn.Module):
     """Embeds and reads the source with an ``L``-layer LSTM.
 
-    Dropout is applied to the input of every LSTM layer (spec §7): the embedding for layer 1,
-    and the lower layer's output for layers ≥ 2 (``nn.LSTM``'s own ``dropout``).
+    Dropout is applied to the input of every LSTM layer (docs/paper_notes.md §7): the
+    embedding for layer 1, and the lower layer's output for layers ≥ 2 (``nn.LSTM``'s own
+    ``dropout``).
 
-    With ``reverse_source=True`` the LSTM reads each sentence backwards (paper §4.1, "+reverse"),
-    but the returned states ``h_bar_s`` are put back in *original* order, so every
-    position-based computation downstream (local windows, location slots, alignments)
-    works in original positions (spec §6). With ``eos_last=True`` every sentence ends in
+    With ``reverse_source=True`` the LSTM reads each sentence backwards (paper §4.1,
+    "+reverse"), but the returned states ``h_bar_s`` are put back in *original* order, so every
+    position-based computation downstream (local windows, location slots, alignments) works in
+    original positions (docs/paper_notes.md §6). With ``eos_last=True`` every sentence ends in
     ``</s>``, which stays last when reversing: the LSTM reads ``x_S .. x_1 </s>``.
     """
+
+    Dropout = nn.Dropout  # the fast implementation draws its masks differently
 
     def __init__(
         self,
@@ -46,9 +48,13 @@ class Encoder(nn.Module):
         super().__init__()
         self.reverse_source, self.eos_last = reverse_source, eos_last
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
-        self.dropout = Dropout(dropout)
+        self.dropout = self.Dropout(dropout)
         self.rnn = nn.LSTM(
-            embed_size, hidden_size, num_layers, bias=bias, batch_first=True,
+            embed_size,
+            hidden_size,
+            num_layers,
+            bias=bias,
+            batch_first=True,
             dropout=dropout if num_layers > 1 else 0.0,
         )
 
@@ -67,14 +73,15 @@ class Encoder(nn.Module):
         if self.reverse_source:
             rev = reverse_index(src_len - int(self.eos_last), S)  # (B, S), its own inverse
             src = src.gather(1, rev)  # (B, S) reversed words, then </s> if eos_last, pads last
-        ids, flat_index = pack_ids(src, src_len)  # real tokens only, time-major
-        packed = ids._replace(data=self.dropout(self.embedding(ids.data)))  # (N, e)
-        if src.is_cuda:
-            out, (h, c) = self.rnn(packed)  # cuDNN
-        else:
-            out, (h, c) = ragged_lstm(packed, self.rnn)  # the same result, faster on CPU
-        h_bar_s = unpack(out.data, flat_index, src.size(0), S)  # (B, S, d)
-        if self.reverse_source:
-            idx = rev.unsqueeze(-1).expand_as(h_bar_s)  # (B, S, d)
-            h_bar_s = h_bar_s.gather(1, idx)  # back to original order
-        return h_bar_s, (h, c)
+        x = self.dropout(self.embedding(src))  # (B, S, e)
+        packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
+        out, (h, c) = self.rnn(packed)  # each sentence stops at its own end
+        h_bar_s, _ = pad_packed_sequence(out, batch_first=True, total_length=S)  # (B, S, d)
+        return self._original_order(h_bar_s, src_len), (h, c)
+
+    def _original_order(self, h_bar_s: Tensor, src_len: Tensor) -> Tensor:
+        """Undo the reading order: the state of source word ``s`` at position ``s``."""
+        if not self.reverse_source:
+            return h_bar_s
+        rev = reverse_index(src_len - int(self.eos_last), h_bar_s.size(1))  # (B, S)
+        return h_bar_s.gather(1, rev.unsqueeze(-1).expand_as(h_bar_s))  # (B, S, d)

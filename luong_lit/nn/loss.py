@@ -1,79 +1,43 @@
-"""Summed token NLL of ``softmax(W_s h_tilde_t)`` (paper Eq. 6), fused and chunked.
+"""The training objective (paper §3, Eq. 6): summed token NLL of the references.
 
-The softmax layer dominates the cost of a small NMT model. Computing it chunk by chunk,
-and the gradient of the (scalar) loss in the same pass, keeps each ``(chunk, V)`` block of
-logits in cache and never materialises the full ``(N, V)`` log-probabilities, their
-gradient, or the one-hot scatter. The result equals
-``F.cross_entropy(h @ W.T + b, y, reduction="sum", label_smoothing=eps)`` and its
-gradients (``tests/test_loss.py``).
-
-With ``eps > 0`` (label smoothing, Szegedy et al. 2016; not in the paper) the target is
-``(1 - eps)`` on the reference word plus ``eps / V`` on every word, so the loss of a row is
-``(1 - eps) · (-log p_y) + eps · mean_v(-log p_v)``.
+:func:`output_nll` is the plain form (``F.cross_entropy``); ``luong_lit.nn.fast.loss`` computes
+the same sum chunk by chunk with its gradient in one pass. With ``label_smoothing`` ``eps > 0``
+(Szegedy et al. 2016; not in the paper) the target is ``1 - eps`` on the reference word plus
+``eps / V`` on every word.
 """
+
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.nn import functional as F
 
-from luong_lit.nn.projection import cpu_linear
-
-
-class _LinearCrossEntropy(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, chunk: int,
-                eps: float) -> Tensor:
-        need_grad = any(ctx.needs_input_grad[:3])
-        acc = torch.float32 if h.dtype in (torch.float16, torch.bfloat16) else h.dtype
-        W_s = weight.to(h.dtype)  # (V, d) under autocast h_tilde is bf16/fp16 and W_s fp32
-        b_s = None if bias is None else bias.to(h.dtype)  # (V,)
-        loss = h.new_zeros((), dtype=acc)
-        grad_h = torch.empty_like(h) if need_grad else None
-        grad_w = torch.zeros_like(weight) if need_grad else None
-        grad_b = torch.zeros_like(bias) if (need_grad and bias is not None) else None
-        for s in range(0, h.size(0), chunk):
-            h_c, y_c = h[s:s + chunk], target[s:s + chunk]  # (n, d), (n,)
-            logits = cpu_linear(h_c, W_s, b_s)  # (n, V), oneDNN or column blocks on CPU
-            if logits.dtype in (torch.float16, torch.bfloat16):
-                logits = logits.float()  # the softmax runs in fp32 under mixed precision
-            picked = logits.gather(1, y_c.unsqueeze(1))  # (n, 1) logit of the reference word
-            if eps:  # (1 - eps) logit[y] + eps mean_v logit[v]
-                picked = picked.mul(1.0 - eps).add_(logits.mean(1, keepdim=True), alpha=eps)
-            top = logits.amax(1, keepdim=True)  # (n, 1)
-            probs = logits.sub_(top).exp_()  # (n, V) unnormalised, in place: one pass over V
-            z = probs.sum(1, keepdim=True)  # (n, 1)
-            loss += (top + z.log() - picked).sum()  # Σ log Σ exp(logits) - target · logits
-            if not need_grad:
-                continue
-            probs.div_(z)  # softmax
-            if eps:
-                probs.sub_(eps / probs.size(1))
-            probs[torch.arange(y_c.numel(), device=h.device), y_c] -= 1.0 - eps  # d loss / d logits
-            if grad_b is not None:
-                grad_b += probs.sum(0)  # (V,)
-            probs = probs.to(h.dtype)
-            grad_h[s:s + chunk] = probs @ W_s  # (n, d)
-            if grad_w.dtype == h.dtype:
-                grad_w.addmm_(probs.t(), h_c)  # (V, d)
-            else:  # mixed precision: low-precision product, accumulated in W_s's own dtype
-                grad_w += probs.t() @ h_c  # (V, d)
-        ctx.save_for_backward(grad_h, grad_w, grad_b)
-        return loss
-
-    @staticmethod
-    def backward(ctx, grad_out: Tensor):
-        grad_h, grad_w, grad_b = ctx.saved_tensors
-        scale = lambda g: None if g is None else g * grad_out.to(g.dtype)  # noqa: E731
-        return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None
+from luong_lit.errors import ConfigError
 
 
-def linear_cross_entropy(h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor,
-                         chunk: int = 512, label_smoothing: float = 0.0) -> Tensor:
-    """``Σ_i -log softmax(W h_i + b)[y_i]`` for rows ``h`` (N, d) and targets ``y`` (N,).
+def check_label_smoothing(eps: float) -> None:
+    if not 0.0 <= eps < 1.0:
+        raise ConfigError(f"label_smoothing must be in [0, 1), got {eps}")
 
-    ``label_smoothing`` ``eps`` in [0, 1) smooths the target distribution (see the module
-    docstring); 0 is the plain NLL of the paper.
+
+def output_nll(h_tilde: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor, label_smoothing: float = 0.0) -> Tensor:
+    """``Σ_i -log softmax(W_s h_tilde_i + b_s)[y_i]`` for rows (N, d) and targets (N,)."""
+    check_label_smoothing(label_smoothing)
+    logits = F.linear(h_tilde, weight, bias)  # (N, V)
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()  # the softmax runs in fp32 under mixed precision
+    return F.cross_entropy(logits, targets, reduction="sum", label_smoothing=label_smoothing)
+
+
+def token_nll(net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, int]:
+    """Summed token NLL of a batch's references under teacher forcing, and the token count.
+
+    ``batch`` has ``src``, ``src_len``, ``tgt_in`` (``<s> y_1 ..``) and ``tgt_out``
+    (``y_1 .. </s>``); padded positions are left out, so padding costs no softmax work.
+    ``label_smoothing`` gives the smoothed training loss instead (0: the NLL, which
+    perplexity uses).
     """
-    if not 0.0 <= label_smoothing < 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
-    return _LinearCrossEntropy.apply(h, weight, bias, target, chunk, float(label_smoothing))
+    h_tilde, _ = net(batch.src, batch.src_len, batch.tgt_in)  # (B, T, d)
+    mask = batch.tgt_out != net.pad_id  # (B, T)
+    nll = net.output_nll(h_tilde[mask], batch.tgt_out[mask], label_smoothing)  # Eq. 6
+    return nll, int(mask.sum())

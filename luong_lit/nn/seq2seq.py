@@ -3,7 +3,12 @@
 Decoding code sees only :meth:`Seq2Seq.encode`, :meth:`Seq2Seq.step`,
 :meth:`Seq2Seq.logits` and the ``index_select`` methods of :class:`Memory` and
 :class:`DecoderState`; it never reaches into model internals.
+
+``impl`` chooses how the same parameters are computed with: ``reference`` is the plain form
+of this package (``nn.LSTM``, ``F.cross_entropy``), to be read beside the paper; ``fast``
+(the default) is :mod:`luong_lit.nn.fast`, pinned to the reference by parity tests.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -11,26 +16,15 @@ from typing import Any, Callable
 import torch
 from torch import Tensor, nn
 
-from luong_lit.nn import attention as attn_mod
-from luong_lit.nn import scores as score_mod
-from luong_lit.nn.attention import Alignment, Memory
+from luong_lit.errors import ConfigError
+from luong_lit.nn.attention import Alignment, LocalPredictiveAttention, Memory, _Attention
 from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder
 from luong_lit.nn.init import initialise_
-from luong_lit.nn.projection import project_rows
+from luong_lit.nn.loss import output_nll
+from luong_lit.nn.names import ATTENTIONS, SCORES, part_spec
 
-ATTENTIONS: dict[str, Any] = {
-    "none": None,
-    "global": attn_mod.GlobalAttention,
-    "local_m": attn_mod.LocalMonotonicAttention,
-    "local_p": attn_mod.LocalPredictiveAttention,
-}
-SCORES: dict[str, Any] = {
-    "dot": score_mod.DotScore,
-    "general": score_mod.GeneralScore,
-    "concat": score_mod.ConcatScore,
-    "location": score_mod.LocationScore,
-}
+IMPLS = ("reference", "fast")
 
 
 def append_eos(src: Tensor, src_len: Tensor, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
@@ -51,40 +45,60 @@ INIT_STATES: dict[str, Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]] = {
 }
 
 
-class ConfigError(ValueError):
-    """An invalid model configuration, raised at construction with the options named."""
+def build_attention(attention: Any, score: Any, dim: int, bias: bool = True) -> _Attention | None:
+    """Compose "where to look" with "how to score" from their names and options.
 
-
-def _factory_name(factory: Any, table: dict[str, Any]) -> str:
-    func = getattr(factory, "func", factory)
-    for name, cls in table.items():
-        if cls is not None and func is cls:
-            return name
-    return getattr(func, "__name__", str(func))
-
-
-def build_attention(attention: str | Callable | None, score: str | Callable | None,
-                    dim: int, bias: bool = True) -> attn_mod._Attention | None:
-    """Compose "where to look" with "how to score" (R2); names or factories are accepted."""
-    attention = ATTENTIONS[attention] if isinstance(attention, str) and attention in ATTENTIONS else attention
-    if attention is None:
+    ``attention``: ``none``, a name (``global``, ``local_m``, ``local_p``) or
+    ``{"name": ..., **options}``; ``score`` likewise (``dot``, ``general``, ``concat``,
+    ``location``). See :mod:`luong_lit.nn.names`.
+    """
+    att = part_spec(attention, ATTENTIONS, "attention")
+    if att is None:
         return None
-    if isinstance(attention, str):
-        raise ConfigError(f"attention={attention!r} is unknown; choose one of {sorted(ATTENTIONS)}")
-    if isinstance(score, str):
-        if score not in SCORES:
-            raise ConfigError(f"score={score!r} is unknown; choose one of {sorted(SCORES)}")
-        score = SCORES[score]
-    if score is None:
+    sc = part_spec(score, SCORES, "score")
+    if sc is None:
         raise ConfigError("an attention model needs a score (dot, general, concat or location)")
-    names = f"attention={_factory_name(attention, ATTENTIONS)} score={_factory_name(score, SCORES)}"
+    (att_name, att_opts), (score_name, score_opts) = att, sc
     try:
-        score_obj = score(dim=dim, bias=bias)
-        if getattr(attention, "func", attention) is attn_mod.LocalPredictiveAttention:
-            return attention(score=score_obj, dim=dim, bias=bias)
-        return attention(score=score_obj)
+        score_obj = SCORES[score_name](dim=dim, bias=bias, **score_opts)
+        if ATTENTIONS[att_name] is LocalPredictiveAttention:
+            att_opts = {"dim": dim, "bias": bias, **att_opts}
+        return ATTENTIONS[att_name](score=score_obj, **att_opts)
     except (TypeError, ValueError) as err:
-        raise ConfigError(f"invalid model configuration {names}: {err}") from None
+        raise ConfigError(f"invalid model configuration attention={att_name} score={score_name}: {err}") from None
+
+
+def _implementation(impl: str) -> tuple[type, type, Callable]:
+    """Encoder class, decoder class and output-layer loss of an implementation."""
+    if impl == "reference":
+        return Encoder, Decoder, output_nll
+    if impl == "fast":
+        from luong_lit.nn.fast.model import FastDecoder, FastEncoder, fast_output_nll
+
+        return FastEncoder, FastDecoder, fast_output_nll
+    raise ConfigError(f"model.net.impl={impl!r} is unknown; choose one of {', '.join(IMPLS)}")
+
+
+def _check(att, feed_input: bool, init_state: str, tie_output: bool, embed_size: int, hidden_size: int) -> None:
+    """Refuse combinations that do not make a model, naming the options."""
+    if init_state not in INIT_STATES:
+        raise ConfigError(f"init_state={init_state!r} is unknown; choose one of {list(INIT_STATES)}")
+    if att is None and feed_input:
+        raise ConfigError(
+            "invalid model configuration attention=none feed_input=true: input feeding feeds "
+            "the attentional vector h_tilde_t, which a model without attention does not have; "
+            "set feed_input=false"
+        )
+    if att is None and init_state == "zero":
+        raise ConfigError(
+            "invalid model configuration attention=none init_state=zero: without attention "
+            "the decoder sees the source only through its initial state; use copy or last"
+        )
+    if tie_output and embed_size != hidden_size:
+        raise ConfigError(
+            f"invalid model configuration tie_output=true: the target embedding "
+            f"({embed_size}) and W_s ({hidden_size}) must have the same size"
+        )
 
 
 class Seq2Seq(nn.Module):
@@ -94,30 +108,32 @@ class Seq2Seq(nn.Module):
         src_vocab_size, tgt_vocab_size: vocabulary sizes (separate embeddings).
         embed_size, hidden_size, num_layers: sizes (paper: 1000, 1000, 4).
         dropout: drop probability on every LSTM layer's input (paper: 0.2).
-        attention: ``"none"|"global"|"local_m"|"local_p"`` or a factory taking ``score=``.
-        score: ``"dot"|"general"|"concat"|"location"`` or a factory taking ``dim=, bias=``.
+        attention: ``none``, ``global``, ``local_m``, ``local_p``, or ``{"name": ..., **options}``.
+        score: ``dot``, ``general``, ``concat``, ``location``, or ``{"name": ..., **options}``.
         feed_input: input feeding (paper §3.3).
         reverse_source: read the source backwards (paper §4.1).
-        bias: biases in LSTMs and linear layers (nmt.matlab has none, spec §0).
+        bias: biases in LSTMs and linear layers (the authors' code has none,
+            docs/paper_notes.md §0).
         init_scale: uniform initialisation range (paper: 0.1).
         init: ``uniform`` (the paper) or ``xavier`` (Glorot matrices, zero biases: Joey NMT).
         forget_bias: initial LSTM forget-gate bias (needs ``bias``). 0 leaves the uniform
             draw; tensorflow/nmt and Joey NMT start at 1.0, which speeds up early learning.
         hidden_dropout: drop probability on ``[c_t; h_t]`` before ``W_c`` (Eq. 5), as Joey
-            NMT's ``hidden_dropout``. 0 is the paper (spec §7: no dropout after the LSTMs).
+            NMT's ``hidden_dropout``. 0 is the paper (docs/paper_notes.md §7).
         output_dropout: drop probability on ``h_tilde_t`` before ``W_s`` (Eq. 6) in training,
-            as Zaremba et al. (2014) and OpenNMT-py. 0 is the paper (spec §7).
+            as Zaremba et al. (2014) and OpenNMT-py. 0 is the paper.
         pad_id, eos_id: ids of ``<pad>`` and ``</s>`` in the source vocabulary.
         src_eos: append ``</s>`` to every source sentence, so the encoder reads it and
             attention can rest on it (Joey NMT). False is the paper: attention covers the
-            ``S`` source words only (spec §0). With ``reverse_source`` the ``</s>`` is still
-            read last.
+            ``S`` source words only (docs/paper_notes.md §0). With ``reverse_source`` the
+            ``</s>`` is still read last.
         init_state: the decoder's initial state: ``copy`` (the paper: layer ``l`` starts from
             the encoder's final ``(h, c)`` of layer ``l``), ``last`` (Joey NMT: the top layer's
             final ``h`` as ``h`` and ``c`` of every layer) or ``zero``.
-        tie_output: use the target embedding matrix as ``W_s`` too (Press & Wolf, 2017;
-            OpenNMT-py's ``share_decoder_embeddings``, Joey NMT's ``tied_softmax``). Needs
-            ``embed_size == hidden_size``. False is the paper: separate matrices.
+        tie_output: use the target embedding matrix as ``W_s`` too (Press & Wolf, 2017).
+            Needs ``embed_size == hidden_size``. False is the paper: separate matrices.
+        impl: ``fast`` (default) or ``reference``: the same model, computed by
+            :mod:`luong_lit.nn.fast` or by the plain code of this package.
     """
 
     def __init__(
@@ -128,8 +144,8 @@ class Seq2Seq(nn.Module):
         hidden_size: int = 256,
         num_layers: int = 2,
         dropout: float = 0.0,
-        attention: str | Callable | None = "global",
-        score: str | Callable | None = "general",
+        attention: Any = "global",
+        score: Any = "general",
         feed_input: bool = True,
         reverse_source: bool = False,
         bias: bool = True,
@@ -143,47 +159,39 @@ class Seq2Seq(nn.Module):
         init_state: str = "copy",
         tie_output: bool = False,
         output_dropout: float = 0.0,
+        impl: str = "fast",
     ) -> None:
         super().__init__()
-        if init_state not in INIT_STATES:
-            raise ConfigError(f"init_state={init_state!r} is unknown; choose one of {list(INIT_STATES)}")
-        self.src_eos, self.eos_id, self.pad_id = src_eos, eos_id, pad_id
+        encoder_cls, decoder_cls, self._output_nll = _implementation(impl)
+        self.impl, self.src_eos, self.eos_id, self.pad_id = impl, src_eos, eos_id, pad_id
         self.init_state = init_state
         att = build_attention(attention, score, hidden_size, bias)
-        if att is None and feed_input:
-            raise ConfigError(
-                "invalid model configuration attention=none feed_input=true: input feeding feeds "
-                "the attentional vector h_tilde_t, which a model without attention does not have; "
-                "set feed_input=false"
-            )
-        if att is None and init_state == "zero":
-            raise ConfigError(
-                "invalid model configuration attention=none init_state=zero: without attention "
-                "the decoder sees the source only through its initial state; use copy or last"
-            )
-        if tie_output and embed_size != hidden_size:
-            raise ConfigError(f"invalid model configuration tie_output=true: the target embedding "
-                              f"({embed_size}) and W_s ({hidden_size}) must have the same size")
-        for name, p in (("dropout", dropout), ("hidden_dropout", hidden_dropout),
-                        ("output_dropout", output_dropout)):
+        _check(att, feed_input, init_state, tie_output, embed_size, hidden_size)
+        for name, p in (("dropout", dropout), ("hidden_dropout", hidden_dropout), ("output_dropout", output_dropout)):
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name} must be in [0, 1), got {p}")
-        self.encoder = Encoder(src_vocab_size, embed_size, hidden_size, num_layers, dropout,
-                               reverse_source, bias, pad_id, eos_last=src_eos)
-        self.decoder = Decoder(tgt_vocab_size, embed_size, hidden_size, num_layers, att,
-                               feed_input, dropout, bias, pad_id, hidden_dropout, tie_output,
-                               output_dropout)
+        self.encoder = encoder_cls(
+            src_vocab_size, embed_size, hidden_size, num_layers, dropout, reverse_source, bias, pad_id, eos_last=src_eos
+        )
+        self.decoder = decoder_cls(
+            tgt_vocab_size, embed_size, hidden_size, num_layers, att, feed_input, dropout, bias, pad_id,
+            hidden_dropout, tie_output, output_dropout,
+        )  # fmt: skip
         self.attention = att
-        self.int8_output = None  # set by quantize_for_decoding: int8 W_s for decoding only
         try:
             initialise_(self, init, init_scale)
         except ValueError as err:
             raise ConfigError(str(err)) from None
         if forget_bias and bias:
-            for rnn in (self.encoder.rnn, self.decoder.rnn):
-                for l in range(num_layers):
-                    getattr(rnn, f"bias_ih_l{l}").data[hidden_size:2 * hidden_size] = forget_bias
-                    getattr(rnn, f"bias_hh_l{l}").data[hidden_size:2 * hidden_size] = 0.0
+            self._set_forget_bias(forget_bias, hidden_size, num_layers)
+
+    @torch.no_grad()
+    def _set_forget_bias(self, value: float, d: int, num_layers: int) -> None:
+        """Forget gates start at ``value`` (in ``b_ih``; ``b_hh`` at 0): ``nn.LSTM``'s i, f, g, o order."""
+        for rnn in (self.encoder.rnn, self.decoder.rnn):
+            for layer in range(num_layers):
+                getattr(rnn, f"bias_ih_l{layer}")[d : 2 * d] = value
+                getattr(rnn, f"bias_hh_l{layer}")[d : 2 * d] = 0.0
 
     @property
     def has_attention(self) -> bool:
@@ -194,6 +202,10 @@ class Seq2Seq(nn.Module):
     def content_based(self) -> bool:
         """Footnote 14: content-based scores align ``y_{t-1}`` with ``a_t``; location ``y_t``."""
         return self.attention is None or self.attention.score.content_based
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.decoder.W_s.out_features
 
     # ------------------------------------------------------------------ decoding interface
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
@@ -210,26 +222,22 @@ class Seq2Seq(nn.Module):
         h_tilde0 = h_bar_s.new_zeros(src.size(0), h.size(-1))  # (B, d) zeros at t = 1
         return memory, DecoderState(h, c, h_tilde0)
 
-    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
-             ) -> tuple[Tensor, DecoderState, Alignment | None]:
+    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int) -> tuple[Tensor, DecoderState, Alignment | None]:
         """One step from ``y_{t-1}`` (B,) at 0-based step ``t``: logits (B, V), state, ``a_t``."""
         h_tilde, state, align = self.decoder.step(y_prev, state, memory, t)
         return self.logits(h_tilde), state, align
 
     def logits(self, h_tilde: Tensor) -> Tensor:
-        """``W_s h_tilde_t`` (Eq. 6), the pre-softmax scores: (B, d) -> (B, V).
-
-        After :func:`luong_lit.nn.quantize.quantize_for_decoding`, decoding (no autograd)
-        uses the int8 copy of ``W_s``.
-        """
-        if self.int8_output is not None and not torch.is_grad_enabled() and h_tilde.dim() == 2:
-            return self.int8_output(h_tilde)
-        W_s = self.decoder.W_s
-        return project_rows(h_tilde, W_s.weight, W_s.bias)
+        """``W_s h_tilde_t`` (Eq. 6), the pre-softmax scores: (..., d) -> (..., V)."""
+        return self.decoder.W_s(h_tilde)
 
     # ------------------------------------------------------------------ training
-    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor,
-                return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced pass: ``h_tilde`` (B, T, d) and optionally dense ``a_t`` (B, T, S)."""
         memory, state = self.encode(src, src_len)
         return self.decoder(tgt_in, state, memory, return_attention)
+
+    def output_nll(self, h_tilde: Tensor, targets: Tensor, label_smoothing: float = 0.0) -> Tensor:
+        """``Σ_i -log softmax(W_s h_tilde_i)[y_i]`` (Eq. 6) for rows ``h_tilde`` (N, d), ``targets`` (N,)."""
+        W_s = self.decoder.W_s
+        return self._output_nll(h_tilde, W_s.weight, W_s.bias, targets, label_smoothing)

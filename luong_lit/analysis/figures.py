@@ -10,6 +10,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from luong_lit.decoding.forced import forced_attention
+from luong_lit.decoding.unk import alignment_rows
+
 
 def _plt():
     import matplotlib
@@ -40,6 +43,15 @@ def attention_figure(panels: Sequence[tuple[str, np.ndarray]], src: Sequence[str
         draw_attention(ax, np.asarray(weights), src, tgt, title)
     fig.tight_layout()
     return fig
+
+
+def heatmap_panels(models: dict, src_ids, tgt_ids) -> list[tuple[str, np.ndarray]]:
+    """``(title, rows)`` per model for one sentence pair: side-by-side comparisons."""
+    panels = []
+    for name, net in models.items():
+        att = forced_attention(net, [src_ids], [tgt_ids])[0]
+        panels.append((name, alignment_rows(att, len(tgt_ids), net.content_based).numpy()))
+    return panels
 
 
 def save_attention(panels, src, tgt, path: str | Path) -> Path:

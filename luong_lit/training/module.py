@@ -1,4 +1,5 @@
 """A thin LightningModule around :class:`luong_lit.nn.Seq2Seq`: loss, logging, optimisation."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,10 @@ from torch import Tensor
 from torchmetrics import SumMetric
 
 from luong_lit.data.batching import Batch
+from luong_lit.errors import ConfigError
+from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
-from luong_lit.metrics.perplexity import ppl_from_nll, token_nll
+from luong_lit.nn.loss import check_label_smoothing, token_nll
 
 LOSS_NORMS = ("sentences", "nominal", "tokens")
 
@@ -24,7 +27,7 @@ def halving_factor(epoch: int, halve_after: int, convention: str = "paper") -> f
     runs at 0.5 (spec §8).
     """
     if convention not in ("paper", "code"):
-        raise ValueError(f"schedule convention must be 'paper' or 'code', got {convention!r}")
+        raise ConfigError(f"schedule convention must be 'paper' or 'code', got {convention!r}")
     first_halved = halve_after + (1 if convention == "code" else 0)  # 0-based epoch index
     return 0.5 ** max(0, epoch - first_halved + 1)
 
@@ -36,12 +39,12 @@ def anneal_factor(step: int, total_steps: int, anneal_steps: int) -> float:
     ``1 / anneal_steps`` of it.
     """
     if not 0 < anneal_steps <= total_steps:
-        raise ValueError(f"anneal steps must be in [1, {total_steps}], got {anneal_steps}")
+        raise ConfigError(f"anneal steps must be in [1, {total_steps}], got {anneal_steps}")
     return min(1.0, (total_steps - step) / anneal_steps)
 
 
 class LuongLitModule(L.LightningModule):
-    """Training wrapper. The network and the optimizer factory are injected (R3).
+    """Training wrapper. The network and the optimizer factory are injected.
 
     Args:
         net: the model.
@@ -78,20 +81,19 @@ class LuongLitModule(L.LightningModule):
     ) -> None:
         super().__init__()
         if loss_norm not in LOSS_NORMS:
-            raise ValueError(f"loss_norm must be one of {LOSS_NORMS}, got {loss_norm!r}")
+            raise ConfigError(f"loss_norm must be one of {LOSS_NORMS}, got {loss_norm!r}")
         halving_factor(0, halve_after or 0, halve_convention)  # validates the convention
         if halve_after is not None and anneal_epochs is not None:
-            raise ValueError("model.halve_after and model.anneal_epochs are two learning-rate "
+            raise ConfigError("model.halve_after and model.anneal_epochs are two learning-rate "
                              "schedules; set one of them to null")
         if anneal_epochs is not None and anneal_epochs <= 0:
-            raise ValueError(f"model.anneal_epochs must be positive, got {anneal_epochs}")
+            raise ConfigError(f"model.anneal_epochs must be positive, got {anneal_epochs}")
         self.net, self.optimizer_factory = net, optimizer
         self.halve_after, self.halve_convention = halve_after, halve_convention
         self.anneal_epochs = anneal_epochs
         self.loss_norm, self.nominal_batch_size = loss_norm, nominal_batch_size
         self.clip_norm, self.clip_exclude_embeddings = clip_norm, clip_exclude_embeddings
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+        check_label_smoothing(label_smoothing)
         self.label_smoothing = label_smoothing
         self.extra_state = dict(extra_state or {})
         self.val_nll, self.val_tokens = SumMetric(), SumMetric()
@@ -156,7 +158,7 @@ class LuongLitModule(L.LightningModule):
         """(optimizer steps in the whole run, steps in the annealed tail)."""
         total = self.trainer.estimated_stepping_batches  # also sets up the train dataloader
         if total == float("inf"):
-            raise ValueError("model.anneal_epochs needs a planned length: set trainer.max_epochs")
+            raise ConfigError("model.anneal_epochs needs a planned length: set trainer.max_epochs")
         per_epoch = math.ceil(self.trainer.num_training_batches / self.trainer.accumulate_grad_batches)
         return int(total), min(int(total), max(1, round(self.anneal_epochs * per_epoch)))
 

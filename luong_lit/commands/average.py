@@ -1,6 +1,6 @@
 """Average the weights of several checkpoints of one model into a new checkpoint.
 
-    python -m luong_lit.average RUN/checkpoints/epochs/e07.ckpt e08.ckpt e09.ckpt -o RUN/avg.ckpt
+    python -m luong_lit average RUN/checkpoints/epochs/e07.ckpt e08.ckpt e09.ckpt -o RUN/avg.ckpt
 
 The result holds the element-wise mean of every parameter and the first checkpoint's
 model description and vocabularies, so ``translate``, ``evaluate`` and ``align`` load it
@@ -18,20 +18,17 @@ from typing import Sequence
 
 import torch
 
-from luong_lit.checkpoint import AtomicCheckpointIO, CheckpointError
+from luong_lit.checkpoint import atomic_save, read_checkpoint
+from luong_lit.cli import run_command
+from luong_lit.errors import CheckpointError
 
 _SAME = ("net", "src_vocab", "tgt_vocab")  # what every averaged checkpoint must share
 
 
 def _read(path: Path) -> dict:
-    if not path.is_file():
-        raise CheckpointError(f"{path}: checkpoint does not exist")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # torch raises many types for corrupt files
-        raise CheckpointError(f"{path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
-    if not isinstance(ckpt, dict) or "net" not in (ckpt.get("luong_lit") or {}) or "state_dict" not in ckpt:
-        raise CheckpointError(f"{path}: not a luong_lit checkpoint (no model description inside)")
+    ckpt = read_checkpoint(path)
+    if "state_dict" not in ckpt:
+        raise CheckpointError(f"{path}: no weights inside (state_dict is missing)")
     return ckpt
 
 
@@ -65,22 +62,20 @@ def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Path:
             raise CheckpointError(f"{p}: its parameters differ in name or shape from those of {paths[0]}")
     state = average_state_dicts([c["state_dict"] for c in ckpts])
     meta = dict(ref["luong_lit"], averaged_from=[p.name for p in paths])
-    AtomicCheckpointIO().save_checkpoint({"state_dict": state, "luong_lit": meta}, out)
-    return Path(out)
+    return atomic_save({"state_dict": state, "luong_lit": meta}, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m luong_lit.average", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m luong_lit average", description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoints", nargs="+", help="checkpoints of one model, e.g. its last epochs")
     ap.add_argument("-o", "--output", required=True, help="where to write the averaged checkpoint")
     args = ap.parse_args(argv)
-    try:
+
+    def body() -> None:
         out = average_checkpoints(args.checkpoints, args.output)
-    except CheckpointError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(f"wrote {out}: the mean of {len(args.checkpoints)} checkpoints")
-    return 0
+        print(f"wrote {out}: the mean of {len(args.checkpoints)} checkpoints")
+
+    return run_command(body)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Word alignments by forced decoding, and AER against gold links (paper §5.4, Table 6).
 
-    python -m luong_lit.align CKPT [CKPT ...] --rwth [--baselines] [--out DIR]
-    python -m luong_lit.align CKPT --src F --tgt F [--gold F.talp [--gold-flip]] [--out DIR]
+    python -m luong_lit align CKPT [CKPT ...] --rwth [--baselines] [--out DIR]
+    python -m luong_lit align CKPT --src F --tgt F [--gold F.talp [--gold-flip]] [--out DIR]
 
 ``--rwth`` uses the RWTH De–En gold set (``$LUONG_LIT_DATA/rwth_deen_alignment``, or
 ``--rwth-dir``) in the model's direction: an En→De model reads ``deen.tgt`` (English) as its
@@ -12,6 +12,7 @@ Tokens outside the model's vocabulary are read as ``<unk>`` but keep their posit
 gold link stays scorable; the report gives the share of tokens that were ``<unk>``. Links are
 written in Pharaoh ``i-j`` format (0-based source-target, original source order).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,12 +21,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from luong_lit.checkpoint import CheckpointError, load_models
-from luong_lit.data.io import DataError, read_lines
+from luong_lit.checkpoint import load_models, run_directory
+from luong_lit.cli import run_command
+from luong_lit.data.io import read_lines
 from luong_lit.data.sources import mirror_dir
 from luong_lit.data.vocab import UNK_ID
-from luong_lit.decoding.align import attention_links, forced_attention
-from luong_lit.decoding.ensemble import EnsembleError
+from luong_lit.decoding.forced import attention_links, forced_attention
+from luong_lit.errors import CheckpointError, DataError
 from luong_lit.metrics.aer import aer, diagonal_links, pharaoh, read_talp
 
 
@@ -97,8 +99,8 @@ def run(args) -> dict:
     return report
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m luong_lit.align", description=__doc__.split("\n")[0])
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m luong_lit align", description=__doc__.split("\n")[0])
     ap.add_argument("checkpoints", nargs="+")
     ap.add_argument("--rwth", action="store_true", help="the RWTH De-En gold set, in the model's direction")
     ap.add_argument("--rwth-dir", help="directory of deen.src/deen.tgt/deen.talp (default: $LUONG_LIT_DATA)")
@@ -111,20 +113,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--extra-src", help="more parallel text for the eflomal baseline (source side)")
     ap.add_argument("--extra-tgt", help="more parallel text for the eflomal baseline (target side)")
     ap.add_argument("--out", help="directory for alignments.txt and align.json (default: the run directory)")
-    args = ap.parse_args(argv)
-    try:
-        report = run(args)
-    except (CheckpointError, DataError, EnsembleError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    from luong_lit.evaluate import default_out_dir
+    return ap
 
-    out = Path(args.out) if args.out else default_out_dir(args.checkpoints[0])
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "alignments.txt").write_text("".join(x + "\n" for x in report.pop("links")), encoding="utf-8")
-    (out / "align.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
-    print(json.dumps(report, indent=2))
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def body() -> None:
+        report = run(args)
+        out = Path(args.out) if args.out else run_directory(args.checkpoints[0])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "alignments.txt").write_text("".join(x + "\n" for x in report.pop("links")), encoding="utf-8")
+        (out / "align.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+        print(json.dumps(report, indent=2))
+
+    return run_command(body)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

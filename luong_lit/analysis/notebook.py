@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from luong_lit.report import collect
+from luong_lit.analysis.runs import run_label
 
 
 def find_runs(patterns: Sequence[str]) -> list[Path]:
@@ -22,15 +22,10 @@ def find_runs(patterns: Sequence[str]) -> list[Path]:
     return runs
 
 
-def run_label(run: Path) -> str:
-    row = collect(run)
-    return f"{row['attention']} ({row['score']})" if row["score"] else row["attention"]
-
-
 def load_run_model(run: Path):
     """``(net, datamodule)`` of a run's best checkpoint, with its dev split loaded."""
     from luong_lit.checkpoint import load_model
-    from luong_lit.evaluate import datamodule_for
+    from luong_lit.data.model_data import datamodule_for
 
     ckpt = run / "checkpoints" / "best.ckpt"
     if not ckpt.is_file():
@@ -44,13 +39,14 @@ def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     evals = sorted(run.glob("eval_*.json"))
     if evals:
         return json.loads(evals[0].read_text())["length_buckets"]
-    from luong_lit.callbacks import translate_split
+    from luong_lit.evaluation import translate_split
     from luong_lit.metrics.bleu import bleu_lines
     from luong_lit.metrics.buckets import bleu_by_length
 
     net, dm = load_run_model(run)
-    hyps = translate_split(net, dm, "dev", max_sentences=max_sentences)
     dev = dm.splits["dev"]
+    words = translate_split(net, dev, dm.tgt_vocab, max_sentences=max_sentences).words
+    hyps = bleu_lines(words, dm.tokenizers.get("tgt"))
     refs = bleu_lines(dev.tgt_tokens[: len(hyps)], dm.tokenizers.get("tgt"))
     return bleu_by_length(hyps, refs, [len(s) for s in dev.src_tokens[: len(hyps)]])
 
@@ -71,8 +67,8 @@ def aer_table(runs: Sequence[Path]) -> str:
 
 def heatmaps_side_by_side(runs: Sequence[Path], sentence: int = 0, max_len: int = 30):
     """One figure with the forced-decoding attention of each run on the same dev sentence."""
-    from luong_lit.heatmaps import heatmap_panels
-    from luong_lit.viz import attention_figure
+    from luong_lit.analysis.figures import attention_figure
+    from luong_lit.training.heatmaps import heatmap_panels
 
     panels, words = [], None
     for run in runs:

@@ -1,0 +1,59 @@
+"""``python -m luong_lit <command> [args...]``: one entry point for every command.
+
+Commands: train (Hydra overrides), translate, evaluate, align, average, report, dictionary.
+``python -m luong_lit <command> --help`` shows each command's options.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "train": "train a model (Hydra overrides, e.g. experiment=m30k_small attention=local_p)",
+    "translate": "translate text with a checkpoint or an ensemble",
+    "evaluate": "perplexity, BLEU, BLEU by length and samples on a test set",
+    "align": "word alignments by forced decoding, and AER",
+    "average": "average the weights of several checkpoints of one model",
+    "report": "runs beside the paper's tables",
+    "dictionary": "a word dictionary for unknown-word replacement, from aligned text",
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+    return "usage: python -m luong_lit <command> [args...]\n\ncommands:\n" + "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        sys.stderr.write(f"error: unknown command {name!r}\n\n" + usage())
+        return 2
+    module = importlib.import_module(f"luong_lit.commands.{name}")
+    if name == "train":  # a Hydra app reads sys.argv itself
+        sys.argv = [sys.argv[0], *rest]
+        module.main()
+        return 0
+    return int(module.main(rest) or 0)
+
+
+def command(name: str):
+    """The entry point of one console command (``luong-lit-<name>`` in pyproject.toml)."""
+
+    def run() -> int:
+        return main([name, *sys.argv[1:]])
+
+    return run
+
+
+train, translate, evaluate, align = (command(n) for n in ("train", "translate", "evaluate", "align"))
+average, report, dictionary = (command(n) for n in ("average", "report", "dictionary"))
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""What a run directory holds, read back: its configuration and its measured figures.
+
+A run directory is one ``python -m luong_lit train`` run: its config (``.hydra/``),
+``results.json`` (what ``trainer.test`` measured), any ``eval_*.json`` written by ``evaluate``
+(beam BLEU before and after unk replacement) and any ``align.json`` written by ``align`` (AER).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from luong_lit.analysis.paper_numbers import paper_row
+from luong_lit.nn.names import attention_name, score_name
+
+
+def describe(run_dir: Path) -> dict:
+    """Experiment name, attention, score and input feeding of a run, from its saved config."""
+    from omegaconf import OmegaConf
+
+    cfg_path = run_dir / ".hydra" / "config.yaml"
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"{run_dir}: not a luong_lit run directory (no .hydra/config.yaml)")
+    cfg = OmegaConf.to_container(OmegaConf.load(cfg_path), resolve=False)
+    net = cfg["model"]["net"]
+    overrides_path = run_dir / ".hydra" / "overrides.yaml"
+    overrides = OmegaConf.load(overrides_path) if overrides_path.is_file() else []
+    experiment = next((o.split("=", 1)[1] for o in overrides if o.startswith("experiment=")), "m30k_small")
+    attention = attention_name(net.get("attention"))
+    return {
+        "run": run_dir.name,
+        "experiment": experiment,
+        "attention": attention,
+        "score": score_name(net.get("score")) if attention != "none" else None,
+        "feed_input": cfg.get("feed_input"),
+        "seed": cfg.get("seed"),
+    }
+
+
+def collect(run_dir: Path) -> dict:
+    """:func:`describe`, the run's measured figures, and the paper's row for the same system."""
+    row = describe(run_dir)
+    results_path = run_dir / "results.json"
+    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
+    tests = {k: v for k, v in results.items() if isinstance(v, dict)}
+    if tests:
+        name, first = next(iter(tests.items()))
+        row.update(test=name, ppl=first.get("ppl"), bleu_greedy=first.get("bleu_greedy"))
+        if "bleu_beam" in first:
+            row.update(bleu_beam=first["bleu_beam"], bleu_beam_unk=first.get("bleu_unk_beam"))
+    for path in sorted(run_dir.glob("eval_*.json")):
+        ev = json.loads(path.read_text())
+        row.update(beam=ev["decoding"]["beam"], bleu_beam=ev["bleu"]["bleu_tok"],
+                   bleu_beam_unk=ev["bleu_unk_replaced"]["bleu_tok"])  # fmt: skip
+    if (run_dir / "align.json").is_file():
+        row["aer"] = json.loads((run_dir / "align.json").read_text()).get("aer")
+    row["paper"] = paper_row(row["experiment"], row["attention"], row["score"])
+    return row
+
+
+def run_label(run: Path) -> str:
+    """``attention (score)``, or ``none``."""
+    row = describe(run)
+    return f"{row['attention']} ({row['score']})" if row["score"] else row["attention"]
+
+
+def _f(x, fmt="{:.2f}") -> str:
+    return "–" if x is None else fmt.format(x)
+
+
+def markdown(rows: Sequence[dict]) -> str:
+    """One line per run, beside the paper's row for the same system."""
+    lines = [
+        "| run | attention | score | feed | test ppl | greedy BLEU | beam BLEU | + unk | AER "
+        "| paper row | paper ppl | paper BLEU | paper + unk | paper AER |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        p = r["paper"]
+        lines.append(
+            f"| {r['run']} | {r['attention']} | {r['score'] or '–'} | {r['feed_input']} | {_f(r.get('ppl'))} "
+            f"| {_f(r.get('bleu_greedy'))} | {_f(r.get('bleu_beam'))} | {_f(r.get('bleu_beam_unk'))} "
+            f"| {_f(r.get('aer'), '{:.3f}')} | {('Table ' + p['table'] + ': ' + p['row']) if p else '–'} "
+            f"| {_f(p.get('ppl'), '{:.1f}')} | {_f(p.get('bleu'), '{:.1f}')} | {_f(p.get('bleu_unk'), '{:.1f}')} "
+            f"| {_f(p.get('aer'))} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,123 @@
+"""Evaluate a checkpoint or an ensemble on a named test set, and write a report.
+
+    python -m luong_lit evaluate CKPT [CKPT ...] --test test_2016_flickr [--beam 5] [--dict FILE]
+
+Reports perplexity, BLEU before and after unknown-word replacement (tokenised BLEU as
+multi-bleu.perl computes it, and detokenised sacreBLEU 13a), BLEU by source length (Figure 6)
+and sample translations in the style of Table 5, as Markdown and JSON in the run directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from luong_lit.checkpoint import load_models, run_directory
+from luong_lit.cli import add_decoding_args, beam_config, check_beam_fits, check_options, run_command
+from luong_lit.data.dictionary import load_dictionary
+from luong_lit.data.model_data import load_split
+from luong_lit.evaluation import bleu_scores, translate_split
+from luong_lit.metrics.bleu import bleu_lines
+from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_by_length
+from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
+from luong_lit.runtime import configure_cpu
+
+
+def samples(split, plain, replaced, n: int) -> list[dict]:
+    """Table 5 style: source, reference, and the output before and after unk replacement."""
+    picked = [i for i, (a, b) in enumerate(zip(plain, replaced)) if a != b][:n]
+    picked += [i for i in range(len(plain)) if i not in picked][: n - len(picked)]
+    return [
+        {"src": " ".join(split.src_tokens[i]), "ref": " ".join(split.tgt_tokens[i]), "best": " ".join(plain[i]),
+         "best_unk_replaced": " ".join(replaced[i])}
+        for i in sorted(picked)
+    ]  # fmt: skip
+
+
+def evaluate(args) -> dict:
+    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, args.combine, args.device)
+    test = load_split(metas[0], args.test, src_vocab, tgt_vocab)
+    split = test.split
+    nets = list(getattr(model, "members", [model]))
+    report = {"test": args.test, "checkpoints": [str(p) for p in args.checkpoints],
+              "ppl": [perplexity(n, split.examples()) for n in nets]}  # fmt: skip
+    if len(nets) > 1:  # the ensemble's own distribution (its combine rule), through its steps
+        report["ppl_ensemble"] = stepwise_perplexity(model, split.examples())
+    beam = beam_config(args)
+    check_beam_fits(beam, tgt_vocab)
+    dictionary = load_dictionary(args.dict) if args.dict else None
+    out = translate_split(model, split, tgt_vocab, beam, args.batch_size, None, True, dictionary,
+                          args.align_convention, progress=not args.quiet, workers=args.workers,
+                          int8=args.int8)  # fmt: skip
+    plain, replaced = out.words, out.replaced
+    refs = bleu_lines(split.tgt_tokens, test.tokenizer)
+    report["decoding"] = {"beam": args.beam, "authors_decoder": args.authors_decoder,
+                          "length_penalty": args.length_penalty, "combine": args.combine,
+                          "dictionary": args.dict, "align_convention": args.align_convention,
+                          "int8": args.int8}  # fmt: skip
+    report["bleu"] = bleu_scores(plain, refs, test.lang, test.tokenizer, test.raw_refs)
+    report["bleu_unk_replaced"] = bleu_scores(replaced, refs, test.lang, test.tokenizer, test.raw_refs)
+    report["detok_references"] = "raw" if test.raw_refs else "detokenised tokenised references"
+    report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
+    report["length_buckets"] = bleu_by_length(bleu_lines(replaced, test.tokenizer), refs,
+                                              [len(s) for s in split.src_tokens])  # fmt: skip
+    report["samples"] = samples(split, plain, replaced, args.samples)
+    return report
+
+
+def markdown(report: dict) -> str:
+    b, u = report["bleu"], report["bleu_unk_replaced"]
+    ppl = ", ".join(f"{p:.2f}" for p in report["ppl"])
+    if "ppl_ensemble" in report:
+        ppl += f"; the ensemble: {report['ppl_ensemble']:.2f}"
+    lines = [
+        f"# Evaluation on {report['test']}", "",
+        "Checkpoints: " + ", ".join(f"`{Path(c).name}`" for c in report["checkpoints"]), "",
+        f"Perplexity: {ppl}", "",
+        f"Decoding: {json.dumps(report['decoding'])}", "",
+        "| BLEU (case-sensitive) | before unk replacement | after |", "|---|---:|---:|",
+        f"| tokenised (multi-bleu.perl equivalent, ##AT## rejoined) | {b['bleu_tok']:.2f} | {u['bleu_tok']:.2f} |",
+        f"| detokenised sacreBLEU 13a (mteval-v13a stand-in) | {b['bleu_detok']:.2f} | {u['bleu_detok']:.2f} |",
+        "", f"`<unk>` words in the output: {report['unk_in_output']}", "",
+        "## BLEU by source length (Figure 6), after unk replacement", "",
+        markdown_table(report["length_buckets"]), "", "## Sample translations (Table 5 style)", "",
+    ]  # fmt: skip
+    for s in report["samples"]:
+        lines += [f"- **src**: {s['src']}", f"  - **ref**: {s['ref']}", f"  - **best**: {s['best']}",
+                  f"  - **best, unk replaced**: {s['best_unk_replaced']}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m luong_lit evaluate", description=__doc__.split("\n")[0])
+    add_decoding_args(ap)
+    ap.add_argument("--test", required=True, help="test set name, e.g. test_2016_flickr or newstest2014_filtered")
+    ap.add_argument("--out", help="directory for the report (default: the first checkpoint's run directory)")
+    ap.add_argument("--samples", type=int, default=5, help="sample translations in the report")
+    ap.add_argument("--quiet", action="store_true")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def body() -> None:
+        check_options(args)  # bad options fail before the model and the test set are read
+        configure_cpu(args.threads)
+        report = evaluate(args)
+        out = Path(args.out) if args.out else run_directory(args.checkpoints[0])
+        stem = f"eval_{args.test}" + ("_ensemble" if len(args.checkpoints) > 1 else "")
+        out.mkdir(parents=True, exist_ok=True)
+        plot_bleu_by_length({stem: report["length_buckets"]}, out / f"{stem}_bleu_by_length.png")
+        (out / f"{stem}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+        (out / f"{stem}.md").write_text(markdown(report), encoding="utf-8")
+        print(markdown(report))
+
+    return run_command(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

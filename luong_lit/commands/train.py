@@ -1,0 +1,87 @@
+"""Train a model: ``python -m luong_lit train [experiment=NAME] [overrides...]``.
+
+Sweeps: ``python -m luong_lit train -m attention=local_p,global score=dot,general``.
+Every run writes its config, logs, checkpoints and ``results.json`` under its own directory.
+``results.json`` holds what ``trainer.test`` measures on the test sets with the best
+checkpoint: perplexity, greedy BLEU and, with the beam callback on, beam BLEU.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig
+
+from luong_lit.cli import user_error_message
+from luong_lit.errors import UserError
+from luong_lit.runtime import configure_cpu_from
+
+log = logging.getLogger(__name__)
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"  # the repository's Hydra configs
+
+
+def _unwrap(err: BaseException) -> BaseException:
+    """Hydra wraps errors raised in constructors; find ours underneath."""
+    seen = err
+    while seen is not None and not isinstance(seen, UserError):
+        seen = seen.__cause__ or seen.__context__
+    return seen or err
+
+
+def test_results(dm, model, trainer) -> dict[str, Any]:
+    """``trainer.test`` on every test set with the best checkpoint (or the final weights), as
+    ``{"checkpoint": name, <test set>: {"ppl": ..., "bleu_greedy": ..., ...}}``."""
+    best = getattr(trainer.checkpoint_callback, "best_model_path", "") or None
+    metrics: dict[str, float] = {}
+    for part in trainer.test(model, datamodule=dm, ckpt_path=best, verbose=False):
+        metrics.update(part)
+    results: dict[str, Any] = {"checkpoint": Path(best).name if best else "final weights"}
+    for key, value in sorted(metrics.items()):
+        _, name, metric = key.split("/", 2)  # test/<name>/<metric>
+        results.setdefault(name, {})[metric] = float(value)
+    for name in dm.test_spec:
+        log.info("test %s: %s", name, ", ".join(f"{k} {v:.2f}" for k, v in results.get(name, {}).items()))
+    return results
+
+
+def train(cfg: DictConfig) -> dict[str, Any]:
+    """Fit (resuming if ``ckpt_path`` is set), then test the best checkpoint on the test sets."""
+    from luong_lit.training.build import build
+
+    configure_cpu_from(cfg)
+    dm, model, trainer = build(cfg)
+    trainer.fit(model, dm, ckpt_path=cfg.get("ckpt_path"))
+    metrics: dict[str, Any] = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    if cfg.get("test_after_training") and dm.test_spec:
+        results = test_results(dm, model, trainer)
+        if trainer.is_global_zero:
+            (Path(cfg.paths.output_dir) / "results.json").write_text(json.dumps(results, indent=2))
+        metrics["test"] = results
+    return metrics
+
+
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    try:
+        metrics = train(cfg)
+    except Exception as err:  # noqa: BLE001 - turn our own errors into one clear line
+        ours = _unwrap(err)
+        if not isinstance(ours, UserError):
+            raise
+        print(user_error_message(ours), file=sys.stderr)
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            return None  # the sweep goes on with its other jobs
+        sys.exit(2)
+    return metrics.get("val/ppl")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""The data of a trained model: its test sets and tokenisers, as its training data was read.
+
+A checkpoint keeps its data description (``meta["data"]``); these functions rebuild the
+model's datamodule from it, so that ``evaluate``, ``translate``, ``align`` and the analysis
+read test sets and raw text exactly as training did.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from luong_lit.checkpoint import stored_tokenizers
+from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
+from luong_lit.errors import CheckpointError, DataError
+
+
+def datamodule_for(meta: dict, tests: dict | None = None, setup: bool = True):
+    """The model's own dataset, tokenised as in training, with the given test sets."""
+    from luong_lit.data.datamodule import TranslationDataModule
+
+    cfg = {k: v for k, v in (meta.get("data") or {}).items() if not k.startswith("_")}
+    cfg["mirror"] = None  # this machine's LUONG_LIT_DATA, not the training machine's
+    cfg["test"] = dict(tests or {})
+    try:
+        dm = TranslationDataModule(**cfg)
+    except DataError:
+        raise
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"the checkpoint's data description is damaged ({err})") from None
+    if setup:
+        dm.setup("test")
+    return dm
+
+
+class TestSet(NamedTuple):
+    """A test split of a model's dataset, with what scoring it needs."""
+
+    split: Any  # luong_lit.data.datamodule.Split
+    lang: str  # the target language (for detokenisation)
+    tokenizer: Any  # the target-side tokeniser of training
+    raw_refs: list[str] | None  # untokenised references, where the data was tokenised here
+
+
+def load_split(meta: dict, name: str, src_vocab, tgt_vocab) -> TestSet:
+    """The test split ``name`` of the model's dataset, tokenised as in training and encoded with
+    the model's vocabularies. The training data is not read (except for a sentencepiece model
+    whose checkpoint does not keep its pieces model)."""
+    data = meta.get("data") or {}
+    dm = datamodule_for(meta, {name: dict(data.get("test") or {}).get(name, name)}, setup=False)
+    dm.setup_test(src_vocab, tgt_vocab, stored_tokenizers(meta))
+    split = dm.splits[name]
+    lowercased = (data.get("tokenizer_opts") or {}).get("lowercase", False)
+    raw = split.tgt_text if split.tgt_text and not lowercased else None
+    return TestSet(split, data.get("tgt_lang", "de"), dm.tokenizers["tgt"], raw)
+
+
+def load_train_split(meta: dict):
+    """The model's training split (length-filtered, tokenised), e.g. to align it."""
+    return datamodule_for(meta).splits["train"]
+
+
+def tokenizers(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab=None):
+    """Source tokeniser and target detokeniser matching the model's training data.
+
+    Sentencepiece models come from the checkpoint; for a checkpoint without them, they are
+    rebuilt from the training data (or taken from the cache), which must still give the
+    model's vocabularies.
+    """
+    data = meta.get("data") or {}
+    kind, opts = data.get("tokenizer", "none"), dict(data.get("tokenizer_opts") or {})
+    if pretokenized or kind == "none":
+        return WhitespaceTokenizer(opts.get("lowercase", False)), WhitespaceTokenizer()
+    if kind == "sentencepiece":
+        stored = stored_tokenizers(meta)
+        if stored is None:  # an older checkpoint: rebuild the pieces model
+            dm = datamodule_for(meta, setup=False)
+            dm.setup_test(src_vocab, tgt_vocab)
+            stored = dm.tokenizers
+        return stored["src"], stored["tgt"]
+    try:
+        return (make_tokenizer(kind, data.get("src_lang", "en"), **opts),
+                make_tokenizer(kind, data.get("tgt_lang", "de"), **opts))
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"the checkpoint's tokeniser description is damaged ({err})") from None

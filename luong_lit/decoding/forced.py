@@ -1,0 +1,56 @@
+"""Forced decoding: the model reads reference translations step by step (paper §5.4).
+
+:func:`forced_steps` is the one teacher-forced loop over the decoding interface; perplexity
+of any decodable model (:func:`luong_lit.metrics.perplexity.stepwise_nll`) and forced
+alignment both read it. For alignments each target word gets the source position with the
+highest attention weight, under footnote 14's convention (content-based scores use the next
+step's vector, location the current one; docs/paper_notes.md §12). Positions are in original
+source order, even for models that read the source reversed. An ensemble's attention weights
+are summed over its members.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import torch
+from torch import Tensor
+
+from luong_lit.data.batching import Batch, collate
+from luong_lit.decoding.prepare import for_decoding
+from luong_lit.decoding.unk import word_alignment
+
+
+def forced_steps(model, batch: Batch) -> Iterator[tuple[Tensor, object]]:
+    """For ``t = 0 .. T-1``: the scores (B, V) of ``y_t`` after reading ``y_{t-1}``, and ``a_t``."""
+    memory, state = model.encode(batch.src, batch.src_len)
+    for t in range(batch.tgt_in.size(1)):
+        scores, state, align = model.step(batch.tgt_in[:, t], state, memory, t)
+        yield scores, align
+
+
+@torch.no_grad()
+def forced_attention(model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], batch_size: int = 32) -> list[Tensor]:
+    """Per sentence, the (len(tgt) + 1, len(src)) attention of every step, ``</s>`` step included."""
+    model = for_decoding(model)
+    out: list[Tensor | None] = [None] * len(src_ids)
+    device = next(model.parameters()).device
+    for start in range(0, len(src_ids), batch_size):
+        idx = list(range(start, min(start + batch_size, len(src_ids))))
+        batch = collate([(i, src_ids[i], tgt_ids[i]) for i in idx]).to(device)
+        S = batch.src.size(1)
+        att = torch.stack([align.dense(S)[:, 0] for _, align in forced_steps(model, batch)], 1)  # (B, T+1, S)
+        for row, i in enumerate(batch.index.tolist()):
+            out[i] = att[row, : len(tgt_ids[i]) + 1, : len(src_ids[i])].cpu()
+    return out  # type: ignore[return-value]
+
+
+def attention_links(attention: Sequence[Tensor], tgt_lens: Sequence[int], content_based: bool, convention: str = "paper") -> list[set[tuple[int, int]]]:
+    """One ``(source, target)`` link per target word from per-step attention matrices."""
+    links = []
+    for att, n in zip(attention, tgt_lens):
+        if n == 0 or att.size(1) == 0:
+            links.append(set())
+            continue
+        links.append({(s, j) for j, s in enumerate(word_alignment(att, n, content_based, convention))})
+    return links

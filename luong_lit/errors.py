@@ -1,0 +1,28 @@
+"""The one base class of errors a user can fix: bad data, options, configs or checkpoints.
+
+Every command turns a :class:`UserError` into a one-paragraph message on standard error and
+exit status 2 (:func:`luong_lit.cli.run_command`); anything else is a bug and keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+
+class UserError(ValueError):
+    """A problem in what the user gave: the message names the file, line or option."""
+
+
+class DataError(UserError):
+    """Bad input data: the message names the file and, where it can, the line."""
+
+
+class ConfigError(UserError):
+    """An invalid model or training configuration, with the options named."""
+
+
+class CheckpointError(UserError):
+    """A checkpoint that is missing, corrupt or not a luong_lit model."""
+
+
+class UsageError(UserError):
+    """A bad command-line option value."""

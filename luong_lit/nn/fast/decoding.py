@@ -1,0 +1,78 @@
+"""A trained model wrapped for decoding: each step's constants computed once.
+
+:class:`FastStepper` offers the decoding interface of :class:`~luong_lit.nn.Seq2Seq`
+(``encode``, ``step``, ``logits``). It is built by the decoding code from the model's current
+weights, for one decoding run, and computes without autograd:
+
+* layer 1's product with every target word's embedding, as a (V, 4d) table: each step looks
+  its rows up instead of multiplying;
+* each layer's input and recurrent weights joined into one matrix;
+* the output layer through :func:`~.projection.project_rows` (oneDNN or column blocks);
+* optionally 8-bit copies of ``W_s`` (``int8="output"``) or of every decoder product
+  (``int8="all"``, :mod:`.quantize`).
+
+The model must be in eval mode (dropout off). Its results equal the model's own ``step``
+(``tests/test_parity.py``), except with ``int8``, which is approximate.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from luong_lit.nn.attention import Alignment, Memory
+from luong_lit.nn.decoder import DecoderState
+from luong_lit.nn.fast.lstm import RecurrentWeight
+from luong_lit.nn.fast.model import cell_stack, layer_weights, project_embeddings
+from luong_lit.nn.fast.projection import project_rows
+from luong_lit.nn.fast.quantize import PARTS, Int8Linear, Int8Recurrent
+
+
+class FastStepper(nn.Module):
+    """``encode``/``step``/``logits`` of a :class:`~luong_lit.nn.Seq2Seq` in eval mode, for decoding."""
+
+    def __init__(self, net: nn.Module, int8: str | None = None) -> None:
+        super().__init__()
+        if int8 is not None and int8 not in PARTS:
+            raise ValueError(f"int8 parts must be one of {PARTS}, got {int8!r}")
+        self.net = net
+        dec = net.decoder
+        with torch.no_grad():
+            self.table = project_embeddings(dec, dec.embedding.weight)  # (V, 4d)
+            self.layers = [(RecurrentWeight(W), b) for W, b in layer_weights(dec)]
+            self.int8_output = Int8Linear(dec.W_s.weight, dec.W_s.bias) if int8 else None
+            self.int8_W_c = None
+            if int8 == "all":
+                self.layers = [(Int8Recurrent(W), b) for W, b in layer_weights(dec)]
+                self.int8_W_c = None if dec.W_c is None else Int8Linear(dec.W_c.weight, dec.W_c.bias)
+
+    @property
+    def has_attention(self) -> bool:
+        return self.net.has_attention
+
+    @property
+    def content_based(self) -> bool:
+        return self.net.content_based
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.net.tgt_vocab_size
+
+    def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
+        return self.net.encode(src, src_len)
+
+    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int) -> tuple[Tensor, DecoderState, Alignment | None]:
+        """The model's step (logits (B, V), state, ``a_t``) from the precomputed constants."""
+        dec = self.net.decoder
+        x0 = self.table.index_select(0, y_prev)  # (B, 4d) layer 1's product with emb(y_{t-1})
+        h, c = cell_stack(dec, x0, state.h_tilde, list(state.h), list(state.c), self.layers)
+        h_tilde, align = dec.attend(h[-1].unsqueeze(1), memory, t, self.int8_W_c)  # (B, 1, d)
+        h_tilde = h_tilde.squeeze(1)  # (B, d)
+        return self.logits(h_tilde), DecoderState(torch.stack(h), torch.stack(c), h_tilde), align
+
+    def logits(self, h_tilde: Tensor) -> Tensor:
+        """``W_s h_tilde_t`` (Eq. 6): (B, d) -> (B, V)."""
+        if self.int8_output is not None:
+            return self.int8_output(h_tilde)
+        W_s = self.net.decoder.W_s
+        return project_rows(h_tilde, W_s.weight, W_s.bias)

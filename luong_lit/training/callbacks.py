@@ -1,0 +1,116 @@
+"""Callbacks: target-token throughput, greedy BLEU and beam BLEU (with unk replacement).
+
+The BLEU callbacks score the dev set during training and every test set in ``trainer.test``,
+through :func:`luong_lit.evaluation.split_bleu`, the code ``evaluate`` uses too.
+"""
+
+from __future__ import annotations
+
+import time
+
+import lightning as L
+
+from luong_lit.data.batching import Batch
+from luong_lit.data.dictionary import load_dictionary
+from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
+from luong_lit.evaluation import split_bleu, translate_split
+from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
+from luong_lit.training.loggers import log_samples
+
+
+class ThroughputMonitor(L.Callback):
+    """Logs ``train/tgt_tok_per_s``: non-pad target tokens (``</s>`` included) per wall second.
+
+    The window runs from one log point to the next, so it covers data loading, the forward
+    and backward passes and the optimizer step.
+    """
+
+    def __init__(self, every_n_steps: int = 50) -> None:
+        self.every = every_n_steps
+        self._t0: float | None = None
+        self._tokens = 0
+        self._steps = 0
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._t0, self._tokens, self._steps = time.perf_counter(), 0, 0
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch: Batch, batch_idx: int) -> None:
+        self._tokens += batch.num_tgt_tokens
+        self._steps += 1
+        if self._steps >= self.every:
+            dt = time.perf_counter() - self._t0
+            pl_module.log("train/tgt_tok_per_s", self._tokens / dt, on_step=True, on_epoch=False)
+            self._t0, self._tokens, self._steps = time.perf_counter(), 0, 0
+
+
+def _due(trainer, every: int) -> bool:
+    """Whether a dev-set callback runs after this epoch's validation."""
+    return bool(every) and not trainer.sanity_checking and (trainer.current_epoch + 1) % every == 0
+
+
+class GreedyBleuCallback(L.Callback):
+    """Greedy-decodes the dev set every ``every_n_epochs`` epochs and logs ``val/bleu``, and
+    every test set in ``trainer.test`` (``test/<name>/bleu_greedy``).
+
+    BLEU is tokenised and case-sensitive (multi-bleu.perl equivalent, hyphens rejoined).
+    """
+
+    def __init__(self, every_n_epochs: int = 1, batch_size: int = 128, max_sentences: int | None = None, samples: int = 5) -> None:
+        self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
+        self.samples = samples  # sample translations sent to loggers that take tables
+
+    def on_validation_epoch_end(self, trainer, pl_module) -> None:
+        if not _due(trainer, self.every):
+            return
+        dm, dev = trainer.datamodule, trainer.datamodule.splits["dev"]
+        tok = dm.tokenizers.get("tgt")
+        out = translate_split(pl_module.net, dev, dm.tgt_vocab, None, self.batch_size, self.max_sentences)
+        hyps, refs = bleu_lines(out.words, tok), bleu_lines(dev.tgt_tokens[: len(out.words)], tok)
+        pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
+        if trainer.is_global_zero:
+            rows = [(" ".join(dev.src_tokens[i]), refs[i], hyps[i]) for i in range(min(self.samples, len(hyps)))]
+            log_samples(trainer, "val/samples", ("source", "reference", "greedy"), rows, trainer.global_step)
+
+    def on_test_epoch_end(self, trainer, pl_module) -> None:
+        dm = trainer.datamodule
+        for name in dm.test_spec:
+            bleu = split_bleu(pl_module.net, dm.splits[name], dm.tgt_vocab, None, self.batch_size,
+                              tokenizer=dm.tokenizers.get("tgt"))["bleu"]  # fmt: skip
+            pl_module.log(f"test/{name}/bleu_greedy", bleu, add_dataloader_idx=False)
+
+
+class BeamBleuCallback(L.Callback):
+    """Beam decoding, unk replacement and BLEU on the dev set every ``every_n_epochs`` epochs
+    (``val/bleu_beam``, ``val/bleu_unk_beam``) and on every test set in ``trainer.test``
+    (``test/<name>/bleu_beam``, ``test/<name>/bleu_unk_beam``).
+
+    ``dictionary``: an optional ``src tgt [prob]`` file for unk replacement (docs/paper_notes.md §9).
+    ``length_penalty``: None (raw scores, the paper), ``"avg"`` or a GNMT α, as in ``evaluate``.
+    ``on_test``: False leaves the test sets to greedy BLEU alone.
+    """
+
+    def __init__(self, every_n_epochs: int = 1, beam_size: int = 5, batch_size: int = 64, replace_unk: bool = True, dictionary: str | None = None, max_sentences: int | None = None, length_penalty: float | str | None = None, on_test: bool = True) -> None:
+        self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
+        self.beam = BeamConfig(beam_size=beam_size, length_penalty=parse_length_penalty(length_penalty))
+        self.replace_unk, self.dictionary_path, self.on_test = replace_unk, dictionary, on_test
+        self._dictionary = None
+
+    def _scores(self, pl_module, split) -> dict[str, float]:
+        if self.dictionary_path and self._dictionary is None:
+            self._dictionary = load_dictionary(self.dictionary_path)
+        dm = pl_module.trainer.datamodule
+        return split_bleu(pl_module.net, split, dm.tgt_vocab, self.beam, self.batch_size, self.max_sentences,
+                          self.replace_unk, self._dictionary, dm.tokenizers.get("tgt"))  # fmt: skip
+
+    def on_validation_epoch_end(self, trainer, pl_module) -> None:
+        if not _due(trainer, self.every):
+            return
+        for key, value in self._scores(pl_module, trainer.datamodule.splits["dev"]).items():
+            pl_module.log(f"val/{key}_beam", value)
+
+    def on_test_epoch_end(self, trainer, pl_module) -> None:
+        if not self.on_test:
+            return
+        for name in trainer.datamodule.test_spec:
+            for key, value in self._scores(pl_module, trainer.datamodule.splits[name]).items():
+                pl_module.log(f"test/{name}/{key}_beam", value, add_dataloader_idx=False)
