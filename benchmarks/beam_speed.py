@@ -1,7 +1,8 @@
 """Beam-search decoding speed of a trained checkpoint, batched against one sentence at a time.
 
     LUONG_LIT_DATA=../shared/data python -m benchmarks.beam_speed RUN/checkpoints/best.ckpt \
-        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--output FILE] [--int8 [output|all]] [--workers 1]
+        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200]
+        [--output FILE] [--int8 [output|all]] [--workers 1]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
 of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
@@ -9,6 +10,7 @@ ratio, the tokenised BLEU and mean length (words) of the batched output.
 ``--single-limit 0`` skips the one-at-a-time run. Both runs use the same process, threads
 and search settings, back to back.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,9 +18,9 @@ import json
 import time
 
 from luong_lit.checkpoint import load_model
+from luong_lit.data.model_data import load_split
 from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
-from luong_lit.data.model_data import load_split
 from luong_lit.metrics import corpus_bleu_tok
 from luong_lit.runtime import configure_cpu
 
@@ -33,28 +35,46 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workers", type=int, default=1, help="forked one-thread decoding processes")
     ap.add_argument("--output", help="also write the batched translations to this file")
-    ap.add_argument("--int8", nargs="?", const="output", default=None, choices=("output", "all"),
-                    help="int8 output layer, or (all) every decoder product (luong_lit.nn.fast.quantize)")
+    ap.add_argument(
+        "--int8",
+        nargs="?",
+        const="output",
+        default=None,
+        choices=("output", "all"),
+        help="int8 output layer, or (all) every decoder product (luong_lit.nn.fast.quantize)",
+    )
     args = ap.parse_args()
     configure_cpu(args.threads)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     split = load_split(meta, args.test, src_vocab, tgt_vocab).split
     cfg = BeamConfig(beam_size=args.beam)
     t0 = time.perf_counter()
-    out = decode_corpus(net, split.src_ids, args.batch_size, cfg, workers=args.workers, int8=args.int8)
+    out = decode_corpus(
+        net, split.src_ids, args.batch_size, cfg, workers=args.workers, int8=args.int8
+    )
     batched = len(split.src_ids) / (time.perf_counter() - t0)
     words = output_words(out, tgt_vocab)
     hyps = [" ".join(w) for w in words]
     bleu = corpus_bleu_tok(hyps, [" ".join(t) for t in split.tgt_tokens])
-    res = {"test": args.test, "sentences": len(split.src_ids), "beam": args.beam, "int8": args.int8, "workers": args.workers,
-           "batch_size": args.batch_size, "batched_sent_per_s": round(batched, 1),
-           "bleu_tok": round(bleu, 2), "mean_output_len": round(sum(map(len, words)) / len(words), 2)}
+    res = {
+        "test": args.test,
+        "sentences": len(split.src_ids),
+        "beam": args.beam,
+        "int8": args.int8,
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "batched_sent_per_s": round(batched, 1),
+        "bleu_tok": round(bleu, 2),
+        "mean_output_len": round(sum(map(len, words)) / len(words), 2),
+    }
     if args.single_limit > 0:  # 0 skips the one-sentence-at-a-time run
         few = split.src_ids[: args.single_limit]
         t0 = time.perf_counter()
         decode_corpus(net, few, 1, cfg, int8=args.int8)
         single = len(few) / (time.perf_counter() - t0)
-        res.update(single_sent_per_s=round(single, 1), batched_over_single=round(batched / single, 2))
+        res.update(
+            single_sent_per_s=round(single, 1), batched_over_single=round(batched / single, 2)
+        )
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)

@@ -18,6 +18,7 @@ ranks are summed over rank 0's window.
 that a small training sample still gets the paper's 50K embedding and softmax sizes: the
 cost of a step depends on the vocabulary size, not on which words occur.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -110,7 +111,13 @@ def plain_window(dm, module, trainer, warmup: int, steps: int) -> dict:
         if i == warmup - 1:
             tokens, t0 = 0, time.perf_counter()
     dt = time.perf_counter() - t0
-    return {"tgt_tok_per_s": tokens / dt, "plain": True, "steps": steps, "seconds": dt, "tokens": tokens}
+    return {
+        "tgt_tok_per_s": tokens / dt,
+        "plain": True,
+        "steps": steps,
+        "seconds": dt,
+        "tokens": tokens,
+    }
 
 
 def compose_train(overrides):
@@ -123,10 +130,16 @@ def compose_train(overrides):
 
 def window_config(args):
     """The training config for ``warmup + steps`` steps: no validation, checkpoints or logger."""
-    return compose_train([
-        "paths.output_dir=" + os.environ.get("TMPDIR", "/tmp") + "/ours_window",
-        f"+trainer.max_steps={args.warmup + args.steps}", "+trainer.limit_val_batches=0",
-        "trainer.enable_checkpointing=false", "trainer.enable_progress_bar=false", *args.overrides])
+    return compose_train(
+        [
+            "paths.output_dir=" + os.environ.get("TMPDIR", "/tmp") + "/ours_window",
+            f"+trainer.max_steps={args.warmup + args.steps}",
+            "+trainer.limit_val_batches=0",
+            "trainer.enable_checkpointing=false",
+            "trainer.enable_progress_bar=false",
+            *args.overrides,
+        ]
+    )
 
 
 def main() -> None:
@@ -134,7 +147,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--pad-vocab", type=int, default=0, help="pad both vocabularies to N symbols")
-    ap.add_argument("--plain", action="store_true", help="a plain PyTorch loop instead of the trainer")
+    ap.add_argument(
+        "--plain", action="store_true", help="a plain PyTorch loop instead of the trainer"
+    )
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     if args.pad_vocab:
@@ -154,16 +169,26 @@ def main() -> None:
     trainer.fit(model, dm)
     dt = window.t1 - window.t0
     if trainer.world_size > 1:  # data parallel: every rank's tokens count; rank 0 reports
-        window.tokens = int(trainer.strategy.reduce(torch.tensor(float(window.tokens)), reduce_op="sum"))
+        window.tokens = int(
+            trainer.strategy.reduce(torch.tensor(float(window.tokens)), reduce_op="sum")
+        )
         if trainer.global_rank:
             return
-    out = {"tgt_tok_per_s": window.tokens / dt, "ranks": trainer.world_size, "steps": args.steps, "seconds": dt,
-           "tokens": window.tokens, "vocab": [len(dm.src_vocab), len(dm.tgt_vocab)],
-           "precision": str(trainer.precision)}
+    out = {
+        "tgt_tok_per_s": window.tokens / dt,
+        "ranks": trainer.world_size,
+        "steps": args.steps,
+        "seconds": dt,
+        "tokens": window.tokens,
+        "vocab": [len(dm.src_vocab), len(dm.tgt_vocab)],
+        "precision": str(trainer.precision),
+    }
     if torch.cuda.is_available():
-        out.update(device=torch.cuda.get_device_name(),
-                   peak_gib=torch.cuda.max_memory_allocated() / 2**30,
-                   peak_reserved_gib=torch.cuda.max_memory_reserved() / 2**30)
+        out.update(
+            device=torch.cuda.get_device_name(),
+            peak_gib=torch.cuda.max_memory_allocated() / 2**30,
+            peak_reserved_gib=torch.cuda.max_memory_reserved() / 2**30,
+        )
     print(json.dumps(out))
     sys.stdout.flush()
 

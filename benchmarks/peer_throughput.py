@@ -206,12 +206,16 @@ def check_window(system: str, text: str, warmup: int, steps: int) -> None:
         every = _config_int(text, "logging_freq")
         barriers = [_config_int(text, "validation_freq"), 454]  # 454 = end of Joey epoch 1
     if not every or warmup % every or steps % every or warmup < every:
-        sys.exit(f"{system}: --warmup and --steps must be positive multiples of the "
-                 f"config's logging interval ({every}), warmup >= interval")
+        sys.exit(
+            f"{system}: --warmup and --steps must be positive multiples of the "
+            f"config's logging interval ({every}), warmup >= interval"
+        )
     first = min(b for b in barriers if b)
     if warmup + steps >= first:
-        sys.exit(f"{system}: window ends at step {warmup + steps}, but the config "
-                 f"validates / checkpoints / changes epoch at step {first}")
+        sys.exit(
+            f"{system}: window ends at step {warmup + steps}, but the config "
+            f"validates / checkpoints / changes epoch at step {first}"
+        )
 
 
 # --------------------------------------------------------------------- running
@@ -220,9 +224,13 @@ PEER_BOOT = PEER_CFG_DIR / "peer_boot.py"  # sets torch threads (+ Joey unidirec
 
 def _env(threads: int) -> dict:
     env = dict(os.environ)
-    env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
-               OPENBLAS_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1",
-               TOKENIZERS_PARALLELISM="false")
+    env.update(
+        OMP_NUM_THREADS=str(threads),
+        MKL_NUM_THREADS=str(threads),
+        OPENBLAS_NUM_THREADS=str(threads),
+        PYTHONUNBUFFERED="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
     return env
 
 
@@ -259,9 +267,16 @@ def run_peer(system: str, args, run_dir: Path) -> dict:
     load_before = os.getloadavg()
     t0 = time.monotonic()
     with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(cmd, cwd=run_dir, env=_env(args.threads), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=run_dir,
+            env=_env(args.threads),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            start_new_session=True,
+        )
         timer = threading.Timer(args.timeout, _kill_group, [proc])
         timer.start()
         try:
@@ -280,8 +295,10 @@ def run_peer(system: str, args, run_dir: Path) -> dict:
             rest = proc.stdout.read() if proc.stdout else ""
             log.write(rest)
     if not records or records[-1]["step"] < end_step:
-        raise RuntimeError(f"{system}: training ended before step {end_step} "
-                           f"(exit {proc.returncode}); see {log_path}")
+        raise RuntimeError(
+            f"{system}: training ended before step {end_step} "
+            f"(exit {proc.returncode}); see {log_path}"
+        )
     res = window_throughput(records, args.warmup, args.steps)
     res["harness_window_s"] = harness_t[end_step] - harness_t[args.warmup]
     res["run_s"] = time.monotonic() - t0
@@ -292,14 +309,29 @@ def run_peer(system: str, args, run_dir: Path) -> dict:
 
 def run_ours(args, run_dir: Path) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [str(args.ours_python), "-m", "benchmarks.ours_window",
-           "--steps", str(args.steps), "--warmup", str(args.warmup), *args.ours_arg]
+    cmd = [
+        str(args.ours_python),
+        "-m",
+        "benchmarks.ours_window",
+        "--steps",
+        str(args.steps),
+        "--warmup",
+        str(args.warmup),
+        *args.ours_arg,
+    ]
     log_path = run_dir / "stdout.log"
     load_before = os.getloadavg()
     t0 = time.monotonic()
     with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.run(cmd, cwd=REPO, env=_env(args.threads), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=args.timeout)
+        proc = subprocess.run(
+            cmd,
+            cwd=REPO,
+            env=_env(args.threads),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=args.timeout,
+        )
         log.write(proc.stdout)
     if proc.returncode != 0:
         raise RuntimeError(f"ours: exit {proc.returncode}; see {log_path}")
@@ -324,14 +356,17 @@ def run_ours(args, run_dir: Path) -> dict:
 
 
 def _version(py: Path, dists) -> dict:
-    code = ("import importlib.metadata as m, json, sys; d = {}\n"
-            "for n in sys.argv[1:]:\n"
-            "    try: d[n] = m.version(n)\n"
-            "    except Exception: d[n] = None\n"
-            "print(json.dumps(d))")
+    code = (
+        "import importlib.metadata as m, json, sys; d = {}\n"
+        "for n in sys.argv[1:]:\n"
+        "    try: d[n] = m.version(n)\n"
+        "    except Exception: d[n] = None\n"
+        "print(json.dumps(d))"
+    )
     try:
-        out = subprocess.run([str(py), "-c", code, *dists], capture_output=True, text=True,
-                             timeout=60)
+        out = subprocess.run(
+            [str(py), "-c", code, *dists], capture_output=True, text=True, timeout=60
+        )
         return json.loads(out.stdout.strip().splitlines()[-1])
     except Exception:  # noqa: BLE001 - informational only
         return {}
@@ -351,11 +386,19 @@ def write_summary(args, runs, versions) -> dict:
     summary = {
         "benchmark": "m30k_small training throughput",
         "unit": "non-pad target tokens per second (words + </s>, no <s>)",
-        "protocol": {"warmup_steps": args.warmup, "window_steps": args.steps,
-                     "rounds": args.rounds, "order": list(args.systems),
-                     "threads": args.threads, "batch": "64 sentences"},
-        "host": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                 "python": platform.python_version()},
+        "protocol": {
+            "warmup_steps": args.warmup,
+            "window_steps": args.steps,
+            "rounds": args.rounds,
+            "order": list(args.systems),
+            "threads": args.threads,
+            "batch": "64 sentences",
+        },
+        "host": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
         "versions": versions,
         "median_tgt_tok_per_s": med,
         "ratios": ratios,
@@ -376,15 +419,23 @@ def write_summary(args, runs, versions) -> dict:
         cells = []
         for i in range(args.rounds):
             r = next((r for r in runs if r["system"] == s and r["round"] == i + 1), None)
-            cells.append(f"{r['tgt_tok_per_s']:.0f}" if r and "tgt_tok_per_s" in r
-                         else ("failed" if r else "-"))
+            cells.append(
+                f"{r['tgt_tok_per_s']:.0f}"
+                if r and "tgt_tok_per_s" in r
+                else ("failed" if r else "-")
+            )
         m = f"{med[s]:.0f}" if s in med else "-"
         lines.append(f"| {s} | " + " | ".join(cells) + f" | {m} |")
     if ratios:
         lines += ["", "| ratio | value |", "|---|---|"]
         lines += [f"| {k} | {v:.3f} |" for k, v in ratios.items()]
-    lines += ["", "Versions: " + ", ".join(
-        f"{s}: " + ", ".join(f"{k} {v}" for k, v in d.items()) for s, d in versions.items())]
+    lines += [
+        "",
+        "Versions: "
+        + ", ".join(
+            f"{s}: " + ", ".join(f"{k} {v}" for k, v in d.items()) for s, d in versions.items()
+        ),
+    ]
     (args.out / "peer_throughput.md").write_text("\n".join(lines) + "\n")
     return summary
 
@@ -392,20 +443,32 @@ def write_summary(args, runs, versions) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="results folder")
-    ap.add_argument("--systems", default=",".join(SYSTEMS),
-                    help="comma-separated subset of onmt,joey,ours (run in this order)")
+    ap.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help="comma-separated subset of onmt,joey,ours (run in this order)",
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=200, help="steps in the measured window")
     ap.add_argument("--warmup", type=int, default=20, help="steps before the window")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--peers-dir", type=Path,
-                    default=Path(os.environ.get("PEERS_DIR", REPO / ".peers")))
+    ap.add_argument(
+        "--peers-dir", type=Path, default=Path(os.environ.get("PEERS_DIR", REPO / ".peers"))
+    )
     ap.add_argument("--ours-python", type=Path, default=REPO / ".venv" / "bin" / "python")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
-    ap.add_argument("--onmt-arg", action="append", default=[],
-                    help="extra onmt_train argument(s), e.g. --onmt-arg=-bucket_size --onmt-arg=64")
-    ap.add_argument("--ours-arg", action="append", default=[],
-                    help="extra argument(s) for benchmarks/ours_window.py (e.g. a config override)")
+    ap.add_argument(
+        "--onmt-arg",
+        action="append",
+        default=[],
+        help="extra onmt_train argument(s), e.g. --onmt-arg=-bucket_size --onmt-arg=64",
+    )
+    ap.add_argument(
+        "--ours-arg",
+        action="append",
+        default=[],
+        help="extra argument(s) for benchmarks/ours_window.py (e.g. a config override)",
+    )
     args = ap.parse_args(argv)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     bad = [s for s in args.systems if s not in SYSTEMS]
@@ -424,8 +487,12 @@ def main(argv=None) -> int:
             if not py.exists():
                 sys.exit(f"{py} missing: run benchmarks/peers/setup_peers.sh (PEERS_DIR)")
             versions[s] = _version(py, ["torch", "OpenNMT-py" if s == "onmt" else "joeynmt"])
-            check_window(s, (PEER_CFG_DIR / f"{s}_m30k_small.yaml").read_text(encoding="utf-8"),
-                         args.warmup, args.steps)
+            check_window(
+                s,
+                (PEER_CFG_DIR / f"{s}_m30k_small.yaml").read_text(encoding="utf-8"),
+                args.warmup,
+                args.steps,
+            )
 
     runs = []
     for rnd in range(1, args.rounds + 1):

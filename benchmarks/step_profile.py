@@ -9,6 +9,7 @@ is the m30k_small model (batch 64 pairs of 13 words, its vocabulary sizes, Adam)
 ``--paper`` is the paper's 4x1000 model with 50K vocabularies, local-p attention, reversed
 sources, batch 128 pairs of 24 words and SGD. On a GPU the clock waits for the device.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,17 +18,37 @@ import time
 import torch
 
 from luong_lit.data.batching import collate
-from luong_lit.nn.loss import token_nll
 from luong_lit.nn import Seq2Seq
+from luong_lit.nn.loss import token_nll
 
 
 def build(args):
     if args.paper:
-        model = Seq2Seq(50000, 50000, 1000, 1000, 4, args.dropout, args.attention or "local_p", "general",
-                        bool(args.feed), True, bias=False)
+        model = Seq2Seq(
+            50000,
+            50000,
+            1000,
+            1000,
+            4,
+            args.dropout,
+            args.attention or "local_p",
+            "general",
+            bool(args.feed),
+            True,
+            bias=False,
+        )
         return model, torch.optim.SGD(model.parameters(), 1.0), (128, 50000, 50000, 24)
-    model = Seq2Seq(5921, 7859, args.hidden, args.hidden, 2, args.dropout, args.attention or "global",
-                    "general", bool(args.feed))
+    model = Seq2Seq(
+        5921,
+        7859,
+        args.hidden,
+        args.hidden,
+        2,
+        args.dropout,
+        args.attention or "global",
+        "general",
+        bool(args.feed),
+    )
     return model, torch.optim.Adam(model.parameters(), 1e-3, fused=True), (64, 5921, 7859, 13)
 
 
@@ -37,7 +58,9 @@ def main() -> None:
     ap.add_argument("--dropout", type=float, default=0.2)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--attention", default=None, help="global, local_m or local_p")
-    ap.add_argument("--paper", action="store_true", help="the paper's 4x1000 model, 50K vocabularies")
+    ap.add_argument(
+        "--paper", action="store_true", help="the paper's 4x1000 model, 50K vocabularies"
+    )
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast (mixed precision)")
     ap.add_argument("--profile", action="store_true")
@@ -46,8 +69,16 @@ def main() -> None:
     model, opt, (B, V_src, V_tgt, n) = build(args)
     model.to(args.device)
     g = torch.Generator().manual_seed(0)
-    batch = collate([(i, torch.randint(4, V_src, (n,), generator=g).tolist(),
-                      torch.randint(4, V_tgt, (n,), generator=g).tolist()) for i in range(B)]).to(args.device)
+    batch = collate(
+        [
+            (
+                i,
+                torch.randint(4, V_src, (n,), generator=g).tolist(),
+                torch.randint(4, V_tgt, (n,), generator=g).tolist(),
+            )
+            for i in range(B)
+        ]
+    ).to(args.device)
     sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
 
     def step() -> tuple[int, float]:
@@ -73,20 +104,28 @@ def main() -> None:
         sync()
         windows.append(((time.perf_counter() - t0) / 10, fwd / 10))
     dt, fwd = sorted(windows)[1]
-    print(f"{dt * 1000:.1f} ms/step (forward issued in {fwd * 1000:.1f}), {tokens / 10 / dt:.0f} target tokens/s")
+    rate = tokens / 10 / dt
+    print(
+        f"{dt * 1000:.1f} ms/step (forward issued in {fwd * 1000:.1f}), {rate:.0f} target tokens/s"
+    )
     if args.profile:
         profile(step, sync, args.device)
 
 
 def profile(step, sync, device: str) -> None:
-    from torch.profiler import ProfilerActivity, profile as torch_profile
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
 
     cuda = device.startswith("cuda")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with torch_profile(activities=activities, record_shapes=not cuda) as prof:
         step()
         sync()
-    print(prof.key_averages(group_by_input_shape=not cuda).table(sort_by="self_cpu_time_total", row_limit=25))
+    print(
+        prof.key_averages(group_by_input_shape=not cuda).table(
+            sort_by="self_cpu_time_total", row_limit=25
+        )
+    )
     if cuda:
         print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=15))
 

@@ -8,6 +8,7 @@ the aligned source word copied, translated through the MUSE dictionary, and tran
 through a dictionary built here by eflomal from the model's own training corpus (pairs linked
 at least ``--min-count`` times). Prints one JSON line; both BLEU kinds, case-sensitive.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,9 @@ import torch
 
 from luong_lit.checkpoint import load_model
 from luong_lit.data.dictionary import dictionary_from_links, eflomal_links, load_dictionary
+from luong_lit.data.model_data import load_split, load_train_split
 from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
-from luong_lit.data.model_data import load_split, load_train_split
 from luong_lit.evaluation import bleu_scores as score
 
 
@@ -35,21 +36,29 @@ def main() -> None:
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     test = load_split(meta, args.test, src_vocab, tgt_vocab)
     split, lang = test.split, test.lang
-    out = decode_corpus(net, split.src_ids, 32, BeamConfig(beam_size=args.beam), keep_attention=True)
+    out = decode_corpus(
+        net, split.src_ids, 32, BeamConfig(beam_size=args.beam), keep_attention=True
+    )
     refs = [" ".join(t) for t in split.tgt_tokens]
     result = {"test": args.test, "beam": args.beam, "unk_in_output": 0}
     plain = output_words(out, tgt_vocab)
     result["unk_in_output"] = sum(w.count("<unk>") for w in plain)
     result["none"] = score(plain, refs, lang)
-    result["copy"] = score(output_words(out, tgt_vocab, split.src_tokens, net.content_based), refs, lang)
+    result["copy"] = score(
+        output_words(out, tgt_vocab, split.src_tokens, net.content_based), refs, lang
+    )
     if args.muse:
         muse = load_dictionary(args.muse)
-        result["muse"] = score(output_words(out, tgt_vocab, split.src_tokens, net.content_based, muse), refs, lang)
+        result["muse"] = score(
+            output_words(out, tgt_vocab, split.src_tokens, net.content_based, muse), refs, lang
+        )
     train = load_train_split(meta)
     links = eflomal_links(train.src_tokens, train.tgt_tokens)
     d = dictionary_from_links(train.src_tokens, train.tgt_tokens, links, args.min_count)
     result["eflomal_entries"] = len(d)
-    result["eflomal"] = score(output_words(out, tgt_vocab, split.src_tokens, net.content_based, d), refs, lang)
+    result["eflomal"] = score(
+        output_words(out, tgt_vocab, split.src_tokens, net.content_based, d), refs, lang
+    )
     print(json.dumps(result))
 
 

@@ -52,7 +52,9 @@ def command(name: str):
     return run
 
 
-train, translate, evaluate, align = (command(n) for n in ("train", "translate", "evaluate", "align"))
+train, translate, evaluate, align = (
+    command(n) for n in ("train", "translate", "evaluate", "align")
+)
 average, report, dictionary = (command(n) for n in ("average", "report", "dictionary"))
 
 if __name__ == "__main__":

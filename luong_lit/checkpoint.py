@@ -14,7 +14,15 @@ from luong_lit.errors import CheckpointError, ConfigError
 from luong_lit.nn import Seq2Seq
 from luong_lit.nn.names import ATTENTIONS, SCORES, part_spec
 
-__all__ = ["CheckpointError", "atomic_save", "build_net", "load_model", "load_models", "run_directory", "stored_tokenizers"]
+__all__ = [
+    "CheckpointError",
+    "atomic_save",
+    "build_net",
+    "load_model",
+    "load_models",
+    "run_directory",
+    "stored_tokenizers",
+]
 
 
 def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
@@ -58,8 +66,10 @@ def _net_kwargs(net_cfg: dict[str, Any]) -> dict[str, Any]:
                 raise CheckpointError(f"checkpoint config net.{err}") from None
             value = None if spec is None else {"name": spec[0], **spec[1]}
         elif not isinstance(value, _SCALARS):
-            raise CheckpointError(f"checkpoint config net.{key}: expected a number, string or bool, "
-                                  f"got {type(value).__name__}")
+            raise CheckpointError(
+                f"checkpoint config net.{key}: expected a number, string or bool, "
+                f"got {type(value).__name__}"
+            )
         kwargs[key] = value
     return kwargs
 
@@ -70,7 +80,10 @@ def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int)
     Only :class:`Seq2Seq` with the attention and score classes of ``luong_lit.nn`` can be
     built; anything else raises :class:`CheckpointError` before any code is imported or run.
     """
-    if not isinstance(net_cfg, dict) or net_cfg.get("_target_", "luong_lit.nn.Seq2Seq") != "luong_lit.nn.Seq2Seq":
+    if (
+        not isinstance(net_cfg, dict)
+        or net_cfg.get("_target_", "luong_lit.nn.Seq2Seq") != "luong_lit.nn.Seq2Seq"
+    ):
         target = net_cfg.get("_target_") if isinstance(net_cfg, dict) else net_cfg
         raise CheckpointError(f"checkpoint config net: {target!r} is not luong_lit.nn.Seq2Seq")
     kwargs = _net_kwargs(net_cfg)
@@ -91,14 +104,18 @@ def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu") -> dict:
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # torch raises many types for corrupt files
-        raise CheckpointError(f"{path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({type(err).__name__}: {err})"
+        ) from None
     meta = ckpt.get("luong_lit") if isinstance(ckpt, dict) else None
     if not isinstance(meta, dict) or "net" not in meta:
         raise CheckpointError(f"{path}: not a luong_lit checkpoint (no model description inside)")
     return ckpt
 
 
-def load_model(path: str | os.PathLike, map_location: str = "cpu") -> tuple[Seq2Seq, Vocab, Vocab, dict]:
+def load_model(
+    path: str | os.PathLike, map_location: str = "cpu"
+) -> tuple[Seq2Seq, Vocab, Vocab, dict]:
     """Load a trained model from a Lightning checkpoint with ``weights_only=True``.
 
     Returns the network in eval mode, the source and target vocabularies, and the stored
@@ -114,7 +131,7 @@ def load_model(path: str | os.PathLike, map_location: str = "cpu") -> tuple[Seq2
 
 
 def _restore(ckpt: dict, meta: dict) -> tuple[Seq2Seq, Vocab, Vocab]:
-    """The network (eval mode) and both vocabularies, or a :class:`CheckpointError` saying what is damaged."""
+    """The network (eval mode) and both vocabularies, or a :class:`CheckpointError`."""
     try:
         src_vocab, tgt_vocab = Vocab(meta["src_vocab"]), Vocab(meta["tgt_vocab"])
     except (KeyError, TypeError, ValueError) as err:
@@ -123,17 +140,23 @@ def _restore(ckpt: dict, meta: dict) -> tuple[Seq2Seq, Vocab, Vocab]:
     weights = ckpt.get("state_dict")
     if not isinstance(weights, dict):
         raise CheckpointError("no weights inside (state_dict is missing)")
-    state = {k[len("net."):]: v for k, v in weights.items() if isinstance(k, str) and k.startswith("net.")}
+    state = {
+        k[len("net.") :]: v
+        for k, v in weights.items()
+        if isinstance(k, str) and k.startswith("net.")
+    }
     try:
         net.load_state_dict(state)
     except RuntimeError as err:
         detail = str(err).strip().splitlines()
-        raise CheckpointError(f"its weights do not fit the model it describes ({' '.join(detail[:2])[:300]})") from None
+        raise CheckpointError(
+            f"its weights do not fit the model it describes ({' '.join(detail[:2])[:300]})"
+        ) from None
     return net.eval(), src_vocab, tgt_vocab
 
 
 def stored_tokenizers(meta: dict) -> dict | None:
-    """The sentencepiece tokenisers a checkpoint keeps (``src``, ``tgt``), or None if it keeps none."""
+    """The sentencepiece tokenisers a checkpoint keeps (``src``, ``tgt``), or None."""
     from luong_lit.data.tokenize import SentencePieceTokenizer
 
     protos = meta.get("sentencepiece")
@@ -141,9 +164,14 @@ def stored_tokenizers(meta: dict) -> dict | None:
         return None
     lowercase = bool(((meta.get("data") or {}).get("tokenizer_opts") or {}).get("lowercase", False))
     try:
-        return {side: SentencePieceTokenizer.from_proto(protos[side], lowercase) for side in ("src", "tgt")}
+        return {
+            side: SentencePieceTokenizer.from_proto(protos[side], lowercase)
+            for side in ("src", "tgt")
+        }
     except (KeyError, TypeError, ValueError) as err:
-        raise CheckpointError(f"the checkpoint's sentencepiece models are damaged ({err})") from None
+        raise CheckpointError(
+            f"the checkpoint's sentencepiece models are damaged ({err})"
+        ) from None
 
 
 def load_models(paths, combine: str = "logits", map_location: str = "cpu"):
@@ -160,8 +188,10 @@ def load_models(paths, combine: str = "logits", map_location: str = "cpu"):
     for p, (_, sv, tv, _) in zip(paths[1:], loaded[1:]):
         for side, a, b in (("source", src_vocab, sv), ("target", tgt_vocab, tv)):
             if a != b:
-                raise CheckpointError(f"{p}: its {side} vocabulary differs from that of {paths[0]} "
-                                      f"({len(b)} vs {len(a)} words); an ensemble needs shared vocabularies")
+                raise CheckpointError(
+                    f"{p}: its {side} vocabulary differs from that of {paths[0]} "
+                    f"({len(b)} vs {len(a)} words); an ensemble needs shared vocabularies"
+                )
     nets = [x[0] for x in loaded]
     model = nets[0] if len(nets) == 1 else Ensemble(nets, combine).eval()
     return model, src_vocab, tgt_vocab, [x[3] for x in loaded]

@@ -7,7 +7,8 @@ paper's Tables 1, 3 and 4; detokenised BLEU is sacreBLEU 13a (Table 2; docs/pape
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
@@ -41,16 +42,26 @@ def translate_split(
     ``progress``)."""
     src_ids = split.src_ids[:max_sentences]
     with evaluating(model):
-        out = decode_corpus(model, src_ids, batch_size, beam, keep_attention=replace_unk, **decode_opts)
+        out = decode_corpus(
+            model, src_ids, batch_size, beam, keep_attention=replace_unk, **decode_opts
+        )
     words = output_words(out, tgt_vocab)
     replaced = None
     if replace_unk:
         src_words = split.src_tokens[: len(src_ids)]
-        replaced = output_words(out, tgt_vocab, src_words, model.content_based, dictionary, convention)
+        replaced = output_words(
+            out, tgt_vocab, src_words, model.content_based, dictionary, convention
+        )
     return SplitOutput(out, words, replaced)
 
 
-def bleu_scores(words: Sequence[Sequence[str]], refs: Sequence[str], lang: str, tokenizer=None, raw_refs: Sequence[str] | None = None) -> dict[str, float]:
+def bleu_scores(
+    words: Sequence[Sequence[str]],
+    refs: Sequence[str],
+    lang: str,
+    tokenizer=None,
+    raw_refs: Sequence[str] | None = None,
+) -> dict[str, float]:
     """Tokenised and detokenised BLEU of output tokens against ``refs``, lines of the words
     BLEU counts (:func:`~luong_lit.metrics.bleu.bleu_lines`; sentencepiece output is joined into
     words first). ``raw_refs``, where given, are the references of the detokenised BLEU."""
@@ -62,12 +73,24 @@ def bleu_scores(words: Sequence[Sequence[str]], refs: Sequence[str], lang: str, 
     return {"bleu_tok": corpus_bleu_tok(text, refs), "bleu_detok": detok}
 
 
-def split_bleu(model, split, tgt_vocab, beam: BeamConfig | None = None, batch_size: int = 128, max_sentences: int | None = None, replace_unk: bool = False, dictionary: Mapping[str, str] | None = None, tokenizer=None) -> dict[str, float]:
+def split_bleu(
+    model,
+    split,
+    tgt_vocab,
+    beam: BeamConfig | None = None,
+    batch_size: int = 128,
+    max_sentences: int | None = None,
+    replace_unk: bool = False,
+    dictionary: Mapping[str, str] | None = None,
+    tokenizer=None,
+) -> dict[str, float]:
     """Tokenised BLEU of a split's translations: ``bleu``, and ``bleu_unk`` after unk replacement.
 
     ``tokenizer``: the target tokeniser of training; sentencepiece pieces are joined into words.
     """
-    out = translate_split(model, split, tgt_vocab, beam, batch_size, max_sentences, replace_unk, dictionary)
+    out = translate_split(
+        model, split, tgt_vocab, beam, batch_size, max_sentences, replace_unk, dictionary
+    )
     refs = bleu_lines(split.tgt_tokens[: len(out.words)], tokenizer)
     scores = {"bleu": corpus_bleu_tok(bleu_lines(out.words, tokenizer), refs)}
     if replace_unk:

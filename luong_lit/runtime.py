@@ -10,6 +10,7 @@
   jemalloc or tcmalloc. Set ``LUONG_LIT_MALLOC_TUNE=0`` to leave ``malloc`` alone; other C
   libraries are left alone anyway.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -30,10 +31,14 @@ def tune_malloc() -> bool:
         mallopt = ctypes.CDLL(None).mallopt  # the C library this process already runs on
     except (OSError, TypeError, AttributeError):  # no mallopt: macOS, Windows, some musl
         return False
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)) and bool(
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    )
 
 
-def configure_cpu(threads: int | None = None, flush_denormal: bool = True, malloc: bool = True) -> None:
+def configure_cpu(
+    threads: int | None = None, flush_denormal: bool = True, malloc: bool = True
+) -> None:
     """Apply the settings above; called once at the start of every command-line tool."""
     if threads:
         torch.set_num_threads(int(threads))
@@ -43,5 +48,5 @@ def configure_cpu(threads: int | None = None, flush_denormal: bool = True, mallo
 
 
 def configure_cpu_from(cfg) -> None:
-    """:func:`configure_cpu` from a training config's ``threads``, ``flush_denormal``, ``malloc_tune``."""
+    """:func:`configure_cpu` from a config's ``threads``, ``flush_denormal``, ``malloc_tune``."""
     configure_cpu(cfg.get("threads"), cfg.get("flush_denormal", True), cfg.get("malloc_tune", True))

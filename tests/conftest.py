@@ -1,4 +1,5 @@
 """Shared fixtures: a tiny parallel corpus written by the tests, and config composition."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-SHARED_DATA = Path(os.environ.get("LUONG_LIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+SHARED_DATA = Path(
+    os.environ.get("LUONG_LIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
 WORDS = "a b c d e f g h i j".split()
 
 
@@ -48,10 +51,17 @@ def compose_cfg(overrides: list[str], out_dir: Path):
 def tiny_overrides(corpus: dict[str, dict[str, str]]) -> list[str]:
     """Shrink the main job to a few-second run on the toy corpus."""
     return [
-        "data=files", f"data.train.src={corpus['train']['src']}", f"data.train.tgt={corpus['train']['tgt']}",
-        f"data.dev.src={corpus['dev']['src']}", f"data.dev.tgt={corpus['dev']['tgt']}",
-        "data.batch_size=8", "data.eval_batch_size=8", "model.net.embed_size=8",
-        "model.net.hidden_size=8", "model.net.num_layers=2", "logger=none",
+        "data=files",
+        f"data.train.src={corpus['train']['src']}",
+        f"data.train.tgt={corpus['train']['tgt']}",
+        f"data.dev.src={corpus['dev']['src']}",
+        f"data.dev.tgt={corpus['dev']['tgt']}",
+        "data.batch_size=8",
+        "data.eval_batch_size=8",
+        "model.net.embed_size=8",
+        "model.net.hidden_size=8",
+        "model.net.num_layers=2",
+        "logger=none",
         "trainer.enable_progress_bar=false",
         "callbacks.attention_heatmaps.every_n_epochs=0",  # pictures are tested on their own
     ]

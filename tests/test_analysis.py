@@ -1,4 +1,5 @@
 """AER, forced alignments, pictures, the report, the W&B logger offline, and the notebook."""
+
 from __future__ import annotations
 
 import json
@@ -9,14 +10,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import compose_cfg, tiny_overrides
 from omegaconf import OmegaConf
 
-from conftest import compose_cfg, tiny_overrides
+from luong_lit.commands.train import train
 from luong_lit.decoding.forced import attention_links, forced_attention
 from luong_lit.metrics.aer import aer, diagonal_links, pharaoh, read_talp
 from luong_lit.nn import Alignment, Memory, Seq2Seq
 from luong_lit.nn.decoder import DecoderState
-from luong_lit.commands.train import train
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,11 +46,17 @@ class PatternStub(torch.nn.Module):
 
     def __init__(self, perm: list[int], content_based: bool) -> None:
         super().__init__()
-        self.perm, self.content_based, self.w = perm, content_based, torch.nn.Parameter(torch.zeros(1))
+        self.perm, self.content_based, self.w = (
+            perm,
+            content_based,
+            torch.nn.Parameter(torch.zeros(1)),
+        )
 
     def encode(self, src, src_len):
         B, S = src.shape
-        mem = Memory(torch.zeros(B, S, 1), torch.zeros(B, S, 1), src_len, torch.ones(B, S, dtype=torch.bool))
+        mem = Memory(
+            torch.zeros(B, S, 1), torch.zeros(B, S, 1), src_len, torch.ones(B, S, dtype=torch.bool)
+        )
         return mem, DecoderState(torch.zeros(1, B, 1), torch.zeros(1, B, 1), torch.zeros(B, 1))
 
     def step(self, y, state, memory, t):
@@ -77,7 +84,9 @@ def test_alignments_of_a_reversed_model_are_in_original_source_order():
     fwd.load_state_dict(rev.state_dict())
     src, tgt = [[4, 9, 13, 7, 11], [5, 6, 8]], [[10, 12, 14], [15, 4]]
     a_rev = forced_attention(rev, src, tgt)
-    a_fwd = forced_attention(fwd, [s[::-1] for s in src], tgt)  # the same reading, flipped positions
+    a_fwd = forced_attention(
+        fwd, [s[::-1] for s in src], tgt
+    )  # the same reading, flipped positions
     for r, f in zip(a_rev, a_fwd):
         torch.testing.assert_close(r, f.flip(1))
 
@@ -86,8 +95,10 @@ def test_ensemble_alignment_is_the_sum_of_its_members_attention():
     from luong_lit.decoding.ensemble import Ensemble
 
     torch.manual_seed(1)
-    members = [Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", True).eval()
-               for att in ("global", "local_m", "local_p")]
+    members = [
+        Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", True).eval()
+        for att in ("global", "local_m", "local_p")
+    ]
     src, tgt = [[4, 9, 13, 7, 11, 6, 5], [5, 6, 8]], [[10, 12, 14, 4], [15, 4]]
     summed = forced_attention(Ensemble(members), src, tgt)
     parts = [forced_attention(m, src, tgt) for m in members]
@@ -103,9 +114,17 @@ def runs(toy_corpus, tmp_path_factory):
     for att in ("global", "local_m", "local_p"):
         d = tmp_path_factory.mktemp(att)
         overrides = [f"attention={att}", "score=general"]
-        cfg = compose_cfg(tiny_overrides(toy_corpus) + overrides + [
-            "trainer.max_epochs=2", "logger=csv", "callbacks.attention_heatmaps.sentences=[0,1]",
-            "callbacks.attention_heatmaps.every_n_epochs=1"], d)
+        cfg = compose_cfg(
+            tiny_overrides(toy_corpus)
+            + overrides
+            + [
+                "trainer.max_epochs=2",
+                "logger=csv",
+                "callbacks.attention_heatmaps.sentences=[0,1]",
+                "callbacks.attention_heatmaps.every_n_epochs=1",
+            ],
+            d,
+        )
         train(cfg)
         (d / ".hydra").mkdir()
         OmegaConf.save(cfg, d / ".hydra" / "config.yaml")
@@ -118,8 +137,12 @@ def test_training_draws_attention_heatmaps_and_learning_curves(runs, tmp_path):
     from luong_lit.analysis.figures import plot_learning_curves, read_metrics
 
     pngs = sorted((runs["global"] / "attention").glob("*.png"))
-    assert [p.name for p in pngs] == ["epoch001_dev0.png", "epoch001_dev1.png",
-                                      "epoch002_dev0.png", "epoch002_dev1.png"]
+    assert [p.name for p in pngs] == [
+        "epoch001_dev0.png",
+        "epoch001_dev1.png",
+        "epoch002_dev0.png",
+        "epoch002_dev1.png",
+    ]
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
     assert len(read_metrics(runs["global"])["val/nll_per_token"]) == 2
     fig5 = plot_learning_curves(runs, tmp_path / "fig5.png")
@@ -127,14 +150,33 @@ def test_training_draws_attention_heatmaps_and_learning_curves(runs, tmp_path):
 
 
 def test_report_puts_runs_beside_the_paper(runs, tmp_path):
-    res = subprocess.run([sys.executable, "-m", "luong_lit", "report", *map(str, runs.values()),
-                          "--out", str(tmp_path / "r.md")], capture_output=True, text=True, cwd=REPO)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "luong_lit",
+            "report",
+            *map(str, runs.values()),
+            "--out",
+            str(tmp_path / "r.md"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert res.returncode == 0, res.stderr
     lines = (tmp_path / "r.md").read_text().splitlines()
     assert len(lines) == 5
-    assert "| local_p | general |" in lines[4] and "Table 4: local_p (general) | 5.9 | 19.0 | 20.9 | 0.36 |" in lines[4]
-    res = subprocess.run([sys.executable, "-m", "luong_lit", "report", str(tmp_path)], capture_output=True,
-                         text=True, cwd=REPO)
+    assert (
+        "| local_p | general |" in lines[4]
+        and "Table 4: local_p (general) | 5.9 | 19.0 | 20.9 | 0.36 |" in lines[4]
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "luong_lit", "report", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert res.returncode == 2 and "not a luong_lit run directory" in res.stderr
 
 
@@ -144,18 +186,53 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
     tgt.write_text("A B C\nD E\n", encoding="utf-8")
     gold.write_text("1-1 2-2 3-3\n1-1 2-2\n", encoding="utf-8")
     ckpt = runs["local_p"] / "checkpoints" / "best.ckpt"
-    res = subprocess.run([sys.executable, "-m", "luong_lit", "align", str(ckpt), "--src", str(src), "--tgt", str(tgt),
-                          "--gold", str(gold), "--baselines", "--out", str(tmp_path)],
-                         capture_output=True, text=True, cwd=REPO)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "luong_lit",
+            "align",
+            str(ckpt),
+            "--src",
+            str(src),
+            "--tgt",
+            str(tgt),
+            "--gold",
+            str(gold),
+            "--baselines",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert res.returncode == 0, res.stderr
     links = (tmp_path / "alignments.txt").read_text().splitlines()
     assert [len(x.split()) for x in links] == [3, 2]  # one link per target word
     rep = json.loads((tmp_path / "align.json").read_text())
     assert 0.0 <= rep["aer"] <= 1.0 and rep["baselines"]["diagonal"] == pytest.approx(0.0)
     ens = [str(runs[a] / "checkpoints" / "best.ckpt") for a in ("global", "local_m", "local_p")]
-    res = subprocess.run([sys.executable, "-m", "luong_lit", "align", *ens, "--src", str(src), "--tgt", str(tgt),
-                          "--gold", str(gold), "--out", str(tmp_path / "ens")], capture_output=True, text=True,
-                         cwd=REPO)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "luong_lit",
+            "align",
+            *ens,
+            "--src",
+            str(src),
+            "--tgt",
+            str(tgt),
+            "--gold",
+            str(gold),
+            "--out",
+            str(tmp_path / "ens"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert res.returncode == 0, res.stderr
     rep = json.loads((tmp_path / "ens" / "align.json").read_text())
     links = (tmp_path / "ens" / "alignments.txt").read_text().splitlines()
@@ -165,13 +242,32 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
 # ------------------------------------------------------------------ loggers and notebook
 def test_wandb_offline_writes_a_run_and_needs_no_network(toy_corpus, tmp_path):
     pytest.importorskip("wandb")
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_BASE_URL": "http://127.0.0.1:9",
-           "WANDB_INIT_TIMEOUT": "20", "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "WANDB_BASE_URL": "http://127.0.0.1:9",
+        "WANDB_INIT_TIMEOUT": "20",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONWARNINGS": "ignore",
+    }
     args = [a for a in tiny_overrides(toy_corpus) if not a.startswith("logger=")]
-    res = subprocess.run([sys.executable, "-m", "luong_lit.train", *args, "logger=wandb", "trainer.max_epochs=1",
-                          "callbacks.attention_heatmaps.every_n_epochs=1",
-                          f"hydra.run.dir={tmp_path}"], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=240)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "luong_lit.train",
+            *args,
+            "logger=wandb",
+            "trainer.max_epochs=1",
+            "callbacks.attention_heatmaps.every_n_epochs=1",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     runs = list((tmp_path / "wandb").glob("offline-run-*"))
     assert len(runs) == 1 and list(runs[0].glob("run-*.wandb"))
@@ -185,9 +281,17 @@ def test_notebook_executes_headless(runs, tmp_path):
     os.environ["LUONG_LIT_RUNS"] = ",".join(str(p) for p in runs.values())
     os.environ["LUONG_LIT_FIGURES"] = str(tmp_path / "figures")
     try:
-        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+        nbclient.NotebookClient(
+            nb,
+            timeout=300,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(REPO / "notebooks")}},
+        ).execute()
     finally:
         del os.environ["LUONG_LIT_RUNS"], os.environ["LUONG_LIT_FIGURES"]
     figures = {p.name for p in (tmp_path / "figures").glob("*.png")}
-    assert figures == {"figure5_learning_curves.png", "figure6_bleu_by_length.png", "attention_side_by_side.png"}
+    assert figures == {
+        "figure5_learning_curves.png",
+        "figure6_bleu_by_length.png",
+        "attention_side_by_side.png",
+    }

@@ -1,16 +1,23 @@
 """Checkpoint averaging: the mean of the weights, loadable like any checkpoint, clear errors."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from luong_lit.commands.average import average_checkpoints, main
 from luong_lit.checkpoint import CheckpointError, load_model
+from luong_lit.commands.average import average_checkpoints, main
 from luong_lit.data.vocab import SPECIALS
 from luong_lit.nn import Seq2Seq
 
-NET = {"_target_": "luong_lit.nn.Seq2Seq", "embed_size": 8, "hidden_size": 8, "num_layers": 2,
-       "attention": "global", "score": "general"}
+NET = {
+    "_target_": "luong_lit.nn.Seq2Seq",
+    "embed_size": 8,
+    "hidden_size": 8,
+    "num_layers": 2,
+    "attention": "global",
+    "score": "general",
+}
 SRC, TGT = list(SPECIALS) + list("abcde"), list(SPECIALS) + list("ABCDEF")
 
 
@@ -19,8 +26,14 @@ def _save(path, seed, net_cfg=NET, tgt=TGT):
     cfg = {k: v for k, v in net_cfg.items() if k != "_target_"}
     net = Seq2Seq(len(SRC), len(tgt), **cfg)
     state = {f"net.{k}": v for k, v in net.state_dict().items()}
-    torch.save({"state_dict": state, "luong_lit": {"net": dict(net_cfg), "src_vocab": SRC, "tgt_vocab": tgt},
-                "optimizer_states": []}, path)
+    torch.save(
+        {
+            "state_dict": state,
+            "luong_lit": {"net": dict(net_cfg), "src_vocab": SRC, "tgt_vocab": tgt},
+            "optimizer_states": [],
+        },
+        path,
+    )
     return net
 
 
@@ -28,7 +41,11 @@ def test_average_is_the_mean_of_every_parameter(tmp_path):
     nets = [_save(tmp_path / f"e{i}.ckpt", seed=i) for i in range(3)]
     out = average_checkpoints([tmp_path / f"e{i}.ckpt" for i in range(3)], tmp_path / "avg.ckpt")
     avg, src_vocab, tgt_vocab, meta = load_model(out)  # weights_only=True inside
-    assert src_vocab.itos == SRC and tgt_vocab.itos == TGT and meta["averaged_from"] == ["e0.ckpt", "e1.ckpt", "e2.ckpt"]
+    assert (
+        src_vocab.itos == SRC
+        and tgt_vocab.itos == TGT
+        and meta["averaged_from"] == ["e0.ckpt", "e1.ckpt", "e2.ckpt"]
+    )
     for name, p in avg.named_parameters():
         by_hand = sum(dict(n.named_parameters())[name] for n in nets) / 3
         torch.testing.assert_close(p, by_hand)
@@ -38,8 +55,14 @@ def test_average_is_the_mean_of_every_parameter(tmp_path):
 def test_average_of_copies_decodes_like_the_model(tmp_path):
     net = _save(tmp_path / "a.ckpt", seed=0).eval()
     _save(tmp_path / "b.ckpt", seed=0)
-    avg = load_model(average_checkpoints([tmp_path / "a.ckpt", tmp_path / "b.ckpt"], tmp_path / "avg.ckpt"))[0]
-    src, src_len, tgt = torch.tensor([[4, 5, 6], [7, 4, 0]]), torch.tensor([3, 2]), torch.tensor([[2, 4, 5]] * 2)
+    avg = load_model(
+        average_checkpoints([tmp_path / "a.ckpt", tmp_path / "b.ckpt"], tmp_path / "avg.ckpt")
+    )[0]
+    src, src_len, tgt = (
+        torch.tensor([[4, 5, 6], [7, 4, 0]]),
+        torch.tensor([3, 2]),
+        torch.tensor([[2, 4, 5]] * 2),
+    )
     torch.testing.assert_close(avg(src, src_len, tgt)[0], net(src, src_len, tgt)[0])
 
 
@@ -47,11 +70,16 @@ def test_models_that_differ_are_refused_by_name(tmp_path, capsys):
     _save(tmp_path / "a.ckpt", seed=0)
     _save(tmp_path / "wide.ckpt", seed=0, net_cfg={**NET, "hidden_size": 16})
     _save(tmp_path / "vocab.ckpt", seed=0, tgt=TGT[:-1])
-    with pytest.raises(CheckpointError, match=r"wide\.ckpt: its net differs from that of .*a\.ckpt"):
+    with pytest.raises(
+        CheckpointError, match=r"wide\.ckpt: its net differs from that of .*a\.ckpt"
+    ):
         average_checkpoints([tmp_path / "a.ckpt", tmp_path / "wide.ckpt"], tmp_path / "x.ckpt")
     with pytest.raises(CheckpointError, match=r"vocab\.ckpt: its tgt_vocab differs"):
         average_checkpoints([tmp_path / "a.ckpt", tmp_path / "vocab.ckpt"], tmp_path / "x.ckpt")
     (tmp_path / "bad.ckpt").write_bytes(b"not a checkpoint")
-    assert main([str(tmp_path / "a.ckpt"), str(tmp_path / "bad.ckpt"), "-o", str(tmp_path / "x.ckpt")]) == 2
+    assert (
+        main([str(tmp_path / "a.ckpt"), str(tmp_path / "bad.ckpt"), "-o", str(tmp_path / "x.ckpt")])
+        == 2
+    )
     assert "bad.ckpt: not a readable checkpoint" in capsys.readouterr().err
     assert not (tmp_path / "x.ckpt").exists()

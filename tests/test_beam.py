@@ -1,4 +1,5 @@
 """Beam search on stub log-probabilities and on a real (random) model."""
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,12 @@ class BigramStub:
 
     def encode(self, src, src_len):
         Bn, S = src.shape
-        mem = Memory(torch.zeros(Bn, S, 1), torch.zeros(Bn, S, 1), src_len, torch.ones(Bn, S, dtype=torch.bool))
+        mem = Memory(
+            torch.zeros(Bn, S, 1),
+            torch.zeros(Bn, S, 1),
+            src_len,
+            torch.ones(Bn, S, dtype=torch.bool),
+        )
         return mem, DecoderState(torch.zeros(1, Bn, 1), torch.zeros(1, Bn, 1), torch.zeros(Bn, 1))
 
     has_attention = False  # its steps give no alignment
@@ -55,15 +61,21 @@ def test_beam_finds_the_better_path_greedy_misses():
 def test_n_best_order_and_scores_include_eos():
     hyps = run(BigramStub(TRAP), BeamConfig(beam_size=3, n_best=3))[0]
     assert [h.tokens for h in hyps] == [[B_], [A], [A, A]]
-    assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.6 * 0.5), math.log(0.6 * 0.5 * 0.5)])
+    assert [h.score for h in hyps] == pytest.approx(
+        [math.log(0.4), math.log(0.6 * 0.5), math.log(0.6 * 0.5 * 0.5)]
+    )
     assert all(h1.score >= h2.score for h1, h2 in zip(hyps, hyps[1:]))
 
 
 def test_authors_stack_rule_stops_at_stack_size_and_takes_the_highest_raw_score():
     C = 6  # [A] ends first (0.45) while B C </s> (0.5) is still live
-    stub = BigramStub({BOS_ID: {A: 0.5, B_: 0.5}, A: {EOS_ID: 0.9, A: 0.1}, B_: {C: 1.0}, C: {EOS_ID: 1.0}}, V=8)
+    stub = BigramStub(
+        {BOS_ID: {A: 0.5, B_: 0.5}, A: {EOS_ID: 0.9, A: 0.1}, B_: {C: 1.0}, C: {EOS_ID: 1.0}}, V=8
+    )
     assert run(stub, BeamConfig(beam_size=2))[0][0].tokens == [B_, C]  # exact: live 0.5 > 0.45
-    assert run(stub, BeamConfig(beam_size=2, stack_size=1))[0][0].tokens == [A]  # stops at one finished
+    assert run(stub, BeamConfig(beam_size=2, stack_size=1))[0][0].tokens == [
+        A
+    ]  # stops at one finished
     two = run(stub, BeamConfig(beam_size=2, stack_size=2, n_best=2))[0]
     assert [h.tokens for h in two] == [[B_, C], [A]]  # the stack, best raw score first
     assert [h.score for h in two] == pytest.approx([math.log(0.5), math.log(0.45)])
@@ -72,7 +84,9 @@ def test_authors_stack_rule_stops_at_stack_size_and_takes_the_highest_raw_score(
 def test_authors_length_bounds_count_eos_in_the_source():
     from luong_lit.decoding.beam import AUTHORS
 
-    loop = BigramStub({BOS_ID: {A: 0.9, EOS_ID: 0.1}, A: {A: 0.9, EOS_ID: 0.1}}, V=16)  # V >= beam 12
+    loop = BigramStub(
+        {BOS_ID: {A: 0.9, EOS_ID: 0.1}, A: {A: 0.9, EOS_ID: 0.1}}, V=16
+    )  # V >= beam 12
     short = BigramStub({BOS_ID: {EOS_ID: 0.9, A: 0.1}, A: {EOS_ID: 0.9, A: 0.1}}, V=16)
     for S in (3, 4, 7):  # between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words
         assert len(run(loop, AUTHORS, S=S)[0][0].tokens) == int(1.5 * (S + 1))
@@ -80,7 +94,9 @@ def test_authors_length_bounds_count_eos_in_the_source():
 
 
 def test_a_beam_wider_than_the_vocabulary_is_refused():
-    with pytest.raises(ValueError, match="beam size 12 is larger than the target vocabulary of 6 words"):
+    with pytest.raises(
+        ValueError, match="beam size 12 is larger than the target vocabulary of 6 words"
+    ):
         run(BigramStub(TRAP), BeamConfig(beam_size=12))
 
 
@@ -91,19 +107,31 @@ def test_min_and_max_length_bounds():
     assert run(stub, BeamConfig(beam_size=2, min_len_ratio=0.5))[0][0].tokens == [A, A]
     loop = BigramStub({BOS_ID: {A: 1.0}, A: {A: 1.0}})
     # max length floor(1.0 * 4) + 1 = 5 words, then </s> is forced
-    assert run(loop, BeamConfig(beam_size=2, max_len_ratio=1.0, max_len_extra=1))[0][0].tokens == [A] * 5
+    assert (
+        run(loop, BeamConfig(beam_size=2, max_len_ratio=1.0, max_len_extra=1))[0][0].tokens
+        == [A] * 5
+    )
 
 
 def test_length_penalty_prefers_longer_hypotheses():
     stub = BigramStub({BOS_ID: {EOS_ID: 0.5, A: 0.5}, A: {EOS_ID: 0.45, A: 0.55}})
     raw = run(stub, BeamConfig(beam_size=3, max_len_ratio=1.0, max_len_extra=0))[0][0]
-    avg = run(stub, BeamConfig(beam_size=3, max_len_ratio=1.0, max_len_extra=0, length_penalty="avg"))[0][0]
+    avg = run(
+        stub, BeamConfig(beam_size=3, max_len_ratio=1.0, max_len_extra=0, length_penalty="avg")
+    )[0][0]
     assert raw.tokens == [] and len(avg.tokens) > 0
 
 
 def test_length_penalty_settings_parse_or_name_the_bad_value():
     from luong_lit.training.callbacks import BeamBleuCallback
-    assert [parse_length_penalty(v) for v in (None, "none", "avg", "0.6", 1)] == [None, None, "avg", 0.6, 1.0]
+
+    assert [parse_length_penalty(v) for v in (None, "none", "avg", "0.6", 1)] == [
+        None,
+        None,
+        "avg",
+        0.6,
+        1.0,
+    ]
     assert BeamBleuCallback(length_penalty="avg").beam.length_penalty == "avg"
     with pytest.raises(ValueError, match="'sqrt'"):
         BeamBleuCallback(length_penalty="sqrt")
@@ -136,7 +164,7 @@ def test_batched_equals_one_sentence_at_a_time(model):
     batched = beam_search(model, src, src_len, cfg)
     for i in range(6):
         n = int(src_len[i])
-        alone = beam_search(model, src[i:i + 1, :n], src_len[i:i + 1], cfg)[0]
+        alone = beam_search(model, src[i : i + 1, :n], src_len[i : i + 1], cfg)[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batched[i]], abs=1e-4)
         assert batched[i][0].attention.shape == (len(batched[i][0].tokens) + 1, src.size(1))

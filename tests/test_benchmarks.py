@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import compose_cfg, tiny_overrides, write_corpus
+
 from luong_lit.commands.train import train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -18,8 +18,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run_module(name: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", f"benchmarks.{name}", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def window_overrides(corpus) -> list[str]:
@@ -34,14 +40,30 @@ def last_json(res: subprocess.CompletedProcess) -> dict:
 
 @pytest.mark.parametrize("impl", ["fast", "reference"])
 def test_training_window_counts_the_tokens_of_its_steps(toy_corpus, impl):
-    out = last_json(run_module("ours_window", "--steps", "4", "--warmup", "2", *window_overrides(toy_corpus),
-                               f"model.net.impl={impl}"))  # fmt: skip
-    assert out["steps"] == 4 and out["tokens"] > 4 and out["tgt_tok_per_s"] == pytest.approx(out["tokens"] / out["seconds"])
+    out = last_json(
+        run_module(
+            "ours_window",
+            "--steps",
+            "4",
+            "--warmup",
+            "2",
+            *window_overrides(toy_corpus),
+            f"model.net.impl={impl}",
+        )
+    )
+    assert (
+        out["steps"] == 4
+        and out["tokens"] > 4
+        and out["tgt_tok_per_s"] == pytest.approx(out["tokens"] / out["seconds"])
+    )
 
 
 def test_plain_training_window_equals_the_trainer_in_tokens(toy_corpus):
     args = ["--steps", "3", "--warmup", "1", *window_overrides(toy_corpus)]
-    assert last_json(run_module("ours_window", "--plain", *args))["tokens"] == last_json(run_module("ours_window", *args))["tokens"]
+    assert (
+        last_json(run_module("ours_window", "--plain", *args))["tokens"]
+        == last_json(run_module("ours_window", *args))["tokens"]
+    )
 
 
 def test_step_profile_reports_a_step_time():
@@ -52,12 +74,34 @@ def test_step_profile_reports_a_step_time():
 
 def test_beam_speed_decodes_a_test_set(toy_corpus, tmp_path):
     test = write_corpus(tmp_path / "data", "test", 12, 4)
-    cfg = compose_cfg(tiny_overrides(toy_corpus) + ["trainer.max_epochs=1", "test_after_training=false",
-                                                    f"+data.test.toy.src={test['src']}",
-                                                    f"+data.test.toy.tgt={test['tgt']}"], tmp_path)  # fmt: skip
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + [
+            "trainer.max_epochs=1",
+            "test_after_training=false",
+            f"+data.test.toy.src={test['src']}",
+            f"+data.test.toy.tgt={test['tgt']}",
+        ],
+        tmp_path,
+    )
     train(cfg)
     ckpt = str(tmp_path / "checkpoints" / "last.ckpt")
-    out = last_json(run_module("beam_speed", ckpt, "--test", "toy", "--beam", "3", "--single-limit", "4", "--threads", "1"))
+    out = last_json(
+        run_module(
+            "beam_speed",
+            ckpt,
+            "--test",
+            "toy",
+            "--beam",
+            "3",
+            "--single-limit",
+            "4",
+            "--threads",
+            "1",
+        )
+    )
     assert out["sentences"] == 12 and out["batched_sent_per_s"] > 0 and out["single_sent_per_s"] > 0
-    int8 = last_json(run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0", "--int8", "all"))
+    int8 = last_json(
+        run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0", "--int8", "all")
+    )
     assert int8["int8"] == "all" and "single_sent_per_s" not in int8

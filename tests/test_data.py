@@ -1,17 +1,24 @@
 """Data: clear errors naming the file and line, vocabularies, length handling, batching."""
+
 from __future__ import annotations
 
 import gzip
 
 import pytest
+from conftest import SHARED_DATA
 
-from luong_lit.data import BucketBatchSampler, DataError, TranslationDataModule, Vocab, read_lines, read_parallel
+from luong_lit.data import (
+    BucketBatchSampler,
+    DataError,
+    TranslationDataModule,
+    Vocab,
+    read_lines,
+    read_parallel,
+)
 from luong_lit.data.datamodule import length_filter
 from luong_lit.data.sources import Remote, Source, resolve
 from luong_lit.data.tokenize import MosesTokenizer, make_tokenizer
 from luong_lit.metrics.bleu import corpus_bleu_tok, rejoin_hyphens
-
-from conftest import SHARED_DATA
 
 
 def test_parallel_files_of_different_lengths(tmp_path):
@@ -31,10 +38,12 @@ def test_empty_and_missing_files(tmp_path):
 
 @pytest.mark.parametrize("gz", [False, True])
 def test_undecodable_bytes_name_file_and_line(tmp_path, gz):
-    data = "fine\nalso fine\n".encode() + b"bad \xff byte\n"
+    data = b"fine\nalso fine\n" + b"bad \xff byte\n"
     path = tmp_path / ("x.txt.gz" if gz else "x.txt")
     path.write_bytes(gzip.compress(data) if gz else data)
-    with pytest.raises(DataError, match=r"x\.txt(\.gz)?:3: not valid UTF-8 \(byte 0xff at column 5\)"):
+    with pytest.raises(
+        DataError, match=r"x\.txt(\.gz)?:3: not valid UTF-8 \(byte 0xff at column 5\)"
+    ):
         read_lines(path)
 
 
@@ -121,8 +130,15 @@ def test_mirror_checksum_mismatch_is_reported(tmp_path):
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")
 @pytest.mark.parametrize("src_lang,tgt_lang", [("en", "de"), ("de", "en")])
 def test_multi30k_from_mirror_both_directions(src_lang, tgt_lang):
-    dm = TranslationDataModule("multi30k", src_lang, tgt_lang, test={"t": "test_2016_flickr"},
-                               min_freq=2, vocab_size=None, mirror=str(SHARED_DATA))
+    dm = TranslationDataModule(
+        "multi30k",
+        src_lang,
+        tgt_lang,
+        test={"t": "test_2016_flickr"},
+        min_freq=2,
+        vocab_size=None,
+        mirror=str(SHARED_DATA),
+    )
     dm.setup()
     assert len(dm.splits["dev"].src_ids) == 1014 and len(dm.splits["t"].tgt_tokens) == 1000
     assert len(dm.splits["train"].src_ids) == 29000
@@ -130,6 +146,10 @@ def test_multi30k_from_mirror_both_directions(src_lang, tgt_lang):
 
     from luong_lit.data import read_lines
 
-    counts = Counter(w for ln in read_lines(SHARED_DATA / "multi30k/tok/train.lc.norm.tok.en.gz") for w in ln.split())
+    counts = Counter(
+        w
+        for ln in read_lines(SHARED_DATA / "multi30k/tok/train.lc.norm.tok.en.gz")
+        for w in ln.split()
+    )
     en_vocab = dm.src_vocab if src_lang == "en" else dm.tgt_vocab
     assert len(en_vocab) == sum(c >= 2 for c in counts.values()) + 4  # plus the 4 specials

@@ -1,15 +1,21 @@
 """Ensembles, unknown-word replacement, dictionaries and corpus decoding."""
+
 from __future__ import annotations
 
 import gzip
-import os
 import importlib.util
+import os
 
 import pytest
 import torch
 from torch.nn import functional as F
 
-from luong_lit.data.dictionary import dictionary_from_links, eflomal_links, load_dictionary, parse_links
+from luong_lit.data.dictionary import (
+    dictionary_from_links,
+    eflomal_links,
+    load_dictionary,
+    parse_links,
+)
 from luong_lit.data.io import DataError
 from luong_lit.data.vocab import Vocab
 from luong_lit.decoding import greedy_decode
@@ -47,7 +53,9 @@ def test_ensemble_of_two_copies_equals_the_model(combine):
         logits, state, a = net.step(y, state, mem, t)
         elogits, estate, ea = ens.step(y, estate, emem, t)
         torch.testing.assert_close(F.log_softmax(elogits, -1), F.log_softmax(logits, -1))
-        torch.testing.assert_close(ea.dense(src.size(1)), 2 * a.dense(src.size(1)))  # summed, spec §9
+        torch.testing.assert_close(
+            ea.dense(src.size(1)), 2 * a.dense(src.size(1))
+        )  # summed, spec §9
         y = logits.argmax(-1)
     cfg = BeamConfig(beam_size=3, n_best=2)
     single, double = beam_search(net, src, src_len, cfg), beam_search(ens, src, src_len, cfg)
@@ -55,7 +63,10 @@ def test_ensemble_of_two_copies_equals_the_model(combine):
 
 
 def test_ensemble_logit_rule_is_the_mean_of_logits_and_differs_from_the_others():
-    a, b = _net(1), _net(2, "local_p", "dot", feed=False)  # members may differ in attention and feeding
+    a, b = (
+        _net(1),
+        _net(2, "local_p", "dot", feed=False),
+    )  # members may differ in attention and feeding
     src, src_len = _batch()
     y = torch.full((4,), 2)
     outs = {}
@@ -66,7 +77,9 @@ def test_ensemble_logit_rule_is_the_mean_of_logits_and_differs_from_the_others()
     la = a.step(y, *reversed(a.encode(src, src_len)), 0)[0]
     lb = b.step(y, *reversed(b.encode(src, src_len)), 0)[0]
     torch.testing.assert_close(outs["logits"], F.log_softmax((la + lb) / 2, -1))
-    torch.testing.assert_close(outs["probs"], torch.log((F.softmax(la, -1) + F.softmax(lb, -1)) / 2))
+    torch.testing.assert_close(
+        outs["probs"], torch.log((F.softmax(la, -1) + F.softmax(lb, -1)) / 2)
+    )
     assert not torch.allclose(outs["logits"], outs["probs"])
     assert len(beam_search(Ensemble([a, b]), src, src_len, BeamConfig(beam_size=2))) == 4
 
@@ -77,7 +90,7 @@ def test_ensemble_rejects_different_vocabularies_and_unknown_rules():
     with pytest.raises(EnsembleError, match="combine='mean'"):
         Ensemble([_net(0)], "mean")
     with pytest.raises(EnsembleError, match="footnote 14"):
-        Ensemble([_net(0), _net(1, score="location")]).content_based
+        _ = Ensemble([_net(0), _net(1, score="location")]).content_based
 
 
 # ------------------------------------------------------------------ unknown words
@@ -160,8 +173,14 @@ def test_dictionary_from_links_keeps_frequent_pairs():
 
 @pytest.mark.skipif(importlib.util.find_spec("eflomal") is None, reason="eflomal is not installed")
 def test_eflomal_dictionary_on_a_toy_corpus():
-    pairs = [("the house", "das haus"), ("the cat", "die katze"), ("a house", "ein haus"),
-             ("the dog", "der hund"), ("a cat", "eine katze"), ("a dog", "ein hund")]
+    pairs = [
+        ("the house", "das haus"),
+        ("the cat", "die katze"),
+        ("a house", "ein haus"),
+        ("the dog", "der hund"),
+        ("a cat", "eine katze"),
+        ("a dog", "ein hund"),
+    ]
     src = [s.split() for s, _ in pairs] * 20
     tgt = [t.split() for _, t in pairs] * 20
     d = dictionary_from_links(src, tgt, eflomal_links(src, tgt), min_count=10)
@@ -177,7 +196,9 @@ def test_decode_corpus_keeps_order_and_empty_lines():
     for i in (0, 2, 3):
         alone, _ = greedy_decode(net, torch.tensor([src_ids[i]]), torch.tensor([len(src_ids[i])]))
         assert out[i].ids == alone[0]
-    beam = decode_corpus(net, src_ids, batch_size=3, beam=BeamConfig(beam_size=2), keep_attention=True)
+    beam = decode_corpus(
+        net, src_ids, batch_size=3, beam=BeamConfig(beam_size=2), keep_attention=True
+    )
     assert beam[3].attention.shape == (len(beam[3].ids) + 1, 5)
 
 
@@ -187,7 +208,10 @@ def test_decoding_in_worker_processes_equals_one_process(beam):
     to decoding in this process: ids, scores, n-best lists and attention alike."""
     net = _net(5, "local_p", "general")
     g = torch.Generator().manual_seed(9)
-    src_ids = [torch.randint(4, 20, (int(n),), generator=g).tolist() for n in torch.randint(0, 9, (23,), generator=g)]
+    src_ids = [
+        torch.randint(4, 20, (int(n),), generator=g).tolist()
+        for n in torch.randint(0, 9, (23,), generator=g)
+    ]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the workers get one thread each too: the same products, bit for bit
     try:
@@ -199,7 +223,9 @@ def test_decoding_in_worker_processes_equals_one_process(beam):
     for a, b in zip(one, two):
         assert a.ids == b.ids and a.score == b.score
         assert [h.tokens for h in a.n_best] == [h.tokens for h in b.n_best]
-        assert (a.attention is None and b.attention is None) or torch.equal(a.attention, b.attention)
+        assert (a.attention is None and b.attention is None) or torch.equal(
+            a.attention, b.attention
+        )
     with pytest.raises(ValueError, match="--workers must be at least 1"):
         decode_corpus(net, src_ids, workers=0)
 
@@ -227,8 +253,9 @@ def test_worker_processes_keep_order_and_a_dead_worker_is_an_error_not_a_hang():
         list(imap_workers(_square_or_die, range(9), 2, 4))
 
 
-@pytest.mark.parametrize("attention,score", [("global", "general"), ("local_p", "general"),
-                                             ("local_m", "dot")])
+@pytest.mark.parametrize(
+    "attention,score", [("global", "general"), ("local_p", "general"), ("local_m", "dot")]
+)
 def test_decoding_a_source_eos_model_attends_over_the_words(attention, score):
     """With ``src_eos`` the encoder reads one slot more; decoders report the S words only."""
     torch.manual_seed(0)
@@ -248,9 +275,12 @@ def test_decoding_and_metrics_never_import_lightning():
     import subprocess
     import sys
 
-    code = ("import sys, luong_lit.nn, luong_lit.decoding.corpus, luong_lit.decoding.ensemble, "
-            "luong_lit.metrics, luong_lit.metrics.perplexity, luong_lit.data.dictionary\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('lightning', 'pytorch_lightning')))")
+    code = (
+        "import sys, luong_lit.nn, luong_lit.decoding.corpus, luong_lit.decoding.ensemble, "
+        "luong_lit.metrics, luong_lit.metrics.perplexity, luong_lit.data.dictionary\n"
+        "print(sorted(m for m in sys.modules\n"
+        "             if m.split('.')[0] in ('lightning', 'pytorch_lightning')))"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == "[]"
@@ -280,5 +310,7 @@ def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
 def test_greedy_with_a_zero_length_limit_returns_empty_outputs():
     net = _net(5)
     src, src_len = _batch()
-    hyps, attn = greedy_decode(net, src, src_len, max_len_ratio=0.0, max_len_extra=0, return_attention=True)
+    hyps, attn = greedy_decode(
+        net, src, src_len, max_len_ratio=0.0, max_len_extra=0, return_attention=True
+    )
     assert hyps == [[]] * 4 and [a.shape for a in attn] == [(1, int(n)) for n in src_len]

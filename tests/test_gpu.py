@@ -1,21 +1,24 @@
 """On a CUDA device the model computes what it computes on the CPU (skipped without one)."""
+
 from __future__ import annotations
 
 import copy
 
 import pytest
 import torch
-
 from conftest import compose_cfg, tiny_overrides
+
+from luong_lit.commands.train import train
 from luong_lit.data.batching import Batch
 from luong_lit.decoding.beam import BeamConfig, beam_search
 from luong_lit.decoding.greedy import greedy_decode
-from luong_lit.nn.loss import token_nll
 from luong_lit.nn import Seq2Seq
-from luong_lit.commands.train import train
+from luong_lit.nn.loss import token_nll
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
 V = 40
 
 
@@ -56,8 +59,14 @@ def test_decoding_on_the_gpu_gives_the_cpu_output(att):
     g = b.to("cuda")
     assert greedy_decode(gpu, g.src, g.src_len)[0] == greedy_decode(cpu, b.src, b.src_len)[0]
     cfg = BeamConfig(beam_size=4, n_best=2)
-    on_gpu = [[(h.tokens, round(float(h.score), 8)) for h in s] for s in beam_search(gpu, g.src, g.src_len, cfg)]
-    on_cpu = [[(h.tokens, round(float(h.score), 8)) for h in s] for s in beam_search(cpu, b.src, b.src_len, cfg)]
+    on_gpu = [
+        [(h.tokens, round(float(h.score), 8)) for h in s]
+        for s in beam_search(gpu, g.src, g.src_len, cfg)
+    ]
+    on_cpu = [
+        [(h.tokens, round(float(h.score), 8)) for h in s]
+        for s in beam_search(cpu, b.src, b.src_len, cfg)
+    ]
     assert on_gpu == on_cpu
 
 
@@ -83,9 +92,15 @@ def test_bf16_autocast_training_step_is_finite_and_close(att, feed):
 def test_training_validation_and_bleu_callback(precision, toy_corpus, tmp_path):
     """The whole Lightning path on the GPU: training, validation (under autocast with
     bf16-mixed) and the dev BLEU callback's decoding (outside it), two epochs."""
-    cfg = compose_cfg(tiny_overrides(toy_corpus) + ["trainer=gpu", f"trainer.precision={precision}",
-                                                    "trainer.max_epochs=2"], tmp_path)
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + ["trainer=gpu", f"trainer.precision={precision}", "trainer.max_epochs=2"],
+        tmp_path,
+    )
     metrics = train(cfg)
     assert {"train/loss", "val/ppl", "val/bleu"} <= metrics.keys()
-    assert torch.isfinite(torch.tensor(float(metrics["train/loss"]))) and float(metrics["val/ppl"]) > 1.0
+    assert (
+        torch.isfinite(torch.tensor(float(metrics["train/loss"])))
+        and float(metrics["val/ppl"]) > 1.0
+    )
     assert (tmp_path / "checkpoints" / "last.ckpt").exists()

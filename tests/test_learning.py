@@ -1,4 +1,5 @@
 """A tiny copy task learns, and its attention argmax is the diagonal."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,8 +7,8 @@ import torch
 
 from luong_lit.data.batching import collate
 from luong_lit.decoding import greedy_decode
-from luong_lit.nn.loss import token_nll
 from luong_lit.nn import Seq2Seq
+from luong_lit.nn.loss import token_nll
 
 
 def sample(n: int, g: torch.Generator):
@@ -20,7 +21,9 @@ def sample(n: int, g: torch.Generator):
     return out
 
 
-@pytest.mark.parametrize("attention,score", [("global", "general"), ("local_m", "dot"), ("local_p", "general")])
+@pytest.mark.parametrize(
+    "attention,score", [("global", "general"), ("local_m", "dot"), ("local_p", "general")]
+)
 def test_copy_task_learns_with_diagonal_attention(attention, score):
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)

@@ -1,4 +1,5 @@
 """The fused, chunked softmax loss equals cross-entropy, with the same gradients."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,7 +22,9 @@ def test_equals_cross_entropy_and_gradients(bias, chunk, eps):
     ref = F.cross_entropy(F.linear(h, W, b), y, reduction="sum", label_smoothing=eps)
     got = linear_cross_entropy(h, W, b, y, chunk, label_smoothing=eps)
     torch.testing.assert_close(got, ref)
-    for g_ref, g_got in zip(torch.autograd.grad(ref * 0.3, params), torch.autograd.grad(got * 0.3, params)):
+    for g_ref, g_got in zip(
+        torch.autograd.grad(ref * 0.3, params), torch.autograd.grad(got * 0.3, params)
+    ):
         torch.testing.assert_close(g_got, g_ref)
 
 
@@ -32,7 +35,9 @@ def test_gradcheck():
     b = torch.randn(4, dtype=torch.float64, requires_grad=True)
     y = torch.tensor([0, 3, 1, 1, 2])
     assert torch.autograd.gradcheck(lambda h, W, b: linear_cross_entropy(h, W, b, y, 2), (h, W, b))
-    assert torch.autograd.gradcheck(lambda h, W, b: linear_cross_entropy(h, W, b, y, 2, 0.2), (h, W, b))
+    assert torch.autograd.gradcheck(
+        lambda h, W, b: linear_cross_entropy(h, W, b, y, 2, 0.2), (h, W, b)
+    )
 
 
 def test_label_smoothing_equals_the_written_out_formula():
@@ -51,7 +56,9 @@ def test_no_gradient_work_without_grad():
     h, W = torch.randn(4, 3), torch.randn(5, 3)
     with torch.no_grad():
         got = linear_cross_entropy(h, W, None, torch.tensor([0, 1, 2, 3]))
-    torch.testing.assert_close(got, F.cross_entropy(h @ W.t(), torch.tensor([0, 1, 2, 3]), reduction="sum"))
+    torch.testing.assert_close(
+        got, F.cross_entropy(h @ W.t(), torch.tensor([0, 1, 2, 3]), reduction="sum")
+    )
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.1])
@@ -67,8 +74,13 @@ def test_bf16_autocast_matches_the_autocast_reference(eps):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             h = torch.tanh(F.linear(x, torch.eye(16)))  # (37, 16) bf16, as h_tilde is
             assert h.dtype == torch.bfloat16
-            loss = (linear_cross_entropy(h, W, b, y, 8, eps) if fused else
-                    F.cross_entropy(F.linear(h, W, b).float(), y, reduction="sum", label_smoothing=eps))
+            loss = (
+                linear_cross_entropy(h, W, b, y, 8, eps)
+                if fused
+                else F.cross_entropy(
+                    F.linear(h, W, b).float(), y, reduction="sum", label_smoothing=eps
+                )
+            )
         grads.append([loss.detach(), *torch.autograd.grad(loss, [x, W, b])])
     assert grads[0][2].dtype == torch.float32  # W_s's gradient keeps the parameter's dtype
     for got, ref in zip(*grads):

@@ -1,4 +1,5 @@
 """BLEU (tokenised and detokenised), length buckets and perplexity against hand-written versions."""
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,8 @@ def multi_bleu(hyps, refs):
         h, r = h.split(), r.split()
         hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
         for n in range(1, 5):
-            hc = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
-            rc = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
+            hc = Counter(tuple(h[i : i + n]) for i in range(len(h) - n + 1))
+            rc = Counter(tuple(r[i : i + n]) for i in range(len(r) - n + 1))
             match[n - 1] += sum(min(c, rc[g]) for g, c in hc.items())
             total[n - 1] += max(len(h) - n + 1, 0)
     if min(match) == 0:
@@ -36,14 +37,15 @@ def multi_bleu(hyps, refs):
     return 100 * bp * math.exp(log_p)
 
 
-HYPS = ["the cat sat on the mat .", "a dog runs in the green park", "he said , \" hello there \" ."]
-REFS = ["the cat sat on a mat .", "a dog is running in the park", "he said , \" hello , there \" ."]
+HYPS = ["the cat sat on the mat .", "a dog runs in the green park", 'he said , " hello there " .']
+REFS = ["the cat sat on a mat .", "a dog is running in the park", 'he said , " hello , there " .']
 
 
 def test_tokenised_bleu_equals_multi_bleu_written_out():
     assert corpus_bleu_tok(HYPS, REFS) == pytest.approx(multi_bleu(HYPS, REFS), abs=1e-6)
     assert corpus_bleu_tok(HYPS, REFS) == pytest.approx(
-        sacrebleu.corpus_bleu(HYPS, [REFS], tokenize="none").score)
+        sacrebleu.corpus_bleu(HYPS, [REFS], tokenize="none").score
+    )
     assert corpus_bleu_tok(REFS, REFS) == pytest.approx(100.0)
 
 
@@ -57,8 +59,16 @@ def test_hyphens_are_rejoined_before_scoring():
 def test_detokenised_bleu_equals_sacrebleu_13a_on_raw_text():
     from sacremoses import MosesTokenizer
 
-    raw_hyps = ["The cat sat on the mat.", "A dog runs in the green park!", "He said, \"Hello there.\""]
-    raw_refs = ["The cat sat on a mat.", "A dog is running in the park!", "He said, \"Hello, there.\""]
+    raw_hyps = [
+        "The cat sat on the mat.",
+        "A dog runs in the green park!",
+        'He said, "Hello there."',
+    ]
+    raw_refs = [
+        "The cat sat on a mat.",
+        "A dog is running in the park!",
+        'He said, "Hello, there."',
+    ]
     tok = MosesTokenizer("en")
     tok_hyps = [tok.tokenize(h, return_str=True, escape=False) for h in raw_hyps]
     ours = corpus_bleu_detok(tok_hyps, raw_refs, "en", refs_detokenized=True)
@@ -74,13 +84,21 @@ def test_an_output_unk_is_one_wrong_word_in_detokenised_bleu():
     with_unk = ["ein <unk> hund läuft im park .", "zwei <unk> spielen fußball ."]
     with_word = ["ein xyzzy hund läuft im park .", "zwei xyzzy spielen fußball ."]
     assert corpus_bleu_detok(with_unk, refs, "de") == pytest.approx(
-        corpus_bleu_detok(with_word, refs, "de"))
+        corpus_bleu_detok(with_word, refs, "de")
+    )
     assert corpus_bleu_tok(with_unk, refs) == pytest.approx(corpus_bleu_tok(with_word, refs))
 
 
 def test_length_buckets_partition_the_corpus(tmp_path):
-    assert [bucket_label(n) for n in (0, 9, 10, 19, 69, 70, 120)] == ["<10", "<10", "10-19", "10-19",
-                                                                       "60-69", "70+", "70+"]
+    assert [bucket_label(n) for n in (0, 9, 10, 19, 69, 70, 120)] == [
+        "<10",
+        "<10",
+        "10-19",
+        "10-19",
+        "60-69",
+        "70+",
+        "70+",
+    ]
     lens = [3, 12, 15, 25, 72]
     hyps, refs = HYPS + REFS[:2], REFS + REFS[:2]
     rows = bleu_by_length(hyps, refs, lens)
@@ -103,7 +121,9 @@ def test_perplexity_is_exp_of_mean_token_nll():
             logits = net.logits(h_tilde)[0]  # (T, V)
         nll += float(torch.nn.functional.cross_entropy(logits, b.tgt_out[0], reduction="sum"))
         tokens += b.tgt_out.size(1)
-    assert perplexity(net, examples, batch_size=2) == pytest.approx(math.exp(nll / tokens), rel=1e-5)
+    assert perplexity(net, examples, batch_size=2) == pytest.approx(
+        math.exp(nll / tokens), rel=1e-5
+    )
 
 
 def test_bleu_counts_words_not_sentencepiece_pieces(tmp_path):
@@ -113,11 +133,16 @@ def test_bleu_counts_words_not_sentencepiece_pieces(tmp_path):
     words = ["neighbourhood", "windowsill", "catastrophe", "mattress", "outstanding", "thereafter"]
     lines = [" ".join(words[(i + k) % 6] for k in range(i % 5 + 2)) for i in range(300)]
     sp = make_tokenizer("sentencepiece", "en", lines, tmp_path, model_type="bpe", vocab_size=40)
-    hyp, ref = "windowsill catastrophe mattress thereafter", "windowsill mattress catastrophe thereafter"
+    hyp, ref = (
+        "windowsill catastrophe mattress thereafter",
+        "windowsill mattress catastrophe thereafter",
+    )
     pieces_h, pieces_r = sp.tokenize(hyp), sp.tokenize(ref)
     assert len(pieces_r) > len(ref.split())  # the pieces are not the words
     assert bleu_words(pieces_h, sp) == hyp.split() and bleu_words(pieces_r, sp) == ref.split()
-    words = corpus_bleu_tok([" ".join(bleu_words(pieces_h, sp))], [" ".join(bleu_words(pieces_r, sp))])
+    words = corpus_bleu_tok(
+        [" ".join(bleu_words(pieces_h, sp))], [" ".join(bleu_words(pieces_r, sp))]
+    )
     assert words == pytest.approx(sacrebleu.corpus_bleu([hyp], [[ref]], tokenize="none").score)
     assert words != pytest.approx(corpus_bleu_tok([" ".join(pieces_h)], [" ".join(pieces_r)]))
     assert bleu_words(["a", "b"], WhitespaceTokenizer()) == ["a", "b"] == bleu_words(("a", "b"))
@@ -133,18 +158,25 @@ def test_stepwise_perplexity_equals_teacher_forced_and_scores_ensembles(attentio
     torch.manual_seed(0)
     nets = [Seq2Seq(12, 12, 8, 8, 2, 0.0, attention, "general", feed).eval() for _ in range(2)]
     examples = [(0, [4, 5, 6, 7], [7, 8]), (1, [9, 10], [11, 4, 5, 6]), (2, [5], [4])]
-    assert stepwise_perplexity(nets[0], examples, 2) == pytest.approx(perplexity(nets[0], examples), rel=1e-5)
+    assert stepwise_perplexity(nets[0], examples, 2) == pytest.approx(
+        perplexity(nets[0], examples), rel=1e-5
+    )
     assert stepwise_perplexity(Ensemble([nets[0]] * 2), examples) == pytest.approx(
-        perplexity(nets[0], examples), rel=1e-5)  # two copies of one model are that model
+        perplexity(nets[0], examples), rel=1e-5
+    )  # two copies of one model are that model
     nll = 0.0  # log of the mean of the members' probabilities, one word at a time
     for _, src, tgt in examples:
         b = collate([(0, src, tgt)])
         with torch.no_grad():
-            logp = [F.log_softmax(n.logits(n(b.src, b.src_len, b.tgt_in)[0])[0], -1) for n in nets]  # (T, V) x2
+            logp = [
+                F.log_softmax(n.logits(n(b.src, b.src_len, b.tgt_in)[0])[0], -1) for n in nets
+            ]  # (T, V) x2
         mixed = torch.logsumexp(torch.stack(logp), 0) - math.log(2)  # (T, V)
         nll -= float(mixed.gather(1, b.tgt_out[0].unsqueeze(1)).sum())
     tokens = sum(len(t) + 1 for _, _, t in examples)
-    assert stepwise_perplexity(Ensemble(nets, "probs"), examples) == pytest.approx(math.exp(nll / tokens), rel=1e-5)
+    assert stepwise_perplexity(Ensemble(nets, "probs"), examples) == pytest.approx(
+        math.exp(nll / tokens), rel=1e-5
+    )
 
 
 def test_int8_decoding_leaves_stepwise_scoring_on_the_float_weights():
@@ -155,8 +187,14 @@ def test_int8_decoding_leaves_stepwise_scoring_on_the_float_weights():
 
     torch.manual_seed(0)
     nets = [Seq2Seq(40, 40, 16, 16, 2, 0.0, "global", "general", True).eval() for _ in range(2)]
-    examples = [(i, [4 + (i + k) % 30 for k in range(3 + i % 4)], [5 + (2 * i + k) % 30 for k in range(2 + i % 5)])
-                for i in range(12)]
+    examples = [
+        (
+            i,
+            [4 + (i + k) % 30 for k in range(3 + i % 4)],
+            [5 + (2 * i + k) % 30 for k in range(2 + i % 5)],
+        )
+        for i in range(12)
+    ]
     ens = Ensemble(nets).eval()
     exact = stepwise_perplexity(ens, examples)
     int8 = for_decoding(ens, "all")

@@ -1,4 +1,5 @@
 """The Seq2Seq model: step-by-step decoding equals teacher forcing, reversal, validation."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,9 +14,13 @@ from luong_lit.nn.encoder import reverse_index
 from luong_lit.nn.fast.lstm import ragged_lstm
 from luong_lit.nn.fast.projection import cpu_linear, linear_columns, onednn_linear, project_rows
 
-VALID = [(a, s, f) for a, s, f in itertools.product(["global", "local_m", "local_p"],
-                                                    ["dot", "general", "concat", "location"], [True, False])
-         if not (a != "global" and s == "location")] + [("none", None, False)]
+VALID = [
+    (a, s, f)
+    for a, s, f in itertools.product(
+        ["global", "local_m", "local_p"], ["dot", "general", "concat", "location"], [True, False]
+    )
+    if not (a != "global" and s == "location")
+] + [("none", None, False)]
 
 
 def batch(B=3, S=7, T=6, V=20, seed=0):
@@ -38,7 +43,9 @@ def test_stepwise_decoding_equals_teacher_forcing(att, score, feed, reverse):
         logits, state, align = model.step(tgt[:, t], state, memory, t)
         torch.testing.assert_close(logits, model.logits(h_tilde[:, t]), atol=1e-5, rtol=1e-5)
         if align is not None:
-            torch.testing.assert_close(align.dense(src.size(1))[:, 0], dense[:, t], atol=1e-6, rtol=1e-5)
+            torch.testing.assert_close(
+                align.dense(src.size(1))[:, 0], dense[:, t], atol=1e-6, rtol=1e-5
+            )
 
 
 @pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
@@ -52,7 +59,9 @@ def test_ragged_targets_equal_one_sentence_at_a_time(att):
     h_tilde, dense = model(src, src_len, tgt, return_attention=True)
     for b in range(3):
         n, m = int(tgt_len[b]), int(src_len[b])
-        alone, a_alone = model(src[b:b + 1, :m], src_len[b:b + 1], tgt[b:b + 1, :n], return_attention=True)
+        alone, a_alone = model(
+            src[b : b + 1, :m], src_len[b : b + 1], tgt[b : b + 1, :n], return_attention=True
+        )
         torch.testing.assert_close(h_tilde[b, :n], alone[0], atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(dense[b, :n, :m], a_alone[0], atol=1e-6, rtol=1e-5)
         assert not h_tilde[b, n:].any() and not dense[b, n:].any()
@@ -62,7 +71,9 @@ def test_ragged_targets_equal_one_sentence_at_a_time(att):
 def test_ragged_lstm_equals_nn_lstm_on_a_packed_batch(bias, layers):
     """Outputs, final states, gradients and the inter-layer dropout masks all agree."""
     torch.manual_seed(0)
-    rnn = torch.nn.LSTM(5, 6, layers, bias=bias, batch_first=True, dropout=0.4 if layers > 1 else 0.0)
+    rnn = torch.nn.LSTM(
+        5, 6, layers, bias=bias, batch_first=True, dropout=0.4 if layers > 1 else 0.0
+    )
     x = torch.randn(4, 7, 5, dtype=torch.float64, requires_grad=True)
     rnn.double()
     lengths = torch.tensor([3, 7, 1, 7])  # unsorted, with ties and a one-word sentence
@@ -71,7 +82,11 @@ def test_ragged_lstm_equals_nn_lstm_on_a_packed_batch(bias, layers):
         torch.manual_seed(1)  # the same dropout draws for both
         out, (h, c) = run(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
         padded, _ = pad_packed_sequence(out, batch_first=True)
-        loss = (padded * torch.linspace(-1, 1, 6, dtype=torch.float64)).sum() + h.pow(2).sum() + c.sum()
+        loss = (
+            (padded * torch.linspace(-1, 1, 6, dtype=torch.float64)).sum()
+            + h.pow(2).sum()
+            + c.sum()
+        )
         grads = torch.autograd.grad(loss, [x, *rnn.parameters()])
         results.append((padded, h, c, *grads))
     for ours, ref in zip(*results):
@@ -133,7 +148,9 @@ def test_init_schemes_and_hidden_dropout_options():
     assert all(p.abs().max() <= 0.1 for p in uni.parameters())
     xav = Seq2Seq(20, 20, 8, 8, 2, init="xavier", forget_bias=1.0)
     b = xav.decoder.rnn.bias_ih_l0
-    assert torch.equal(b[8:16], torch.ones(8)) and not b[:8].any() and not xav.decoder.W_s.bias.any()
+    assert (
+        torch.equal(b[8:16], torch.ones(8)) and not b[:8].any() and not xav.decoder.W_s.bias.any()
+    )
     bound = (6 / (8 + 8)) ** 0.5  # Glorot range of one 8x8 gate block of weight_hh
     assert xav.encoder.rnn.weight_hh_l0.abs().max() <= bound
     with pytest.raises(ConfigError, match="init='he'"):
@@ -171,7 +188,7 @@ def test_output_dropout_drops_only_what_w_s_reads(feed):
 
 
 def test_source_eos_option_equals_an_explicit_eos():
-    """``src_eos=True`` is the same model fed ``x_1 .. x_S </s>`` by hand; attention covers ``</s>``."""
+    """``src_eos=True`` is the model fed ``x_1 .. x_S </s>`` by hand; attention covers ``</s>``."""
     torch.manual_seed(0)
     net = Seq2Seq(20, 20, 8, 8, 2, src_eos=True, eos_id=3).eval()
     ref = Seq2Seq(20, 20, 8, 8, 2).eval()
@@ -184,7 +201,7 @@ def test_source_eos_option_equals_an_explicit_eos():
     torch.testing.assert_close(out, ref_out)
     torch.testing.assert_close(a, ref_a)
     for b in range(3):  # the </s> slot gets weight; the padding after it none
-        assert (a[b, :, src_len[b]] > 0).all() and not a[b, :, src_len[b] + 1:].any()
+        assert (a[b, :, src_len[b]] > 0).all() and not a[b, :, src_len[b] + 1 :].any()
 
 
 def test_reversed_source_with_eos_reads_the_eos_last():
@@ -209,8 +226,11 @@ def test_decoder_initial_state_options(init_state):
     src, src_len, _ = batch()
     _, (h, c) = net.encoder(src, src_len)  # (L, B, d) each
     _, state = net.encode(src, src_len)
-    want = {"copy": (h, c), "last": (h[-1:].expand(2, -1, -1),) * 2,
-            "zero": (torch.zeros_like(h),) * 2}[init_state]
+    want = {
+        "copy": (h, c),
+        "last": (h[-1:].expand(2, -1, -1),) * 2,
+        "zero": (torch.zeros_like(h),) * 2,
+    }[init_state]
     torch.testing.assert_close((state.h, state.c), want)
     with pytest.raises(ConfigError, match="init_state='bridge' is unknown"):
         Seq2Seq(20, 20, 8, 8, 2, init_state="bridge")
@@ -219,7 +239,7 @@ def test_decoder_initial_state_options(init_state):
 
 
 def test_tied_output_layer_is_the_target_embedding():
-    """``tie_output`` uses one (V, d) matrix for ``emb(y_{t-1})`` and ``W_s``; its gradient sums both uses."""
+    """``tie_output``: (V, d) matrix for ``emb(y_{t-1})`` and ``W_s``; the gradient sums both."""
     torch.manual_seed(0)
     net = Seq2Seq(20, 30, 8, 8, 2, tie_output=True)
     assert net.decoder.W_s.weight is net.decoder.embedding.weight
@@ -232,8 +252,10 @@ def test_tied_output_layer_is_the_target_embedding():
         m.zero_grad()
         h_tilde, _ = m(src, src_len, tgt)
         m.logits(h_tilde.reshape(-1, 8)).logsumexp(-1).sum().backward()
-    torch.testing.assert_close(net.decoder.W_s.weight.grad,
-                               untied.decoder.W_s.weight.grad + untied.decoder.embedding.weight.grad)
+    torch.testing.assert_close(
+        net.decoder.W_s.weight.grad,
+        untied.decoder.W_s.weight.grad + untied.decoder.embedding.weight.grad,
+    )
     with pytest.raises(ConfigError, match="tie_output=true: the target embedding .16. and W_s .8."):
         Seq2Seq(20, 30, 16, 8, 2, tie_output=True)
 
@@ -319,7 +341,7 @@ def test_int8_decoder_serves_decoding_only(feed):
 @pytest.mark.parametrize("n", [1, 7, 31, 32, 333, 700])
 @pytest.mark.parametrize("bias", [True, False])
 def test_decoding_projection_equals_linear(n, bias):
-    """``project_rows`` (column blocks from ``MIN_ROWS`` rows on) equals ``F.linear`` row for row."""
+    """``project_rows`` (column blocks from ``MIN_ROWS`` rows on) equals ``F.linear``."""
     g = torch.Generator().manual_seed(n)
     h, W = torch.randn(n, 16, generator=g), torch.randn(1100, 16, generator=g)
     b = torch.randn(1100, generator=g) if bias else None
@@ -336,7 +358,10 @@ def test_decoding_projection_equals_linear(n, bias):
 def test_column_block_projection_equals_linear(cols, bias):
     """``linear_columns`` (products over blocks of output columns) equals ``F.linear``."""
     g = torch.Generator().manual_seed(cols)
-    h, W = torch.randn(37, 16, generator=g), torch.randn(1100, 16, generator=g)  # 1100: a ragged last block
+    h, W = (
+        torch.randn(37, 16, generator=g),
+        torch.randn(1100, 16, generator=g),
+    )  # 1100: a ragged last block
     b = torch.randn(1100, generator=g) if bias else None
     torch.testing.assert_close(linear_columns(h, W, b, cols), torch.nn.functional.linear(h, W, b))
 
@@ -352,9 +377,15 @@ def test_cpu_linear_equals_linear_with_and_without_onednn(monkeypatch, onednn, n
         if onednn == "0":
             assert onednn_linear() is None
         g = torch.Generator().manual_seed(n)
-        h, W, b = torch.randn(16, n, generator=g).t(), torch.randn(1100, 16, generator=g), torch.randn(1100, generator=g)
+        h, W, b = (
+            torch.randn(16, n, generator=g).t(),
+            torch.randn(1100, 16, generator=g),
+            torch.randn(1100, generator=g),
+        )
         for bias in (b, None):
-            torch.testing.assert_close(cpu_linear(h, W, bias), torch.nn.functional.linear(h, W, bias))
+            torch.testing.assert_close(
+                cpu_linear(h, W, bias), torch.nn.functional.linear(h, W, bias)
+            )
     finally:
         onednn_linear.cache_clear()
 

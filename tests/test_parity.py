@@ -22,12 +22,16 @@ from luong_lit.nn.loss import token_nll
 
 VARIANTS = [
     (a, s, f)
-    for a, s, f in itertools.product(["global", "local_m", "local_p"], ["dot", "general", "concat", "location"], [True, False])
+    for a, s, f in itertools.product(
+        ["global", "local_m", "local_p"], ["dot", "general", "concat", "location"], [True, False]
+    )
     if not (a != "global" and s == "location")
 ] + [("none", None, False)]
 
 
-def pair(att="global", score="general", feed=True, dtype=torch.float64, **kw) -> tuple[Seq2Seq, Seq2Seq]:
+def pair(
+    att="global", score="general", feed=True, dtype=torch.float64, **kw
+) -> tuple[Seq2Seq, Seq2Seq]:
     """A fast model and a reference model with the same weights."""
     torch.manual_seed(0)
     fast = Seq2Seq(23, 29, 8, 8, 2, 0.0, att, score, feed, impl="fast", **kw).to(dtype)
@@ -40,12 +44,22 @@ def ragged_batch(seed: int = 0):
     """Five pairs of ragged lengths (a one-word source and a one-word target among them)."""
     g = torch.Generator().manual_seed(seed)
     lens = [(7, 6), (1, 3), (5, 1), (4, 6), (6, 2)]
-    return collate([(i, torch.randint(4, 23, (s,), generator=g).tolist(), torch.randint(4, 29, (t,), generator=g).tolist())
-                    for i, (s, t) in enumerate(lens)])  # fmt: skip
+    return collate(
+        [
+            (
+                i,
+                torch.randint(4, 23, (s,), generator=g).tolist(),
+                torch.randint(4, 29, (t,), generator=g).tolist(),
+            )
+            for i, (s, t) in enumerate(lens)
+        ]
+    )
 
 
 @pytest.mark.parametrize("att,score,feed", VARIANTS)
-@pytest.mark.parametrize("extra", [{}, {"reverse_source": True, "src_eos": True, "tie_output": True}])
+@pytest.mark.parametrize(
+    "extra", [{}, {"reverse_source": True, "src_eos": True, "tie_output": True}]
+)
 def test_losses_and_gradients_equal_the_reference(att, score, feed, extra):
     fast, ref = pair(att, score, feed, **extra)
     batch = ragged_batch()
@@ -73,13 +87,18 @@ def test_decoding_steps_equal_the_reference(att, score, feed):
     with torch.no_grad():
         stepper = FastStepper(fast.eval())
         ref.eval()
-        (m_f, s_f), (m_r, s_r) = stepper.encode(batch.src, batch.src_len), ref.encode(batch.src, batch.src_len)
+        (m_f, s_f), (m_r, s_r) = (
+            stepper.encode(batch.src, batch.src_len),
+            ref.encode(batch.src, batch.src_len),
+        )
         for t in range(batch.tgt_in.size(1)):
             l_f, s_f, a_f = stepper.step(batch.tgt_in[:, t], s_f, m_f, t)
             l_r, s_r, a_r = ref.step(batch.tgt_in[:, t], s_r, m_r, t)
             torch.testing.assert_close(l_f, l_r)
             if a_r is not None:
-                torch.testing.assert_close(a_f.dense(batch.src.size(1)), a_r.dense(batch.src.size(1)))
+                torch.testing.assert_close(
+                    a_f.dense(batch.src.size(1)), a_r.dense(batch.src.size(1))
+                )
 
 
 @pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
@@ -95,8 +114,12 @@ def test_translations_equal_the_reference(att, search):
     out_r = decode_corpus(ref, src_ids, 4, beam, keep_attention=True)
     assert [t.ids for t in out_f] == [t.ids for t in out_r]
     if beam is not None:
-        assert [t.score for t in out_f] == pytest.approx([t.score for t in out_r], rel=1e-5, abs=1e-5)
-        assert [[h.tokens for h in t.n_best] for t in out_f] == [[h.tokens for h in t.n_best] for t in out_r]
+        assert [t.score for t in out_f] == pytest.approx(
+            [t.score for t in out_r], rel=1e-5, abs=1e-5
+        )
+        assert [[h.tokens for h in t.n_best] for t in out_f] == [
+            [h.tokens for h in t.n_best] for t in out_r
+        ]
     for a, b in zip(out_f, out_r):
         torch.testing.assert_close(a.attention, b.attention, rtol=1e-4, atol=1e-5)
 

@@ -1,4 +1,5 @@
 """Scores and attention against hand-written formulas and naive loops (paper Eq. 7–11)."""
+
 from __future__ import annotations
 
 import itertools
@@ -43,13 +44,26 @@ def test_concat_equals_hand_formula(paper_form):
     W2 = sc.W_2.weight if paper_form else torch.eye(d)  # the authors' identity block (spec §4)
     for b in range(B):
         n = int(LENGTHS[b])
-        scores = torch.stack([sc.v_a.weight[0] @ torch.tanh(sc.W_1.weight @ h_t[b, 0] + W2 @ h_bar[b, s])
-                              for s in range(n)])
+        scores = torch.stack(
+            [
+                sc.v_a.weight[0] @ torch.tanh(sc.W_1.weight @ h_t[b, 0] + W2 @ h_bar[b, s])
+                for s in range(n)
+            ]
+        )
         torch.testing.assert_close(align.a_t[b, 0, :n], torch.softmax(scores, 0))
 
 
-@pytest.mark.parametrize("att_name,score", [("global", "dot"), ("global", "general"), ("global", "concat"),
-                                            ("global", "location"), ("local_m", "general"), ("local_p", "dot")])
+@pytest.mark.parametrize(
+    "att_name,score",
+    [
+        ("global", "dot"),
+        ("global", "general"),
+        ("global", "concat"),
+        ("global", "location"),
+        ("local_m", "general"),
+        ("local_p", "dot"),
+    ],
+)
 def test_padding_gets_exactly_zero_weight(att_name, score):
     att = build_attention(att_name, score, d)
     _, mem = memory(att)
@@ -108,7 +122,9 @@ def test_local_p_matches_naive_loop_and_properties():
         p = float((n * torch.sigmoid(att.v_p(torch.tanh(att.W_p(h_t[b, t]))))).detach())  # Eq. 10
         pos = naive_window(int(p // 1), 3, n)
         a = torch.softmax(torch.stack([h_t[b, t] @ h_bar[b, s] for s in pos]), 0)
-        a = a * torch.tensor([torch.exp(torch.tensor(-((s - p) ** 2) / (2 * 1.5 ** 2))) for s in pos])  # Eq. 11
+        a = a * torch.tensor(
+            [torch.exp(torch.tensor(-((s - p) ** 2) / (2 * 1.5**2))) for s in pos]
+        )  # Eq. 11
         torch.testing.assert_close(dense[b, t, pos], a)
         torch.testing.assert_close(c_t[b, t], (a.unsqueeze(1) * h_bar[b, pos]).sum(0))
 
@@ -127,11 +143,21 @@ def test_gaussian_uses_real_valued_p_t():
     torch.testing.assert_close(g[0, 0], torch.exp(-torch.tensor([2.25, 0.25, 0.25]) / 2))
 
 
-@pytest.mark.parametrize("att_name,score", [
-    ("global", "dot"), ("global", "general"), ("global", "concat"), ("global", "location"),
-    ("local_m", "dot"), ("local_m", "general"), ("local_m", "concat"),
-    ("local_p", "dot"), ("local_p", "general"), ("local_p", "concat"),
-])
+@pytest.mark.parametrize(
+    "att_name,score",
+    [
+        ("global", "dot"),
+        ("global", "general"),
+        ("global", "concat"),
+        ("global", "location"),
+        ("local_m", "dot"),
+        ("local_m", "general"),
+        ("local_m", "concat"),
+        ("local_p", "dot"),
+        ("local_p", "general"),
+        ("local_p", "concat"),
+    ],
+)
 def test_gradcheck_float64(att_name, score):
     att = build_attention(att_name, score, d).double()
     h_bar = torch.randn(B, S, d, dtype=torch.float64, requires_grad=True)

@@ -1,4 +1,5 @@
 """The official-source path: download (file:// URLs stand in for the network), verify, extract."""
+
 from __future__ import annotations
 
 import gzip
@@ -22,14 +23,21 @@ def make_tgz(path, members: dict[str, str]) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
-SGM = '<refset>\n<doc docid="1">\n<seg id="1">Hello &amp; welcome.</seg>\n<seg id="2"> Zweite Zeile </seg>\n</doc>\n</refset>\n'
+SGM = (
+    '<refset>\n<doc docid="1">\n<seg id="1">Hello &amp; welcome.</seg>\n'
+    '<seg id="2"> Zweite Zeile </seg>\n</doc>\n</refset>\n'
+)
 
 
 def test_download_verify_extract_sgm_and_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path / "cache"))
     md5 = make_tgz(tmp_path / "test.tgz", {"test/newstest-ref.de.sgm": SGM})
-    src = Source("wmt/test.de.gz", Remote((tmp_path / "test.tgz").as_uri(), f"md5:{md5}"),
-                 member="test/newstest-ref.de.sgm", fmt="sgm")
+    src = Source(
+        "wmt/test.de.gz",
+        Remote((tmp_path / "test.tgz").as_uri(), f"md5:{md5}"),
+        member="test/newstest-ref.de.sgm",
+        fmt="sgm",
+    )
     path = resolve(src)
     assert path == tmp_path / "cache" / "text-v2" / "wmt" / "test.de.gz"
     assert read_lines(path) == ["Hello & welcome.", "Zweite Zeile"]
@@ -43,9 +51,12 @@ def test_download_checksum_mismatch(tmp_path, monkeypatch):
     bad = Source("x/f.gz", Remote((tmp_path / "f.txt").as_uri(), "sha256:" + "0" * 64))
     with pytest.raises(DataError, match=r"f\.txt: checksum mismatch \(sha256 "):
         resolve(bad)
-    good = Source("x/f.gz", Remote((tmp_path / "f.txt").as_uri(),
-                                   "sha256:" + hashlib.sha256(b"a\nb\n").hexdigest()),
-                  content_sha256=hashlib.sha256(b"a\nb\n").hexdigest(), head=1)
+    good = Source(
+        "x/f.gz",
+        Remote((tmp_path / "f.txt").as_uri(), "sha256:" + hashlib.sha256(b"a\nb\n").hexdigest()),
+        content_sha256=hashlib.sha256(b"a\nb\n").hexdigest(),
+        head=1,
+    )
     with pytest.raises(DataError, match="checksum mismatch"):  # head=1 changes the text
         resolve(good)
 
@@ -60,17 +71,29 @@ def test_unreachable_source_says_how_to_work_offline(tmp_path, monkeypatch):
 def test_iwslt14_preparation_follows_fairseq(tmp_path, monkeypatch):
     from luong_lit.data import iwslt
 
-    train_de = ["<url>http://x</url>", "<title>Ein Titel</title>", "Hallo Welt .", "Guten Tag !"] + \
-               [f"Satz {i} ." for i in range(23)]
-    train_en = ["<url>http://x</url>", "<title>A title</title>", "Hello world .", "Good day !"] + \
-               [f"Sentence {i} ." for i in range(23)]
-    members = {"de-en/train.tags.de-en.de": "\n".join(train_de), "de-en/train.tags.de-en.en": "\n".join(train_en)}
+    train_de = [
+        "<url>http://x</url>",
+        "<title>Ein Titel</title>",
+        "Hallo Welt .",
+        "Guten Tag !",
+    ] + [f"Satz {i} ." for i in range(23)]
+    train_en = ["<url>http://x</url>", "<title>A title</title>", "Hello world .", "Good day !"] + [
+        f"Sentence {i} ." for i in range(23)
+    ]
+    members = {
+        "de-en/train.tags.de-en.de": "\n".join(train_de),
+        "de-en/train.tags.de-en.en": "\n".join(train_en),
+    }
     for name in iwslt._TEST_SETS:
         for lang, text in (("de", "Test Satz"), ("en", "Test sentence")):
-            members[f"de-en/IWSLT14.{name}.de-en.{lang}.xml"] = f'<doc>\n<seg id="1"> {text}, {name} </seg>\n</doc>'
+            members[f"de-en/IWSLT14.{name}.de-en.{lang}.xml"] = (
+                f'<doc>\n<seg id="1"> {text}, {name} </seg>\n</doc>'
+            )
     make_tgz(tmp_path / "de-en.tgz", members)
     out = iwslt.prepare(tmp_path / "de-en.tgz")
-    assert out["train.en"][0] == "a title" and out["train.de"][1] == "hallo welt ."  # lowercased, no <url>
+    assert (
+        out["train.en"][0] == "a title" and out["train.de"][1] == "hallo welt ."
+    )  # lowercased, no <url>
     assert len(out["valid.de"]) == 1 and out["valid.en"][0] == out_line(out, 23)
     assert len(out["train.de"]) + len(out["valid.de"]) == 26
     assert len(out["test.en"]) == 5 and out["test.en"][0] == "test sentence , ted.dev2010"
@@ -95,7 +118,9 @@ def test_extracted_lines_split_at_newlines_only(tmp_path):
 def test_iwslt14_unknown_split_fails_before_any_download():
     from luong_lit.data.corpora import corpus_source
 
-    with pytest.raises(DataError, match="iwslt14_deen has no split 'dev'; choose from train, valid, test"):
+    with pytest.raises(
+        DataError, match="iwslt14_deen has no split 'dev'; choose from train, valid, test"
+    ):
         corpus_source("iwslt14_deen", "dev", "de")
 
 
@@ -126,7 +151,10 @@ def test_wmt14_training_files_are_named_as_released():
     src = corpus_source("wmt14_ende", "europarl_v7", "de")
     assert src.path == "wmt14/train/europarl_v7/europarl-v7.de-en.de.gz"
     assert src.member == "training/europarl-v7.de-en.de" and src.lines == 1920209
-    assert corpus_source("wmt14_ende", "commoncrawl", "en").path == "wmt14/train/commoncrawl/commoncrawl.de-en.en.gz"
+    assert (
+        corpus_source("wmt14_ende", "commoncrawl", "en").path
+        == "wmt14/train/commoncrawl/commoncrawl.de-en.en.gz"
+    )
     with pytest.raises(DataError, match="wmt14_ende has no language 'fr'"):
         corpus_source("wmt14_ende", "europarl_v7", "fr")
 
@@ -143,18 +171,27 @@ def _serve(directory):
         def log_message(self, *args) -> None:
             seen.append(self.path)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             functools.partial(Handler, directory=str(directory)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Handler, directory=str(directory))
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, seen
 
 
 def _official_like_archive(tmp_path) -> tuple[str, dict[str, list[str]]]:
     """A small archive laid out like training-parallel-europarl-v7.tgz (several pairs inside)."""
-    text = {"en": ["Resumption of the session", "I declare resumed the session .", "Thank you ."],
-            "de": ["Wiederaufnahme der Sitzungsperiode", "Ich erkläre die Sitzung für wieder aufgenommen .",
-                   "Vielen Dank ."]}
-    members = {f"training/europarl-v7.de-en.{lang}": "\n".join(lines) + "\n" for lang, lines in text.items()}
+    text = {
+        "en": ["Resumption of the session", "I declare resumed the session .", "Thank you ."],
+        "de": [
+            "Wiederaufnahme der Sitzungsperiode",
+            "Ich erkläre die Sitzung für wieder aufgenommen .",
+            "Vielen Dank .",
+        ],
+    }
+    members = {
+        f"training/europarl-v7.de-en.{lang}": "\n".join(lines) + "\n"
+        for lang, lines in text.items()
+    }
     members["training/europarl-v7.fr-en.en"] = "Not this one\n" * 3
     (tmp_path / "www").mkdir()
     make_tgz(tmp_path / "www" / "europarl.tgz", members)
@@ -170,8 +207,12 @@ def test_wmt14_training_corpus_downloads_both_sides_from_a_local_server(tmp_path
     server, seen = _serve(tmp_path / "www")
     try:
         url = f"http://127.0.0.1:{server.server_port}/europarl.tgz"
-        monkeypatch.setitem(corpora._WMT_TRAIN, "europarl_v7", (url, sha, "training/europarl-v7.de-en.{lang}", 3))
-        en, de = (resolve(corpus_source("wmt14_ende", "europarl_v7", lang)) for lang in ("en", "de"))
+        monkeypatch.setitem(
+            corpora._WMT_TRAIN, "europarl_v7", (url, sha, "training/europarl-v7.de-en.{lang}", 3)
+        )
+        en, de = (
+            resolve(corpus_source("wmt14_ende", "europarl_v7", lang)) for lang in ("en", "de")
+        )
         assert en != de
         assert read_lines(en) == text["en"] and read_lines(de) == text["de"]
         assert len(seen) == 1  # one download serves both sides
@@ -188,13 +229,17 @@ def test_a_damaged_extraction_or_short_mirror_file_is_detected(tmp_path, monkeyp
     monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path / "cache"))
     sha, _ = _official_like_archive(tmp_path)
     url = (tmp_path / "www" / "europarl.tgz").as_uri()
-    monkeypatch.setitem(corpora._WMT_TRAIN, "europarl_v7", (url, sha, "training/europarl-v7.de-en.{lang}", 3))
+    monkeypatch.setitem(
+        corpora._WMT_TRAIN, "europarl_v7", (url, sha, "training/europarl-v7.de-en.{lang}", 3)
+    )
     path = resolve(corpus_source("wmt14_ende", "europarl_v7", "de"))
     with gzip.open(path, "wt", encoding="utf-8") as fh:  # truncated after extraction
         fh.write("Wiederaufnahme der Sitzungsperiode\n")
     with pytest.raises(DataError, match=r"europarl-v7\.de-en\.de\.gz: checksum mismatch"):
         resolve(corpus_source("wmt14_ende", "europarl_v7", "de"))
-    monkeypatch.setitem(corpora._WMT_TRAIN, "europarl_v7", (url, sha, "training/europarl-v7.de-en.{lang}", 5))
+    monkeypatch.setitem(
+        corpora._WMT_TRAIN, "europarl_v7", (url, sha, "training/europarl-v7.de-en.{lang}", 5)
+    )
     with pytest.raises(DataError, match="has 3 lines, but the official release has 5"):
         resolve(corpus_source("wmt14_ende", "europarl_v7", "en"))  # a wrong extraction
     mirror = tmp_path / "mirror" / "wmt14" / "train" / "europarl_v7"

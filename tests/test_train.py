@@ -1,4 +1,5 @@
 """Training through the real Hydra config: every combination, resume, sweeps, errors."""
+
 from __future__ import annotations
 
 import itertools
@@ -9,16 +10,21 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import compose_cfg, tiny_overrides
+
 from luong_lit.checkpoint import CheckpointError, load_model
-from luong_lit.training.module import LuongLitModule, anneal_factor, halving_factor
-from luong_lit.nn import ConfigError
 from luong_lit.commands.train import train
+from luong_lit.nn import ConfigError
+from luong_lit.training.module import LuongLitModule, anneal_factor, halving_factor
 
 REPO = Path(__file__).resolve().parents[1]
-COMBOS = list(itertools.product(["none", "global", "local_m", "local_p"],
-                                ["dot", "general", "concat", "location"], [True, False]))
+COMBOS = list(
+    itertools.product(
+        ["none", "global", "local_m", "local_p"],
+        ["dot", "general", "concat", "location"],
+        [True, False],
+    )
+)
 
 
 def is_valid(att, score, feed):
@@ -29,8 +35,11 @@ def is_valid(att, score, feed):
 
 @pytest.mark.parametrize("att,score,feed", COMBOS)
 def test_fast_dev_run_every_combination(att, score, feed, toy_corpus, tmp_path):
-    cfg = compose_cfg(tiny_overrides(toy_corpus) + [f"attention={att}", f"score={score}",
-                                                    f"feed_input={str(feed).lower()}", "debug=fdr"], tmp_path)
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + [f"attention={att}", f"score={score}", f"feed_input={str(feed).lower()}", "debug=fdr"],
+        tmp_path,
+    )
     if not is_valid(att, score, feed):
         with pytest.raises(ConfigError, match=f"attention={att}"):
             train(cfg)
@@ -61,8 +70,8 @@ def test_label_smoothing_shapes_the_training_loss_only():
     from torch.nn import functional as F
 
     from luong_lit.data.batching import collate
-    from luong_lit.training.module import LuongLitModule
     from luong_lit.nn import Seq2Seq
+    from luong_lit.training.module import LuongLitModule
 
     torch.manual_seed(0)
     net = Seq2Seq(20, 20, 8, 8, 1).eval()
@@ -70,8 +79,12 @@ def test_label_smoothing_shapes_the_training_loss_only():
     module = LuongLitModule(net, torch.optim.Adam, label_smoothing=0.1)
     logits = net.logits(net(batch.src, batch.src_len, batch.tgt_in)[0])  # (B, T, V)
     mask = batch.tgt_out != 0
-    nll = lambda eps: F.cross_entropy(logits[mask], batch.tgt_out[mask], reduction="sum",  # noqa: E731
-                                      label_smoothing=eps)
+
+    def nll(eps: float):
+        return F.cross_entropy(
+            logits[mask], batch.tgt_out[mask], reduction="sum", label_smoothing=eps
+        )
+
     torch.testing.assert_close(module.training_step(batch, 0), nll(0.1) / 2)  # 2 sentences
     module.validation_step(batch, 0)
     torch.testing.assert_close(module.val_nll.compute(), nll(0.0))
@@ -80,10 +93,19 @@ def test_label_smoothing_shapes_the_training_loss_only():
 
 
 def _fit(tmp_path, corpus, epochs, extra=()):
-    cfg = compose_cfg(tiny_overrides(corpus) + [f"trainer.max_epochs={epochs}", "dropout=0.3",
-                                                "optim=sgd_paper", "model.halve_after=1",
-                                                "model.anneal_epochs=null",
-                                                "test_after_training=false", *extra], tmp_path)
+    cfg = compose_cfg(
+        tiny_overrides(corpus)
+        + [
+            f"trainer.max_epochs={epochs}",
+            "dropout=0.3",
+            "optim=sgd_paper",
+            "model.halve_after=1",
+            "model.anneal_epochs=null",
+            "test_after_training=false",
+            *extra,
+        ],
+        tmp_path,
+    )
     train(cfg)
     return tmp_path / "checkpoints"
 
@@ -104,11 +126,17 @@ def test_resume_continues_the_annealed_schedule(toy_corpus, tmp_path):
     """The per-step schedule depends on the planned length, so the interrupted run is the full
     run's own epoch-2 checkpoint, resumed in a fresh directory."""
     anneal = ["model.halve_after=null", "model.anneal_epochs=2"]  # later overrides win
-    full = _fit(tmp_path / "full", toy_corpus, 3, anneal + ["callbacks.epoch_checkpoints.every_n_epochs=1"])
-    resumed = _fit(tmp_path / "resumed", toy_corpus, 3, anneal + [f"ckpt_path={full / 'epochs' / 'e01.ckpt'}"])
+    full = _fit(
+        tmp_path / "full", toy_corpus, 3, anneal + ["callbacks.epoch_checkpoints.every_n_epochs=1"]
+    )
+    resumed = _fit(
+        tmp_path / "resumed", toy_corpus, 3, anneal + [f"ckpt_path={full / 'epochs' / 'e01.ckpt'}"]
+    )
     a = torch.load(full / "last.ckpt", weights_only=True)
     b = torch.load(resumed / "last.ckpt", weights_only=True)
-    mid = torch.load(full / "epochs" / "e01.ckpt", weights_only=True)["lr_schedulers"][0]["_last_lr"][0]
+    mid = torch.load(full / "epochs" / "e01.ckpt", weights_only=True)["lr_schedulers"][0][
+        "_last_lr"
+    ][0]
     assert a["lr_schedulers"] == b["lr_schedulers"] and a["lr_schedulers"][0]["_last_lr"][0] == 0.0
     assert a["lr_schedulers"][0]["last_epoch"] == a["global_step"] and 0.0 < mid < 1.0
     for key, value in a["state_dict"].items():
@@ -163,9 +191,12 @@ def test_checkpoint_never_runs_code_and_damage_is_named(toy_corpus, tmp_path):
     with pytest.raises(CheckpointError, match="not a readable checkpoint"):
         load_model(tmp_path / "pickled.ckpt")
     attacks = {  # each would call something if built by hydra.utils.instantiate
-        "list": lambda c: c["luong_lit"]["net"].update(junk=[{"_target_": "builtins.print", "_args_": ["x"]}]),
-        "attribute": lambda c: c["luong_lit"]["net"].update(score={
-            "_target_": "luong_lit.nn.scores.torch.save", "obj": 1, "f": str(written)}),
+        "list": lambda c: c["luong_lit"]["net"].update(
+            junk=[{"_target_": "builtins.print", "_args_": ["x"]}]
+        ),
+        "attribute": lambda c: c["luong_lit"]["net"].update(
+            score={"_target_": "luong_lit.nn.scores.torch.save", "obj": 1, "f": str(written)}
+        ),
         "argument": lambda c: c["luong_lit"]["net"]["score"].update(dim={"_target_": "os.getcwd"}),
         "unhashable": lambda c: c["luong_lit"]["net"]["score"].update(_target_=["os.system"]),
     }
@@ -187,13 +218,21 @@ def test_checkpoint_never_runs_code_and_damage_is_named(toy_corpus, tmp_path):
 
 def _run_cli(args, cwd, timeout=300):
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "luong_lit.train", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "luong_lit.train", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_cli_reports_bad_data_without_traceback(toy_corpus, tmp_path):
     args = [a for a in tiny_overrides(toy_corpus) if not a.startswith("data.train.src")]
-    res = _run_cli(args + [f"data.train.src={tmp_path}/missing.en", f"hydra.run.dir={tmp_path}/run"], REPO)
+    res = _run_cli(
+        args + [f"data.train.src={tmp_path}/missing.en", f"hydra.run.dir={tmp_path}/run"], REPO
+    )
     assert res.returncode == 2
     assert f"error: {tmp_path}/missing.en: file does not exist" in res.stderr
     assert "Traceback" not in res.stderr
@@ -201,8 +240,18 @@ def test_cli_reports_bad_data_without_traceback(toy_corpus, tmp_path):
 
 @pytest.mark.slow
 def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
-    res = _run_cli(["-m", "attention=local_p,global", "score=dot,general", *tiny_overrides(toy_corpus),
-                    "debug=fdr", f"hydra.sweep.dir={tmp_path}/sweep"], REPO, timeout=600)
+    res = _run_cli(
+        [
+            "-m",
+            "attention=local_p,global",
+            "score=dot,general",
+            *tiny_overrides(toy_corpus),
+            "debug=fdr",
+            f"hydra.sweep.dir={tmp_path}/sweep",
+        ],
+        REPO,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     jobs = sorted(p for p in (tmp_path / "sweep").iterdir() if p.is_dir())
     assert len(jobs) == 4
@@ -220,8 +269,11 @@ def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
 @pytest.mark.slow
 def test_ddp_sim_two_cpu_processes(toy_corpus, tmp_path):
     """Two ranks (ddp_spawn on CPU), each taking every second batch; a best checkpoint results."""
-    cfg = compose_cfg(tiny_overrides(toy_corpus) + ["trainer=ddp_sim", "trainer.max_epochs=1",
-                                                    "test_after_training=false"], tmp_path)
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + ["trainer=ddp_sim", "trainer.max_epochs=1", "test_after_training=false"],
+        tmp_path,
+    )
     train(cfg)
     net, _, tgt_vocab, _ = load_model(tmp_path / "checkpoints" / "best.ckpt")
     assert net.decoder.W_s.out_features == len(tgt_vocab)
@@ -234,12 +286,17 @@ EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("[!_]*.
 def test_every_experiment_config_builds_its_model(name, tmp_path):
     import hydra
 
-    cfg = compose_cfg([f"experiment={name}", "model.net.embed_size=8", "model.net.hidden_size=8"], tmp_path)
+    cfg = compose_cfg(
+        [f"experiment={name}", "model.net.embed_size=8", "model.net.hidden_size=8"], tmp_path
+    )
     net = hydra.utils.instantiate(cfg.model.net)(src_vocab_size=12, tgt_vocab_size=12)
     if name.startswith("table4_"):  # the file names the Table 4 row: attention and score
-        attention, score = name[len("table4_"):].rsplit("_", 1)
-        kind = {"global": "GlobalAttention", "local_m": "LocalMonotonicAttention",
-                "local_p": "LocalPredictiveAttention"}[attention]
+        attention, score = name[len("table4_") :].rsplit("_", 1)
+        kind = {
+            "global": "GlobalAttention",
+            "local_m": "LocalMonotonicAttention",
+            "local_p": "LocalPredictiveAttention",
+        }[attention]
         assert type(net.decoder.attention).__name__ == kind
         assert type(net.decoder.attention.score).__name__ == f"{score.capitalize()}Score"
         assert cfg.feed_input and cfg.dropout == 0.2
@@ -247,5 +304,6 @@ def test_every_experiment_config_builds_its_model(name, tmp_path):
 
 def test_table4_has_every_attention_row():
     rows = {n for n in EXPERIMENTS if n.startswith("table4_")}
-    assert rows == {f"table4_{a}_{s}" for a in ("global", "local_m", "local_p") for s in ("dot", "general")} | {
-        "table4_global_location"}
+    assert rows == {
+        f"table4_{a}_{s}" for a in ("global", "local_m", "local_p") for s in ("dot", "general")
+    } | {"table4_global_location"}

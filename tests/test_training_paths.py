@@ -3,11 +3,12 @@
 Deferred weight gradients (``RecurrentWeight``), packing and unpacking, and the uniform-mask
 dropout are checked against ``addmm``, ``pad_packed_sequence`` and the Bernoulli law.
 """
+
 from __future__ import annotations
 
 import pytest
 import torch
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import pad_packed_sequence
 
 from luong_lit.nn import Seq2Seq
 from luong_lit.nn.fast.dropout import Dropout, dropout
@@ -34,14 +35,18 @@ def test_recurrent_weight_gradients_equal_per_step_addmm(base):
     b0 = torch.randn(5, dtype=torch.float64, generator=g, requires_grad=True)
     h0 = torch.randn(4, 5, dtype=torch.float64, generator=g, requires_grad=True)
     rows = [4, 4, 3, 3, 1]
-    grads = [torch.autograd.grad(_recurrence(W, b0, h0, base, rows, d), (W, b0, h0), allow_unused=True)
-             for d in (False, True)]
+    grads = [
+        torch.autograd.grad(_recurrence(W, b0, h0, base, rows, d), (W, b0, h0), allow_unused=True)
+        for d in (False, True)
+    ]
     for ours, ref in zip(grads[1], grads[0]):
         if ref is None:
             assert ours is None
         else:
             torch.testing.assert_close(ours, ref)
-    assert torch.autograd.gradcheck(lambda W_, h_: _recurrence(W_, b0, h_, base, rows, True), (W, h0))
+    assert torch.autograd.gradcheck(
+        lambda W_, h_: _recurrence(W_, b0, h_, base, rows, True), (W, h0)
+    )
 
 
 def test_recurrent_weight_without_autograd_is_addmm_and_backward_twice_is_safe():
@@ -67,8 +72,10 @@ def test_pack_ids_and_unpack_round_trip_like_pad_packed_sequence(sorted_rows):
     ref, _ = pad_packed_sequence(packed._replace(data=data), batch_first=True, total_length=5)
     torch.testing.assert_close(ours, ref)
     w = torch.randn(4, 5, 3, dtype=torch.float64)
-    torch.testing.assert_close(torch.autograd.grad((ours * w).sum(), data)[0],
-                               torch.autograd.grad((ref * w).sum(), data)[0])
+    torch.testing.assert_close(
+        torch.autograd.grad((ours * w).sum(), data)[0],
+        torch.autograd.grad((ref * w).sum(), data)[0],
+    )
 
 
 def test_batched_training_gradients_equal_one_sentence_at_a_time():
@@ -86,12 +93,17 @@ def test_batched_training_gradients_equal_one_sentence_at_a_time():
         h_tilde, _ = model(s, sl, t)
         return (h_tilde * weight).sum()
 
-    batched = torch.autograd.grad(loss_of(src, src_len, tgt, w), list(model.parameters()), allow_unused=True)
+    batched = torch.autograd.grad(
+        loss_of(src, src_len, tgt, w), list(model.parameters()), allow_unused=True
+    )
     alone = [torch.zeros_like(p) for p in model.parameters()]
     for b in range(4):
         n, m = int(tgt_len[b]), int(src_len[b])
-        gb = torch.autograd.grad(loss_of(src[b:b + 1, :m], src_len[b:b + 1], tgt[b:b + 1, :n], w[b:b + 1, :n]),
-                                 list(model.parameters()), allow_unused=True)
+        gb = torch.autograd.grad(
+            loss_of(src[b : b + 1, :m], src_len[b : b + 1], tgt[b : b + 1, :n], w[b : b + 1, :n]),
+            list(model.parameters()),
+            allow_unused=True,
+        )
         alone = [a + (x if x is not None else 0) for a, x in zip(alone, gb)]
     for ours, ref in zip(batched, alone):
         torch.testing.assert_close(ours if ours is not None else torch.zeros_like(ref), ref)
@@ -128,14 +140,23 @@ def test_training_path_gradcheck_float64():
     src, tgt = torch.randint(4, 12, (3, 5)), torch.randint(4, 12, (3, 4))
     src[torch.arange(5) >= src_len.unsqueeze(1)] = 0
     tgt[torch.arange(4) >= tgt_len.unsqueeze(1)] = 0
-    names = ["encoder.rnn.weight_hh_l0", "encoder.rnn.weight_ih_l1", "encoder.embedding.weight",
-             "decoder.rnn.weight_hh_l1", "decoder.rnn.weight_ih_l0", "decoder.rnn.bias_hh_l1",
-             "decoder.attention.score.W_a.weight", "decoder.W_c.weight"]
+    names = [
+        "encoder.rnn.weight_hh_l0",
+        "encoder.rnn.weight_ih_l1",
+        "encoder.embedding.weight",
+        "decoder.rnn.weight_hh_l1",
+        "decoder.rnn.weight_ih_l0",
+        "decoder.rnn.bias_hh_l1",
+        "decoder.attention.score.W_a.weight",
+        "decoder.W_c.weight",
+    ]
     params = dict(model.named_parameters())
     w = torch.randn(3, 4, 4, dtype=torch.float64)
 
     def f(*chosen):
-        h_tilde, _ = functional_call(model, {**params, **dict(zip(names, chosen))}, (src, src_len, tgt))
+        h_tilde, _ = functional_call(
+            model, {**params, **dict(zip(names, chosen))}, (src, src_len, tgt)
+        )
         return (h_tilde * w).sum()
 
     inputs = tuple(params[n].detach().clone().requires_grad_(True) for n in names)
@@ -145,9 +166,9 @@ def test_training_path_gradcheck_float64():
 def test_decoding_sees_weights_updated_by_a_fused_optimizer():
     """Fused Adam updates in place without a version bump; decoding in the next validation
     must use the new weights, not those of the previous one."""
-    from luong_lit.decoding.prepare import for_decoding
-
     import copy
+
+    from luong_lit.decoding.prepare import for_decoding
 
     torch.manual_seed(0)
     model = Seq2Seq(20, 20, 8, 8, 2, 0.0, "global", "general", True)

@@ -30,24 +30,22 @@ import warnings
 
 
 def _patch_joey_unidirectional_encoder() -> None:
-    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
     from joeynmt.encoders import RecurrentEncoder
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
     original = RecurrentEncoder.forward
 
     def forward(self, src_embed, src_length, mask, **kwargs):
         if self.rnn.bidirectional:
             return original(self, src_embed, src_length, mask, **kwargs)
-        self._check_shapes_input_forward(src_embed=src_embed, src_length=src_length,
-                                         mask=mask)
+        self._check_shapes_input_forward(src_embed=src_embed, src_length=src_length, mask=mask)
         total_length = src_embed.size(1)
         src_embed = self.emb_dropout(src_embed)
         packed = pack_padded_sequence(src_embed, src_length.cpu(), batch_first=True)
         output, hidden = self.rnn(packed)
         if isinstance(hidden, tuple):  # LSTM: (h, c)
             hidden = hidden[0]
-        output, _ = pad_packed_sequence(output, batch_first=True,
-                                        total_length=total_length)
+        output, _ = pad_packed_sequence(output, batch_first=True, total_length=total_length)
         # hidden: layers x batch x hidden -> final state of the top layer
         return output, hidden[-1]
 

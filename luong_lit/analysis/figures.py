@@ -2,11 +2,12 @@
 
 Pure functions that write files; the training callbacks, the notebook and the report share them.
 """
+
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -23,7 +24,9 @@ def _plt():
     return plt
 
 
-def draw_attention(ax, weights: np.ndarray, src: Sequence[str], tgt: Sequence[str], title: str = "") -> None:
+def draw_attention(
+    ax, weights: np.ndarray, src: Sequence[str], tgt: Sequence[str], title: str = ""
+) -> None:
     """Target words down, source words across; darker is more weight (Figure 7 style)."""
     ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=max(float(weights.max()), 1e-6), aspect="auto")
     ax.set_xticks(range(len(src)), src, rotation=90, fontsize=7)
@@ -33,7 +36,9 @@ def draw_attention(ax, weights: np.ndarray, src: Sequence[str], tgt: Sequence[st
         ax.set_title(title, fontsize=9)
 
 
-def attention_figure(panels: Sequence[tuple[str, np.ndarray]], src: Sequence[str], tgt: Sequence[str]):
+def attention_figure(
+    panels: Sequence[tuple[str, np.ndarray]], src: Sequence[str], tgt: Sequence[str]
+):
     """One heatmap per (title, weights (len(tgt), len(src))) panel, side by side."""
     plt = _plt()
     w = max(3.0, 0.28 * len(src) + 1.5)
@@ -79,8 +84,12 @@ def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
     return out
 
 
-def plot_learning_curves(runs: Mapping[str, str | Path], path: str | Path,
-                         metric: str = "val/nll_per_token", ylabel: str = "test cost (NLL per token)") -> Path:
+def plot_learning_curves(
+    runs: Mapping[str, str | Path],
+    path: str | Path,
+    metric: str = "val/nll_per_token",
+    ylabel: str = "test cost (NLL per token)",
+) -> Path:
     """Figure 5: validation cost against mini-batches for one or more runs."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))

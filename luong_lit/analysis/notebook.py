@@ -3,11 +3,12 @@
 Everything here reads what ``train``, ``evaluate`` and ``align`` wrote into run directories,
 falling back to decoding the dev set when a run has no evaluation report yet.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from luong_lit.analysis.runs import run_label
 

@@ -4,6 +4,7 @@ Table 4 and Table 6 rows are keyed by ``(attention, score)``; Tables 1 and 3 by 
 config name. Perplexities and tokenised BLEU on newstest2014 (Tables 1, 4) or newstest2015
 (Table 3); AER on the RWTH De–En gold set (Table 6).
 """
+
 from __future__ import annotations
 
 TABLE1 = {  # WMT'14 En->De: (ppl, BLEU)
@@ -49,7 +50,13 @@ def paper_row(experiment: str | None, attention: str | None, score: str | None) 
     key = (attention, score)
     if key in TABLE4:
         ppl, bleu, unk = TABLE4[key]
-        row = {"table": "4", "row": f"{attention} ({score})", "ppl": ppl, "bleu": bleu, "bleu_unk": unk}
+        row = {
+            "table": "4",
+            "row": f"{attention} ({score})",
+            "ppl": ppl,
+            "bleu": bleu,
+            "bleu_unk": unk,
+        }
         if key in TABLE6:
             row["aer"] = TABLE6[key]
         return row

@@ -8,8 +8,8 @@ A run directory is one ``python -m luong_lit train`` run: its config (``.hydra/`
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from luong_lit.analysis.paper_numbers import paper_row
 from luong_lit.nn.names import attention_name, score_name
@@ -26,7 +26,9 @@ def describe(run_dir: Path) -> dict:
     net = cfg["model"]["net"]
     overrides_path = run_dir / ".hydra" / "overrides.yaml"
     overrides = OmegaConf.load(overrides_path) if overrides_path.is_file() else []
-    experiment = next((o.split("=", 1)[1] for o in overrides if o.startswith("experiment=")), "m30k_small")
+    experiment = next(
+        (o.split("=", 1)[1] for o in overrides if o.startswith("experiment=")), "m30k_small"
+    )
     attention = attention_name(net.get("attention"))
     return {
         "run": run_dir.name,
@@ -51,8 +53,11 @@ def collect(run_dir: Path) -> dict:
             row.update(bleu_beam=first["bleu_beam"], bleu_beam_unk=first.get("bleu_unk_beam"))
     for path in sorted(run_dir.glob("eval_*.json")):
         ev = json.loads(path.read_text())
-        row.update(beam=ev["decoding"]["beam"], bleu_beam=ev["bleu"]["bleu_tok"],
-                   bleu_beam_unk=ev["bleu_unk_replaced"]["bleu_tok"])  # fmt: skip
+        row.update(
+            beam=ev["decoding"]["beam"],
+            bleu_beam=ev["bleu"]["bleu_tok"],
+            bleu_beam_unk=ev["bleu_unk_replaced"]["bleu_tok"],
+        )
     if (run_dir / "align.json").is_file():
         row["aer"] = json.loads((run_dir / "align.json").read_text()).get("aer")
     row["paper"] = paper_row(row["experiment"], row["attention"], row["score"])
@@ -78,11 +83,13 @@ def markdown(rows: Sequence[dict]) -> str:
     ]
     for r in rows:
         p = r["paper"]
-        lines.append(
-            f"| {r['run']} | {r['attention']} | {r['score'] or '–'} | {r['feed_input']} | {_f(r.get('ppl'))} "
-            f"| {_f(r.get('bleu_greedy'))} | {_f(r.get('bleu_beam'))} | {_f(r.get('bleu_beam_unk'))} "
-            f"| {_f(r.get('aer'), '{:.3f}')} | {('Table ' + p['table'] + ': ' + p['row']) if p else '–'} "
-            f"| {_f(p.get('ppl'), '{:.1f}')} | {_f(p.get('bleu'), '{:.1f}')} | {_f(p.get('bleu_unk'), '{:.1f}')} "
-            f"| {_f(p.get('aer'))} |"
-        )
+        cells = [r["run"], r["attention"], r["score"] or "–", str(r["feed_input"])]
+        cells += [_f(r.get(k)) for k in ("ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")]
+        cells += [_f(r.get("aer"), "{:.3f}"), f"Table {p['table']}: {p['row']}" if p else "–"]
+        cells += [
+            _f(p.get("ppl"), "{:.1f}"),
+            _f(p.get("bleu"), "{:.1f}"),
+            _f(p.get("bleu_unk"), "{:.1f}"),
+        ]
+        lines.append("| " + " | ".join([*cells, _f(p.get("aer"))]) + " |")
     return "\n".join(lines) + "\n"

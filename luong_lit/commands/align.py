@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from luong_lit.checkpoint import load_models, run_directory
 from luong_lit.cli import run_command
@@ -41,7 +41,9 @@ def rwth_files(root: Path | None, src_lang: str, tgt_lang: str) -> tuple[Path, P
         return d / "deen.src", d / "deen.tgt", d / "deen.talp", False
     if pair == ("en", "de"):
         return d / "deen.tgt", d / "deen.src", d / "deen.talp", True
-    raise DataError(f"the RWTH gold set is German-English; this model translates {src_lang}->{tgt_lang}")
+    raise DataError(
+        f"the RWTH gold set is German-English; this model translates {src_lang}->{tgt_lang}"
+    )
 
 
 def model_links(model, src_vocab, tgt_vocab, src, tgt, convention: str) -> tuple[list, float]:
@@ -62,9 +64,13 @@ def baseline_links(src, tgt, extra_src=None, extra_tgt=None) -> dict[str, list]:
 
     out = {"diagonal": [diagonal_links(len(s), len(t)) for s, t in zip(src, tgt)]}
     try:
-        links = eflomal_links(list(src) + list(extra_src or []), list(tgt) + list(extra_tgt or []), "intersect")
+        links = eflomal_links(
+            list(src) + list(extra_src or []), list(tgt) + list(extra_tgt or []), "intersect"
+        )
         out["eflomal (intersection)"] = [set(x) for x in links[: len(src)]]
-        fwd = eflomal_links(list(src) + list(extra_src or []), list(tgt) + list(extra_tgt or []), "forward")
+        fwd = eflomal_links(
+            list(src) + list(extra_src or []), list(tgt) + list(extra_tgt or []), "forward"
+        )
         out["eflomal (forward)"] = [set(x) for x in fwd[: len(src)]]
     except DataError as err:
         print(f"warning: {err}; eflomal baseline left out", file=sys.stderr)
@@ -76,43 +82,71 @@ def run(args) -> dict:
     data = metas[0].get("data") or {}
     if args.rwth:
         root = Path(args.rwth_dir) if args.rwth_dir else mirror_dir(None)
-        src_path, tgt_path, gold_path, flip = rwth_files(root, data.get("src_lang"), data.get("tgt_lang"))
+        src_path, tgt_path, gold_path, flip = rwth_files(
+            root, data.get("src_lang"), data.get("tgt_lang")
+        )
     else:
         if not (args.src and args.tgt):
             raise DataError("give --rwth, or both --src and --tgt")
-        src_path, tgt_path, gold_path, flip = Path(args.src), Path(args.tgt), args.gold, args.gold_flip
+        src_path, tgt_path, gold_path, flip = (
+            Path(args.src),
+            Path(args.tgt),
+            args.gold,
+            args.gold_flip,
+        )
     src = [x.split() for x in read_lines(src_path)]
     tgt = [x.split() for x in read_lines(tgt_path)]
     if len(src) != len(tgt):
         raise DataError(f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}")
     links, unk = model_links(model, src_vocab, tgt_vocab, src, tgt, args.align_convention)
-    report = {"checkpoints": [str(c) for c in args.checkpoints], "source": str(src_path),
-              "target": str(tgt_path), "sentences": len(src), "unk_token_share": unk,
-              "convention": args.align_convention, "links": [pharaoh(x) for x in links]}
+    report = {
+        "checkpoints": [str(c) for c in args.checkpoints],
+        "source": str(src_path),
+        "target": str(tgt_path),
+        "sentences": len(src),
+        "unk_token_share": unk,
+        "convention": args.align_convention,
+        "links": [pharaoh(x) for x in links],
+    }
     if gold_path:
         gold = read_talp(gold_path, flip=flip)
         report["gold"], report["aer"] = str(gold_path), aer(links, gold)
         if args.baselines:
-            extra = [[x.split() for x in read_lines(p)] for p in (args.extra_src, args.extra_tgt)] \
-                if args.extra_src and args.extra_tgt else (None, None)
-            report["baselines"] = {name: aer(b, gold) for name, b in baseline_links(src, tgt, *extra).items()}
+            extra = (
+                [[x.split() for x in read_lines(p)] for p in (args.extra_src, args.extra_tgt)]
+                if args.extra_src and args.extra_tgt
+                else (None, None)
+            )
+            report["baselines"] = {
+                name: aer(b, gold) for name, b in baseline_links(src, tgt, *extra).items()
+            }
     return report
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m luong_lit align", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m luong_lit align", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("checkpoints", nargs="+")
-    ap.add_argument("--rwth", action="store_true", help="the RWTH De-En gold set, in the model's direction")
-    ap.add_argument("--rwth-dir", help="directory of deen.src/deen.tgt/deen.talp (default: $LUONG_LIT_DATA)")
+    ap.add_argument(
+        "--rwth", action="store_true", help="the RWTH De-En gold set, in the model's direction"
+    )
+    ap.add_argument(
+        "--rwth-dir", help="directory of deen.src/deen.tgt/deen.talp (default: $LUONG_LIT_DATA)"
+    )
     ap.add_argument("--src", help="tokenised source sentences")
     ap.add_argument("--tgt", help="tokenised reference translations")
     ap.add_argument("--gold", help="gold links, talp format (1-based i-j sure, ipj possible)")
     ap.add_argument("--gold-flip", action="store_true", help="gold i indexes the target side")
     ap.add_argument("--align-convention", default="paper", choices=("paper", "predicted"))
-    ap.add_argument("--baselines", action="store_true", help="also score eflomal and a diagonal aligner")
+    ap.add_argument(
+        "--baselines", action="store_true", help="also score eflomal and a diagonal aligner"
+    )
     ap.add_argument("--extra-src", help="more parallel text for the eflomal baseline (source side)")
     ap.add_argument("--extra-tgt", help="more parallel text for the eflomal baseline (target side)")
-    ap.add_argument("--out", help="directory for alignments.txt and align.json (default: the run directory)")
+    ap.add_argument(
+        "--out", help="directory for alignments.txt and align.json (default: the run directory)"
+    )
     return ap
 
 
@@ -123,7 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = run(args)
         out = Path(args.out) if args.out else run_directory(args.checkpoints[0])
         out.mkdir(parents=True, exist_ok=True)
-        (out / "alignments.txt").write_text("".join(x + "\n" for x in report.pop("links")), encoding="utf-8")
+        (out / "alignments.txt").write_text(
+            "".join(x + "\n" for x in report.pop("links")), encoding="utf-8"
+        )
         (out / "align.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
         print(json.dumps(report, indent=2))
 

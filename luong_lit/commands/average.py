@@ -9,12 +9,13 @@ resuming. All inputs must describe the same network and vocabularies (an ensembl
 different models is ``translate A.ckpt B.ckpt`` instead). Checkpoints are read with
 ``torch.load(weights_only=True)``.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -56,17 +57,25 @@ def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Path:
     for p, c in zip(paths[1:], ckpts[1:]):
         for field in _SAME:
             if c["luong_lit"].get(field) != ref["luong_lit"].get(field):
-                raise CheckpointError(f"{p}: its {field} differs from that of {paths[0]}; "
-                                      "only checkpoints of one model can be averaged")
-        if {k: v.shape for k, v in c["state_dict"].items()} != {k: v.shape for k, v in ref["state_dict"].items()}:
-            raise CheckpointError(f"{p}: its parameters differ in name or shape from those of {paths[0]}")
+                raise CheckpointError(
+                    f"{p}: its {field} differs from that of {paths[0]}; "
+                    "only checkpoints of one model can be averaged"
+                )
+        if {k: v.shape for k, v in c["state_dict"].items()} != {
+            k: v.shape for k, v in ref["state_dict"].items()
+        }:
+            raise CheckpointError(
+                f"{p}: its parameters differ in name or shape from those of {paths[0]}"
+            )
     state = average_state_dicts([c["state_dict"] for c in ckpts])
     meta = dict(ref["luong_lit"], averaged_from=[p.name for p in paths])
     return atomic_save({"state_dict": state, "luong_lit": meta}, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m luong_lit average", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m luong_lit average", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("checkpoints", nargs="+", help="checkpoints of one model, e.g. its last epochs")
     ap.add_argument("-o", "--output", required=True, help="where to write the averaged checkpoint")
     args = ap.parse_args(argv)

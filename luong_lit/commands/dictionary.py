@@ -1,6 +1,7 @@
 """Build a word dictionary for unknown-word replacement by aligning tokenised parallel text.
 
-    python -m luong_lit dictionary --src train.en --tgt train.de [--links F] [--min-count 10] --out dict.txt
+    python -m luong_lit dictionary --src train.en --tgt train.de [--links F] [--min-count 10] \
+        --out dict.txt
 
 Links come from eflomal (``pip install eflomal``) unless ``--links`` gives Pharaoh ``i-j``
 lines; see :mod:`luong_lit.data.dictionary`.
@@ -10,20 +11,29 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from luong_lit.cli import run_command
-from luong_lit.data.dictionary import dictionary_from_links, eflomal_links, parse_links, write_dictionary
+from luong_lit.data.dictionary import (
+    dictionary_from_links,
+    eflomal_links,
+    parse_links,
+    write_dictionary,
+)
 from luong_lit.data.io import read_lines
 from luong_lit.errors import DataError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m luong_lit dictionary", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m luong_lit dictionary", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--src", required=True, help="tokenised source file")
     ap.add_argument("--tgt", required=True, help="tokenised target file")
     ap.add_argument("--links", help="Pharaoh i-j links per line (default: run eflomal)")
-    ap.add_argument("--min-count", type=int, default=10, help="keep pairs linked at least this often")
+    ap.add_argument(
+        "--min-count", type=int, default=10, help="keep pairs linked at least this often"
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
 
@@ -33,7 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(src) != len(tgt):
             raise DataError(f"{args.src} has {len(src)} lines but {args.tgt} has {len(tgt)}")
         if args.links:
-            links = [parse_links(x, f"{args.links}:{n}") for n, x in enumerate(read_lines(args.links), 1)]
+            links = [
+                parse_links(x, f"{args.links}:{n}") for n, x in enumerate(read_lines(args.links), 1)
+            ]
         else:
             links = eflomal_links(src, tgt)
         d = dictionary_from_links(src, tgt, links, args.min_count)

@@ -12,11 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from luong_lit.checkpoint import load_models, run_directory
-from luong_lit.cli import add_decoding_args, beam_config, check_beam_fits, check_options, run_command
+from luong_lit.cli import (
+    add_decoding_args,
+    beam_config,
+    check_beam_fits,
+    check_options,
+    run_command,
+)
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.model_data import load_split
 from luong_lit.evaluation import bleu_scores, translate_split
@@ -31,10 +37,14 @@ def samples(split, plain, replaced, n: int) -> list[dict]:
     picked = [i for i, (a, b) in enumerate(zip(plain, replaced)) if a != b][:n]
     picked += [i for i in range(len(plain)) if i not in picked][: n - len(picked)]
     return [
-        {"src": " ".join(split.src_tokens[i]), "ref": " ".join(split.tgt_tokens[i]), "best": " ".join(plain[i]),
-         "best_unk_replaced": " ".join(replaced[i])}
+        {
+            "src": " ".join(split.src_tokens[i]),
+            "ref": " ".join(split.tgt_tokens[i]),
+            "best": " ".join(plain[i]),
+            "best_unk_replaced": " ".join(replaced[i]),
+        }
         for i in sorted(picked)
-    ]  # fmt: skip
+    ]
 
 
 def evaluate(args) -> dict:
@@ -42,28 +52,50 @@ def evaluate(args) -> dict:
     test = load_split(metas[0], args.test, src_vocab, tgt_vocab)
     split = test.split
     nets = list(getattr(model, "members", [model]))
-    report = {"test": args.test, "checkpoints": [str(p) for p in args.checkpoints],
-              "ppl": [perplexity(n, split.examples()) for n in nets]}  # fmt: skip
+    report = {
+        "test": args.test,
+        "checkpoints": [str(p) for p in args.checkpoints],
+        "ppl": [perplexity(n, split.examples()) for n in nets],
+    }
     if len(nets) > 1:  # the ensemble's own distribution (its combine rule), through its steps
         report["ppl_ensemble"] = stepwise_perplexity(model, split.examples())
     beam = beam_config(args)
     check_beam_fits(beam, tgt_vocab)
     dictionary = load_dictionary(args.dict) if args.dict else None
-    out = translate_split(model, split, tgt_vocab, beam, args.batch_size, None, True, dictionary,
-                          args.align_convention, progress=not args.quiet, workers=args.workers,
-                          int8=args.int8)  # fmt: skip
+    out = translate_split(
+        model,
+        split,
+        tgt_vocab,
+        beam,
+        args.batch_size,
+        None,
+        True,
+        dictionary,
+        args.align_convention,
+        progress=not args.quiet,
+        workers=args.workers,
+        int8=args.int8,
+    )
     plain, replaced = out.words, out.replaced
     refs = bleu_lines(split.tgt_tokens, test.tokenizer)
-    report["decoding"] = {"beam": args.beam, "authors_decoder": args.authors_decoder,
-                          "length_penalty": args.length_penalty, "combine": args.combine,
-                          "dictionary": args.dict, "align_convention": args.align_convention,
-                          "int8": args.int8}  # fmt: skip
+    report["decoding"] = {
+        "beam": args.beam,
+        "authors_decoder": args.authors_decoder,
+        "length_penalty": args.length_penalty,
+        "combine": args.combine,
+        "dictionary": args.dict,
+        "align_convention": args.align_convention,
+        "int8": args.int8,
+    }
     report["bleu"] = bleu_scores(plain, refs, test.lang, test.tokenizer, test.raw_refs)
-    report["bleu_unk_replaced"] = bleu_scores(replaced, refs, test.lang, test.tokenizer, test.raw_refs)
+    report["bleu_unk_replaced"] = bleu_scores(
+        replaced, refs, test.lang, test.tokenizer, test.raw_refs
+    )
     report["detok_references"] = "raw" if test.raw_refs else "detokenised tokenised references"
     report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
-    report["length_buckets"] = bleu_by_length(bleu_lines(replaced, test.tokenizer), refs,
-                                              [len(s) for s in split.src_tokens])  # fmt: skip
+    report["length_buckets"] = bleu_by_length(
+        bleu_lines(replaced, test.tokenizer), refs, [len(s) for s in split.src_tokens]
+    )
     report["samples"] = samples(split, plain, replaced, args.samples)
     return report
 
@@ -74,28 +106,53 @@ def markdown(report: dict) -> str:
     if "ppl_ensemble" in report:
         ppl += f"; the ensemble: {report['ppl_ensemble']:.2f}"
     lines = [
-        f"# Evaluation on {report['test']}", "",
-        "Checkpoints: " + ", ".join(f"`{Path(c).name}`" for c in report["checkpoints"]), "",
-        f"Perplexity: {ppl}", "",
-        f"Decoding: {json.dumps(report['decoding'])}", "",
-        "| BLEU (case-sensitive) | before unk replacement | after |", "|---|---:|---:|",
-        f"| tokenised (multi-bleu.perl equivalent, ##AT## rejoined) | {b['bleu_tok']:.2f} | {u['bleu_tok']:.2f} |",
-        f"| detokenised sacreBLEU 13a (mteval-v13a stand-in) | {b['bleu_detok']:.2f} | {u['bleu_detok']:.2f} |",
-        "", f"`<unk>` words in the output: {report['unk_in_output']}", "",
-        "## BLEU by source length (Figure 6), after unk replacement", "",
-        markdown_table(report["length_buckets"]), "", "## Sample translations (Table 5 style)", "",
-    ]  # fmt: skip
+        f"# Evaluation on {report['test']}",
+        "",
+        "Checkpoints: " + ", ".join(f"`{Path(c).name}`" for c in report["checkpoints"]),
+        "",
+        f"Perplexity: {ppl}",
+        "",
+        f"Decoding: {json.dumps(report['decoding'])}",
+        "",
+        "| BLEU (case-sensitive) | before unk replacement | after |",
+        "|---|---:|---:|",
+        "| tokenised (multi-bleu.perl equivalent, ##AT## rejoined) "
+        f"| {b['bleu_tok']:.2f} | {u['bleu_tok']:.2f} |",
+        "| detokenised sacreBLEU 13a (mteval-v13a stand-in) "
+        f"| {b['bleu_detok']:.2f} | {u['bleu_detok']:.2f} |",
+        "",
+        f"`<unk>` words in the output: {report['unk_in_output']}",
+        "",
+        "## BLEU by source length (Figure 6), after unk replacement",
+        "",
+        markdown_table(report["length_buckets"]),
+        "",
+        "## Sample translations (Table 5 style)",
+        "",
+    ]
     for s in report["samples"]:
-        lines += [f"- **src**: {s['src']}", f"  - **ref**: {s['ref']}", f"  - **best**: {s['best']}",
-                  f"  - **best, unk replaced**: {s['best_unk_replaced']}"]  # fmt: skip
+        lines += [
+            f"- **src**: {s['src']}",
+            f"  - **ref**: {s['ref']}",
+            f"  - **best**: {s['best']}",
+            f"  - **best, unk replaced**: {s['best_unk_replaced']}",
+        ]
     return "\n".join(lines) + "\n"
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m luong_lit evaluate", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m luong_lit evaluate", description=__doc__.split("\n")[0]
+    )
     add_decoding_args(ap)
-    ap.add_argument("--test", required=True, help="test set name, e.g. test_2016_flickr or newstest2014_filtered")
-    ap.add_argument("--out", help="directory for the report (default: the first checkpoint's run directory)")
+    ap.add_argument(
+        "--test",
+        required=True,
+        help="test set name, e.g. test_2016_flickr or newstest2014_filtered",
+    )
+    ap.add_argument(
+        "--out", help="directory for the report (default: the first checkpoint's run directory)"
+    )
     ap.add_argument("--samples", type=int, default=5, help="sample translations in the report")
     ap.add_argument("--quiet", action="store_true")
     return ap

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from luong_lit.analysis.runs import collect, markdown
 from luong_lit.cli import run_command
@@ -19,7 +19,9 @@ from luong_lit.errors import DataError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m luong_lit report", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m luong_lit report", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("runs", nargs="+", help="run directories")
     ap.add_argument("--out", help="write the Markdown here as well")
     args = ap.parse_args(argv)

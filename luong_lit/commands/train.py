@@ -45,7 +45,9 @@ def test_results(dm, model, trainer) -> dict[str, Any]:
         _, name, metric = key.split("/", 2)  # test/<name>/<metric>
         results.setdefault(name, {})[metric] = float(value)
     for name in dm.test_spec:
-        log.info("test %s: %s", name, ", ".join(f"{k} {v:.2f}" for k, v in results.get(name, {}).items()))
+        log.info(
+            "test %s: %s", name, ", ".join(f"{k} {v:.2f}" for k, v in results.get(name, {}).items())
+        )
     return results
 
 

@@ -15,11 +15,17 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from luong_lit.checkpoint import load_models
-from luong_lit.cli import add_decoding_args, beam_config, check_beam_fits, check_options, run_command
+from luong_lit.cli import (
+    add_decoding_args,
+    beam_config,
+    check_beam_fits,
+    check_options,
+    run_command,
+)
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.io import decode_lines, read_lines
 from luong_lit.data.model_data import tokenizers
@@ -55,9 +61,16 @@ def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[s
     beam = beam_config(args)
     check_beam_fits(beam, tgt_vocab)
     dictionary = load_dictionary(args.dict) if args.dict else None
-    out = decode_corpus(model, [src_vocab.encode(s) for s in src_words], args.batch_size, beam,
-                        keep_attention=args.replace_unk, progress=progress, workers=args.workers,
-                        int8=args.int8)  # fmt: skip
+    out = decode_corpus(
+        model,
+        [src_vocab.encode(s) for s in src_words],
+        args.batch_size,
+        beam,
+        keep_attention=args.replace_unk,
+        progress=progress,
+        workers=args.workers,
+        int8=args.int8,
+    )
     content = model.content_based if args.replace_unk else True  # an ensemble may mix conventions
     unk_args = (content, dictionary, args.align_convention)
     replace_src = src_words if args.replace_unk else None
@@ -86,12 +99,18 @@ def n_best_lines(out, tgt_vocab, detok, n: int, src_words=None, *unk_args) -> li
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m luong_lit translate", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m luong_lit translate", description=__doc__.split("\n")[0]
+    )
     add_decoding_args(ap)
     ap.add_argument("-i", "--input", help="input file (default: stdin)")
     ap.add_argument("-o", "--output", help="output file (default: stdout)")
-    ap.add_argument("--n-best", type=int, default=1, help="write the N best as 'i ||| text ||| score'")
-    ap.add_argument("--pretokenized", action="store_true", help="input is already tokenised; output stays so")
+    ap.add_argument(
+        "--n-best", type=int, default=1, help="write the N best as 'i ||| text ||| score'"
+    )
+    ap.add_argument(
+        "--pretokenized", action="store_true", help="input is already tokenised; output stays so"
+    )
     ap.add_argument("--max-src-len", type=int, default=None, help="longest source decoded as it is")
     ap.add_argument("--overlong", default="truncate", choices=("truncate", "skip", "keep"))
     ap.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -3,12 +3,22 @@
 The Lightning datamodule is imported on first use only, so that decoding and metrics, which
 use the vocabularies and batches here, never import Lightning.
 """
+
 from luong_lit.data.batching import Batch, BucketBatchSampler, collate
 from luong_lit.data.io import DataError, read_lines, read_parallel
 from luong_lit.data.vocab import Vocab
 
-__all__ = ["Batch", "BucketBatchSampler", "DataError", "Split", "TranslationDataModule", "Vocab",
-           "collate", "read_lines", "read_parallel"]
+__all__ = [
+    "Batch",
+    "BucketBatchSampler",
+    "DataError",
+    "Split",
+    "TranslationDataModule",
+    "Vocab",
+    "collate",
+    "read_lines",
+    "read_parallel",
+]
 
 
 def __getattr__(name: str):

@@ -1,10 +1,11 @@
 """Batches sorted by target length within large chunks, then shuffled (spec §8)."""
+
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -22,8 +23,10 @@ class Batch:
     tgt_out: Tensor  # (B, T)
     index: Tensor  # (B,) position of each example in its split
 
-    def to(self, device) -> "Batch":
-        return Batch(*(t.to(device) for t in (self.src, self.src_len, self.tgt_in, self.tgt_out, self.index)))
+    def to(self, device) -> Batch:
+        return Batch(
+            *(t.to(device) for t in (self.src, self.src_len, self.tgt_in, self.tgt_out, self.index))
+        )
 
     @property
     def num_tgt_tokens(self) -> int:
@@ -72,9 +75,16 @@ class BucketBatchSampler:
     Under DDP every rank takes every ``world_size``-th batch (``set_rank``).
     """
 
-    def __init__(self, src_lens: Sequence[int], tgt_lens: Sequence[int], batch_size: int,
-                 batch_by: str = "sentences", chunk_batches: int = 100, shuffle: bool = True,
-                 seed: int = 0) -> None:
+    def __init__(
+        self,
+        src_lens: Sequence[int],
+        tgt_lens: Sequence[int],
+        batch_size: int,
+        batch_by: str = "sentences",
+        chunk_batches: int = 100,
+        shuffle: bool = True,
+        seed: int = 0,
+    ) -> None:
         if batch_by not in ("sentences", "tokens"):
             raise ValueError(f"batch_by must be 'sentences' or 'tokens', got {batch_by!r}")
         if batch_size < 1:
@@ -92,7 +102,7 @@ class BucketBatchSampler:
 
     def _cut(self, order: list[int]) -> list[list[int]]:
         if self.batch_by == "sentences":
-            return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+            return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         batches, cur, longest = [], [], 0
         for i in order:
             longest_new = max(longest, self.tgt_lens[i] + 1)
@@ -111,11 +121,12 @@ class BucketBatchSampler:
         key = lambda i: (self.tgt_lens[i], self.src_lens[i])  # noqa: E731
         if not self.shuffle:  # evaluation: one global sort keeps padding minimal
             return self._cut(sorted(order, key=key))
-        chunk = self.chunk_batches * (self.batch_size if self.batch_by == "sentences" else
-                                      max(1, self.batch_size // 20))
+        chunk = self.chunk_batches * (
+            self.batch_size if self.batch_by == "sentences" else max(1, self.batch_size // 20)
+        )
         out: list[list[int]] = []
         for start in range(0, len(order), chunk):
-            out.extend(self._cut(sorted(order[start:start + chunk], key=key)))
+            out.extend(self._cut(sorted(order[start : start + chunk], key=key)))
         rng.shuffle(out)
         return out
 
@@ -123,9 +134,13 @@ class BucketBatchSampler:
         batches = self.batches()
         if self.world_size > 1:  # equal counts on every rank, as DDP needs
             n = len(batches) // self.world_size * self.world_size
-            batches = batches[self.rank:n:self.world_size]
+            batches = batches[self.rank : n : self.world_size]
         return iter(batches)
 
     def __len__(self) -> int:
-        n = len(self.batches()) if self.batch_by == "tokens" else math.ceil(len(self.tgt_lens) / self.batch_size)
+        n = (
+            len(self.batches())
+            if self.batch_by == "tokens"
+            else math.ceil(len(self.tgt_lens) / self.batch_size)
+        )
         return n // self.world_size if self.world_size > 1 else n

@@ -8,6 +8,7 @@ archives, sacreBLEU's MD5s for the WMT test archives). The text inside the WMT t
 archives has no published checksum; its published line counts are checked instead, and the
 SHA-256 of the text is recorded when it is extracted from the verified archive.
 """
+
 from __future__ import annotations
 
 from luong_lit.data.io import DataError
@@ -16,12 +17,30 @@ from luong_lit.data.sources import Remote, Source
 M30K = "https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1"
 # (file sha256, text sha256) of each Multi30k task-1 file
 _M30K_RAW = {
-    "train.de": ("726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6", "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72"),
-    "train.en": ("d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f", "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6"),
-    "val.de": ("f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a", "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660"),
-    "val.en": ("14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28", "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227"),
-    "test_2016_flickr.de": ("9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8", "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16"),
-    "test_2016_flickr.en": ("611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9", "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182"),
+    "train.de": (
+        "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+        "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72",
+    ),
+    "train.en": (
+        "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+        "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6",
+    ),
+    "val.de": (
+        "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+        "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660",
+    ),
+    "val.en": (
+        "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+        "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227",
+    ),
+    "test_2016_flickr.de": (
+        "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+        "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16",
+    ),
+    "test_2016_flickr.en": (
+        "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+        "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182",
+    ),
 }
 _M30K_TOK = {  # text sha256 (the upstream files are plain text)
     "train.de": "cb5a23529b65ec2061f1dc446192a9c37382b63cc75f81a0be59d34894b3a505",
@@ -34,33 +53,61 @@ _M30K_TOK = {  # text sha256 (the upstream files are plain text)
 
 _STATMT = "http://www.statmt.org"
 _WMT_TRAIN = {  # name: (url, sha256, member template with {lang}, lines per side)
-    "europarl_v7": (f"{_STATMT}/wmt13/training-parallel-europarl-v7.tgz",
-                    "0224c7c710c8a063dfd893b0cc0830202d61f4c75c17eb8e31836103d27d96e7",
-                    "training/europarl-v7.de-en.{lang}", 1920209),
-    "commoncrawl": (f"{_STATMT}/wmt13/training-parallel-commoncrawl.tgz",
-                    "c7a74e2ea01ac6c920123108627e35278d4ccb5701e15428ffa34de86fa3a9e5",
-                    "commoncrawl.de-en.{lang}", 2399123),
-    "news_commentary_v9": (f"{_STATMT}/wmt14/training-parallel-nc-v9.tgz",
-                           "cb8953f292298e6877ae433c98912b927cb0766b303f4540512ddd286c748485",
-                           "training/news-commentary-v9.de-en.{lang}", 201288),
+    "europarl_v7": (
+        f"{_STATMT}/wmt13/training-parallel-europarl-v7.tgz",
+        "0224c7c710c8a063dfd893b0cc0830202d61f4c75c17eb8e31836103d27d96e7",
+        "training/europarl-v7.de-en.{lang}",
+        1920209,
+    ),
+    "commoncrawl": (
+        f"{_STATMT}/wmt13/training-parallel-commoncrawl.tgz",
+        "c7a74e2ea01ac6c920123108627e35278d4ccb5701e15428ffa34de86fa3a9e5",
+        "commoncrawl.de-en.{lang}",
+        2399123,
+    ),
+    "news_commentary_v9": (
+        f"{_STATMT}/wmt14/training-parallel-nc-v9.tgz",
+        "cb8953f292298e6877ae433c98912b927cb0766b303f4540512ddd286c748485",
+        "training/news-commentary-v9.de-en.{lang}",
+        201288,
+    ),
 }
 _WMT_TEST = {  # name: (url, md5, {lang: member})
-    "newstest2013": ("http://statmt.org/wmt14/dev.tgz", "88ba3fc60b2278d59277122e1c7dd6e7",
-                     {"en": "dev/newstest2013-src.en.sgm", "de": "dev/newstest2013-ref.de.sgm"}),
-    "newstest2014": ("http://statmt.org/wmt14/test-full.tgz", "a8cd784e006feb32ac6f3d9ec7eb389a",
-                     {"en": "test-full/newstest2014-deen-src.en.sgm", "de": "test-full/newstest2014-deen-ref.de.sgm"}),
-    "newstest2014.filtered2737": ("http://statmt.org/wmt14/test-filtered.tgz", "84c597844c1542e29c2aff23aaee4310",
-                                  {"en": "test/newstest2014-deen-src.en.sgm", "de": "test/newstest2014-deen-ref.de.sgm"}),
-    "newstest2015": ("http://statmt.org/wmt15/test.tgz", "67e3beca15e69fe3d36de149da0a96df",
-                     {"en": "test/newstest2015-ende-src.en.sgm", "de": "test/newstest2015-ende-ref.de.sgm"}),
+    "newstest2013": (
+        "http://statmt.org/wmt14/dev.tgz",
+        "88ba3fc60b2278d59277122e1c7dd6e7",
+        {"en": "dev/newstest2013-src.en.sgm", "de": "dev/newstest2013-ref.de.sgm"},
+    ),
+    "newstest2014": (
+        "http://statmt.org/wmt14/test-full.tgz",
+        "a8cd784e006feb32ac6f3d9ec7eb389a",
+        {
+            "en": "test-full/newstest2014-deen-src.en.sgm",
+            "de": "test-full/newstest2014-deen-ref.de.sgm",
+        },
+    ),
+    "newstest2014.filtered2737": (
+        "http://statmt.org/wmt14/test-filtered.tgz",
+        "84c597844c1542e29c2aff23aaee4310",
+        {"en": "test/newstest2014-deen-src.en.sgm", "de": "test/newstest2014-deen-ref.de.sgm"},
+    ),
+    "newstest2015": (
+        "http://statmt.org/wmt15/test.tgz",
+        "67e3beca15e69fe3d36de149da0a96df",
+        {"en": "test/newstest2015-ende-src.en.sgm", "de": "test/newstest2015-ende-ref.de.sgm"},
+    ),
 }
-_EUROPARL_HEAD20K = {"de": "c40e45eeb5b92156422a9c9781bafdab1dbbb525b09c0f410ad21943d205cafb",
-                     "en": "4fc27e152d74d7c587b9dca8aa785da898f5995a3432155245aa064cc1862969"}
+_EUROPARL_HEAD20K = {
+    "de": "c40e45eeb5b92156422a9c9781bafdab1dbbb525b09c0f410ad21943d205cafb",
+    "en": "4fc27e152d74d7c587b9dca8aa785da898f5995a3432155245aa064cc1862969",
+}
 _IWSLT_SPLITS = ("train", "valid", "test", "train.sample9999")  # the last: local mirrors only
 # The WIT3 archive that fairseq's prepare-iwslt14.sh was written for (wit3.fbk.eu/archive/2014-01)
 # is no longer served; fairseq keeps the identical release here, and its script now reads it.
-_IWSLT = Remote("http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",
-                "md5:10936dfdf616504ddbd844e91b94ef4a")
+_IWSLT = Remote(
+    "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz",
+    "md5:10936dfdf616504ddbd844e91b94ef4a",
+)
 
 DATASETS = ("multi30k", "wmt14_ende", "iwslt14_deen", "files")
 _WMT_LANGS = ("en", "de")
@@ -70,15 +117,26 @@ _M30K_SPLITS = ("train", "val", "test_2016_flickr")
 def multi30k(split: str, lang: str, variant: str = "tok") -> Source:
     key = f"{split}.{lang}"
     if key not in _M30K_RAW or split not in _M30K_SPLITS:
-        raise DataError(f"multi30k has no split {split!r} for language {lang!r}; splits: train, val, test_2016_flickr")
+        raise DataError(
+            f"multi30k has no split {split!r} for language {lang!r}; "
+            "splits: train, val, test_2016_flickr"
+        )
     if variant == "raw":
         sha, text_sha = _M30K_RAW[key]
-        return Source(f"multi30k/raw/{key}.gz", Remote(f"{M30K}/raw/{key}.gz", f"sha256:{sha}"),
-                      fmt="gz", content_sha256=text_sha)
+        return Source(
+            f"multi30k/raw/{key}.gz",
+            Remote(f"{M30K}/raw/{key}.gz", f"sha256:{sha}"),
+            fmt="gz",
+            content_sha256=text_sha,
+        )
     if variant == "tok":
         name = f"{split}.lc.norm.tok.{lang}"
         sha = _M30K_TOK[key]
-        return Source(f"multi30k/tok/{name}.gz", Remote(f"{M30K}/tok/{name}", f"sha256:{sha}"), content_sha256=sha)
+        return Source(
+            f"multi30k/tok/{name}.gz",
+            Remote(f"{M30K}/tok/{name}", f"sha256:{sha}"),
+            content_sha256=sha,
+        )
     raise DataError(f"multi30k variant must be 'raw' or 'tok', got {variant!r}")
 
 
@@ -88,17 +146,27 @@ def wmt14(split: str, lang: str) -> Source:
         raise DataError(f"wmt14_ende has no language {lang!r}; choose from {', '.join(_WMT_LANGS)}")
     if split == "europarl_v7_head20k":  # the first 20k lines of Europarl v7
         url, sha, member, _ = _WMT_TRAIN["europarl_v7"]
-        return Source(f"wmt14/train/europarl_v7_head20k/europarl-v7.de-en.head20k.{lang}.gz",
-                      Remote(url, f"sha256:{sha}"), member.format(lang=lang),
-                      content_sha256=_EUROPARL_HEAD20K[lang], head=20000)
+        return Source(
+            f"wmt14/train/europarl_v7_head20k/europarl-v7.de-en.head20k.{lang}.gz",
+            Remote(url, f"sha256:{sha}"),
+            member.format(lang=lang),
+            content_sha256=_EUROPARL_HEAD20K[lang],
+            head=20000,
+        )
     if split in _WMT_TRAIN:
         url, sha, template, lines = _WMT_TRAIN[split]
         member = template.format(lang=lang)  # formatted first: each side has its own file
-        return Source(f"wmt14/train/{split}/{member.rsplit('/', 1)[-1]}.gz", Remote(url, f"sha256:{sha}"),
-                      member, lines=lines)
+        return Source(
+            f"wmt14/train/{split}/{member.rsplit('/', 1)[-1]}.gz",
+            Remote(url, f"sha256:{sha}"),
+            member,
+            lines=lines,
+        )
     if split in _WMT_TEST:
         url, md5, members = _WMT_TEST[split]
-        return Source(f"wmt14/raw/{split}.{lang}.gz", Remote(url, f"md5:{md5}"), members[lang], fmt="sgm")
+        return Source(
+            f"wmt14/raw/{split}.{lang}.gz", Remote(url, f"md5:{md5}"), members[lang], fmt="sgm"
+        )
     names = sorted([*_WMT_TRAIN, *_WMT_TEST, "europarl_v7_head20k"])
     raise DataError(f"wmt14_ende has no corpus {split!r}; choose from {names}")
 
@@ -106,7 +174,9 @@ def wmt14(split: str, lang: str) -> Source:
 def iwslt14(split: str, lang: str) -> Source:
     """IWSLT'14 De-En TED talks, lowercased and Moses-tokenised (``train``, ``valid``, ``test``)."""
     if split not in _IWSLT_SPLITS:
-        raise DataError(f"iwslt14_deen has no split {split!r}; choose from {', '.join(_IWSLT_SPLITS)}")
+        raise DataError(
+            f"iwslt14_deen has no split {split!r}; choose from {', '.join(_IWSLT_SPLITS)}"
+        )
     if lang not in _WMT_LANGS:
         raise DataError(f"iwslt14_deen has no language {lang!r}; choose from de, en")
     return Source(f"iwslt14/tok/{split}.{lang}.gz", _IWSLT, member=f"prepared:{split}.{lang}")
@@ -123,8 +193,10 @@ def corpus_source(dataset: str, split: str, lang: str, variant: str = "tok") -> 
 
 
 def registry() -> list[tuple[str, str, str]]:
-    """Every ``(dataset, split, variant)`` of the named datasets; each has an ``en`` and a ``de`` side."""
+    """Every ``(dataset, split, variant)`` of the named datasets; both languages of each."""
     out = [("multi30k", split, variant) for split in _M30K_SPLITS for variant in ("tok", "raw")]
-    out += [("wmt14_ende", split, "raw") for split in (*_WMT_TRAIN, "europarl_v7_head20k", *_WMT_TEST)]
+    out += [
+        ("wmt14_ende", split, "raw") for split in (*_WMT_TRAIN, "europarl_v7_head20k", *_WMT_TEST)
+    ]
     out += [("iwslt14_deen", split, "tok") for split in _IWSLT_SPLITS]
     return out

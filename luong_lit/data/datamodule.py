@@ -1,10 +1,12 @@
 """The LightningDataModule: named corpora or files → tokens → vocabularies → batches."""
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import lightning as L
 from torch.utils.data import DataLoader
@@ -28,7 +30,9 @@ class Split:
     tgt_tokens: list[list[str]]
     src_ids: list[list[int]] = field(default_factory=list)
     tgt_ids: list[list[int]] = field(default_factory=list)
-    tgt_text: list[str] = field(default_factory=list)  # the raw target lines, where text was tokenised here
+    tgt_text: list[str] = field(
+        default_factory=list
+    )  # the raw target lines, where text was tokenised here
 
     def examples(self) -> list[tuple[int, list[int], list[int]]]:
         """``(index, src, tgt)`` for pairs with a non-empty source (what a batch can hold)."""
@@ -36,7 +40,7 @@ class Split:
 
 
 def length_filter(src: list[list[str]], tgt: list[list[str]], max_len: int | None, mode: str):
-    """Drop empty pairs, then drop (``filter``, paper §4.1) or cut (``truncate``, spec §8) long ones."""
+    """Drop empty pairs, then drop (``filter``, paper §4.1) or cut (``truncate``) long ones."""
     if mode not in ("filter", "truncate"):
         raise DataError(f"data.length_mode must be 'filter' or 'truncate', got {mode!r}")
     pairs = [(s, t) for s, t in zip(src, tgt) if s and t]
@@ -59,7 +63,8 @@ class TranslationDataModule(L.LightningDataModule):
         test: a mapping from a test-set name to a split spec as above.
         variant: ``tok`` or ``raw`` (Multi30k only).
         tokenizer: ``none`` (pre-tokenised), ``moses`` or ``sentencepiece``; ``tokenizer_opts``
-            are passed on (``aggressive``, ``escape``, ``lowercase``, ``model_type``, ``vocab_size``).
+            are passed on (``aggressive``, ``escape``, ``lowercase``, ``model_type``,
+            ``vocab_size``).
         vocab_size, min_freq: keep the top-K words (paper: 50K) and/or words with count ≥ min_freq.
         max_len, length_mode: drop (``filter``) or cut (``truncate``) training pairs over max_len.
         batch_size, batch_by: sentences (paper: 128) or target tokens per batch.
@@ -92,7 +97,12 @@ class TranslationDataModule(L.LightningDataModule):
         super().__init__()
         if dataset not in DATASETS:
             raise DataError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
-        self.cfg = dict(dataset=dataset, src_lang=src_lang, tgt_lang=tgt_lang, variant=variant)
+        self.cfg = {
+            "dataset": dataset,
+            "src_lang": src_lang,
+            "tgt_lang": tgt_lang,
+            "variant": variant,
+        }
         self.train_spec, self.dev_spec, self.test_spec = train, dev, dict(test or {})
         self.tokenizer_kind, self.tokenizer_opts = tokenizer, dict(tokenizer_opts or {})
         self.vocab_size, self.min_freq = vocab_size, min_freq
@@ -110,12 +120,19 @@ class TranslationDataModule(L.LightningDataModule):
         """(src, tgt) file pairs for a split spec."""
         if self.cfg["dataset"] == "files":
             if not hasattr(spec, "get") or not spec.get("src") or not spec.get("tgt"):
-                raise DataError(f"dataset=files needs each split as {{src: PATH, tgt: PATH}}, got {spec!r}")
+                raise DataError(
+                    f"dataset=files needs each split as {{src: PATH, tgt: PATH}}, got {spec!r}"
+                )
             return [(Path(spec["src"]), Path(spec["tgt"]))]
         names = [spec] if isinstance(spec, str) else list(spec)
         d, v = self.cfg["dataset"], self.cfg["variant"]
-        return [(resolve(corpus_source(d, n, self.cfg["src_lang"], v), self.mirror),
-                 resolve(corpus_source(d, n, self.cfg["tgt_lang"], v), self.mirror)) for n in names]
+        return [
+            (
+                resolve(corpus_source(d, n, self.cfg["src_lang"], v), self.mirror),
+                resolve(corpus_source(d, n, self.cfg["tgt_lang"], v), self.mirror),
+            )
+            for n in names
+        ]
 
     def _read(self, spec: Any) -> tuple[list[str], list[str]]:
         src, tgt = [], []
@@ -128,7 +145,9 @@ class TranslationDataModule(L.LightningDataModule):
     def _tokenize(self, name: str, src: Sequence[str], tgt: Sequence[str]) -> Split:
         ts, tt = self.tokenizers["src"], self.tokenizers["tgt"]
         raw = list(tgt) if name != "train" and self.tokenizer_kind != "none" else []
-        return Split(name, [ts.tokenize(x) for x in src], [tt.tokenize(x) for x in tgt], tgt_text=raw)
+        return Split(
+            name, [ts.tokenize(x) for x in src], [tt.tokenize(x) for x in tgt], tgt_text=raw
+        )
 
     def _encode(self, split: Split) -> None:
         split.src_ids = [self.src_vocab.encode(s) for s in split.src_tokens]
@@ -139,14 +158,25 @@ class TranslationDataModule(L.LightningDataModule):
         if self.src_vocab is not None:
             return
         src, tgt = self._read(self.train_spec)
-        for side, lines, lang in (("src", src, self.cfg["src_lang"]), ("tgt", tgt, self.cfg["tgt_lang"])):
-            self.tokenizers[side] = make_tokenizer(self.tokenizer_kind, lang, lines,
-                                                   cache_dir() / "sentencepiece", **self.tokenizer_opts)
+        for side, lines, lang in (
+            ("src", src, self.cfg["src_lang"]),
+            ("tgt", tgt, self.cfg["tgt_lang"]),
+        ):
+            self.tokenizers[side] = make_tokenizer(
+                self.tokenizer_kind,
+                lang,
+                lines,
+                cache_dir() / "sentencepiece",
+                **self.tokenizer_opts,
+            )
         train = self._tokenize("train", src, tgt)
-        train.src_tokens, train.tgt_tokens = length_filter(train.src_tokens, train.tgt_tokens,
-                                                           self.max_len, self.length_mode)
+        train.src_tokens, train.tgt_tokens = length_filter(
+            train.src_tokens, train.tgt_tokens, self.max_len, self.length_mode
+        )
         if not train.src_tokens:
-            raise DataError(f"no training pairs left after the length filter (max_len={self.max_len})")
+            raise DataError(
+                f"no training pairs left after the length filter (max_len={self.max_len})"
+            )
         self.src_vocab = Vocab.build(train.src_tokens, self.vocab_size, self.min_freq)
         self.tgt_vocab = Vocab.build(train.tgt_tokens, self.vocab_size, self.min_freq)
         self.splits = {"train": train, "dev": self._tokenize("dev", *self._read(self.dev_spec))}
@@ -154,10 +184,16 @@ class TranslationDataModule(L.LightningDataModule):
             self.splits[name] = self._tokenize(name, *self._read(spec))
         for split in self.splits.values():
             self._encode(split)
-        log.info("train pairs %d, vocab src %d tgt %d", len(train.src_ids), len(self.src_vocab),
-                 len(self.tgt_vocab))
+        log.info(
+            "train pairs %d, vocab src %d tgt %d",
+            len(train.src_ids),
+            len(self.src_vocab),
+            len(self.tgt_vocab),
+        )
 
-    def setup_test(self, src_vocab: Vocab, tgt_vocab: Vocab, tokenizers: dict[str, Any] | None = None) -> None:
+    def setup_test(
+        self, src_vocab: Vocab, tgt_vocab: Vocab, tokenizers: dict[str, Any] | None = None
+    ) -> None:
         """Only the test sets, tokenised as in training and encoded with a model's vocabularies.
 
         The training data is not read, except for sentencepiece without ``tokenizers`` (the
@@ -167,12 +203,15 @@ class TranslationDataModule(L.LightningDataModule):
         if self.tokenizer_kind == "sentencepiece" and not tokenizers:
             self.setup("test")
             if self.src_vocab != src_vocab or self.tgt_vocab != tgt_vocab:
-                raise DataError(f"the vocabularies rebuilt from the training data differ from the model's; "
-                                f"has the training data of {self.cfg['dataset']} changed?")
+                raise DataError(
+                    f"the vocabularies rebuilt from the training data differ from the model's; "
+                    f"has the training data of {self.cfg['dataset']} changed?"
+                )
             return
         for side, lang in (("src", self.cfg["src_lang"]), ("tgt", self.cfg["tgt_lang"])):
             self.tokenizers[side] = (tokenizers or {}).get(side) or make_tokenizer(
-                self.tokenizer_kind, lang, **self.tokenizer_opts)
+                self.tokenizer_kind, lang, **self.tokenizer_opts
+            )
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         for name, spec in self.test_spec.items():
             self.splits[name] = self._tokenize(name, *self._read(spec))
@@ -182,14 +221,20 @@ class TranslationDataModule(L.LightningDataModule):
     def _loader(self, split: Split, train: bool) -> DataLoader:
         examples = split.examples()
         sampler = BucketBatchSampler(
-            [len(e[1]) for e in examples], [len(e[2]) for e in examples],
+            [len(e[1]) for e in examples],
+            [len(e[2]) for e in examples],
             self.batch_size if train else self.eval_batch_size,
-            self.batch_by if train else "sentences", self.chunk_batches, shuffle=train, seed=self.seed,
+            self.batch_by if train else "sentences",
+            self.chunk_batches,
+            shuffle=train,
+            seed=self.seed,
         )
         trainer = getattr(self, "trainer", None)
         if train and trainer is not None and trainer.world_size > 1:
             sampler.set_rank(trainer.global_rank, trainer.world_size)
-        return DataLoader(examples, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
+        return DataLoader(
+            examples, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers
+        )
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(self.splits["train"], train=True)

@@ -12,12 +12,13 @@ A dictionary maps a source word to its single best translation. It comes from
 
 ``python -m luong_lit dictionary --src F --tgt F --out F`` builds one with eflomal.
 """
+
 from __future__ import annotations
 
 import tempfile
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from luong_lit.data.io import DataError, read_lines
 
@@ -30,11 +31,15 @@ def load_dictionary(path: str | Path) -> dict[str, str]:
         if not cols:
             continue
         if len(cols) not in (2, 3):
-            raise DataError(f"{path}:{lineno}: expected 'source target [probability]', got {line!r}")
+            raise DataError(
+                f"{path}:{lineno}: expected 'source target [probability]', got {line!r}"
+            )
         try:
             prob = float(cols[2]) if len(cols) == 3 else -lineno  # no column: first listed wins
         except ValueError:
-            raise DataError(f"{path}:{lineno}: the probability {cols[2]!r} is not a number") from None
+            raise DataError(
+                f"{path}:{lineno}: the probability {cols[2]!r} is not a number"
+            ) from None
         if cols[0] not in best or prob > best[cols[0]][0]:
             best[cols[0]] = (prob, cols[1])
     return {src: tgt for src, (_, tgt) in best.items()}
@@ -51,8 +56,12 @@ def parse_links(line: str, where: str = "") -> list[tuple[int, int]]:
     return links
 
 
-def dictionary_from_links(src: Sequence[Sequence[str]], tgt: Sequence[Sequence[str]],
-                          links: Sequence[Iterable[tuple[int, int]]], min_count: int = 10) -> dict[str, str]:
+def dictionary_from_links(
+    src: Sequence[Sequence[str]],
+    tgt: Sequence[Sequence[str]],
+    links: Sequence[Iterable[tuple[int, int]]],
+    min_count: int = 10,
+) -> dict[str, str]:
     """Best translation per source word from counted alignment links (spec §9)."""
     pairs: Counter[tuple[str, str]] = Counter()
     for s, t, sent_links in zip(src, tgt, links):
@@ -70,23 +79,37 @@ def dictionary_from_links(src: Sequence[Sequence[str]], tgt: Sequence[Sequence[s
     return {s: t for s, (_, t) in best.items()}
 
 
-def eflomal_links(src: Sequence[Sequence[str]], tgt: Sequence[Sequence[str]],
-                  symmetrise: str = "intersect") -> list[list[tuple[int, int]]]:
+def eflomal_links(
+    src: Sequence[Sequence[str]], tgt: Sequence[Sequence[str]], symmetrise: str = "intersect"
+) -> list[list[tuple[int, int]]]:
     """Align tokenised sentence pairs with eflomal; ``intersect`` or ``forward`` links."""
     try:
         from eflomal import Aligner
     except ImportError:
-        raise DataError("building a dictionary from a corpus needs eflomal: pip install eflomal") from None
+        raise DataError(
+            "building a dictionary from a corpus needs eflomal: pip install eflomal"
+        ) from None
     with tempfile.TemporaryDirectory() as tmp:
         fwd, rev = Path(tmp) / "fwd", Path(tmp) / "rev"
-        Aligner().align([" ".join(s) for s in src], [" ".join(t) for t in tgt],
-                        links_filename_fwd=str(fwd), links_filename_rev=str(rev), quiet=True)
-        fwd_links = [set(parse_links(x, str(fwd))) for x in fwd.read_text(encoding="utf-8").splitlines()]
-        rev_links = [set(parse_links(x, str(rev))) for x in rev.read_text(encoding="utf-8").splitlines()]
+        Aligner().align(
+            [" ".join(s) for s in src],
+            [" ".join(t) for t in tgt],
+            links_filename_fwd=str(fwd),
+            links_filename_rev=str(rev),
+            quiet=True,
+        )
+        fwd_links = [
+            set(parse_links(x, str(fwd))) for x in fwd.read_text(encoding="utf-8").splitlines()
+        ]
+        rev_links = [
+            set(parse_links(x, str(rev))) for x in rev.read_text(encoding="utf-8").splitlines()
+        ]
     if symmetrise == "forward":
         return [sorted(f) for f in fwd_links]
     return [sorted(f & r) for f, r in zip(fwd_links, rev_links)]
 
 
 def write_dictionary(dictionary: dict[str, str], path: str | Path) -> None:
-    Path(path).write_text("".join(f"{s} {t}\n" for s, t in sorted(dictionary.items())), encoding="utf-8")
+    Path(path).write_text(
+        "".join(f"{s} {t}\n" for s, t in sorted(dictionary.items())), encoding="utf-8"
+    )

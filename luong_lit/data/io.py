@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from luong_lit.errors import DataError
 
@@ -24,8 +24,10 @@ def decode_lines(raw_lines: Iterable[bytes], name: str) -> list[str]:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
-            bad = raw[err.start:err.start + 1].hex()
-            raise DataError(f"{name}:{lineno}: not valid UTF-8 (byte 0x{bad} at column {err.start + 1})") from None
+            bad = raw[err.start : err.start + 1].hex()
+            raise DataError(
+                f"{name}:{lineno}: not valid UTF-8 (byte 0x{bad} at column {err.start + 1})"
+            ) from None
         lines.append(text.rstrip("\r\n"))
     return lines
 

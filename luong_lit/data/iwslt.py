@@ -4,6 +4,7 @@ Train: ``train.tags.de-en.{de,en}`` without metadata lines, Moses-tokenised, pai
 tokens with a length ratio ≤ 1.5 kept, lowercased; every 23rd pair becomes ``valid``.
 Test: the ``<seg>`` lines of dev2010, TEDX.dev2012, tst2010, tst2011 and tst2012.
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,10 +33,19 @@ def prepare(archive: Path) -> dict[str, list[str]]:
     with tarfile.open(archive) as tar:
         train = {}
         for lang in ("de", "en"):
-            lines = [ln for ln in _read(tar, f"train.tags.de-en.{lang}") if not any(m in ln for m in _META)]
+            lines = [
+                ln
+                for ln in _read(tar, f"train.tags.de-en.{lang}")
+                if not any(m in ln for m in _META)
+            ]
             train[lang] = [tok[lang].tokenize(_TAGS.sub("", ln).strip()) for ln in lines]
-        pairs = [(d, e) for d, e in zip(train["de"], train["en"])
-                 if 1 <= len(d) <= 175 and 1 <= len(e) <= 175 and max(len(d) / len(e), len(e) / len(d)) <= 1.5]
+        pairs = [
+            (d, e)
+            for d, e in zip(train["de"], train["en"])
+            if 1 <= len(d) <= 175
+            and 1 <= len(e) <= 175
+            and max(len(d) / len(e), len(e) / len(d)) <= 1.5
+        ]
         for lang, col in (("de", 0), ("en", 1)):
             lines = [" ".join(p[col]).lower() for p in pairs]
             out[f"valid.{lang}"] = [ln for i, ln in enumerate(lines, 1) if i % 23 == 0]

@@ -78,7 +78,11 @@ def tokenizers(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab
             stored = dm.tokenizers
         return stored["src"], stored["tgt"]
     try:
-        return (make_tokenizer(kind, data.get("src_lang", "en"), **opts),
-                make_tokenizer(kind, data.get("tgt_lang", "de"), **opts))
+        return (
+            make_tokenizer(kind, data.get("src_lang", "en"), **opts),
+            make_tokenizer(kind, data.get("tgt_lang", "de"), **opts),
+        )
     except (TypeError, ValueError) as err:
-        raise CheckpointError(f"the checkpoint's tokeniser description is damaged ({err})") from None
+        raise CheckpointError(
+            f"the checkpoint's tokeniser description is damaged ({err})"
+        ) from None

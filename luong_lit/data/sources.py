@@ -12,6 +12,7 @@ Checks that read a whole file (the text's checksum, the published line count) ru
 version of a file: a stamp in the cache, keyed by the file's path, size and modification time,
 records that it passed.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -79,9 +80,11 @@ def _count_lines(path: Path) -> int:
 
 
 def _once(path: Path, what: str, check) -> None:
-    """Run ``check()`` unless this version of ``path`` (size, modification time) passed it before."""
+    """Run ``check()`` unless this version of ``path`` (size, modification time) passed it."""
     st = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{what}".encode()).hexdigest()
+    key = hashlib.sha256(
+        f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{what}".encode()
+    ).hexdigest()
     stamp = cache_dir() / "verified" / key[:32]
     if stamp.is_file():
         return
@@ -98,18 +101,26 @@ def _check_content(src: Source, path: Path) -> None:
     sidecar = path.with_name(path.name + ".sha256")
     expected = src.content_sha256 or (sidecar.read_text().strip() if sidecar.is_file() else None)
     if expected:
+
         def text_sha() -> None:
             if _digest("sha256", path, gz=path.suffix == ".gz") != expected:
-                raise DataError(f"{path}: checksum mismatch (expected sha256 {expected} of the text); "
-                                f"the file is corrupt or not the release this kit expects. "
-                                f"Delete it to fetch it again")
+                raise DataError(
+                    f"{path}: checksum mismatch (expected sha256 {expected} of the text); "
+                    f"the file is corrupt or not the release this kit expects. "
+                    f"Delete it to fetch it again"
+                )
+
         _once(path, f"sha256:{expected}", text_sha)
     if src.lines:
+
         def line_count() -> None:
             found = _count_lines(path)
             if found != src.lines:
-                raise DataError(f"{path}: {found} lines, but the official release has {src.lines}; "
-                                f"the file is truncated or not the release this kit expects")
+                raise DataError(
+                    f"{path}: {found} lines, but the official release has {src.lines}; "
+                    f"the file is truncated or not the release this kit expects"
+                )
+
         _once(path, f"lines:{src.lines}", line_count)
 
 
@@ -123,8 +134,10 @@ def resolve(src: Source, mirror: Path | None = None) -> Path:
     if mirror is not None:
         path = mirror / src.path
         if not path.is_file():
-            raise DataError(f"{path}: file does not exist in the data mirror {mirror} "
-                            f"(official source: {src.remote.url})")
+            raise DataError(
+                f"{path}: file does not exist in the data mirror {mirror} "
+                f"(official source: {src.remote.url})"
+            )
         _check_content(src, path)
         return path
     path = cache_dir() / EXTRACTED / src.path
@@ -147,14 +160,18 @@ def download(remote: Remote, dest_dir: Path) -> Path:
         try:
             with urllib.request.urlopen(remote.url, timeout=60) as resp, open(part, "wb") as out:
                 total = int(resp.headers.get("Content-Length") or 0) or None
-                with tqdm(total=total, unit="B", unit_scale=True, desc=remote.url.rsplit("/", 1)[-1]) as bar:
+                with tqdm(
+                    total=total, unit="B", unit_scale=True, desc=remote.url.rsplit("/", 1)[-1]
+                ) as bar:
                     for block in iter(lambda: resp.read(1 << 20), b""):
                         out.write(block)
                         bar.update(len(block))
         except OSError as err:
             part.unlink(missing_ok=True)
-            raise DataError(f"cannot download {remote.url}: {err}. Set LUONG_LIT_DATA to a local "
-                            "mirror to work offline") from None
+            raise DataError(
+                f"cannot download {remote.url}: {err}. Set LUONG_LIT_DATA to a local "
+                "mirror to work offline"
+            ) from None
         part.replace(dest)
     actual = _digest(kind, dest)
     if actual != expected:
@@ -172,8 +189,10 @@ def _lines_of(src: Source, blob: Path) -> list[str]:
 
         prepared, name = iwslt.prepare(blob), src.member.split(":", 1)[1]
         if name not in prepared:
-            raise DataError(f"{src.path}: not in the official release (only {', '.join(sorted(prepared))}); "
-                            "it exists in local mirrors only")
+            raise DataError(
+                f"{src.path}: not in the official release (only {', '.join(sorted(prepared))}); "
+                "it exists in local mirrors only"
+            )
         return prepared[name]
     if src.member is not None:
         with tarfile.open(blob) as tar:
@@ -196,11 +215,13 @@ def _lines_of(src: Source, blob: Path) -> list[str]:
 
 
 def _extract(src: Source, blob: Path, path: Path) -> None:
-    """Write ``src``'s lines from the verified download ``blob`` to ``path``, and their checksum beside it."""
+    """``src``'s lines from the verified download ``blob`` into ``path``, with their checksum."""
     lines = _lines_of(src, blob)
     if src.lines and len(lines) != src.lines:
-        raise DataError(f"{blob}: {src.member} has {len(lines)} lines, but the official release has "
-                        f"{src.lines}; delete the download to fetch it again")
+        raise DataError(
+            f"{blob}: {src.member} has {len(lines)} lines, but the official release has "
+            f"{src.lines}; delete the download to fetch it again"
+        )
     text = "".join(line + "\n" for line in lines).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

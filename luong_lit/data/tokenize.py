@@ -1,10 +1,11 @@
 """Tokenisers: Moses (sacremoses), whitespace for pre-tokenised text, and sentencepiece."""
+
 from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 AT_SEP = "##AT##-##AT##"  # Stanford WMT'14 marker for a split intra-word hyphen (spec §13)
 
@@ -33,11 +34,18 @@ class MosesTokenizer:
 
     name = "moses"
 
-    def __init__(self, lang: str, aggressive: bool = False, escape: bool = False,
-                 lowercase: bool = False) -> None:
-        from sacremoses import MosesDetokenizer, MosesTokenizer as _Tok
+    def __init__(
+        self, lang: str, aggressive: bool = False, escape: bool = False, lowercase: bool = False
+    ) -> None:
+        from sacremoses import MosesDetokenizer
+        from sacremoses import MosesTokenizer as _Tok
 
-        self.lang, self.aggressive, self.escape, self.lowercase = lang, aggressive, escape, lowercase
+        self.lang, self.aggressive, self.escape, self.lowercase = (
+            lang,
+            aggressive,
+            escape,
+            lowercase,
+        )
         self._tok, self._detok = _Tok(lang), MosesDetokenizer(lang)
 
     def tokenize(self, line: str) -> list[str]:
@@ -55,12 +63,20 @@ class SentencePieceTokenizer:
 
     name = "sentencepiece"
 
-    def __init__(self, lines: Sequence[str], cache_dir: str | Path, model_type: str = "bpe",
-                 vocab_size: int = 8000, lowercase: bool = False) -> None:
+    def __init__(
+        self,
+        lines: Sequence[str],
+        cache_dir: str | Path,
+        model_type: str = "bpe",
+        vocab_size: int = 8000,
+        lowercase: bool = False,
+    ) -> None:
         import sentencepiece as spm
 
         if model_type not in ("bpe", "unigram"):
-            raise ValueError(f"sentencepiece model_type must be 'bpe' or 'unigram', got {model_type!r}")
+            raise ValueError(
+                f"sentencepiece model_type must be 'bpe' or 'unigram', got {model_type!r}"
+            )
         self.lowercase = lowercase
         lines = [ln.lower() if lowercase else ln for ln in lines]
         digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
@@ -68,9 +84,16 @@ class SentencePieceTokenizer:
         if not path.is_file():
             buf = io.BytesIO()
             spm.SentencePieceTrainer.train(
-                sentence_iterator=iter(lines), model_writer=buf, vocab_size=vocab_size,
-                model_type=model_type, hard_vocab_limit=False, minloglevel=2,
-                character_coverage=1.0, bos_id=-1, eos_id=-1, unk_id=0,
+                sentence_iterator=iter(lines),
+                model_writer=buf,
+                vocab_size=vocab_size,
+                model_type=model_type,
+                hard_vocab_limit=False,
+                minloglevel=2,
+                character_coverage=1.0,
+                bos_id=-1,
+                eos_id=-1,
+                unk_id=0,
             )
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
@@ -80,7 +103,7 @@ class SentencePieceTokenizer:
         self._sp = spm.SentencePieceProcessor(model_file=str(path))
 
     @classmethod
-    def from_proto(cls, proto: bytes, lowercase: bool = False) -> "SentencePieceTokenizer":
+    def from_proto(cls, proto: bytes, lowercase: bool = False) -> SentencePieceTokenizer:
         """A tokeniser from a serialised model (:meth:`proto`), as checkpoints keep it."""
         import sentencepiece as spm
 
@@ -103,8 +126,13 @@ class SentencePieceTokenizer:
         return self._sp.decode_pieces(list(tokens))
 
 
-def make_tokenizer(kind: str, lang: str, train_lines: Sequence[str] | None = None,
-                   cache_dir: str | Path | None = None, **opts):
+def make_tokenizer(
+    kind: str,
+    lang: str,
+    train_lines: Sequence[str] | None = None,
+    cache_dir: str | Path | None = None,
+    **opts,
+):
     """Build a tokeniser by name: ``none``, ``moses`` or ``sentencepiece``."""
     if kind == "none":
         return WhitespaceTokenizer(lowercase=opts.get("lowercase", False))

@@ -1,8 +1,9 @@
 """Word (or subword piece) vocabularies with the four special symbols."""
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -21,8 +22,9 @@ class Vocab:
             raise ValueError("a vocabulary must not repeat a symbol")
 
     @classmethod
-    def build(cls, sentences: Iterable[Sequence[str]], max_size: int | None = None,
-              min_freq: int = 1) -> "Vocab":
+    def build(
+        cls, sentences: Iterable[Sequence[str]], max_size: int | None = None, min_freq: int = 1
+    ) -> Vocab:
         """Keep the ``max_size`` most frequent words (paper: 50K) with count ≥ ``min_freq``.
 
         Ties are broken alphabetically so the result does not depend on corpus order.
@@ -30,7 +32,9 @@ class Vocab:
         counts = Counter(tok for sent in sentences for tok in sent)
         for s in SPECIALS:
             counts.pop(s, None)
-        words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
+        words = sorted(
+            (w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w)
+        )
         if max_size is not None:
             words = words[:max_size]
         return cls(list(SPECIALS) + words)

@@ -9,6 +9,7 @@ maximum length, where the live hypotheses are closed with ``</s>``.
 The model offers ``encode``, ``step`` and a ``has_attention`` flag (taken as true when absent);
 without attention no per-step alignment is kept, so unk replacement has nothing to follow.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -64,8 +65,15 @@ def parse_length_penalty(value) -> float | str | None:
 
 #: nmt.matlab's decoder (spec §11): beam 12, stop after 100 finished hypotheses, the highest raw
 #: score; between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words.
-AUTHORS = BeamConfig(beam_size=12, n_best=1, stack_size=100, max_len_ratio=1.5, max_len_extra=0,
-                     min_len_ratio=0.5, src_len_plus=1)
+AUTHORS = BeamConfig(
+    beam_size=12,
+    n_best=1,
+    stack_size=100,
+    max_len_ratio=1.5,
+    max_len_extra=0,
+    min_len_ratio=0.5,
+    src_len_plus=1,
+)
 
 
 @dataclass
@@ -74,8 +82,13 @@ class _Sentence:
     done: bool = False
 
 
-def length_bounds(src_len: Tensor, max_len_ratio: float = 1.5, max_len_extra: int = 5,
-                  min_len_ratio: float = 0.0, src_len_plus: int = 0) -> tuple[Tensor, Tensor]:
+def length_bounds(
+    src_len: Tensor,
+    max_len_ratio: float = 1.5,
+    max_len_extra: int = 5,
+    min_len_ratio: float = 0.0,
+    src_len_plus: int = 0,
+) -> tuple[Tensor, Tensor]:
     """Most and fewest output words per sentence (spec §11), for greedy and beam search alike:
     ``floor(max_len_ratio · S') + max_len_extra`` and ``floor(min_len_ratio · S')``, with
     ``S' = S + src_len_plus``."""
@@ -86,7 +99,9 @@ def length_bounds(src_len: Tensor, max_len_ratio: float = 1.5, max_len_extra: in
 
 
 def _limits(src_len: Tensor, cfg: BeamConfig) -> tuple[Tensor, Tensor]:
-    return length_bounds(src_len, cfg.max_len_ratio, cfg.max_len_extra, cfg.min_len_ratio, cfg.src_len_plus)
+    return length_bounds(
+        src_len, cfg.max_len_ratio, cfg.max_len_extra, cfg.min_len_ratio, cfg.src_len_plus
+    )
 
 
 def _bound_lengths(logp: Tensor, t: int, min_len: Tensor, max_len: Tensor) -> Tensor:
@@ -113,8 +128,9 @@ def _is_done(sent: _Sentence, best_live: float, cfg: BeamConfig) -> bool:
 
 
 @torch.no_grad()
-def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfig(),
-                keep_attention: bool = True) -> list[list[Hypothesis]]:
+def beam_search(
+    model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfig(), keep_attention: bool = True
+) -> list[list[Hypothesis]]:
     """Translate a batch; returns for each sentence its ``n_best`` hypotheses, best first."""
     B, K, S = src.size(0), cfg.beam_size, src.size(1)
     keep_attention = keep_attention and getattr(model, "has_attention", True)  # none: no a_t
@@ -122,7 +138,9 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
     width = 1  # rows per sentence: its one live hypothesis at step 0, then K
     scores = src.new_zeros((B, 1), dtype=torch.float)  # (B, width)
     tokens = torch.full((B, 1, 0), BOS_ID, dtype=torch.long, device=src.device)
-    attn = src.new_zeros((B, 1, 0, S), dtype=torch.float) if keep_attention else None  # (B, width, t, S)
+    attn = (
+        src.new_zeros((B, 1, 0, S), dtype=torch.float) if keep_attention else None
+    )  # (B, width, t, S)
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
     max_len, min_len = _limits(src_len, cfg)
     sents = [_Sentence() for _ in range(B)]
@@ -130,7 +148,9 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
     for t in range(int(max_len.max()) + 1):
         logits, state, align = model.step(y, state, memory, t)
         if t == 0 and logits.size(-1) < K:
-            raise ValueError(f"beam size {K} is larger than the target vocabulary of {logits.size(-1)} words")
+            raise ValueError(
+                f"beam size {K} is larger than the target vocabulary of {logits.size(-1)} words"
+            )
         logp = F.log_softmax(logits.float(), -1).view(B, width, -1)  # (B, width, V)
         logp = _bound_lengths(logp, t, min_len, max_len)
         a_t = align.dense(S).view(B, width, S) if keep_attention else None  # (B, width, S)
@@ -142,7 +162,9 @@ def beam_search(model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfi
         keep_s, keep_j = live_s.topk(K, dim=1)  # (B, K) the best non-</s> candidates
         src_beam = beam.gather(1, keep_j)  # (B, K)
         new_tok = tok.gather(1, keep_j)
-        parents = tokens.gather(1, src_beam.unsqueeze(-1).expand(-1, -1, tokens.size(2)))  # (B, K, t)
+        parents = tokens.gather(
+            1, src_beam.unsqueeze(-1).expand(-1, -1, tokens.size(2))
+        )  # (B, K, t)
         tokens = torch.cat([parents, new_tok.unsqueeze(-1)], 2)  # (B, K, t+1)
         attn = _extend_attention(attn, a_t, src_beam)
         scores = keep_s
@@ -177,7 +199,9 @@ def _extend_attention(attn: Tensor | None, a_t: Tensor | None, src_beam: Tensor)
         return None
     (B, K), (t, S) = src_beam.shape, attn.shape[2:]
     parents = attn.gather(1, src_beam.view(B, K, 1, 1).expand(B, K, t, S))  # (B, K, t, S)
-    return torch.cat([parents, a_t.gather(1, src_beam.unsqueeze(-1).expand(B, K, S)).unsqueeze(2)], 2)
+    return torch.cat(
+        [parents, a_t.gather(1, src_beam.unsqueeze(-1).expand(B, K, S)).unsqueeze(2)], 2
+    )
 
 
 def _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg: BeamConfig) -> None:
@@ -188,7 +212,9 @@ def _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg: BeamConfi
         if sent.done or top_s[b, j] == float("-inf"):
             continue
         k = int(beam[b, j])
-        steps = torch.cat([attn[b, k], a_t[b, k].unsqueeze(0)], 0) if attn is not None else None  # (t+1, S)
+        steps = (
+            torch.cat([attn[b, k], a_t[b, k].unsqueeze(0)], 0) if attn is not None else None
+        )  # (t+1, S)
         hyp = Hypothesis(tokens[b, k].tolist(), float(top_s[b, j]), steps)
         hyp.norm_score = cfg.normalise(hyp.score, len(hyp.tokens) + 1)
         sent.finished.append(hyp)

@@ -12,10 +12,12 @@ settings"). They must share vocabularies. At every step the members' predictions
 
 The alignment of the ensemble is the sum of the members' attention weights (docs/paper_notes.md §9).
 """
+
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -33,7 +35,7 @@ class EnsembleError(UserError):
 class _Many(tuple):
     """A tuple of per-member states or memories that reorders all of them at once."""
 
-    def index_select(self, idx: Tensor) -> "_Many":
+    def index_select(self, idx: Tensor) -> _Many:
         return _Many(x.index_select(idx) if hasattr(x, "index_select") else x for x in self)
 
 
@@ -53,12 +55,16 @@ class Ensemble(nn.Module):
     def __init__(self, models: Sequence[nn.Module], combine: str = "logits") -> None:
         super().__init__()
         if combine not in COMBINE:
-            raise EnsembleError(f"ensemble combine={combine!r} is unknown; choose one of {', '.join(COMBINE)}")
+            raise EnsembleError(
+                f"ensemble combine={combine!r} is unknown; choose one of {', '.join(COMBINE)}"
+            )
         if not models:
             raise EnsembleError("an ensemble needs at least one model")
         sizes = {m.tgt_vocab_size for m in models}
         if len(sizes) > 1:
-            raise EnsembleError(f"ensemble members have different target vocabulary sizes {sorted(sizes)}")
+            raise EnsembleError(
+                f"ensemble members have different target vocabulary sizes {sorted(sizes)}"
+            )
         self.members = nn.ModuleList(models)
         self.combine = combine
 
@@ -67,8 +73,10 @@ class Ensemble(nn.Module):
         """Footnote 14's convention, which must be the same for every member."""
         kinds = {m.content_based for m in self.members}
         if len(kinds) > 1:
-            raise EnsembleError("the ensemble mixes location and content-based scores, whose "
-                                "alignment conventions differ (paper footnote 14); align with one kind")
+            raise EnsembleError(
+                "the ensemble mixes location and content-based scores, whose "
+                "alignment conventions differ (paper footnote 14); align with one kind"
+            )
         return kinds.pop()
 
     @property
@@ -83,8 +91,9 @@ class Ensemble(nn.Module):
         encoded = [m.encode(src, src_len) for m in self.members]
         return _Many(e[0] for e in encoded), _Many(e[1] for e in encoded)
 
-    def step(self, y_prev: Tensor, state: _Many, memory: _Many, t: int
-             ) -> tuple[Tensor, _Many, SummedAlignment | None]:
+    def step(
+        self, y_prev: Tensor, state: _Many, memory: _Many, t: int
+    ) -> tuple[Tensor, _Many, SummedAlignment | None]:
         """One step of every member; returns combined scores (B, V) for a log-softmax."""
         outs = [m.step(y_prev, s, mem, t) for m, s, mem in zip(self.members, state, memory)]
         logits = torch.stack([o[0].float() for o in outs])  # (M, B, V)

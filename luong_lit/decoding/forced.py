@@ -11,7 +11,7 @@ are summed over its members.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -30,8 +30,10 @@ def forced_steps(model, batch: Batch) -> Iterator[tuple[Tensor, object]]:
 
 
 @torch.no_grad()
-def forced_attention(model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], batch_size: int = 32) -> list[Tensor]:
-    """Per sentence, the (len(tgt) + 1, len(src)) attention of every step, ``</s>`` step included."""
+def forced_attention(
+    model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], batch_size: int = 32
+) -> list[Tensor]:
+    """Per sentence, the (len(tgt) + 1, len(src)) attention of every step, ``</s>`` included."""
     model = for_decoding(model)
     out: list[Tensor | None] = [None] * len(src_ids)
     device = next(model.parameters()).device
@@ -39,18 +41,27 @@ def forced_attention(model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list
         idx = list(range(start, min(start + batch_size, len(src_ids))))
         batch = collate([(i, src_ids[i], tgt_ids[i]) for i in idx]).to(device)
         S = batch.src.size(1)
-        att = torch.stack([align.dense(S)[:, 0] for _, align in forced_steps(model, batch)], 1)  # (B, T+1, S)
+        att = torch.stack(
+            [align.dense(S)[:, 0] for _, align in forced_steps(model, batch)], 1
+        )  # (B, T+1, S)
         for row, i in enumerate(batch.index.tolist()):
             out[i] = att[row, : len(tgt_ids[i]) + 1, : len(src_ids[i])].cpu()
     return out  # type: ignore[return-value]
 
 
-def attention_links(attention: Sequence[Tensor], tgt_lens: Sequence[int], content_based: bool, convention: str = "paper") -> list[set[tuple[int, int]]]:
+def attention_links(
+    attention: Sequence[Tensor],
+    tgt_lens: Sequence[int],
+    content_based: bool,
+    convention: str = "paper",
+) -> list[set[tuple[int, int]]]:
     """One ``(source, target)`` link per target word from per-step attention matrices."""
     links = []
     for att, n in zip(attention, tgt_lens):
         if n == 0 or att.size(1) == 0:
             links.append(set())
             continue
-        links.append({(s, j) for j, s in enumerate(word_alignment(att, n, content_based, convention))})
+        links.append(
+            {(s, j) for j, s in enumerate(word_alignment(att, n, content_based, convention))}
+        )
     return links

@@ -1,4 +1,5 @@
 """Greedy decoding over the :class:`~luong_lit.nn.Seq2Seq` step interface."""
+
 from __future__ import annotations
 
 import torch
@@ -9,9 +10,16 @@ from luong_lit.decoding.beam import length_bounds
 
 
 @torch.no_grad()
-def greedy_decode(model, src: Tensor, src_len: Tensor, max_len_ratio: float = 1.5,
-                  max_len_extra: int = 5, return_attention: bool = False, min_len_ratio: float = 0.0,
-                  src_len_plus: int = 0):
+def greedy_decode(
+    model,
+    src: Tensor,
+    src_len: Tensor,
+    max_len_ratio: float = 1.5,
+    max_len_extra: int = 5,
+    return_attention: bool = False,
+    min_len_ratio: float = 0.0,
+    src_len_plus: int = 0,
+):
     """Pick the most probable word at every step until ``</s>`` or the length limit.
 
     At most ``floor(max_len_ratio · S') + max_len_extra`` words and no ``</s>`` before
@@ -25,7 +33,9 @@ def greedy_decode(model, src: Tensor, src_len: Tensor, max_len_ratio: float = 1.
     """
     memory, state = model.encode(src, src_len)
     B = src.size(0)
-    limits, min_len = length_bounds(src_len, max_len_ratio, max_len_extra, min_len_ratio, src_len_plus)  # (B,) x2
+    limits, min_len = length_bounds(
+        src_len, max_len_ratio, max_len_extra, min_len_ratio, src_len_plus
+    )  # (B,) x2
     min_steps = int(min_len.max())  # steps that may still forbid </s> for some row
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
@@ -43,8 +53,11 @@ def greedy_decode(model, src: Tensor, src_len: Tensor, max_len_ratio: float = 1.
         if bool(done.all()):
             break
     if not out:  # a length limit of 0 words: nothing to decode
-        return [[] for _ in range(B)], ([src.new_zeros((1, int(n)), dtype=torch.float) for n in src_len]
-                                         if return_attention else None)
+        return [[] for _ in range(B)], (
+            [src.new_zeros((1, int(n)), dtype=torch.float) for n in src_len]
+            if return_attention
+            else None
+        )
     ids = torch.stack(out, 1).tolist()  # (B, T)
     hyps = [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in ids]
     if not return_attention or not attns:

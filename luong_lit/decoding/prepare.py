@@ -13,7 +13,7 @@ from luong_lit.errors import UsageError
 
 
 def for_decoding(model, int8: str | None = None):
-    """``model`` ready to decode: :class:`~luong_lit.nn.Seq2Seq`, an ensemble, or a wrapper of them."""
+    """``model`` ready to decode: the model itself, or a wrapper of it (or of its members)."""
     members = getattr(model, "members", None)
     if members is not None:
         return Ensemble([for_decoding(m, int8) for m in members], model.combine)

@@ -9,9 +9,10 @@ word ``y_t``; content-based scores align it with the input word ``y_{t-1}``, so 
 ``i`` takes the vector of step ``i + 1`` (the first step's vector is unused). ``predicted``
 always uses the vector of the step that produced the word (OpenNMT-py, seq2seq-attn).
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -19,8 +20,9 @@ from torch import Tensor
 CONVENTIONS = ("paper", "predicted")
 
 
-def alignment_rows(attention: Tensor, n_words: int, content_based: bool,
-                   convention: str = "paper") -> Tensor:
+def alignment_rows(
+    attention: Tensor, n_words: int, content_based: bool, convention: str = "paper"
+) -> Tensor:
     """The (n_words, S) rows of a per-step ``attention`` (T, S) that align each target word.
 
     ``attention`` holds every decoding step, the ``</s>`` step included, so
@@ -30,24 +32,33 @@ def alignment_rows(attention: Tensor, n_words: int, content_based: bool,
     general or concat. ``convention``: ``paper`` (footnote 14) or ``predicted``.
     """
     if convention not in CONVENTIONS:
-        raise ValueError(f"alignment convention {convention!r} is unknown; choose one of {', '.join(CONVENTIONS)}")
+        raise ValueError(
+            f"alignment convention {convention!r} is unknown; "
+            f"choose one of {', '.join(CONVENTIONS)}"
+        )
     if attention.size(0) < n_words:
         raise ValueError(f"{attention.size(0)} attention steps cannot align {n_words} words")
     shift = 1 if (convention == "paper" and content_based) else 0
-    rows = attention[shift: shift + n_words]  # (n_words, S), or one short when cut off
+    rows = attention[shift : shift + n_words]  # (n_words, S), or one short when cut off
     if rows.size(0) < n_words:
         rows = torch.cat([rows, attention[-1:]], 0)  # the last word: the step that produced it
     return rows
 
 
-def word_alignment(attention: Tensor, n_words: int, content_based: bool,
-                   convention: str = "paper") -> list[int]:
+def word_alignment(
+    attention: Tensor, n_words: int, content_based: bool, convention: str = "paper"
+) -> list[int]:
     """Source position aligned to each of ``n_words`` target words (see :func:`alignment_rows`)."""
     return alignment_rows(attention, n_words, content_based, convention).argmax(-1).tolist()
 
 
-def replace_unks(words: Sequence[str], src_words: Sequence[str], positions: Sequence[int],
-                 dictionary: Mapping[str, str] | None = None, unk: str = "<unk>") -> list[str]:
+def replace_unks(
+    words: Sequence[str],
+    src_words: Sequence[str],
+    positions: Sequence[int],
+    dictionary: Mapping[str, str] | None = None,
+    unk: str = "<unk>",
+) -> list[str]:
     """Replace each ``unk`` in ``words`` by the translation or copy of its aligned source word.
 
     The dictionary is consulted with the word as it is, then lowercased (MUSE lists
@@ -63,12 +74,17 @@ def replace_unks(words: Sequence[str], src_words: Sequence[str], positions: Sequ
     return out
 
 
-def replace_in_hypothesis(words: Sequence[str], src_words: Sequence[str], attention: Tensor | None,
-                          content_based: bool, dictionary: Mapping[str, str] | None = None,
-                          convention: str = "paper", unk: str = "<unk>") -> list[str]:
+def replace_in_hypothesis(
+    words: Sequence[str],
+    src_words: Sequence[str],
+    attention: Tensor | None,
+    content_based: bool,
+    dictionary: Mapping[str, str] | None = None,
+    convention: str = "paper",
+    unk: str = "<unk>",
+) -> list[str]:
     """:func:`replace_unks` for one decoded hypothesis with its per-step ``attention`` (T, S)."""
     if unk not in words or attention is None:
         return list(words)
     positions = word_alignment(attention, len(words), content_based, convention)
     return replace_unks(words, src_words, positions, dictionary, unk)
-

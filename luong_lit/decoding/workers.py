@@ -11,12 +11,14 @@ Each worker runs one thread: torch's CPU builds use GNU OpenMP, which is not for
 a forked child that starts a team of threads after its parent has used one can hang. So
 ``--workers N`` means N single-thread processes: give as many workers as cores.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import torch
 
@@ -37,7 +39,9 @@ def check_workers(workers: int) -> None:
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
     if workers > 1 and "fork" not in mp.get_all_start_methods():
-        raise ValueError("--workers above 1 needs the 'fork' start method, which this platform lacks")
+        raise ValueError(
+            "--workers above 1 needs the 'fork' start method, which this platform lacks"
+        )
 
 
 def imap_workers(fn: Callable[..., Any], items: Iterable, workers: int = 1, *args) -> Iterator[Any]:

@@ -5,10 +5,11 @@ Links are 0-based ``(source, target)`` pairs here; the RWTH gold file (talp form
 1-based ``i-j`` with ``i`` in ``deen.src`` (German) and ``j`` in ``deen.tgt`` (English),
 and ``ipj`` for a possible link.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from luong_lit.data.io import DataError, read_lines
 
@@ -59,4 +60,7 @@ def diagonal_links(src_len: int, tgt_len: int) -> Links:
     """The trivial baseline: target word ``j`` aligned to source word ``round(j·S/T)``."""
     if not src_len or not tgt_len:
         return set()
-    return {(min(src_len - 1, int(j * src_len / tgt_len + 0.5 * src_len / tgt_len)), j) for j in range(tgt_len)}
+    return {
+        (min(src_len - 1, int(j * src_len / tgt_len + 0.5 * src_len / tgt_len)), j)
+        for j in range(tgt_len)
+    }

@@ -6,10 +6,11 @@
 * Detokenised BLEU: both sides are detokenised with the Moses detokenizer and scored by
   sacreBLEU's ``13a`` tokenisation, the modern stand-in for NIST ``mteval-v13a`` (Table 2).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 from luong_lit.data.tokenize import AT_SEP
 from luong_lit.data.vocab import UNK
@@ -73,8 +74,9 @@ def detokenize(line: str, lang: str) -> str:
     return _detokenizer(lang).detokenize(rejoin_hyphens(line).split(), unescape=True)
 
 
-def corpus_bleu_detok(hyps: Sequence[str], refs: Sequence[str], lang: str,
-                      refs_detokenized: bool = False) -> float:
+def corpus_bleu_detok(
+    hyps: Sequence[str], refs: Sequence[str], lang: str, refs_detokenized: bool = False
+) -> float:
     """sacreBLEU ``13a`` on detokenised text; ``refs`` may already be raw references.
 
     An output ``<unk>`` counts as one wrong word, as it does in tokenised BLEU.
@@ -82,7 +84,8 @@ def corpus_bleu_detok(hyps: Sequence[str], refs: Sequence[str], lang: str,
     import sacrebleu
 
     _check(hyps, refs)
-    hyps = [detokenize(" ".join(UNK_DETOK if w == UNK else w for w in h.split()), lang)
-            for h in hyps]
+    hyps = [
+        detokenize(" ".join(UNK_DETOK if w == UNK else w for w in h.split()), lang) for h in hyps
+    ]
     refs = list(refs) if refs_detokenized else [detokenize(r, lang) for r in refs]
     return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize="13a").score)

@@ -1,8 +1,9 @@
 """BLEU by source-sentence length (the paper's Figure 6), as rows and as a plot."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from luong_lit.metrics.bleu import corpus_bleu_tok
 
@@ -18,8 +19,9 @@ def bucket_label(n: int, edges: Sequence[int] = EDGES) -> str:
     return f"{edges[-1]}+"
 
 
-def bleu_by_length(hyps: Sequence[str], refs: Sequence[str], src_lens: Sequence[int],
-                   edges: Sequence[int] = EDGES) -> list[dict]:
+def bleu_by_length(
+    hyps: Sequence[str], refs: Sequence[str], src_lens: Sequence[int], edges: Sequence[int] = EDGES
+) -> list[dict]:
     """Tokenised BLEU of each non-empty source-length bucket: ``{bucket, upper, n, bleu}``."""
     if not len(hyps) == len(refs) == len(src_lens):
         raise ValueError(f"{len(hyps)} hypotheses, {len(refs)} references, {len(src_lens)} lengths")
@@ -42,8 +44,9 @@ def markdown_table(rows: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot_bleu_by_length(systems: Mapping[str, Sequence[dict]], path: str | Path,
-                        title: str = "BLEU by source length") -> Path:
+def plot_bleu_by_length(
+    systems: Mapping[str, Sequence[dict]], path: str | Path, title: str = "BLEU by source length"
+) -> Path:
     """Figure 6: one line per system, buckets on the x axis. Writes ``path`` (PNG/PDF)."""
     import matplotlib
 
@@ -52,7 +55,7 @@ def plot_bleu_by_length(systems: Mapping[str, Sequence[dict]], path: str | Path,
 
     fig, ax = plt.subplots(figsize=(6, 4))
     labels: list[str] = []
-    for name, rows in systems.items():
+    for rows in systems.values():
         for r in rows:
             if r["bucket"] not in labels:
                 labels.append(r["bucket"])

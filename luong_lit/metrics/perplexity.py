@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch.nn import functional as F
@@ -15,7 +15,9 @@ from luong_lit.decoding.prepare import for_decoding
 from luong_lit.nn.loss import token_nll
 from luong_lit.nn.modes import evaluating
 
-Examples = Sequence[tuple[int, list[int], list[int]]]  # (index, src_ids, tgt_ids), as Split.examples()
+Examples = Sequence[
+    tuple[int, list[int], list[int]]
+]  # (index, src_ids, tgt_ids), as Split.examples()
 
 
 def ppl_from_nll(nll: float, tokens: float) -> float:
@@ -48,7 +50,11 @@ def stepwise_nll(model, batch: Batch) -> tuple[float, int]:
     softmax of what ``step`` returns (Eq. 6 for one model; the combined scores of an ensemble)."""
     nll = 0.0
     for t, (scores, _) in enumerate(forced_steps(model, batch)):
-        nll += float(F.cross_entropy(scores.float(), batch.tgt_out[:, t], ignore_index=PAD_ID, reduction="sum"))
+        nll += float(
+            F.cross_entropy(
+                scores.float(), batch.tgt_out[:, t], ignore_index=PAD_ID, reduction="sum"
+            )
+        )
     return nll, int((batch.tgt_out != PAD_ID).sum())
 
 

@@ -8,6 +8,7 @@ passed back in explicitly, so beam search and ensembles can reorder it freely.
 step (input feeding), ``T = full length`` otherwise. ``step`` is the 0-based decoder step of
 the first query, which local-m needs.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -27,7 +28,7 @@ class Memory(NamedTuple):
     src_len: Tensor  # (B,) true source lengths
     valid: Tensor  # (B, S) True at real (non-pad) positions
 
-    def index_select(self, idx: Tensor) -> "Memory":
+    def index_select(self, idx: Tensor) -> Memory:
         """Reorder or repeat batch rows (beam search, ensembles)."""
         return Memory(*(x.index_select(0, idx) for x in self))
 
@@ -97,7 +98,9 @@ class GlobalAttention(_Attention):
         """Eq. 9 over ``L`` fixed slots, cut or zero-padded to the batch length ``S``."""
         L, S = scores.size(-1), memory.h_bar_s.size(1)
         if self.mask_padding:
-            slot_ok = torch.arange(L, device=scores.device) < memory.src_len.view(-1, 1, 1)  # (B, 1, L)
+            slot_ok = torch.arange(L, device=scores.device) < memory.src_len.view(
+                -1, 1, 1
+            )  # (B, 1, L)
             a_t = _masked_softmax(scores, slot_ok)  # (B, T, L)
         else:
             a_t = torch.softmax(scores, dim=-1)

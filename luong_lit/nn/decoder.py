@@ -31,7 +31,9 @@ class DecoderState(NamedTuple):
 
     def index_select(self, idx: Tensor) -> DecoderState:
         return DecoderState(
-            self.h.index_select(1, idx), self.c.index_select(1, idx), self.h_tilde.index_select(0, idx)
+            self.h.index_select(1, idx),
+            self.c.index_select(1, idx),
+            self.h_tilde.index_select(0, idx),
         )
 
 
@@ -80,12 +82,16 @@ class Decoder(nn.Module):
             batch_first=True,
             dropout=dropout if num_layers > 1 else 0.0,
         )
-        self.W_c = nn.Linear(2 * hidden_size, hidden_size, bias=bias) if attention is not None else None
+        self.W_c = (
+            nn.Linear(2 * hidden_size, hidden_size, bias=bias) if attention is not None else None
+        )
         self.W_s = nn.Linear(hidden_size, vocab_size, bias=bias)
         if tie_output:  # one (V, d) matrix embeds y_{t-1} and scores y_t (needs e == d)
             self.W_s.weight = self.embedding.weight
 
-    def attend(self, h_t: Tensor, memory: Memory, step: int, W_c=None) -> tuple[Tensor, Alignment | None]:
+    def attend(
+        self, h_t: Tensor, memory: Memory, step: int, W_c=None
+    ) -> tuple[Tensor, Alignment | None]:
         """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) for queries ``h_t`` (B, T, d).
 
         ``W_c`` replaces ``self.W_c`` (an 8-bit copy when decoding with int8).
@@ -96,7 +102,9 @@ class Decoder(nn.Module):
         c_h = self.hidden_dropout(torch.cat([c_t, h_t], -1))  # (B, T, 2d)
         return torch.tanh((W_c or self.W_c)(c_h)), align  # (B, T, d)
 
-    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int) -> tuple[Tensor, DecoderState, Alignment | None]:
+    def step(
+        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
+    ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """One decoder step from ``y_{t-1}`` (B,): returns ``h_tilde_t`` (B, d), state, alignment.
 
         With input feeding layer 1 reads ``[emb(y_{t-1}); h_tilde_{t-1}]`` (§3.3).
@@ -109,7 +117,9 @@ class Decoder(nn.Module):
         h_tilde = h_tilde.squeeze(1)  # (B, d)
         return h_tilde, DecoderState(h, c, h_tilde), align
 
-    def forward(self, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced decoding of ``y_in`` (B, T) (``<s> y_1 ... y_{T-1}``).
 
         Returns ``h_tilde`` (B, T, d) for every step (after ``output_dropout``, the input of

@@ -1,4 +1,5 @@
 """One initialisation point for every parameter (paper §4.1), with a Glorot alternative."""
+
 from __future__ import annotations
 
 import torch

@@ -20,7 +20,13 @@ def check_label_smoothing(eps: float) -> None:
         raise ConfigError(f"label_smoothing must be in [0, 1), got {eps}")
 
 
-def output_nll(h_tilde: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor, label_smoothing: float = 0.0) -> Tensor:
+def output_nll(
+    h_tilde: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    targets: Tensor,
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """``Σ_i -log softmax(W_s h_tilde_i + b_s)[y_i]`` for rows (N, d) and targets (N,)."""
     check_label_smoothing(label_smoothing)
     logits = F.linear(h_tilde, weight, bias)  # (N, V)

@@ -7,7 +7,8 @@ names a part by ``name`` and gives its options beside it, e.g.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from luong_lit.errors import ConfigError
 from luong_lit.nn import attention as attention_mod
@@ -44,20 +45,27 @@ def part_spec(node: Any, table: dict[str, type], kind: str) -> tuple[str, dict[s
     if isinstance(node, str):
         node = {"name": node}
     if not isinstance(node, Mapping):
-        raise ConfigError(f"{kind}: expected a name or a mapping with a name, got {type(node).__name__}")
+        raise ConfigError(
+            f"{kind}: expected a name or a mapping with a name, got {type(node).__name__}"
+        )
     opts = {k: v for k, v in node.items() if k not in ("name", "_target_", "_partial_")}
     name = node.get("name")
     if "_target_" in node:  # a config of an earlier version: the class, by its import path
         target = node["_target_"]
         legacy = _legacy_name(target, table) if isinstance(target, str) else None
         if legacy is None or name not in (None, legacy):
-            raise ConfigError(f"{kind}: {target!r} is not a luong_lit.nn {kind} class ({', '.join(sorted(table))})")
+            raise ConfigError(
+                f"{kind}: {target!r} is not a luong_lit.nn {kind} class "
+                f"({', '.join(sorted(table))})"
+            )
         name = legacy
     if name not in table:
         raise ConfigError(f"{kind}={name!r} is unknown; choose one of {sorted(table)}")
     for key, value in opts.items():
         if not isinstance(value, _SCALARS):
-            raise ConfigError(f"{kind}.{key}: expected a number, string or bool, got {type(value).__name__}")
+            raise ConfigError(
+                f"{kind}.{key}: expected a number, string or bool, got {type(value).__name__}"
+            )
     return name, opts
 
 

@@ -9,6 +9,7 @@ Every score is split in two so that per-batch work is done once, not once per de
 ``(B, T, W, k)``, one window of ``W`` gathered keys per query (local attention).
 ``h_t`` is ``(B, T, d)``. The result is ``(B, T, S)`` or ``(B, T, W)`` raw scores.
 """
+
 from __future__ import annotations
 
 import torch

@@ -11,7 +11,8 @@ of this package (``nn.LSTM``, ``F.cross_entropy``), to be read beside the paper;
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -65,7 +66,9 @@ def build_attention(attention: Any, score: Any, dim: int, bias: bool = True) -> 
             att_opts = {"dim": dim, "bias": bias, **att_opts}
         return ATTENTIONS[att_name](score=score_obj, **att_opts)
     except (TypeError, ValueError) as err:
-        raise ConfigError(f"invalid model configuration attention={att_name} score={score_name}: {err}") from None
+        raise ConfigError(
+            f"invalid model configuration attention={att_name} score={score_name}: {err}"
+        ) from None
 
 
 def _implementation(impl: str) -> tuple[type, type, Callable]:
@@ -79,10 +82,14 @@ def _implementation(impl: str) -> tuple[type, type, Callable]:
     raise ConfigError(f"model.net.impl={impl!r} is unknown; choose one of {', '.join(IMPLS)}")
 
 
-def _check(att, feed_input: bool, init_state: str, tie_output: bool, embed_size: int, hidden_size: int) -> None:
+def _check(
+    att, feed_input: bool, init_state: str, tie_output: bool, embed_size: int, hidden_size: int
+) -> None:
     """Refuse combinations that do not make a model, naming the options."""
     if init_state not in INIT_STATES:
-        raise ConfigError(f"init_state={init_state!r} is unknown; choose one of {list(INIT_STATES)}")
+        raise ConfigError(
+            f"init_state={init_state!r} is unknown; choose one of {list(INIT_STATES)}"
+        )
     if att is None and feed_input:
         raise ConfigError(
             "invalid model configuration attention=none feed_input=true: input feeding feeds "
@@ -167,16 +174,38 @@ class Seq2Seq(nn.Module):
         self.init_state = init_state
         att = build_attention(attention, score, hidden_size, bias)
         _check(att, feed_input, init_state, tie_output, embed_size, hidden_size)
-        for name, p in (("dropout", dropout), ("hidden_dropout", hidden_dropout), ("output_dropout", output_dropout)):
+        for name, p in (
+            ("dropout", dropout),
+            ("hidden_dropout", hidden_dropout),
+            ("output_dropout", output_dropout),
+        ):
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name} must be in [0, 1), got {p}")
         self.encoder = encoder_cls(
-            src_vocab_size, embed_size, hidden_size, num_layers, dropout, reverse_source, bias, pad_id, eos_last=src_eos
+            src_vocab_size,
+            embed_size,
+            hidden_size,
+            num_layers,
+            dropout,
+            reverse_source,
+            bias,
+            pad_id,
+            eos_last=src_eos,
         )
         self.decoder = decoder_cls(
-            tgt_vocab_size, embed_size, hidden_size, num_layers, att, feed_input, dropout, bias, pad_id,
-            hidden_dropout, tie_output, output_dropout,
-        )  # fmt: skip
+            tgt_vocab_size,
+            embed_size,
+            hidden_size,
+            num_layers,
+            att,
+            feed_input,
+            dropout,
+            bias,
+            pad_id,
+            hidden_dropout,
+            tie_output,
+            output_dropout,
+        )
         self.attention = att
         try:
             initialise_(self, init, init_scale)
@@ -187,7 +216,7 @@ class Seq2Seq(nn.Module):
 
     @torch.no_grad()
     def _set_forget_bias(self, value: float, d: int, num_layers: int) -> None:
-        """Forget gates start at ``value`` (in ``b_ih``; ``b_hh`` at 0): ``nn.LSTM``'s i, f, g, o order."""
+        """Forget gates start at ``value`` in ``b_ih`` and 0 in ``b_hh`` (gate order i, f, g, o)."""
         for rnn in (self.encoder.rnn, self.decoder.rnn):
             for layer in range(num_layers):
                 getattr(rnn, f"bias_ih_l{layer}")[d : 2 * d] = value
@@ -222,7 +251,9 @@ class Seq2Seq(nn.Module):
         h_tilde0 = h_bar_s.new_zeros(src.size(0), h.size(-1))  # (B, d) zeros at t = 1
         return memory, DecoderState(h, c, h_tilde0)
 
-    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int) -> tuple[Tensor, DecoderState, Alignment | None]:
+    def step(
+        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
+    ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """One step from ``y_{t-1}`` (B,) at 0-based step ``t``: logits (B, V), state, ``a_t``."""
         h_tilde, state, align = self.decoder.step(y_prev, state, memory, t)
         return self.logits(h_tilde), state, align
@@ -232,12 +263,14 @@ class Seq2Seq(nn.Module):
         return self.decoder.W_s(h_tilde)
 
     # ------------------------------------------------------------------ training
-    def forward(self, src: Tensor, src_len: Tensor, tgt_in: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, src: Tensor, src_len: Tensor, tgt_in: Tensor, return_attention: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced pass: ``h_tilde`` (B, T, d) and optionally dense ``a_t`` (B, T, S)."""
         memory, state = self.encode(src, src_len)
         return self.decoder(tgt_in, state, memory, return_attention)
 
     def output_nll(self, h_tilde: Tensor, targets: Tensor, label_smoothing: float = 0.0) -> Tensor:
-        """``Σ_i -log softmax(W_s h_tilde_i)[y_i]`` (Eq. 6) for rows ``h_tilde`` (N, d), ``targets`` (N,)."""
+        """``Σ_i -log softmax(W_s h_tilde_i)[y_i]`` (Eq. 6): ``h_tilde`` (N, d), targets (N,)."""
         W_s = self.decoder.W_s
         return self._output_nll(h_tilde, W_s.weight, W_s.bias, targets, label_smoothing)

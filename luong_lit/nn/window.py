@@ -4,13 +4,16 @@ All positions are 0-based and in *original* source order, whatever the encoder's
 order. These two functions are where reimplementations of local attention disagree, so they
 are kept small, pure and separately tested.
 """
+
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
 
-def window(center: Tensor, D: int, src_len: Tensor, bound: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def window(
+    center: Tensor, D: int, src_len: Tensor, bound: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """The ``2D+1`` source positions ``[center-D, center+D]`` around each window centre.
 
     Slots outside ``[0, bound)`` are invalid (footnote 8: "we simply ignore the outside

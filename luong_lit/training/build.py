@@ -14,7 +14,11 @@ def instantiate_all(node: DictConfig | None) -> list[Any]:
     """Instantiate every child of ``node`` that has a ``_target_`` (callbacks, loggers)."""
     if not node:
         return []
-    return [hydra.utils.instantiate(v) for v in node.values() if isinstance(v, DictConfig) and "_target_" in v]
+    return [
+        hydra.utils.instantiate(v)
+        for v in node.values()
+        if isinstance(v, DictConfig) and "_target_" in v
+    ]
 
 
 def resolved(cfg: DictConfig) -> dict[str, Any]:
@@ -46,7 +50,9 @@ def build(cfg: DictConfig):
     seed_everything(cfg.seed, workers=True)
     dm = hydra.utils.instantiate(cfg.data)
     dm.setup("fit")
-    net = hydra.utils.instantiate(cfg.model.net)(src_vocab_size=len(dm.src_vocab), tgt_vocab_size=len(dm.tgt_vocab))
+    net = hydra.utils.instantiate(cfg.model.net)(
+        src_vocab_size=len(dm.src_vocab), tgt_vocab_size=len(dm.tgt_vocab)
+    )
     model = hydra.utils.instantiate(
         cfg.model,
         net=net,

@@ -55,7 +55,13 @@ class GreedyBleuCallback(L.Callback):
     BLEU is tokenised and case-sensitive (multi-bleu.perl equivalent, hyphens rejoined).
     """
 
-    def __init__(self, every_n_epochs: int = 1, batch_size: int = 128, max_sentences: int | None = None, samples: int = 5) -> None:
+    def __init__(
+        self,
+        every_n_epochs: int = 1,
+        batch_size: int = 128,
+        max_sentences: int | None = None,
+        samples: int = 5,
+    ) -> None:
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
         self.samples = samples  # sample translations sent to loggers that take tables
 
@@ -64,18 +70,31 @@ class GreedyBleuCallback(L.Callback):
             return
         dm, dev = trainer.datamodule, trainer.datamodule.splits["dev"]
         tok = dm.tokenizers.get("tgt")
-        out = translate_split(pl_module.net, dev, dm.tgt_vocab, None, self.batch_size, self.max_sentences)
+        out = translate_split(
+            pl_module.net, dev, dm.tgt_vocab, None, self.batch_size, self.max_sentences
+        )
         hyps, refs = bleu_lines(out.words, tok), bleu_lines(dev.tgt_tokens[: len(out.words)], tok)
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
         if trainer.is_global_zero:
-            rows = [(" ".join(dev.src_tokens[i]), refs[i], hyps[i]) for i in range(min(self.samples, len(hyps)))]
-            log_samples(trainer, "val/samples", ("source", "reference", "greedy"), rows, trainer.global_step)
+            rows = [
+                (" ".join(dev.src_tokens[i]), refs[i], hyps[i])
+                for i in range(min(self.samples, len(hyps)))
+            ]
+            log_samples(
+                trainer, "val/samples", ("source", "reference", "greedy"), rows, trainer.global_step
+            )
 
     def on_test_epoch_end(self, trainer, pl_module) -> None:
         dm = trainer.datamodule
         for name in dm.test_spec:
-            bleu = split_bleu(pl_module.net, dm.splits[name], dm.tgt_vocab, None, self.batch_size,
-                              tokenizer=dm.tokenizers.get("tgt"))["bleu"]  # fmt: skip
+            bleu = split_bleu(
+                pl_module.net,
+                dm.splits[name],
+                dm.tgt_vocab,
+                None,
+                self.batch_size,
+                tokenizer=dm.tokenizers.get("tgt"),
+            )["bleu"]
             pl_module.log(f"test/{name}/bleu_greedy", bleu, add_dataloader_idx=False)
 
 
@@ -84,14 +103,27 @@ class BeamBleuCallback(L.Callback):
     (``val/bleu_beam``, ``val/bleu_unk_beam``) and on every test set in ``trainer.test``
     (``test/<name>/bleu_beam``, ``test/<name>/bleu_unk_beam``).
 
-    ``dictionary``: an optional ``src tgt [prob]`` file for unk replacement (docs/paper_notes.md §9).
+    ``dictionary``: an optional ``src tgt [prob]`` file for unk replacement
+    (docs/paper_notes.md §9).
     ``length_penalty``: None (raw scores, the paper), ``"avg"`` or a GNMT α, as in ``evaluate``.
     ``on_test``: False leaves the test sets to greedy BLEU alone.
     """
 
-    def __init__(self, every_n_epochs: int = 1, beam_size: int = 5, batch_size: int = 64, replace_unk: bool = True, dictionary: str | None = None, max_sentences: int | None = None, length_penalty: float | str | None = None, on_test: bool = True) -> None:
+    def __init__(
+        self,
+        every_n_epochs: int = 1,
+        beam_size: int = 5,
+        batch_size: int = 64,
+        replace_unk: bool = True,
+        dictionary: str | None = None,
+        max_sentences: int | None = None,
+        length_penalty: float | str | None = None,
+        on_test: bool = True,
+    ) -> None:
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
-        self.beam = BeamConfig(beam_size=beam_size, length_penalty=parse_length_penalty(length_penalty))
+        self.beam = BeamConfig(
+            beam_size=beam_size, length_penalty=parse_length_penalty(length_penalty)
+        )
         self.replace_unk, self.dictionary_path, self.on_test = replace_unk, dictionary, on_test
         self._dictionary = None
 
@@ -99,8 +131,17 @@ class BeamBleuCallback(L.Callback):
         if self.dictionary_path and self._dictionary is None:
             self._dictionary = load_dictionary(self.dictionary_path)
         dm = pl_module.trainer.datamodule
-        return split_bleu(pl_module.net, split, dm.tgt_vocab, self.beam, self.batch_size, self.max_sentences,
-                          self.replace_unk, self._dictionary, dm.tokenizers.get("tgt"))  # fmt: skip
+        return split_bleu(
+            pl_module.net,
+            split,
+            dm.tgt_vocab,
+            self.beam,
+            self.batch_size,
+            self.max_sentences,
+            self.replace_unk,
+            self._dictionary,
+            dm.tokenizers.get("tgt"),
+        )
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if not _due(trainer, self.every):

@@ -3,10 +3,11 @@
 CSV keeps only scalars (the PNG files stay in the run directory); TensorBoard gets images and
 a Markdown table of samples; W&B gets images and a ``wandb.Table``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 
 def _kind(logger) -> str:
@@ -25,12 +26,16 @@ def log_image(trainer, key: str, path: str | Path, step: int) -> None:
             logger.experiment.add_image(key, img, global_step=step, dataformats="HWC")
 
 
-def log_samples(trainer, key: str, columns: Sequence[str], rows: Sequence[Sequence[str]], step: int) -> None:
+def log_samples(
+    trainer, key: str, columns: Sequence[str], rows: Sequence[Sequence[str]], step: int
+) -> None:
     """A table of sample translations (source, reference, hypothesis)."""
     for logger in trainer.loggers:
         if _kind(logger) == "WandbLogger":
             logger.log_text(key=key, columns=list(columns), data=[list(r) for r in rows], step=step)
         elif _kind(logger) == "TensorBoardLogger":
             head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
-            body = "".join("| " + " | ".join(x.replace("|", "\\|") for x in r) + " |\n" for r in rows)
+            body = "".join(
+                "| " + " | ".join(x.replace("|", "\\|") for x in r) + " |\n" for r in rows
+            )
             logger.experiment.add_text(key, head + body, global_step=step)

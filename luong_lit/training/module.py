@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import lightning as L
 import torch
@@ -84,8 +85,10 @@ class LuongLitModule(L.LightningModule):
             raise ConfigError(f"loss_norm must be one of {LOSS_NORMS}, got {loss_norm!r}")
         halving_factor(0, halve_after or 0, halve_convention)  # validates the convention
         if halve_after is not None and anneal_epochs is not None:
-            raise ConfigError("model.halve_after and model.anneal_epochs are two learning-rate "
-                             "schedules; set one of them to null")
+            raise ConfigError(
+                "model.halve_after and model.anneal_epochs are two learning-rate "
+                "schedules; set one of them to null"
+            )
         if anneal_epochs is not None and anneal_epochs <= 0:
             raise ConfigError(f"model.anneal_epochs must be positive, got {anneal_epochs}")
         self.net, self.optimizer_factory = net, optimizer
@@ -132,7 +135,10 @@ class LuongLitModule(L.LightningModule):
     def test_step(self, batch: Batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         nll, tokens = token_nll(self.net, batch)
         total, count = self._test_sums.get(dataloader_idx, (0.0, 0))
-        self._test_sums[dataloader_idx] = (total + nll.detach(), count + tokens)  # no sync per batch
+        self._test_sums[dataloader_idx] = (
+            total + nll.detach(),
+            count + tokens,
+        )  # no sync per batch
 
     def on_test_epoch_end(self) -> None:
         """``test/<name>/ppl`` for every test set of the datamodule (in ``trainer.test``)."""
@@ -146,12 +152,15 @@ class LuongLitModule(L.LightningModule):
         opt = self.optimizer_factory(params=self.parameters())
         if self.anneal_epochs is not None:
             total, anneal = self._anneal_plan()
-            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: anneal_factor(s, total, anneal))
+            sched = torch.optim.lr_scheduler.LambdaLR(
+                opt, lambda s: anneal_factor(s, total, anneal)
+            )
             return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
         if self.halve_after is None:
             return opt
         sched = torch.optim.lr_scheduler.LambdaLR(
-            opt, lambda e: halving_factor(e, self.halve_after, self.halve_convention))
+            opt, lambda e: halving_factor(e, self.halve_after, self.halve_convention)
+        )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
 
     def _anneal_plan(self) -> tuple[int, int]:
@@ -159,18 +168,23 @@ class LuongLitModule(L.LightningModule):
         total = self.trainer.estimated_stepping_batches  # also sets up the train dataloader
         if total == float("inf"):
             raise ConfigError("model.anneal_epochs needs a planned length: set trainer.max_epochs")
-        per_epoch = math.ceil(self.trainer.num_training_batches / self.trainer.accumulate_grad_batches)
+        per_epoch = math.ceil(
+            self.trainer.num_training_batches / self.trainer.accumulate_grad_batches
+        )
         return int(total), min(int(total), max(1, round(self.anneal_epochs * per_epoch)))
 
-    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None) -> None:
+    def configure_gradient_clipping(
+        self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
+    ) -> None:
         """Paper §4.1: rescale the gradient whenever its norm exceeds ``clip_norm``."""
         if self.clip_norm is None:
             return
         params = [p for p in self.parameters() if p.grad is not None]
         if self.clip_exclude_embeddings:
             emb = {id(self.net.encoder.embedding.weight), id(self.net.decoder.embedding.weight)}
-            norm = torch.linalg.vector_norm(torch.stack(
-                [p.grad.norm() for p in params if id(p) not in emb]))
+            norm = torch.linalg.vector_norm(
+                torch.stack([p.grad.norm() for p in params if id(p) not in emb])
+            )
             if norm > self.clip_norm:
                 for p in params:
                     p.grad.mul_(self.clip_norm / (norm + 1e-6))

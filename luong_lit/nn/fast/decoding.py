@@ -29,7 +29,7 @@ from luong_lit.nn.fast.quantize import PARTS, Int8Linear, Int8Recurrent
 
 
 class FastStepper(nn.Module):
-    """``encode``/``step``/``logits`` of a :class:`~luong_lit.nn.Seq2Seq` in eval mode, for decoding."""
+    """``encode``/``step``/``logits`` of a :class:`~luong_lit.nn.Seq2Seq` in eval mode."""
 
     def __init__(self, net: nn.Module, int8: str | None = None) -> None:
         super().__init__()
@@ -44,7 +44,9 @@ class FastStepper(nn.Module):
             self.int8_W_c = None
             if int8 == "all":
                 self.layers = [(Int8Recurrent(W), b) for W, b in layer_weights(dec)]
-                self.int8_W_c = None if dec.W_c is None else Int8Linear(dec.W_c.weight, dec.W_c.bias)
+                self.int8_W_c = (
+                    None if dec.W_c is None else Int8Linear(dec.W_c.weight, dec.W_c.bias)
+                )
 
     @property
     def has_attention(self) -> bool:
@@ -61,7 +63,9 @@ class FastStepper(nn.Module):
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
         return self.net.encode(src, src_len)
 
-    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int) -> tuple[Tensor, DecoderState, Alignment | None]:
+    def step(
+        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
+    ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """The model's step (logits (B, V), state, ``a_t``) from the precomputed constants."""
         dec = self.net.decoder
         x0 = self.table.index_select(0, y_prev)  # (B, 4d) layer 1's product with emb(y_{t-1})

@@ -5,6 +5,7 @@ On CPU, ``bernoulli_`` draws about 13 ns per element against 7 ns for ``uniform_
 The distribution is the same: an element is kept when ``u >= p`` for ``u ~ U[0, 1)``,
 and kept elements are scaled by ``1 / (1 - p)``. On other devices ``F.dropout`` is used.
 """
+
 from __future__ import annotations
 
 import torch

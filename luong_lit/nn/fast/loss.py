@@ -12,6 +12,7 @@ With ``eps > 0`` (label smoothing, Szegedy et al. 2016; not in the paper) the ta
 ``(1 - eps)`` on the reference word plus ``eps / V`` on every word, so the loss of a row is
 ``(1 - eps) · (-log p_y) + eps · mean_v(-log p_v)``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -23,8 +24,9 @@ from luong_lit.nn.loss import check_label_smoothing
 
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, chunk: int,
-                eps: float) -> Tensor:
+    def forward(
+        ctx, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, chunk: int, eps: float
+    ) -> Tensor:
         need_grad = any(ctx.needs_input_grad[:3])
         acc = torch.float32 if h.dtype in (torch.float16, torch.bfloat16) else h.dtype
         W_s = weight.to(h.dtype)  # (V, d) under autocast h_tilde is bf16/fp16 and W_s fp32
@@ -34,7 +36,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_w = torch.zeros_like(weight) if need_grad else None
         grad_b = torch.zeros_like(bias) if (need_grad and bias is not None) else None
         for s in range(0, h.size(0), chunk):
-            h_c, y_c = h[s:s + chunk], target[s:s + chunk]  # (n, d), (n,)
+            h_c, y_c = h[s : s + chunk], target[s : s + chunk]  # (n, d), (n,)
             logits = cpu_linear(h_c, W_s, b_s)  # (n, V), oneDNN or column blocks on CPU
             if logits.dtype in (torch.float16, torch.bfloat16):
                 logits = logits.float()  # the softmax runs in fp32 under mixed precision
@@ -54,7 +56,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
             if grad_b is not None:
                 grad_b += probs.sum(0)  # (V,)
             probs = probs.to(h.dtype)
-            grad_h[s:s + chunk] = probs @ W_s  # (n, d)
+            grad_h[s : s + chunk] = probs @ W_s  # (n, d)
             if grad_w.dtype == h.dtype:
                 grad_w.addmm_(probs.t(), h_c)  # (V, d)
             else:  # mixed precision: low-precision product, accumulated in W_s's own dtype
@@ -69,8 +71,14 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None
 
 
-def linear_cross_entropy(h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor,
-                         chunk: int = 512, label_smoothing: float = 0.0) -> Tensor:
+def linear_cross_entropy(
+    h: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    target: Tensor,
+    chunk: int = 512,
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """``Σ_i -log softmax(W h_i + b)[y_i]`` for rows ``h`` (N, d) and targets ``y`` (N,).
 
     ``label_smoothing`` ``eps`` in [0, 1) smooths the target distribution (see the module

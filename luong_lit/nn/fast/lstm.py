@@ -8,6 +8,7 @@ its backward pass is also cheaper than ``nn.LSTM`` on a ``PackedSequence``, whos
 slices of the projected input each cost a full-size zero fill and add. The results equal
 ``nn.LSTM`` on the packed batch (``tests/test_model.py``).
 """
+
 from __future__ import annotations
 
 import torch
@@ -83,7 +84,9 @@ class RecurrentWeight:
         return x @ self.W if base is None else torch.addmm(base, x, self.W)
 
 
-def pack_ids(ids: Tensor, lengths: Tensor, sorted_rows: bool = False) -> tuple[PackedSequence, Tensor]:
+def pack_ids(
+    ids: Tensor, lengths: Tensor, sorted_rows: bool = False
+) -> tuple[PackedSequence, Tensor]:
     """Pack right-padded token ids (B, T) time-major, and where each packed row goes back.
 
     Returns the packed ids (``data`` (N,), one per real token) and ``flat_index`` (N,): the
@@ -93,7 +96,9 @@ def pack_ids(ids: Tensor, lengths: Tensor, sorted_rows: bool = False) -> tuple[P
     lengths = lengths.cpu()
     packed = pack_padded_sequence(ids, lengths, batch_first=True, enforce_sorted=sorted_rows)
     flat = torch.arange(B * T, device=ids.device).view(B, T)  # (B, T)
-    return packed, pack_padded_sequence(flat, lengths, batch_first=True, enforce_sorted=sorted_rows).data
+    return packed, pack_padded_sequence(
+        flat, lengths, batch_first=True, enforce_sorted=sorted_rows
+    ).data
 
 
 def unpack(data: Tensor, flat_index: Tensor, B: int, T: int) -> Tensor:
@@ -120,13 +125,17 @@ def summed_bias(rnn: nn.LSTM, l: int) -> Tensor | None:
     return getattr(rnn, f"bias_ih_l{l}") + getattr(rnn, f"bias_hh_l{l}")
 
 
-def _layer(x: Tensor, batch_sizes: list[int], rnn: nn.LSTM, l: int) -> tuple[Tensor, Tensor, Tensor]:
+def _layer(
+    x: Tensor, batch_sizes: list[int], rnn: nn.LSTM, l: int
+) -> tuple[Tensor, Tensor, Tensor]:
     """One layer over time-major packed ``x`` (N, in): outputs (N, d), final ``h`` and ``c`` (B, d).
 
     Rows are sorted longest first, so the ``n_t = batch_sizes[t]`` running rows at step
     ``t`` are the first ones; a row's final state is taken when it stops.
     """
-    x_proj = F.linear(x, getattr(rnn, f"weight_ih_l{l}"), summed_bias(rnn, l)).split(batch_sizes)  # T x (n_t, 4d)
+    x_proj = F.linear(x, getattr(rnn, f"weight_ih_l{l}"), summed_bias(rnn, l)).split(
+        batch_sizes
+    )  # T x (n_t, 4d)
     W_hh = RecurrentWeight(getattr(rnn, f"weight_hh_l{l}").t())  # (d, 4d)
     h = c = x.new_zeros(batch_sizes[0], rnn.hidden_size)  # (B, d)
     outs, h_end, c_end = [], [], []
@@ -142,7 +151,9 @@ def _layer(x: Tensor, batch_sizes: list[int], rnn: nn.LSTM, l: int) -> tuple[Ten
     return torch.cat(outs), torch.cat(h_end[::-1]), torch.cat(c_end[::-1])
 
 
-def ragged_lstm(packed: PackedSequence, rnn: nn.LSTM) -> tuple[PackedSequence, tuple[Tensor, Tensor]]:
+def ragged_lstm(
+    packed: PackedSequence, rnn: nn.LSTM
+) -> tuple[PackedSequence, tuple[Tensor, Tensor]]:
     """``rnn(packed)`` for a batch-first ``nn.LSTM`` from a zero state, computed as above.
 
     ``rnn.dropout`` is applied to the input of every layer after the first, as ``nn.LSTM``
@@ -159,6 +170,9 @@ def ragged_lstm(packed: PackedSequence, rnn: nn.LSTM) -> tuple[PackedSequence, t
         cs.append(c)
     h_n, c_n = torch.stack(hs), torch.stack(cs)  # (L, B, d) in sorted order
     if packed.unsorted_indices is not None:
-        h_n, c_n = h_n.index_select(1, packed.unsorted_indices), c_n.index_select(1, packed.unsorted_indices)
+        h_n, c_n = (
+            h_n.index_select(1, packed.unsorted_indices),
+            c_n.index_select(1, packed.unsorted_indices),
+        )
     out = PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
     return out, (h_n, c_n)

@@ -19,10 +19,23 @@ from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder, reverse_index
 from luong_lit.nn.fast.dropout import Dropout
 from luong_lit.nn.fast.loss import linear_cross_entropy
-from luong_lit.nn.fast.lstm import RecurrentWeight, lstm_cell, pack_ids, ragged_lstm, summed_bias, unpack
+from luong_lit.nn.fast.lstm import (
+    RecurrentWeight,
+    lstm_cell,
+    pack_ids,
+    ragged_lstm,
+    summed_bias,
+    unpack,
+)
 
 
-def fast_output_nll(h_tilde: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor, label_smoothing: float = 0.0) -> Tensor:
+def fast_output_nll(
+    h_tilde: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    targets: Tensor,
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """:func:`luong_lit.nn.loss.output_nll`, fused and chunked (:mod:`.loss`)."""
     return linear_cross_entropy(h_tilde, weight, bias, targets, label_smoothing=label_smoothing)
 
@@ -55,7 +68,10 @@ def layer_weights(dec: Decoder) -> list[tuple[Tensor, Tensor | None]]:
     """
     out = []
     for layer in range(dec.num_layers):
-        w_ih, w_hh = getattr(dec.rnn, f"weight_ih_l{layer}"), getattr(dec.rnn, f"weight_hh_l{layer}")
+        w_ih, w_hh = (
+            getattr(dec.rnn, f"weight_ih_l{layer}"),
+            getattr(dec.rnn, f"weight_hh_l{layer}"),
+        )
         if layer == 0:
             w_ih = w_ih[:, dec.embed_size :]  # the h_tilde columns (empty without feeding)
         out.append((torch.cat([w_ih, w_hh], 1).t(), summed_bias(dec.rnn, layer)))
@@ -67,7 +83,9 @@ def project_embeddings(dec: Decoder, x: Tensor) -> Tensor:
     return F.linear(x, dec.rnn.weight_ih_l0[:, : dec.embed_size], summed_bias(dec.rnn, 0))
 
 
-def cell_stack(dec: Decoder, x0: Tensor, h_tilde: Tensor, h: list[Tensor], c: list[Tensor], weights) -> tuple[list[Tensor], list[Tensor]]:
+def cell_stack(
+    dec: Decoder, x0: Tensor, h_tilde: Tensor, h: list[Tensor], c: list[Tensor], weights
+) -> tuple[list[Tensor], list[Tensor]]:
     """Advance every LSTM layer by one step; ``x0`` is layer 1's embedding projection (n, 4d).
 
     States are per-layer lists: indexing a stacked (L, B, d) tensor at every step would cost a
@@ -101,14 +119,20 @@ class FastDecoder(Decoder):
     def _step_weights(self) -> list[tuple[RecurrentWeight, Tensor | None]]:
         return [(RecurrentWeight(W), b) for W, b in layer_weights(self)]
 
-    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int) -> tuple[Tensor, DecoderState, Alignment | None]:
+    def step(
+        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
+    ) -> tuple[Tensor, DecoderState, Alignment | None]:
         x0 = self._embed_proj(y_prev)  # (B, 4d)
-        h, c = cell_stack(self, x0, state.h_tilde, list(state.h), list(state.c), self._step_weights())
+        h, c = cell_stack(
+            self, x0, state.h_tilde, list(state.h), list(state.c), self._step_weights()
+        )
         h_tilde, align = self.attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
         h_tilde = h_tilde.squeeze(1)  # (B, d)
         return h_tilde, DecoderState(torch.stack(h), torch.stack(c), h_tilde), align
 
-    def forward(self, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
         """As :meth:`Decoder.forward`; outputs at padded positions are zeros."""
         if not self.feed_input:
             return super().forward(y_in, state, memory, return_attention)
@@ -116,15 +140,25 @@ class FastDecoder(Decoder):
         return self.output_dropout(h_tilde), dense
 
     def _sorted(self, y_in: Tensor, state: DecoderState, memory: Memory):
-        """Rows by target length, longest first: ``(y_in, lengths, state, memory, order or None)``."""
+        """Rows by target length, longest first: ``y_in, lengths, state, memory, order``.
+
+        ``order`` is None when the rows are in that order already."""
         B = y_in.size(0)
         lengths = (y_in != self.embedding.padding_idx).sum(1).clamp_min(1)  # (B,) steps per row
         order = torch.argsort(lengths, descending=True, stable=True)  # (B,)
         if not bool((order != torch.arange(B, device=order.device)).any()):
             return y_in, lengths, state, memory, None
-        return y_in[order], lengths[order], state.index_select(order), memory.index_select(order), order
+        return (
+            y_in[order],
+            lengths[order],
+            state.index_select(order),
+            memory.index_select(order),
+            order,
+        )
 
-    def _forward_feed(self, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool) -> tuple[Tensor, Tensor | None]:
+    def _forward_feed(
+        self, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool
+    ) -> tuple[Tensor, Tensor | None]:
         """The unrolled input-feeding path. Sentences that have ended drop out of the batch."""
         B, T = y_in.shape
         y_in, lengths, state, memory, order = self._sorted(y_in, state, memory)
@@ -133,7 +167,9 @@ class FastDecoder(Decoder):
             flat_index = order[flat_index // T] * T + flat_index % T  # (N,)
         running = ids.batch_sizes.tolist()  # n_t: rows still running at step t
         weights = self._step_weights()
-        x_proj = self._embed_proj(ids.data).split(running)  # T x (n_t, 4d); split's backward is one cat
+        x_proj = self._embed_proj(ids.data).split(
+            running
+        )  # T x (n_t, 4d); split's backward is one cat
         h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
         outs, attns = [], []
         for t, (x_t, n) in enumerate(zip(x_proj, running)):

@@ -14,6 +14,7 @@ speed. Two faster ways are measured side by side in ``benchmarks/projection_layo
 and the fused training loss (:mod:`luong_lit.nn.loss`), neither of which needs autograd
 through it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,8 +43,9 @@ def onednn_linear():
     g = torch.Generator().manual_seed(0)
     x, w, b = (torch.randn(*s, generator=g) for s in ((5, 16), (24, 16), (24,)))
     try:
-        ok = torch.allclose(op(x, w, b, "none", [], ""), F.linear(x, w, b), atol=1e-5) and \
-            torch.allclose(op(x, w, None, "none", [], ""), F.linear(x, w), atol=1e-5)
+        ok = torch.allclose(
+            op(x, w, b, "none", [], ""), F.linear(x, w, b), atol=1e-5
+        ) and torch.allclose(op(x, w, None, "none", [], ""), F.linear(x, w), atol=1e-5)
     except (RuntimeError, TypeError, NotImplementedError):
         return None
     return (lambda x, w, b: op(x, w, b, "none", [], "")) if ok else None
@@ -62,9 +64,9 @@ def linear_columns(h: Tensor, weight: Tensor, bias: Tensor | None, cols: int = C
     out = h.new_empty(h.size(0), weight.size(0))  # (n, V)
     for v in range(0, weight.size(0), cols):
         if bias is None:
-            torch.mm(h, weight[v:v + cols].t(), out=out[:, v:v + cols])  # (n, cols)
+            torch.mm(h, weight[v : v + cols].t(), out=out[:, v : v + cols])  # (n, cols)
         else:
-            torch.addmm(bias[v:v + cols], h, weight[v:v + cols].t(), out=out[:, v:v + cols])
+            torch.addmm(bias[v : v + cols], h, weight[v : v + cols].t(), out=out[:, v : v + cols])
     return out
 
 
@@ -75,8 +77,16 @@ def cpu_linear(h: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     :func:`linear_columns` (``F.linear`` off the CPU), or one ``F.linear`` below
     ``MIN_ROWS`` rows.
     """
-    fast = onednn_linear() if h.device.type == "cpu" and h.dtype == weight.dtype == torch.float32 else None
-    if fast is not None and weight.is_contiguous() and (bias is None or bias.dtype == torch.float32):
+    fast = (
+        onednn_linear()
+        if h.device.type == "cpu" and h.dtype == weight.dtype == torch.float32
+        else None
+    )
+    if (
+        fast is not None
+        and weight.is_contiguous()
+        and (bias is None or bias.dtype == torch.float32)
+    ):
         return fast(h.contiguous(), weight, bias)  # (n, V)
     if h.size(0) < MIN_ROWS:
         return F.linear(h, weight, bias)

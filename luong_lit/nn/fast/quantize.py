@@ -39,7 +39,9 @@ class Int8Linear:
                 qW = torch.quantize_per_channel(W, scales, zeros, 0, torch.qint8)
                 self.packed = torch.ops.quantized.linear_prepack(qW, b)
         except (RuntimeError, AttributeError, NotImplementedError) as err:
-            raise QuantizationUnavailable(f"int8 linear kernels are unavailable here: {err}") from None
+            raise QuantizationUnavailable(
+                f"int8 linear kernels are unavailable here: {err}"
+            ) from None
 
     def __call__(self, x: Tensor) -> Tensor:
         """(..., d) float rows -> (..., V) float outputs."""
@@ -48,7 +50,7 @@ class Int8Linear:
 
 
 class Int8Recurrent:
-    """:class:`~luong_lit.nn.fast.lstm.RecurrentWeight`'s ``base + x W`` with ``W`` (in, out) in int8."""
+    """:class:`~.lstm.RecurrentWeight`'s ``base + x W`` with ``W`` (in, out) in int8."""
 
     def __init__(self, W: Tensor) -> None:
         self.linear = Int8Linear(W.t(), None)  # (out, in) rows, one scale each
