@@ -2,7 +2,7 @@
 
 For the shapes of this model (a few hundred rows ``h_tilde_t`` of a small ``d`` against a
 vocabulary of thousands of words) the BLAS product ``F.linear`` runs well below the CPU's
-speed. Two faster ways are measured side by side in ``benchmarks/projection_layouts.py``:
+speed. Two faster ways were measured side by side (docs/results_log.md):
 
 * oneDNN's fp32 inner-product kernel, which torch ships for its own fused CPU graphs
   (``torch.ops.mkldnn._linear_pointwise``). It is a private operator, so it is used only
