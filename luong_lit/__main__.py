@@ -1,6 +1,7 @@
 """``python -m luong_lit <command> [args...]``: one entry point for every command.
 
-Commands: train (Hydra overrides), translate, evaluate, align, average, report, dictionary.
+Commands: train and prepare (Hydra overrides), translate, evaluate, align, average, report,
+dictionary.
 ``python -m luong_lit <command> --help`` shows each command's options.
 """
 
@@ -11,6 +12,7 @@ import sys
 
 COMMANDS = {
     "train": "train a model (Hydra overrides, e.g. experiment=m30k_small attention=local_p)",
+    "prepare": "prepare a training corpus once: tokenise, filter, build vocabularies, store ids",
     "translate": "translate text with a checkpoint or an ensemble",
     "evaluate": "perplexity, BLEU, BLEU by length and samples on a test set",
     "align": "word alignments by forced decoding, and AER",
@@ -56,6 +58,7 @@ train, translate, evaluate, align = (
     command(n) for n in ("train", "translate", "evaluate", "align")
 )
 average, report, dictionary = (command(n) for n in ("average", "report", "dictionary"))
+prepare = command("prepare")
 
 if __name__ == "__main__":
     sys.exit(main())

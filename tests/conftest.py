@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import random
+import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
 os.environ.setdefault("WANDB_MODE", "disabled")
+# prepared stores, checksums and sentencepiece models of this test session only
+os.environ.setdefault("LUONG_LIT_CACHE", tempfile.mkdtemp(prefix="luong_lit_test_cache_"))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
 

@@ -7,6 +7,7 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -64,7 +65,7 @@ def collate(examples: Sequence[tuple[int, Sequence[int], Sequence[int]]]) -> Bat
 
 
 class BucketBatchSampler:
-    """Yields lists of example indices.
+    """Yields batches: arrays of example indices.
 
     Each epoch: shuffle the examples, read them in chunks of ``chunk_batches`` batches,
     sort each chunk by target length (then source length), cut it into batches and shuffle
@@ -89,10 +90,12 @@ class BucketBatchSampler:
             raise ValueError(f"batch_by must be 'sentences' or 'tokens', got {batch_by!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.src_lens, self.tgt_lens = list(src_lens), list(tgt_lens)
+        self.src_lens = np.asarray(src_lens, dtype=np.int64)  # (N,)
+        self.tgt_lens = np.asarray(tgt_lens, dtype=np.int64)  # (N,)
         self.batch_size, self.batch_by = batch_size, batch_by
         self.chunk_batches, self.shuffle, self.seed = chunk_batches, shuffle, seed
         self.epoch, self.rank, self.world_size = 0, 0, 1
+        self._memo: tuple[int, list[np.ndarray]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -100,37 +103,49 @@ class BucketBatchSampler:
     def set_rank(self, rank: int, world_size: int) -> None:
         self.rank, self.world_size = rank, world_size
 
-    def _cut(self, order: list[int]) -> list[list[int]]:
+    def _sorted(self, idx: np.ndarray) -> np.ndarray:
+        """``idx`` by target length, then source length; ties keep their order (a stable sort)."""
+        return idx[np.lexsort((self.src_lens[idx], self.tgt_lens[idx]))]
+
+    def _cut(self, order: np.ndarray) -> list[np.ndarray]:
+        """Consecutive batches of ``order``: ``batch_size`` sentences, or as many as fit
+        ``batch_size`` padded target tokens (``</s>`` included)."""
         if self.batch_by == "sentences":
             return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        batches, cur, longest = [], [], 0
-        for i in order:
-            longest_new = max(longest, self.tgt_lens[i] + 1)
-            if cur and longest_new * (len(cur) + 1) > self.batch_size:
-                batches.append(cur)
-                cur, longest_new = [], self.tgt_lens[i] + 1
-            cur.append(i)
+        cuts, count, longest = [], 0, 0
+        for k, n in enumerate((self.tgt_lens[order] + 1).tolist()):
+            longest_new = max(longest, n)
+            if count and longest_new * (count + 1) > self.batch_size:
+                cuts.append(k)
+                count, longest_new = 0, n
+            count += 1
             longest = longest_new
-        return batches + ([cur] if cur else [])
+        return np.split(order, cuts)
 
-    def batches(self) -> list[list[int]]:
+    def batches(self) -> list[np.ndarray]:
+        """This epoch's batches of example indices (computed once per epoch)."""
+        if self._memo is None or self._memo[0] != self.epoch:
+            self._memo = (self.epoch, self._batches())
+        return self._memo[1]
+
+    def _batches(self) -> list[np.ndarray]:
+        if not self.shuffle:  # evaluation: one global sort keeps padding minimal
+            return self._cut(self._sorted(np.arange(len(self.tgt_lens))))
         rng = random.Random(self.seed + self.epoch)
         order = list(range(len(self.tgt_lens)))
-        if self.shuffle:
-            rng.shuffle(order)
-        key = lambda i: (self.tgt_lens[i], self.src_lens[i])  # noqa: E731
-        if not self.shuffle:  # evaluation: one global sort keeps padding minimal
-            return self._cut(sorted(order, key=key))
-        chunk = self.chunk_batches * (
+        rng.shuffle(order)
+        shuffled = np.asarray(order, dtype=np.int64)
+        per_chunk = (
             self.batch_size if self.batch_by == "sentences" else max(1, self.batch_size // 20)
         )
-        out: list[list[int]] = []
-        for start in range(0, len(order), chunk):
-            out.extend(self._cut(sorted(order[start : start + chunk], key=key)))
+        chunk = self.chunk_batches * per_chunk
+        out: list[np.ndarray] = []
+        for start in range(0, len(shuffled), chunk):
+            out.extend(self._cut(self._sorted(shuffled[start : start + chunk])))
         rng.shuffle(out)
         return out
 
-    def __iter__(self) -> Iterator[list[int]]:
+    def __iter__(self) -> Iterator[np.ndarray]:
         batches = self.batches()
         if self.world_size > 1:  # equal counts on every rank, as DDP needs
             n = len(batches) // self.world_size * self.world_size

@@ -1,4 +1,9 @@
-"""The LightningDataModule: named corpora or files → tokens → vocabularies → batches."""
+"""The LightningDataModule: named corpora or files → a prepared store → batches.
+
+Training reads its batches from the memory-mapped store of :mod:`luong_lit.data.prepare`
+(prepared on first use, then opened by every later run with the same settings); the dev and
+test sets, a few thousand sentences, are read and tokenised at every start.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ from torch.utils.data import DataLoader
 from luong_lit.data.batching import BucketBatchSampler, collate
 from luong_lit.data.corpora import DATASETS, corpus_source
 from luong_lit.data.io import DataError, read_parallel
-from luong_lit.data.sources import cache_dir, mirror_dir, resolve
+from luong_lit.data.prepare import CorpusSpec, ensure_store, length_filter, make_tokenizers
+from luong_lit.data.sources import mirror_dir, resolve
+from luong_lit.data.store import SIDES, TokenStore
 from luong_lit.data.tokenize import make_tokenizer
 from luong_lit.data.vocab import Vocab
 
@@ -30,26 +37,12 @@ class Split:
     tgt_tokens: list[list[str]]
     src_ids: list[list[int]] = field(default_factory=list)
     tgt_ids: list[list[int]] = field(default_factory=list)
-    tgt_text: list[str] = field(
-        default_factory=list
-    )  # the raw target lines, where text was tokenised here
+    # the raw target lines, where the text was tokenised here
+    tgt_text: list[str] = field(default_factory=list)
 
     def examples(self) -> list[tuple[int, list[int], list[int]]]:
         """``(index, src, tgt)`` for pairs with a non-empty source (what a batch can hold)."""
         return [(i, s, t) for i, (s, t) in enumerate(zip(self.src_ids, self.tgt_ids)) if s]
-
-
-def length_filter(src: list[list[str]], tgt: list[list[str]], max_len: int | None, mode: str):
-    """Drop empty pairs, then drop (``filter``, paper §4.1) or cut (``truncate``) long ones."""
-    if mode not in ("filter", "truncate"):
-        raise DataError(f"data.length_mode must be 'filter' or 'truncate', got {mode!r}")
-    pairs = [(s, t) for s, t in zip(src, tgt) if s and t]
-    if max_len:
-        if mode == "filter":
-            pairs = [(s, t) for s, t in pairs if len(s) <= max_len and len(t) <= max_len]
-        else:
-            pairs = [(s[:max_len], t[:max_len]) for s, t in pairs]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 class TranslationDataModule(L.LightningDataModule):
@@ -69,6 +62,8 @@ class TranslationDataModule(L.LightningDataModule):
         max_len, length_mode: drop (``filter``) or cut (``truncate``) training pairs over max_len.
         batch_size, batch_by: sentences (paper: 128) or target tokens per batch.
         mirror: a local directory laid out like the official data (else ``LUONG_LIT_DATA``).
+        prepare_workers: processes that tokenise the training corpus when its store is
+            prepared (default: one per core).
     """
 
     def __init__(
@@ -93,6 +88,7 @@ class TranslationDataModule(L.LightningDataModule):
         seed: int = 1234,
         mirror: str | None = None,
         num_workers: int = 0,
+        prepare_workers: int | None = None,
     ) -> None:
         super().__init__()
         if dataset not in DATASETS:
@@ -110,6 +106,8 @@ class TranslationDataModule(L.LightningDataModule):
         self.batch_size, self.batch_by, self.eval_batch_size = batch_size, batch_by, eval_batch_size
         self.chunk_batches, self.seed, self.num_workers = chunk_batches, seed, num_workers
         self.mirror = mirror_dir(mirror)
+        self.prepare_workers = prepare_workers
+        self.train_store: TokenStore | None = None
         self.splits: dict[str, Split] = {}
         self.src_vocab: Vocab | None = None
         self.tgt_vocab: Vocab | None = None
@@ -154,42 +152,46 @@ class TranslationDataModule(L.LightningDataModule):
         split.tgt_ids = [self.tgt_vocab.encode(t) for t in split.tgt_tokens]
 
     # ------------------------------------------------------------------ setup
+    def corpus_spec(self) -> CorpusSpec:
+        """What decides the training store: files, direction, tokeniser, vocabulary, filter."""
+        return CorpusSpec(
+            files=tuple((str(s), str(t)) for s, t in self._paths(self.train_spec)),
+            src_lang=self.cfg["src_lang"],
+            tgt_lang=self.cfg["tgt_lang"],
+            tokenizer=self.tokenizer_kind,
+            tokenizer_opts=self.tokenizer_opts,
+            vocab_size=self.vocab_size,
+            min_freq=self.min_freq,
+            max_len=self.max_len,
+            length_mode=self.length_mode,
+        )
+
     def setup(self, stage: str | None = None) -> None:
         if self.src_vocab is not None:
             return
-        src, tgt = self._read(self.train_spec)
-        for side, lines, lang in (
-            ("src", src, self.cfg["src_lang"]),
-            ("tgt", tgt, self.cfg["tgt_lang"]),
-        ):
-            self.tokenizers[side] = make_tokenizer(
-                self.tokenizer_kind,
-                lang,
-                lines,
-                cache_dir() / "sentencepiece",
-                **self.tokenizer_opts,
-            )
-        train = self._tokenize("train", src, tgt)
-        train.src_tokens, train.tgt_tokens = length_filter(
-            train.src_tokens, train.tgt_tokens, self.max_len, self.length_mode
-        )
-        if not train.src_tokens:
-            raise DataError(
-                f"no training pairs left after the length filter (max_len={self.max_len})"
-            )
-        self.src_vocab = Vocab.build(train.src_tokens, self.vocab_size, self.min_freq)
-        self.tgt_vocab = Vocab.build(train.tgt_tokens, self.vocab_size, self.min_freq)
-        self.splits = {"train": train, "dev": self._tokenize("dev", *self._read(self.dev_spec))}
+        self.train_store = ensure_store(self.corpus_spec(), self.prepare_workers)
+        store = self.train_store
+        self.src_vocab, self.tgt_vocab = store.vocabs["src"], store.vocabs["tgt"]
+        protos = {side: store.sentencepiece(side) for side in SIDES}
+        self.tokenizers = make_tokenizers(self.corpus_spec(), protos)
+        self.splits = {"dev": self._tokenize("dev", *self._read(self.dev_spec))}
         for name, spec in self.test_spec.items():
             self.splits[name] = self._tokenize(name, *self._read(spec))
         for split in self.splits.values():
             self._encode(split)
-        log.info(
-            "train pairs %d, vocab src %d tgt %d",
-            len(train.src_ids),
-            len(self.src_vocab),
-            len(self.tgt_vocab),
+        log.info("train pairs %d, vocab src %d tgt %d (%s)", len(store), len(self.src_vocab),
+                 len(self.tgt_vocab), store.path)  # fmt: skip
+
+    def read_train_split(self) -> Split:
+        """The training split read, tokenised and encoded in memory, without the store (for
+        aligning the corpus or building dictionaries from it). Needs :meth:`setup` first."""
+        src, tgt = self._read(self.train_spec)
+        train = self._tokenize("train", src, tgt)
+        train.src_tokens, train.tgt_tokens = length_filter(
+            train.src_tokens, train.tgt_tokens, self.max_len, self.length_mode
         )
+        self._encode(train)
+        return train
 
     def setup_test(
         self, src_vocab: Vocab, tgt_vocab: Vocab, tokenizers: dict[str, Any] | None = None
@@ -218,11 +220,15 @@ class TranslationDataModule(L.LightningDataModule):
             self._encode(self.splits[name])
 
     # ------------------------------------------------------------------ loaders
-    def _loader(self, split: Split, train: bool) -> DataLoader:
-        examples = split.examples()
+    def _loader(self, split: Split | TokenStore, train: bool) -> DataLoader:
+        if isinstance(split, TokenStore):
+            examples, src_lens, tgt_lens = split, split.lengths["src"], split.lengths["tgt"]
+        else:
+            examples = split.examples()
+            src_lens, tgt_lens = [len(e[1]) for e in examples], [len(e[2]) for e in examples]
         sampler = BucketBatchSampler(
-            [len(e[1]) for e in examples],
-            [len(e[2]) for e in examples],
+            src_lens,
+            tgt_lens,
             self.batch_size if train else self.eval_batch_size,
             self.batch_by if train else "sentences",
             self.chunk_batches,
@@ -237,7 +243,7 @@ class TranslationDataModule(L.LightningDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader(self.splits["train"], train=True)
+        return self._loader(self.train_store, train=True)
 
     def val_dataloader(self) -> DataLoader:
         return self._loader(self.splits["dev"], train=False)

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 
 from luong_lit.errors import DataError
 
-__all__ = ["DataError", "decode_lines", "read_lines", "read_parallel", "text_lines"]
+__all__ = [
+    "DataError",
+    "decode_lines",
+    "iter_parallel",
+    "read_lines",
+    "read_parallel",
+    "text_lines",
+]
 
 
 def _open_binary(path: Path):
@@ -17,10 +25,11 @@ def _open_binary(path: Path):
     return open(path, "rb")
 
 
-def decode_lines(raw_lines: Iterable[bytes], name: str) -> list[str]:
-    """UTF-8 lines without terminators; a bad byte raises a DataError naming ``name:line``."""
+def decode_lines(raw_lines: Iterable[bytes], name: str, start: int = 1) -> list[str]:
+    """UTF-8 lines without terminators; a bad byte raises a DataError naming ``name:line``
+    (``start``: the number of the first line)."""
     lines = []
-    for lineno, raw in enumerate(raw_lines, start=1):
+    for lineno, raw in enumerate(raw_lines, start=start):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -65,13 +74,48 @@ def read_lines(path: str | Path, allow_empty_file: bool = False) -> list[str]:
     return lines
 
 
+def _length_mismatch(src_path, n_src: int, tgt_path, n_tgt: int) -> DataError:
+    short, n = (src_path, n_src) if n_src < n_tgt else (tgt_path, n_tgt)
+    return DataError(
+        f"parallel files differ in length: {src_path} has {n_src} lines but {tgt_path} "
+        f"has {n_tgt}; {short} ends after line {n}"
+    )
+
+
 def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str], list[str]]:
     """Two line-aligned files; their line counts must match."""
     src, tgt = read_lines(src_path), read_lines(tgt_path)
     if len(src) != len(tgt):
-        short, n = (src_path, len(src)) if len(src) < len(tgt) else (tgt_path, len(tgt))
-        raise DataError(
-            f"parallel files differ in length: {src_path} has {len(src)} lines but {tgt_path} "
-            f"has {len(tgt)}; {short} ends after line {n}"
-        )
+        raise _length_mismatch(src_path, len(src), tgt_path, len(tgt))
     return src, tgt
+
+
+def iter_parallel(
+    src_path: str | Path, tgt_path: str | Path, chunk: int
+) -> Iterator[tuple[list[str], list[str]]]:
+    """Two line-aligned files read ``chunk`` lines at a time, never whole: the same checks as
+    :func:`read_parallel` (missing, empty, unreadable, bad UTF-8, different lengths)."""
+    paths = (Path(src_path), Path(tgt_path))
+    for path in paths:
+        if not path.is_file():
+            raise DataError(f"{path}: file does not exist")
+    try:
+        with _open_binary(paths[0]) as fs, _open_binary(paths[1]) as ft:
+            start = 1
+            while True:
+                a = decode_lines(islice(fs, chunk), str(paths[0]), start)
+                b = decode_lines(islice(ft, chunk), str(paths[1]), start)
+                if len(a) != len(b):
+                    n_src, n_tgt = (
+                        start - 1 + len(a) + sum(1 for _ in fs),
+                        start - 1 + len(b) + sum(1 for _ in ft),
+                    )
+                    raise _length_mismatch(paths[0], n_src, paths[1], n_tgt)
+                if not a:
+                    break
+                yield a, b
+                start += len(a)
+    except (OSError, EOFError) as err:
+        raise DataError(f"{paths[0]} / {paths[1]}: cannot be read: {err}") from None
+    if start == 1:
+        raise DataError(f"{paths[0]}: file is empty")

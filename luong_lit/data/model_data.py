@@ -56,7 +56,7 @@ def load_split(meta: dict, name: str, src_vocab, tgt_vocab) -> TestSet:
 
 def load_train_split(meta: dict):
     """The model's training split (length-filtered, tokenised), e.g. to align it."""
-    return datamodule_for(meta).splits["train"]
+    return datamodule_for(meta).read_train_split()
 
 
 def tokenizers(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab=None):

@@ -29,7 +29,15 @@ class Vocab:
 
         Ties are broken alphabetically so the result does not depend on corpus order.
         """
-        counts = Counter(tok for sent in sentences for tok in sent)
+        counts: Counter[str] = Counter()
+        for sent in sentences:
+            counts.update(sent)
+        return cls.from_counts(counts, max_size, min_freq)
+
+    @classmethod
+    def from_counts(cls, counts: Counter, max_size: int | None = None, min_freq: int = 1) -> Vocab:
+        """:meth:`build` from word counts already made (e.g. summed over chunks of a corpus)."""
+        counts = Counter(counts)
         for s in SPECIALS:
             counts.pop(s, None)
         words = sorted(

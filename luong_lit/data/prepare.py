@@ -1,0 +1,337 @@
+"""Prepare a training corpus once: tokenise it in parallel, filter it by length, build the
+vocabularies (or sentencepiece models) and write a :mod:`~luong_lit.data.store`.
+
+The store is keyed by a fingerprint of everything that decides its content: the input files'
+checksums, the direction, the tokeniser and its options, the vocabulary settings and the
+length filter. :func:`ensure_store` opens it when it exists; otherwise it builds it under a file
+lock, so that concurrent first uses (DDP ranks, the jobs of a sweep) build it once while the
+others wait. A store is built in a temporary directory and renamed into place when complete,
+so a killed preparation never leaves a store that a later run would use.
+
+Lines are read in chunks and never held whole: pass 1 tokenises, filters and counts words in
+worker processes and writes the kept pairs, tokenised, to temporary files; pass 2 encodes them
+with the vocabularies built from the counts and appends the ids to the store's arrays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from luong_lit.data.io import iter_parallel
+from luong_lit.data.sources import cache_dir
+from luong_lit.data.store import FORMAT, SIDES, TokenStore, id_dtype
+from luong_lit.data.vocab import Vocab
+from luong_lit.errors import DataError
+
+CHUNK = 10_000  # pairs per work item
+PAPER_COUNTS = {"pairs": 4.5e6, "en": 116e6, "de": 110e6}  # the paper's WMT'14 training data, §4.1
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """Everything that decides a store's content (the files by their checksums)."""
+
+    files: tuple[tuple[str, str], ...]  # (source, target) file pairs, concatenated
+    src_lang: str
+    tgt_lang: str
+    tokenizer: str = "none"
+    tokenizer_opts: dict[str, Any] = field(default_factory=dict, hash=False)
+    vocab_size: int | None = None
+    min_freq: int = 1
+    max_len: int | None = None
+    length_mode: str = "filter"
+
+    def fingerprint(self) -> str:
+        parts = {
+            "format": FORMAT,
+            "files": [[file_digest(s), file_digest(t)] for s, t in self.files],
+            "direction": [self.src_lang, self.tgt_lang],
+            "tokenizer": [self.tokenizer, dict(sorted(self.tokenizer_opts.items()))],
+            "vocab": [self.vocab_size, self.min_freq],
+            "length_filter": [self.max_len, self.length_mode],
+        }
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, remembered per version of the file (path, size, mtime)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file does not exist")
+    st = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()
+    memo = cache_dir() / "digests" / key[:32]
+    if memo.is_file():
+        return memo.read_text().strip()
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    with contextlib.suppress(OSError):
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.write_text(h.hexdigest())
+    return h.hexdigest()
+
+
+def store_root() -> Path:
+    return cache_dir() / "stores"
+
+
+def ensure_store(
+    spec: CorpusSpec, workers: int | None = None, progress: bool | None = None
+) -> TokenStore:
+    """The store of ``spec``: opened if it exists, else built once (under a file lock)."""
+    final = store_root() / spec.fingerprint()
+    if (final / "meta.json").is_file():
+        return TokenStore(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(final.with_name(final.name + ".lock")):
+        if not (final / "meta.json").is_file():  # another process may have built it meanwhile
+            build_store(spec, final, workers, progress)
+    return TokenStore(final)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` held for the block (waits while another process holds it)."""
+    try:
+        import fcntl
+    except ImportError:  # no fcntl (Windows): concurrent first uses may build twice
+        yield
+        return
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ------------------------------------------------------------------ work done in workers
+_STATE: dict[str, Any] = {}
+
+
+def _init_tokenize(spec: CorpusSpec, protos: dict[str, bytes] | None) -> None:
+    _STATE["tok"] = make_tokenizers(spec, protos)
+    _STATE["spec"] = spec
+
+
+def _init_encode(vocabs: dict[str, list[str]], dtype: str) -> None:
+    _STATE["stoi"] = {side: Vocab(itos).stoi for side, itos in vocabs.items()}
+    _STATE["dtype"] = np.dtype(dtype)
+
+
+def make_tokenizers(spec: CorpusSpec, protos: dict[str, bytes] | None = None) -> dict[str, Any]:
+    """The ``src`` and ``tgt`` tokenisers of a corpus (sentencepiece ones from their models)."""
+    from luong_lit.data.tokenize import SentencePieceTokenizer, make_tokenizer
+
+    if spec.tokenizer == "sentencepiece":
+        lower = bool(spec.tokenizer_opts.get("lowercase", False))
+        return {side: SentencePieceTokenizer.from_proto(protos[side], lower) for side in SIDES}
+    langs = {"src": spec.src_lang, "tgt": spec.tgt_lang}
+    return {
+        side: make_tokenizer(spec.tokenizer, langs[side], **spec.tokenizer_opts) for side in SIDES
+    }
+
+
+def length_filter(src: list[list[str]], tgt: list[list[str]], max_len: int | None, mode: str):
+    """Drop empty pairs, then drop (``filter``, paper §4.1) or cut (``truncate``) long ones."""
+    if mode not in ("filter", "truncate"):
+        raise DataError(f"data.length_mode must be 'filter' or 'truncate', got {mode!r}")
+    pairs = [(s, t) for s, t in zip(src, tgt) if s and t]
+    if max_len:
+        if mode == "filter":
+            pairs = [(s, t) for s, t in pairs if len(s) <= max_len and len(t) <= max_len]
+        else:
+            pairs = [(s[:max_len], t[:max_len]) for s, t in pairs]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def _tokenize_chunk(chunk: tuple[list[str], list[str]]) -> dict[str, Any]:
+    """Pass 1 on one chunk: tokens, the length filter, word counts, the kept pairs as text."""
+    tok, spec = _STATE["tok"], _STATE["spec"]
+    src = [tok["src"].tokenize(x) for x in chunk[0]]
+    tgt = [tok["tgt"].tokenize(x) for x in chunk[1]]
+    words = {"src": sum(map(len, src)), "tgt": sum(map(len, tgt))}
+    src, tgt = length_filter(src, tgt, spec.max_len, spec.length_mode)
+    out: dict[str, Any] = {"read": len(chunk[0]), "kept": len(src), "words": words}
+    for side, sents in (("src", src), ("tgt", tgt)):
+        counts: Counter[str] = Counter()
+        for s in sents:
+            counts.update(s)
+        out[side] = (counts, "".join(" ".join(s) + "\n" for s in sents))
+    return out
+
+
+def _encode_chunk(chunk: tuple[list[str], list[str]]) -> dict[str, tuple[bytes, np.ndarray]]:
+    """Pass 2 on one chunk of tokenised lines: the flat ids and the lengths of each side."""
+    out = {}
+    for side, lines in zip(SIDES, chunk):
+        get, unk = _STATE["stoi"][side].get, 1
+        sents = [line.split(" ") if line else [] for line in lines]
+        flat = np.fromiter((get(w, unk) for s in sents for w in s), dtype=_STATE["dtype"])
+        out[side] = (flat.tobytes(), np.fromiter(map(len, sents), dtype=np.int64, count=len(sents)))
+    return out
+
+
+# ------------------------------------------------------------------ running the passes
+def ordered_map(
+    fn: Callable, items: Iterable, workers: int, init: Callable, initargs: tuple
+) -> Iterator:
+    """``fn(item)`` for each item, in order, in ``workers`` forked processes (or in this one),
+    with at most two items per worker in flight: the input is never read far ahead."""
+    if workers <= 1:
+        init(*initargs)
+        yield from map(fn, items)
+        return
+    import multiprocessing as mp
+
+    with mp.get_context("fork").Pool(workers, init, initargs) as pool:
+        pending: list = []
+        for item in items:
+            pending.append(pool.apply_async(fn, (item,)))
+            if len(pending) >= 2 * workers:
+                yield pending.pop(0).get()
+        for res in pending:
+            yield res.get()
+
+
+def _line_chunks(spec: CorpusSpec) -> Iterator[tuple[list[str], list[str]]]:
+    for src, tgt in spec.files:
+        yield from iter_parallel(src, tgt, CHUNK)
+
+
+def _train_sentencepiece(spec: CorpusSpec) -> dict[str, bytes]:
+    """Sentencepiece models trained on the corpus's raw lines (cached by their content)."""
+    from luong_lit.data.tokenize import SentencePieceTokenizer
+
+    lines: dict[str, list[str]] = {"src": [], "tgt": []}
+    for src, tgt in _line_chunks(spec):
+        lines["src"] += src
+        lines["tgt"] += tgt
+    out = {}
+    for side in SIDES:
+        tok = SentencePieceTokenizer(
+            lines[side], cache_dir() / "sentencepiece", **spec.tokenizer_opts
+        )
+        out[side] = tok.proto()
+    return out
+
+
+def _progress(total: int | None, enabled: bool | None, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total,
+        unit=" pairs",
+        unit_scale=True,
+        desc=desc,
+        disable=None if enabled is None else not enabled,
+    )
+
+
+def build_store(
+    spec: CorpusSpec, final: Path, workers: int | None = None, progress: bool | None = None
+) -> dict:
+    """Build the store of ``spec`` into ``final`` (atomically); returns its ``meta.json``."""
+    for stale in final.parent.glob(f".tmp-{final.name}-*"):  # a killed earlier build
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
+    tmp.mkdir(parents=True)
+    try:
+        meta = _build(spec, tmp, workers or default_workers(), progress)
+        os.rename(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return meta
+
+
+def _build(spec: CorpusSpec, tmp: Path, workers: int, progress: bool | None) -> dict:
+    t0 = time.perf_counter()
+    protos = _train_sentencepiece(spec) if spec.tokenizer == "sentencepiece" else None
+    counts = {side: Counter() for side in SIDES}
+    stats = {"pairs_read": 0, "pairs": 0, "words": {"src": 0, "tgt": 0}}
+    with (
+        open(tmp / "src.tok", "w", encoding="utf-8") as fs,
+        open(tmp / "tgt.tok", "w", encoding="utf-8") as ft,
+    ):
+        with _progress(None, progress, "tokenising") as bar:
+            for res in ordered_map(
+                _tokenize_chunk, _line_chunks(spec), workers, _init_tokenize, (spec, protos)
+            ):
+                for side, fh in (("src", fs), ("tgt", ft)):
+                    counts[side].update(res[side][0])
+                    fh.write(res[side][1])
+                    stats["words"][side] += res["words"][side]
+                stats["pairs_read"] += res["read"]
+                stats["pairs"] += res["kept"]
+                bar.update(res["read"])
+    stats["seconds_tokenise"] = round(time.perf_counter() - t0, 1)
+    if not stats["pairs"]:
+        raise DataError(f"no training pairs left after the length filter (max_len={spec.max_len})")
+    vocabs = {
+        side: Vocab.from_counts(counts[side], spec.vocab_size, spec.min_freq) for side in SIDES
+    }
+    dtype = id_dtype(max(len(v) for v in vocabs.values()))
+    sizes = _encode(tmp, vocabs, dtype, workers, progress, stats["pairs"])
+    for side in SIDES:
+        (tmp / f"{side}.vocab").write_text(
+            "".join(w + "\n" for w in vocabs[side].itos), encoding="utf-8"
+        )
+        (tmp / f"{side}.tok").unlink()
+        if protos:
+            (tmp / f"{side}.spm").write_bytes(protos[side])
+    stats["vocab"] = {side: len(vocabs[side]) for side in SIDES}
+    stats["seconds"] = round(time.perf_counter() - t0, 1)
+    meta = {"format": FORMAT, "fingerprint": tmp.name.split("-")[1], "pairs": stats["pairs"],
+            "dtype": dtype.name, "bytes": sizes, "stats": stats,
+            "spec": {**spec.__dict__, "files": [list(f) for f in spec.files]}}  # fmt: skip
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    return meta
+
+
+def _encode(
+    tmp: Path, vocabs: dict[str, Vocab], dtype: np.dtype, workers: int, progress, total: int
+) -> dict[str, int]:
+    """Pass 2: the ids and offsets files of both sides; returns the files' sizes in bytes."""
+    lengths: dict[str, list[np.ndarray]] = {side: [] for side in SIDES}
+    files = {side: open(tmp / f"{side}.ids", "wb") for side in SIDES}
+    try:
+        chunks = iter_parallel(tmp / "src.tok", tmp / "tgt.tok", CHUNK)
+        init = (_init_encode, ({s: v.itos for s, v in vocabs.items()}, dtype.name))
+        with _progress(total, progress, "encoding") as bar:
+            for res in ordered_map(_encode_chunk, chunks, workers, *init):
+                for side in SIDES:
+                    files[side].write(res[side][0])
+                    lengths[side].append(res[side][1])
+                bar.update(len(res["src"][1]))
+    finally:
+        for fh in files.values():
+            fh.close()
+    sizes = {}
+    for side in SIDES:
+        offsets = np.zeros(total + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(lengths[side]), out=offsets[1:])
+        offsets.tofile(tmp / f"{side}.offsets")
+        sizes[f"{side}.ids"] = (tmp / f"{side}.ids").stat().st_size
+        sizes[f"{side}.offsets"] = offsets.nbytes
+    return sizes
