@@ -98,7 +98,8 @@ def prepare_code(ovr: list[str], workers: int | None = None) -> str:
         MEMORY
         + f"""
 import json, resource, time
-from luong_lit.commands.prepare import compose, datamodule
+from luong_lit.commands.prepare import datamodule
+from luong_lit.config import compose
 from luong_lit.data.prepare import ensure_store
 t0 = time.perf_counter()
 dm = datamodule(compose({ovr + extra!r}))
@@ -123,7 +124,7 @@ import itertools, json, time
 import lightning, torch
 base = memory()  # the training process before any data: torch and Lightning imported
 import hydra
-from luong_lit.commands.prepare import compose
+from luong_lit.config import compose
 dm = hydra.utils.instantiate(compose({ovr!r}).data)
 dm.setup("fit")
 loader = dm.train_dataloader()

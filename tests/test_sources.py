@@ -108,8 +108,8 @@ def out_line(out, n):
 def test_extracted_lines_split_at_newlines_only(tmp_path):
     from luong_lit.data.io import text_lines
 
-    text = "ein Satz\u2028mit Trenner\r\nzwei\x0cdrei\nvier\u0085\n"
-    assert text_lines(text) == ["ein Satz\u2028mit Trenner", "zwei\x0cdrei", "vier\u0085"]
+    text = "ein Satz\u2028mit Trenner\r\nzwei\u2029drei\nvier\u0085\n"
+    assert text_lines(text) == ["ein Satz\u2028mit Trenner", "zwei\u2029drei", "vier\u0085"]
     assert text_lines("") == [] and text_lines("a\n\nb") == ["a", "", "b"]
     (tmp_path / "t.txt").write_bytes(text.encode("utf-8"))
     assert text_lines(text) == read_lines(tmp_path / "t.txt")  # extraction and reading agree

@@ -14,25 +14,10 @@ import time
 from collections.abc import Sequence
 
 from luong_lit.cli import run_command
+from luong_lit.config import compose
 from luong_lit.data.prepare import PAPER_COUNTS, ensure_store
-from luong_lit.errors import ConfigError
 
 LANGUAGES = {"en": "English", "de": "German"}
-
-
-def compose(overrides: Sequence[str]):
-    """``conf/train.yaml`` with ``overrides``, as ``python -m luong_lit train`` composes it."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.errors import HydraException
-
-    from luong_lit.commands.train import CONF_DIR
-
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return hydra_compose("train", overrides=list(overrides))
-    except HydraException as err:
-        raise ConfigError(f"cannot compose the config: {err}") from None
 
 
 def datamodule(cfg):
@@ -74,7 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     def body() -> None:
+        from luong_lit.training.checks import check_config
+
         cfg = compose(argv)
+        check_config(cfg)
         dm = datamodule(cfg)
         t0 = time.perf_counter()
         store = ensure_store(dm.corpus_spec(), dm.prepare_workers, progress=True)

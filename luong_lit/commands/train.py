@@ -18,11 +18,12 @@ import hydra
 from omegaconf import DictConfig
 
 from luong_lit.cli import user_error_message
+from luong_lit.config import CONF_DIR
 from luong_lit.errors import UserError
 from luong_lit.runtime import configure_cpu_from
+from luong_lit.training.resume import SignalCheckpoint
 
 log = logging.getLogger(__name__)
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"  # the repository's Hydra configs
 
 
 def _unwrap(err: BaseException) -> BaseException:
@@ -51,13 +52,40 @@ def test_results(dm, model, trainer) -> dict[str, Any]:
     return results
 
 
+class Interrupted(Exception):
+    """Training stopped by SIGTERM or SIGINT after saving ``last.ckpt``."""
+
+    def __init__(self, signum: int, checkpoint: Path) -> None:
+        super().__init__(f"stopped by signal {signum}")
+        self.signum, self.checkpoint = signum, checkpoint
+
+
+def _fit(model, dm, trainer, ckpt_path) -> None:
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    try:
+        trainer.fit(model, dm, ckpt_path=ckpt_path)
+    except SIGTERMException:
+        stop = next((c for c in trainer.callbacks if isinstance(c, SignalCheckpoint)), None)
+        raise Interrupted(
+            stop.signal if stop and stop.signal else 15, stop.path if stop else Path()
+        ) from None
+    stop = next(
+        (c for c in trainer.callbacks if isinstance(c, SignalCheckpoint) and c.signal), None
+    )
+    if stop is not None:  # the signal came as the last step ended
+        raise Interrupted(stop.signal, stop.path)
+
+
 def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit (resuming if ``ckpt_path`` is set), then test the best checkpoint on the test sets."""
     from luong_lit.training.build import build
+    from luong_lit.training.checks import check_config
 
+    check_config(cfg)  # every numeric option, before any data is read
     configure_cpu_from(cfg)
     dm, model, trainer = build(cfg)
-    trainer.fit(model, dm, ckpt_path=cfg.get("ckpt_path"))
+    _fit(model, dm, trainer, cfg.get("ckpt_path"))
     metrics: dict[str, Any] = {k: float(v) for k, v in trainer.callback_metrics.items()}
     if cfg.get("test_after_training") and dm.test_spec:
         results = test_results(dm, model, trainer)
@@ -71,6 +99,11 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 def main(cfg: DictConfig) -> float | None:
     try:
         metrics = train(cfg)
+    except Interrupted as stop:
+        print(f"interrupted by signal {stop.signum}: the last finished step is saved in "
+              f"{stop.checkpoint}; resume with hydra.run.dir=<this run's directory> ckpt_path=last",
+              file=sys.stderr)  # fmt: skip
+        sys.exit(128 + stop.signum)
     except Exception as err:  # noqa: BLE001 - turn our own errors into one clear line
         ours = _unwrap(err)
         if not isinstance(ours, UserError):

@@ -95,6 +95,7 @@ class BucketBatchSampler:
         self.batch_size, self.batch_by = batch_size, batch_by
         self.chunk_batches, self.shuffle, self.seed = chunk_batches, shuffle, seed
         self.epoch, self.rank, self.world_size = 0, 0, 1
+        self.skip = 0  # batches of this epoch to leave out: those trained before a resume
         self._memo: tuple[int, list[np.ndarray]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
@@ -150,7 +151,7 @@ class BucketBatchSampler:
         if self.world_size > 1:  # equal counts on every rank, as DDP needs
             n = len(batches) // self.world_size * self.world_size
             batches = batches[self.rank : n : self.world_size]
-        return iter(batches)
+        return iter(batches[self.skip :])
 
     def __len__(self) -> int:
         n = (

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+import torch
 from torch.utils.data import DataLoader
 
 from luong_lit.data.batching import BucketBatchSampler, collate
@@ -64,6 +65,8 @@ class TranslationDataModule(L.LightningDataModule):
         mirror: a local directory laid out like the official data (else ``LUONG_LIT_DATA``).
         prepare_workers: processes that tokenise the training corpus when its store is
             prepared (default: one per core).
+        clean_control: replace control characters (other than tab) in the text by spaces;
+            by default a line holding one is an error that names the file and line.
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class TranslationDataModule(L.LightningDataModule):
         mirror: str | None = None,
         num_workers: int = 0,
         prepare_workers: int | None = None,
+        clean_control: bool = False,
     ) -> None:
         super().__init__()
         if dataset not in DATASETS:
@@ -106,7 +110,7 @@ class TranslationDataModule(L.LightningDataModule):
         self.batch_size, self.batch_by, self.eval_batch_size = batch_size, batch_by, eval_batch_size
         self.chunk_batches, self.seed, self.num_workers = chunk_batches, seed, num_workers
         self.mirror = mirror_dir(mirror)
-        self.prepare_workers = prepare_workers
+        self.prepare_workers, self.clean_control = prepare_workers, clean_control
         self.train_store: TokenStore | None = None
         self.splits: dict[str, Split] = {}
         self.src_vocab: Vocab | None = None
@@ -135,7 +139,7 @@ class TranslationDataModule(L.LightningDataModule):
     def _read(self, spec: Any) -> tuple[list[str], list[str]]:
         src, tgt = [], []
         for sp, tp in self._paths(spec):
-            s, t = read_parallel(sp, tp)
+            s, t = read_parallel(sp, tp, self.clean_control)
             src += s
             tgt += t
         return src, tgt
@@ -164,6 +168,7 @@ class TranslationDataModule(L.LightningDataModule):
             min_freq=self.min_freq,
             max_len=self.max_len,
             length_mode=self.length_mode,
+            clean_control=self.clean_control,
         )
 
     def setup(self, stage: str | None = None) -> None:
@@ -238,9 +243,41 @@ class TranslationDataModule(L.LightningDataModule):
         trainer = getattr(self, "trainer", None)
         if train and trainer is not None and trainer.world_size > 1:
             sampler.set_rank(trainer.global_rank, trainer.world_size)
-        return DataLoader(
-            examples, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers
+        # its own generator: creating an iterator draws a seed, which must not move the global
+        # random state (dropout masks) between a checkpoint and the batches that follow it
+        generator = torch.Generator().manual_seed(self.seed)
+        if not train:
+            return DataLoader(
+                examples,
+                batch_sampler=sampler,
+                collate_fn=collate,
+                num_workers=self.num_workers,
+                generator=generator,
+            )
+
+        from luong_lit.training.resume import ResumableLoader
+
+        return ResumableLoader(
+            examples,
+            batch_sampler=sampler,
+            collate_fn=collate,
+            num_workers=self.num_workers,
+            epoch=self._epoch,
+            trained=self._trained_batches,
+            generator=generator,
         )
+
+    def _epoch(self) -> int | None:
+        """The trainer's current epoch (None outside a trainer: the sampler's own ``set_epoch``)."""
+        trainer = getattr(self, "trainer", None)
+        return None if trainer is None else int(trainer.current_epoch)
+
+    def _trained_batches(self) -> int | None:
+        """Batches of the current epoch that training has finished (the trainer's count)."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return None
+        return int(trainer.fit_loop.epoch_loop.batch_progress.current.processed)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(self.train_store, train=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
@@ -25,9 +26,29 @@ def _open_binary(path: Path):
     return open(path, "rb")
 
 
-def decode_lines(raw_lines: Iterable[bytes], name: str, start: int = 1) -> list[str]:
-    """UTF-8 lines without terminators; a bad byte raises a DataError naming ``name:line``
-    (``start``: the number of the first line)."""
+#: Control characters other than tab (line ends are stripped first): in text, a broken file.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _control(text: str, name: str, lineno: int, clean: bool) -> str:
+    found = CONTROL.search(text)
+    if found is None:
+        return text
+    if clean:
+        return CONTROL.sub(" ", text)
+    raise DataError(
+        f"{name}:{lineno}: control character U+{ord(found.group()):04X} at column "
+        f"{found.start() + 1}; text files rarely hold one unless they are broken (for training "
+        "data, data.clean_control=true replaces them by spaces)"
+    )
+
+
+def decode_lines(
+    raw_lines: Iterable[bytes], name: str, start: int = 1, clean: bool = False
+) -> list[str]:
+    """UTF-8 lines without terminators; a bad byte or a control character (other than tab)
+    raises a DataError naming ``name:line`` (``start``: the number of the first line;
+    ``clean``: replace control characters by spaces instead)."""
     lines = []
     for lineno, raw in enumerate(raw_lines, start=start):
         try:
@@ -37,7 +58,7 @@ def decode_lines(raw_lines: Iterable[bytes], name: str, start: int = 1) -> list[
             raise DataError(
                 f"{name}:{lineno}: not valid UTF-8 (byte 0x{bad} at column {err.start + 1})"
             ) from None
-        lines.append(text.rstrip("\r\n"))
+        lines.append(_control(text.rstrip("\r\n"), name, lineno, clean))
     return lines
 
 
@@ -54,7 +75,7 @@ def text_lines(text: str) -> list[str]:
     return [line.rstrip("\r") for line in lines]
 
 
-def read_lines(path: str | Path, allow_empty_file: bool = False) -> list[str]:
+def read_lines(path: str | Path, allow_empty_file: bool = False, clean: bool = False) -> list[str]:
     """All lines of a UTF-8 text file (plain or ``.gz``), without line terminators.
 
     Raises:
@@ -66,7 +87,7 @@ def read_lines(path: str | Path, allow_empty_file: bool = False) -> list[str]:
     lines: list[str] = []
     try:
         with _open_binary(path) as fh:
-            lines = decode_lines(fh, str(path))
+            lines = decode_lines(fh, str(path), clean=clean)
     except (OSError, EOFError) as err:  # e.g. a truncated or fake .gz file
         raise DataError(f"{path}: cannot be read: {err}") from None
     if not lines and not allow_empty_file:
@@ -82,16 +103,18 @@ def _length_mismatch(src_path, n_src: int, tgt_path, n_tgt: int) -> DataError:
     )
 
 
-def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str], list[str]]:
+def read_parallel(
+    src_path: str | Path, tgt_path: str | Path, clean: bool = False
+) -> tuple[list[str], list[str]]:
     """Two line-aligned files; their line counts must match."""
-    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    src, tgt = read_lines(src_path, clean=clean), read_lines(tgt_path, clean=clean)
     if len(src) != len(tgt):
         raise _length_mismatch(src_path, len(src), tgt_path, len(tgt))
     return src, tgt
 
 
 def iter_parallel(
-    src_path: str | Path, tgt_path: str | Path, chunk: int
+    src_path: str | Path, tgt_path: str | Path, chunk: int, clean: bool = False
 ) -> Iterator[tuple[list[str], list[str]]]:
     """Two line-aligned files read ``chunk`` lines at a time, never whole: the same checks as
     :func:`read_parallel` (missing, empty, unreadable, bad UTF-8, different lengths)."""
@@ -103,8 +126,8 @@ def iter_parallel(
         with _open_binary(paths[0]) as fs, _open_binary(paths[1]) as ft:
             start = 1
             while True:
-                a = decode_lines(islice(fs, chunk), str(paths[0]), start)
-                b = decode_lines(islice(ft, chunk), str(paths[1]), start)
+                a = decode_lines(islice(fs, chunk), str(paths[0]), start, clean)
+                b = decode_lines(islice(ft, chunk), str(paths[1]), start, clean)
                 if len(a) != len(b):
                     n_src, n_tgt = (
                         start - 1 + len(a) + sum(1 for _ in fs),

@@ -52,6 +52,7 @@ class CorpusSpec:
     min_freq: int = 1
     max_len: int | None = None
     length_mode: str = "filter"
+    clean_control: bool = False  # control characters replaced by spaces instead of refused
 
     def fingerprint(self) -> str:
         parts = {
@@ -61,6 +62,7 @@ class CorpusSpec:
             "tokenizer": [self.tokenizer, dict(sorted(self.tokenizer_opts.items()))],
             "vocab": [self.vocab_size, self.min_freq],
             "length_filter": [self.max_len, self.length_mode],
+            "clean_control": self.clean_control,
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -217,7 +219,7 @@ def ordered_map(
 
 def _line_chunks(spec: CorpusSpec) -> Iterator[tuple[list[str], list[str]]]:
     for src, tgt in spec.files:
-        yield from iter_parallel(src, tgt, CHUNK)
+        yield from iter_parallel(src, tgt, CHUNK, spec.clean_control)
 
 
 def _train_sentencepiece(spec: CorpusSpec) -> dict[str, bytes]:
@@ -307,6 +309,22 @@ def _build(spec: CorpusSpec, tmp: Path, workers: int, progress: bool | None) -> 
             "spec": {**spec.__dict__, "files": [list(f) for f in spec.files]}}  # fmt: skip
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return meta
+
+
+def _check_vocabularies(
+    spec: CorpusSpec, vocabs: dict[str, Vocab], counts: dict[str, Counter]
+) -> None:
+    """A vocabulary of the four special symbols only is never what a user wants."""
+    langs = {"src": spec.src_lang, "tgt": spec.tgt_lang}
+    for side in SIDES:
+        if len(vocabs[side]) <= 4:
+            most = max(counts[side].values(), default=0)
+            name = "source" if side == "src" else "target"
+            raise DataError(
+                f"the {name} vocabulary ({langs[side]}) would hold no words: data.min_freq="
+                f"{spec.min_freq} is above every word's count (the most frequent word occurs "
+                f"{most} times in the training data); lower data.min_freq"
+            )
 
 
 def _encode(

@@ -1,13 +1,79 @@
-"""Send pictures and sample tables to whichever Lightning loggers are active.
+"""The loggers of a run, and pictures and sample tables sent to whichever are active.
 
 CSV keeps only scalars (the PNG files stay in the run directory); TensorBoard gets images and
 a Markdown table of samples; W&B gets images and a ``wandb.Table``.
+
+A resumed run continues its logs: :class:`ResumableCSVLogger` keeps ``metrics.csv`` (Lightning's
+logger would delete it) and :class:`ResumedLogs` cuts it back to the rows up to the step of
+the checkpoint, which the resumed run then continues; :class:`ResumableWandbLogger` continues
+the same W&B run (its id follows from the run directory). TensorBoard writes a new event file
+beside the old ones, and reads them all.
 """
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
+
+import lightning as L
+from lightning.pytorch.loggers import CSVLogger, WandbLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+
+
+class _AppendingWriter(ExperimentWriter):
+    """Lightning's CSV writer, but an existing ``metrics.csv`` is kept and appended to."""
+
+    def _check_log_dir_exists(self) -> None:
+        if os.path.isfile(self.metrics_file_path):
+            with open(self.metrics_file_path, newline="") as fh:
+                self.metrics_keys = sorted(csv.DictReader(fh).fieldnames or [])
+
+    def keep_until(self, step: int) -> None:
+        """Drop the rows logged after ``step``: a resumed run logs those steps again."""
+        if not os.path.isfile(self.metrics_file_path):
+            return
+        with open(self.metrics_file_path, newline="") as fh:
+            rows = [r for r in csv.DictReader(fh) if r.get("step") and int(r["step"]) <= step]
+        tmp = self.metrics_file_path + ".tmp"
+        with open(tmp, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=self.metrics_keys)
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, self.metrics_file_path)
+
+
+class ResumableCSVLogger(CSVLogger):
+    """``CSVLogger`` whose ``metrics.csv`` survives a resume (see the module doc)."""
+
+    @property
+    def experiment(self) -> _AppendingWriter:
+        if self._experiment is None:
+            self._fs.makedirs(self.root_dir, exist_ok=True)
+            self._experiment = _AppendingWriter(log_dir=self.log_dir)
+        return self._experiment
+
+
+class ResumableWandbLogger(WandbLogger):
+    """``WandbLogger`` that a resumed run continues: its run id follows from the run directory."""
+
+    def __init__(self, save_dir: str, **kwargs) -> None:
+        run_id = hashlib.sha1(str(Path(save_dir).resolve()).encode()).hexdigest()[:16]
+        kwargs.setdefault("id", run_id)
+        kwargs.setdefault("resume", "allow")
+        super().__init__(save_dir=save_dir, **kwargs)
+
+
+class ResumedLogs(L.Callback):
+    """When training starts, a CSV log is cut back to the rows up to the current step: all of it
+    is kept on resume up to the checkpoint, and a fresh run starts from an empty file."""
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        for logger in trainer.loggers:
+            if isinstance(logger, ResumableCSVLogger) and trainer.is_global_zero:
+                logger.experiment.keep_until(trainer.global_step if trainer.global_step else -1)
 
 
 def _kind(logger) -> str:

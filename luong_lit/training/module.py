@@ -164,14 +164,23 @@ class LuongLitModule(L.LightningModule):
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
 
     def _anneal_plan(self) -> tuple[int, int]:
-        """(optimizer steps in the whole run, steps in the annealed tail)."""
-        total = self.trainer.estimated_stepping_batches  # also sets up the train dataloader
-        if total == float("inf"):
+        """(optimizer steps in the whole run, steps in the annealed tail).
+
+        Counted from the training loader's length, without iterating it: the trainer's own
+        ``estimated_stepping_batches`` would start the first epoch's iterator here, before a
+        resumed run has restored its position.
+        """
+        trainer = self.trainer
+        if not trainer.max_epochs or trainer.max_epochs < 1:
             raise ConfigError("model.anneal_epochs needs a planned length: set trainer.max_epochs")
-        per_epoch = math.ceil(
-            self.trainer.num_training_batches / self.trainer.accumulate_grad_batches
-        )
-        return int(total), min(int(total), max(1, round(self.anneal_epochs * per_epoch)))
+        batches = len(trainer.datamodule.train_dataloader())
+        limit = trainer.limit_train_batches
+        batches = min(batches, limit) if isinstance(limit, int) else int(batches * limit)
+        per_epoch = math.ceil(batches / trainer.accumulate_grad_batches)
+        total = per_epoch * trainer.max_epochs
+        if trainer.max_steps and trainer.max_steps > 0:
+            total = min(total, trainer.max_steps)
+        return total, min(total, max(1, round(self.anneal_epochs * per_epoch)))
 
     def configure_gradient_clipping(
         self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None

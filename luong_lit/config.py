@@ -1,0 +1,23 @@
+"""The kit's Hydra configs (``conf/``), and composing them outside a Hydra app."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from luong_lit.errors import ConfigError
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # the repository's Hydra configs
+
+
+def compose(overrides: Sequence[str], config_name: str = "train"):
+    """``conf/<name>.yaml`` with ``overrides``, composed as ``python -m luong_lit train`` does."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return hydra_compose(config_name, overrides=list(overrides))
+    except HydraException as err:
+        raise ConfigError(f"cannot compose the config: {err}") from None

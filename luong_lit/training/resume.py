@@ -1,0 +1,142 @@
+"""Nothing lost on a crash: checkpoints in the middle of an epoch, and a clean stop on a signal.
+
+* :class:`ResumableLoader`: the training batches of one epoch, in the sampler's order; its
+  ``state_dict`` (kept in every checkpoint) records how many batches of the epoch have been
+  trained, so a run resumed from the middle of an epoch continues with the batches that follow.
+* :class:`StepCheckpoint`: ``checkpoints/last.ckpt`` every N optimizer steps and/or every M
+  minutes (``callbacks.checkpoint``), written atomically like the epoch checkpoints.
+* :class:`SignalCheckpoint`: on SIGTERM (preemption) or SIGINT (Ctrl-C) the current step
+  finishes, ``checkpoints/last.ckpt`` is written and training stops; ``ckpt_path=last``
+  continues from there. A second Ctrl-C stops at once.
+"""
+
+from __future__ import annotations
+
+import datetime
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from lightning.pytorch.callbacks import ModelCheckpoint
+from torch.utils.data import DataLoader
+
+from luong_lit.errors import ConfigError
+
+
+class ResumableLoader(DataLoader):
+    """A :class:`DataLoader` whose batch order follows the trainer's epoch, and which starts a
+    resumed epoch at the first batch the stopped run had not trained.
+
+    ``epoch`` gives the trainer's current epoch and ``trained`` how many batches of it training
+    has finished (both None outside a trainer, and both restored from a checkpoint when a run
+    resumes). Each epoch's batches are shuffled anew: the trainer itself tells only a *sampler*
+    of the epoch, never a batch sampler. The loader counts as resumable for the trainer
+    (``state_dict``/``load_state_dict``); its position is the trainer's own count.
+    """
+
+    def __init__(
+        self, *args, epoch: Callable[[], int | None], trained: Callable[[], int | None], **kwargs
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._epoch, self._trained = epoch, trained
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": int(self.batch_sampler.epoch), "batches": int(self._trained() or 0)}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Nothing to restore: the position is read from the restored trainer at ``iter()``."""
+
+    def __iter__(self) -> Iterator:
+        """This epoch's batches; in a resumed epoch, those the stopped run had not trained."""
+        sampler, epoch, skip = self.batch_sampler, self._epoch(), self._trained() or 0
+        if epoch is not None:
+            sampler.set_epoch(epoch)
+            if skip >= len(sampler):  # stopped as an epoch ended: the next one starts
+                sampler.set_epoch(epoch + 1)
+                skip = 0
+        sampler.skip = skip
+        return super().__iter__()
+
+
+class StepCheckpoint(ModelCheckpoint):
+    """``last.ckpt`` every ``every_n_train_steps`` steps and/or every ``every_n_minutes`` minutes
+    (0 or None: off), for resuming in the middle of an epoch."""
+
+    def __init__(
+        self, dirpath: str, every_n_train_steps: int = 0, every_n_minutes: float | None = None
+    ) -> None:
+        if every_n_train_steps < 0 or (every_n_minutes is not None and every_n_minutes <= 0):
+            raise ConfigError(
+                "callbacks.checkpoint.every_n_train_steps must be >= 0 and every_n_minutes > 0 or "
+                f"null (got {every_n_train_steps}, {every_n_minutes})"
+            )
+        interval = datetime.timedelta(minutes=every_n_minutes) if every_n_minutes else None
+        super().__init__(
+            dirpath=dirpath,
+            filename="last",
+            monitor=None,
+            save_top_k=1,
+            enable_version_counter=False,
+            every_n_train_steps=every_n_train_steps or None,
+            train_time_interval=interval,
+            save_on_train_epoch_end=False,
+        )
+        self.active = bool(every_n_train_steps or every_n_minutes)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.active:
+            super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    def on_validation_end(self, trainer, pl_module) -> None:  # epoch ends: ``model_checkpoint``'s
+        return
+
+
+class SignalCheckpoint(L.Callback):
+    """On SIGTERM or SIGINT: finish the step, write ``last.ckpt``, stop (see the module doc)."""
+
+    def __init__(self, dirpath: str) -> None:
+        self.path = Path(dirpath) / "last.ckpt"
+        self.signal: int | None = None  # the signal that stopped training, if one did
+        self._previous: Any = None
+        self._saved = False
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.signal, self._saved = None, False
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint(trainer))
+        except ValueError:  # not the main thread (a spawned DDP rank): SIGTERM only
+            self._previous = None
+
+    def _on_sigint(self, trainer) -> Callable:
+        def handler(signum, frame) -> None:
+            self.signal = signum
+            trainer._signal_connector.received_sigterm = True  # the trainer stops after this step
+            signal.signal(signal.SIGINT, self._previous or signal.default_int_handler)
+
+        return handler
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.received_sigterm and not self._saved:
+            self._save(trainer)
+
+    def _save(self, trainer) -> None:
+        self.signal = self.signal or signal.SIGTERM
+        trainer.save_checkpoint(self.path)
+        self._saved = True
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self._restore()
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+        if isinstance(exception, SIGTERMException) and not self._saved:  # stopped during validation
+            self._save(trainer)
+        self._restore()
+
+    def _restore(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
