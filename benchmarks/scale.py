@@ -49,11 +49,18 @@ def repeat_corpus(template: str, out: Path, name: str, pairs: int) -> None:
 def overrides(out: Path, name: str, tokenizer: str = "none") -> list[str]:
     """The training config of the benchmark corpus: the paper's 50K vocabularies, 50 words."""
     return [
-        "data=files", f"data.train.src={out}/{name}.en.gz", f"data.train.tgt={out}/{name}.de.gz",
-        f"data.dev.src={out}/dev.en.gz", f"data.dev.tgt={out}/dev.de.gz", "data.src_lang=en",
-        "data.tgt_lang=de", f"data.tokenizer={tokenizer}", "data.vocab_size=50000",
-        "data.max_len=50", "data.batch_size=128",
-    ]  # fmt: skip
+        "data=files",
+        f"data.train.src={out}/{name}.en.gz",
+        f"data.train.tgt={out}/{name}.de.gz",
+        f"data.dev.src={out}/dev.en.gz",
+        f"data.dev.tgt={out}/dev.de.gz",
+        "data.src_lang=en",
+        "data.tgt_lang=de",
+        f"data.tokenizer={tokenizer}",
+        "data.vocab_size=50000",
+        "data.max_len=50",
+        "data.batch_size=128",
+    ]
 
 
 def run_child(code: str, cache: Path, extra_env: dict | None = None) -> dict:
@@ -65,8 +72,13 @@ def run_child(code: str, cache: Path, extra_env: dict | None = None) -> dict:
         **(extra_env or {}),
     }
     t0 = time.time()
-    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, env=env,
-                         capture_output=True, text=True)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if res.returncode:
         raise SystemExit(res.stderr[-3000:])
     out = json.loads(res.stdout.strip().splitlines()[-1])

@@ -38,9 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: unknown command {name!r}\n\n" + usage())
         return 2
     module = importlib.import_module(f"luong_lit.commands.{name}")
-    if name == "train":  # a Hydra app reads sys.argv itself
-        sys.argv = [sys.argv[0], *rest]
-        module.main()
+    if name == "train":  # a Hydra app, which reads sys.argv itself
+        module.run(rest)
         return 0
     return int(module.main(rest) or 0)
 

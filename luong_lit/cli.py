@@ -146,6 +146,10 @@ def check_options(args) -> None:
         raise UsageError(f"--workers above 1 decodes on the CPU only (got --device {args.device})")
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")
+    for name in ("n_best", "max_src_len"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
 
 
 def check_beam_fits(beam: BeamConfig, tgt_vocab) -> None:

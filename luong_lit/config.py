@@ -20,4 +20,5 @@ def compose(overrides: Sequence[str], config_name: str = "train"):
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return hydra_compose(config_name, overrides=list(overrides))
     except HydraException as err:
-        raise ConfigError(f"cannot compose the config: {err}") from None
+        first = str(err).strip().splitlines()[0]  # the rest is Hydra's search path
+        raise ConfigError(f"cannot compose the config: {first}") from None

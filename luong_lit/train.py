@@ -1,6 +1,8 @@
 """``python -m luong_lit.train [overrides...]``: the same as ``python -m luong_lit train``."""
 
-from luong_lit.commands.train import main
+import sys
+
+from luong_lit.commands.train import run
 
 if __name__ == "__main__":
-    main()
+    run(sys.argv[1:])

@@ -29,12 +29,19 @@ def corpus(tmp_path_factory):
 
 def command(corpus, run_dir: Path, *extra: str) -> list[str]:
     overrides = tiny_overrides(corpus) + [
-        "trainer.max_epochs=3", "dropout=0.3", "optim=sgd_paper", "model.halve_after=1",
-        "model.anneal_epochs=null", "test_after_training=false", "logger=csv", "threads=1",
-        "model.net.hidden_size=32", "model.net.embed_size=32",
+        "trainer.max_epochs=3",
+        "dropout=0.3",
+        "optim=sgd_paper",
+        "model.halve_after=1",
+        "model.anneal_epochs=null",
+        "test_after_training=false",
+        "logger=csv",
+        "threads=1",
+        "model.net.hidden_size=32",
+        "model.net.embed_size=32",
         "callbacks.checkpoint.every_n_train_steps=1",
         f"hydra.run.dir={run_dir}",
-    ]  # fmt: skip
+    ]
     return [sys.executable, "-m", "luong_lit", "train", *overrides, *extra]
 
 
@@ -53,8 +60,14 @@ def stop_during_epoch_2(corpus, run_dir: Path, signum: int) -> subprocess.Popen:
     """Start a run and send ``signum`` once its checkpoint shows a random step of epoch 2."""
     steps_per_epoch = 480 // 8
     target = random.Random(signum).randrange(steps_per_epoch + 1, 2 * steps_per_epoch - 5)
-    proc = subprocess.Popen(command(corpus, run_dir), cwd=REPO, env=env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        command(corpus, run_dir),
+        cwd=REPO,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ckpt = run_dir / "checkpoints" / "last.ckpt"
     deadline = time.time() + 300
     while step_of(ckpt) < target and proc.poll() is None and time.time() < deadline:
@@ -92,8 +105,13 @@ def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(corpus, unbroken
         )
     else:
         assert proc.returncode == -signal.SIGKILL
-    res = subprocess.run(command(corpus, tmp_path, "ckpt_path=last"), cwd=REPO, env=env(),
-                         capture_output=True, text=True)  # fmt: skip
+    res = subprocess.run(
+        command(corpus, tmp_path, "ckpt_path=last"),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     a = torch.load(unbroken / "checkpoints" / "last.ckpt", weights_only=True)
     b = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
@@ -112,9 +130,15 @@ def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(corpus, unbroken
 
 
 def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(corpus, tmp_path):
-    res = subprocess.run(command(corpus, tmp_path, "trainer.max_epochs=1",
-                                 "callbacks.checkpoint.every_n_train_steps=0"),
-                         cwd=REPO, env=env(), capture_output=True, text=True)  # fmt: skip
+    res = subprocess.run(
+        command(
+            corpus, tmp_path, "trainer.max_epochs=1", "callbacks.checkpoint.every_n_train_steps=0"
+        ),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     last = tmp_path / "checkpoints" / "last.ckpt"
     before = last.read_bytes()
@@ -126,8 +150,9 @@ def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(corpus, tmp_
         "runpy.run_module('luong_lit', run_name='__main__')\n"
     )
     args = command(corpus, tmp_path, "trainer.max_epochs=2", "ckpt_path=last")[3:]
-    res = subprocess.run([sys.executable, "-c", limited, *args], cwd=REPO, env=env(),
-                         capture_output=True, text=True)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", limited, *args], cwd=REPO, env=env(), capture_output=True, text=True
+    )
     assert res.returncode == 2, res.stderr[-2000:]
     error = [line for line in res.stderr.splitlines() if line.startswith("error: ")]
     assert error and f"{last}: cannot write the checkpoint (" in error[0], res.stderr[-2000:]

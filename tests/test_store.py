@@ -76,8 +76,14 @@ def test_sampler_equals_the_naive_sort_it_replaces(chunk_batches, by, size):
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")
 def test_store_gives_the_in_memory_batches_id_for_id_on_multi30k(cache):
-    dm = TranslationDataModule("multi30k", min_freq=2, vocab_size=None, batch_size=64,
-                               chunk_batches=1, mirror=str(SHARED_DATA))  # fmt: skip
+    dm = TranslationDataModule(
+        "multi30k",
+        min_freq=2,
+        vocab_size=None,
+        batch_size=64,
+        chunk_batches=1,
+        mirror=str(SHARED_DATA),
+    )
     dm.setup()
     memory = dm.read_train_split()
     assert Vocab.build(memory.src_tokens, None, 2) == dm.src_vocab
@@ -85,8 +91,13 @@ def test_store_gives_the_in_memory_batches_id_for_id_on_multi30k(cache):
     examples = memory.examples()
     assert len(examples) == len(dm.train_store) == 29000
     for epoch in (0, 1):
-        sampler = BucketBatchSampler([len(e[1]) for e in examples], [len(e[2]) for e in examples],
-                                     64, chunk_batches=1, seed=dm.seed)  # fmt: skip
+        sampler = BucketBatchSampler(
+            [len(e[1]) for e in examples],
+            [len(e[2]) for e in examples],
+            64,
+            chunk_batches=1,
+            seed=dm.seed,
+        )
         sampler.set_epoch(epoch)
         loader = dm.train_dataloader()
         loader.batch_sampler.set_epoch(epoch)
@@ -242,8 +253,9 @@ def test_ddp_ranks_and_the_jobs_of_a_sweep_share_one_store(toy_corpus, tmp_path,
     cmd = [sys.executable, "-m", "luong_lit", "train", "-m", "seed=1,2", *overrides]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     dirs = [f"hydra.sweep.dir={tmp_path}/sweep", "hydra.sweep.subdir=${hydra.job.num}"]
-    sweep = subprocess.run([*cmd, *dirs], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    sweep = subprocess.run(
+        [*cmd, *dirs], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert sweep.returncode == 0, sweep.stderr[-2000:]
     stores = [p for p in store_root().iterdir() if p.is_dir()]
     assert (

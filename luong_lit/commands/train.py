@@ -18,7 +18,7 @@ import hydra
 from omegaconf import DictConfig
 
 from luong_lit.cli import user_error_message
-from luong_lit.config import CONF_DIR
+from luong_lit.config import CONF_DIR, compose
 from luong_lit.errors import UserError
 from luong_lit.runtime import configure_cpu_from
 from luong_lit.training.resume import SignalCheckpoint
@@ -100,9 +100,11 @@ def main(cfg: DictConfig) -> float | None:
     try:
         metrics = train(cfg)
     except Interrupted as stop:
-        print(f"interrupted by signal {stop.signum}: the last finished step is saved in "
-              f"{stop.checkpoint}; resume with hydra.run.dir=<this run's directory> ckpt_path=last",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"interrupted by signal {stop.signum}: the last finished step is saved in "
+            f"{stop.checkpoint}; resume with hydra.run.dir=<this run's directory> ckpt_path=last",
+            file=sys.stderr,
+        )
         sys.exit(128 + stop.signum)
     except Exception as err:  # noqa: BLE001 - turn our own errors into one clear line
         ours = _unwrap(err)
@@ -118,5 +120,18 @@ def main(cfg: DictConfig) -> float | None:
     return metrics.get("val/ppl")
 
 
-if __name__ == "__main__":
+def run(argv: list[str]) -> None:
+    """``python -m luong_lit train ARGS``: the overrides are checked to compose (a one-line error
+    and exit status 2 if they do not) before the Hydra app runs with them."""
+    if not any(a.startswith("-") for a in argv):  # a single run (sweeps and Hydra's flags: Hydra)
+        try:
+            compose(argv)
+        except UserError as err:
+            print(user_error_message(err), file=sys.stderr)
+            sys.exit(2)
+    sys.argv = [sys.argv[0], *argv]
     main()
+
+
+if __name__ == "__main__":
+    run(sys.argv[1:])

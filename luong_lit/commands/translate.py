@@ -54,30 +54,50 @@ def limit_length(src: list[list[str]], max_len: int | None, mode: str) -> list[l
     return [s if len(s) <= max_len else [] for s in src]
 
 
+class Translator:
+    """A loaded model (or ensemble) with its tokenisers and search: lines in, lines out."""
+
+    def __init__(self, args) -> None:
+        self.args = args
+        self.model, self.src_vocab, self.tgt_vocab, metas = load_models(
+            args.checkpoints, args.combine, args.device
+        )
+        self.tok_src, self.detok_tgt = tokenizers(
+            metas[0], args.pretokenized, self.src_vocab, self.tgt_vocab
+        )
+        self.beam = beam_config(args)
+        check_beam_fits(self.beam, self.tgt_vocab)
+        self.dictionary = load_dictionary(args.dict) if args.dict else None
+
+    def __call__(self, lines: Sequence[str], progress: bool = False) -> list[str]:
+        args = self.args
+        src_words = limit_length(
+            [self.tok_src.tokenize(x) for x in lines], args.max_src_len, args.overlong
+        )
+        out = decode_corpus(
+            self.model,
+            [self.src_vocab.encode(s) for s in src_words],
+            args.batch_size,
+            self.beam,
+            keep_attention=args.replace_unk,
+            progress=progress,
+            workers=args.workers,
+            int8=args.int8,
+        )
+        content = self.model.content_based if args.replace_unk else True  # members may differ
+        unk_args = (content, self.dictionary, args.align_convention)
+        replace_src = src_words if args.replace_unk else None
+        if args.n_best > 1:
+            return n_best_lines(
+                out, self.tgt_vocab, self.detok_tgt, args.n_best, replace_src, *unk_args
+            )
+        words = output_words(out, self.tgt_vocab, replace_src, *unk_args)
+        return [self.detok_tgt.detokenize(w) if w else "" for w in words]
+
+
 def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[str]:
-    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, args.combine, args.device)
-    tok_src, detok_tgt = tokenizers(metas[0], args.pretokenized, src_vocab, tgt_vocab)
-    src_words = limit_length([tok_src.tokenize(x) for x in lines], args.max_src_len, args.overlong)
-    beam = beam_config(args)
-    check_beam_fits(beam, tgt_vocab)
-    dictionary = load_dictionary(args.dict) if args.dict else None
-    out = decode_corpus(
-        model,
-        [src_vocab.encode(s) for s in src_words],
-        args.batch_size,
-        beam,
-        keep_attention=args.replace_unk,
-        progress=progress,
-        workers=args.workers,
-        int8=args.int8,
-    )
-    content = model.content_based if args.replace_unk else True  # an ensemble may mix conventions
-    unk_args = (content, dictionary, args.align_convention)
-    replace_src = src_words if args.replace_unk else None
-    if args.n_best > 1:
-        return n_best_lines(out, tgt_vocab, detok_tgt, args.n_best, replace_src, *unk_args)
-    words = output_words(out, tgt_vocab, replace_src, *unk_args)
-    return [detok_tgt.detokenize(w) if w else "" for w in words]
+    """Translate ``lines`` with the model(s) of ``args``."""
+    return Translator(args)(lines, progress)
 
 
 def n_best_lines(out, tgt_vocab, detok, n: int, src_words=None, *unk_args) -> list[str]:
@@ -123,8 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> None:
         check_options(args)  # bad options fail before any input is read
         configure_cpu(args.threads)
+        translator = Translator(args)  # a bad checkpoint fails before any input is read
         lines, _ = read_input(args.input)
-        result = translate_lines(lines, args, progress=not args.quiet) if lines else []
+        result = translator(lines, progress=not args.quiet) if lines else []
         text = "".join(x + "\n" for x in result)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")

@@ -184,8 +184,13 @@ class TranslationDataModule(L.LightningDataModule):
             self.splits[name] = self._tokenize(name, *self._read(spec))
         for split in self.splits.values():
             self._encode(split)
-        log.info("train pairs %d, vocab src %d tgt %d (%s)", len(store), len(self.src_vocab),
-                 len(self.tgt_vocab), store.path)  # fmt: skip
+        log.info(
+            "train pairs %d, vocab src %d tgt %d (%s)",
+            len(store),
+            len(self.src_vocab),
+            len(self.tgt_vocab),
+            store.path,
+        )
 
     def read_train_split(self) -> Split:
         """The training split read, tokenised and encoded in memory, without the store (for

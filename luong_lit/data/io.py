@@ -128,6 +128,9 @@ def iter_parallel(
             while True:
                 a = decode_lines(islice(fs, chunk), str(paths[0]), start, clean)
                 b = decode_lines(islice(ft, chunk), str(paths[1]), start, clean)
+                for lines, path in ((a, paths[0]), (b, paths[1])):
+                    if start == 1 and not lines:
+                        raise DataError(f"{path}: file is empty")
                 if len(a) != len(b):
                     n_src, n_tgt = (
                         start - 1 + len(a) + sum(1 for _ in fs),

@@ -293,6 +293,7 @@ def _build(spec: CorpusSpec, tmp: Path, workers: int, progress: bool | None) -> 
     vocabs = {
         side: Vocab.from_counts(counts[side], spec.vocab_size, spec.min_freq) for side in SIDES
     }
+    _check_vocabularies(spec, vocabs, counts)
     dtype = id_dtype(max(len(v) for v in vocabs.values()))
     sizes = _encode(tmp, vocabs, dtype, workers, progress, stats["pairs"])
     for side in SIDES:
@@ -304,9 +305,15 @@ def _build(spec: CorpusSpec, tmp: Path, workers: int, progress: bool | None) -> 
             (tmp / f"{side}.spm").write_bytes(protos[side])
     stats["vocab"] = {side: len(vocabs[side]) for side in SIDES}
     stats["seconds"] = round(time.perf_counter() - t0, 1)
-    meta = {"format": FORMAT, "fingerprint": tmp.name.split("-")[1], "pairs": stats["pairs"],
-            "dtype": dtype.name, "bytes": sizes, "stats": stats,
-            "spec": {**spec.__dict__, "files": [list(f) for f in spec.files]}}  # fmt: skip
+    meta = {
+        "format": FORMAT,
+        "fingerprint": tmp.name.split("-")[1],
+        "pairs": stats["pairs"],
+        "dtype": dtype.name,
+        "bytes": sizes,
+        "stats": stats,
+        "spec": {**spec.__dict__, "files": [list(f) for f in spec.files]},
+    }
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return meta
 

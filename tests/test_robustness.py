@@ -1,0 +1,405 @@
+"""Bad input, one table: every case runs the command as a user would and expects either a
+clear error (exit status 2, the file, line or option named, no traceback) or a correct result,
+and nothing already on disk is lost (the files made beforehand are unchanged afterwards)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import compose_cfg, tiny_overrides, write_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Case:
+    name: str
+    args: Callable[[dict], list[str]]  # the command line after ``python -m luong_lit``
+    status: int = 2
+    says: list[str] = field(
+        default_factory=list
+    )  # substrings of stderr ({dir} is the case's files)
+    prepare: Callable[[Path], None] | None = None  # writes the case's own files
+    stdin: bytes | None = None
+
+
+def train(*extra: str) -> Callable[[dict], list[str]]:
+    return lambda ctx: ["train", *ctx["overrides"], f"hydra.run.dir={ctx['dir']}/run", *extra]
+
+
+def corpus_file(name: str, data: bytes) -> Callable[[Path], None]:
+    def write(d: Path) -> None:
+        (d / name).write_bytes(data)
+
+    return write
+
+
+def with_file(option: str, name: str) -> Callable[[dict], list[str]]:
+    """Training with the case's own file as ``option``."""
+    return lambda ctx: train(f"{option}={ctx['dir']}/{name}")(ctx)
+
+
+def translate(*extra: str) -> Callable[[dict], list[str]]:
+    return lambda ctx: ["translate", ctx["ckpt"], "--quiet", *extra]
+
+
+def on_checkpoint(name: str, command: str = "translate") -> Callable[[dict], list[str]]:
+    tail = ["--test", "toy"] if command == "evaluate" else ["--quiet"]
+    return lambda ctx: [command, f"{ctx['dir']}/{name}", *tail]
+
+
+def damaged_checkpoint(name: str, edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    def write(d: Path) -> None:
+        ckpt = torch.load(PRECIOUS / "run" / "checkpoints" / "last.ckpt", weights_only=True)
+        edit(ckpt)
+        torch.save(ckpt, d / name)
+
+    return write
+
+
+class _Code:  # pickled as a call to print: loading it unsafely would run code
+    def __reduce__(self):
+        return (print, ("loaded",))
+
+
+PAIRS = b"a b c\nd e\n"
+CASES = [
+    # ------------------------------------------------------------------ data files
+    Case(
+        "missing train file",
+        with_file("data.train.src", "nothing.src"),
+        says=["{dir}/nothing.src: file does not exist"],
+    ),
+    Case(
+        "empty train file",
+        with_file("data.train.src", "empty.src"),
+        says=["{dir}/empty.src: file is empty"],
+        prepare=corpus_file("empty.src", b""),
+    ),
+    Case(
+        "parallel files of different lengths",
+        with_file("data.train.src", "short.src"),
+        says=["parallel files differ in length", "{dir}/short.src ends after line 2"],
+        prepare=corpus_file("short.src", PAIRS),
+    ),
+    Case(
+        "bad UTF-8",
+        with_file("data.train.src", "latin1.src"),
+        says=["{dir}/latin1.src:2: not valid UTF-8 (byte 0xe9"],
+        prepare=corpus_file("latin1.src", b"a b\nd\xe9j\xe0\n" + b"x\n" * 62),
+    ),
+    Case(
+        "a NUL byte",
+        with_file("data.train.src", "nul.src"),
+        says=["{dir}/nul.src:3: control character U+0000 at column 2", "data.clean_control=true"],
+        prepare=corpus_file("nul.src", b"a b\nc\nd\x00e\n" + b"x\n" * 61),
+    ),
+    Case(
+        "a truncated gzip file",
+        with_file("data.train.src", "cut.src.gz"),
+        says=["{dir}/cut.src.gz", "cannot be read"],
+        prepare=corpus_file("cut.src.gz", gzip.compress(b"a b c\n" * 64)[:30]),
+    ),
+    Case(
+        "every pair longer than max_len",
+        train("data.max_len=1"),
+        says=["no training pairs left after the length filter (max_len=1)"],
+    ),
+    Case(
+        "min_freq above every count",
+        train("data.min_freq=100000"),
+        says=["source vocabulary (src) would hold no words", "data.min_freq=100000"],
+    ),
+    Case(
+        "a missing dev file",
+        with_file("data.dev.tgt", "no_dev.tgt"),
+        says=["{dir}/no_dev.tgt: file does not exist"],
+    ),
+    Case(
+        "control characters cleaned when asked",
+        lambda ctx: [
+            "prepare",
+            *ctx["overrides"],
+            f"data.train.src={ctx['dir']}/ctl.src",
+            "data.clean_control=true",
+        ],
+        status=0,
+        prepare=corpus_file("ctl.src", b"a\x07b c\n" * 64),
+    ),
+    # ------------------------------------------------------------------ configs
+    Case(
+        "batch size 0",
+        train("data.batch_size=0"),
+        says=["data.batch_size=0 is out of range: it must be an integer >= 1"],
+    ),
+    Case(
+        "dropout 1.5",
+        train("dropout=1.5"),
+        says=["dropout=1.5 is out of range: it must be a number in [0, 1)"],
+    ),
+    Case(
+        "a negative hidden size",
+        train("model.net.hidden_size=-3"),
+        says=["model.net.hidden_size=-3 is out of range"],
+    ),
+    Case(
+        "a text where a number goes",
+        train("data.max_len=fifty"),
+        says=["data.max_len='fifty' is out of range"],
+    ),
+    Case(
+        "local window D=0",
+        train("attention=local_p", "model.net.attention.D=0"),
+        says=["model.net.attention.D=0 is out of range"],
+    ),
+    Case(
+        "beam size 0 in training",
+        train("callbacks.beam_bleu.beam_size=0"),
+        says=["callbacks.beam_bleu.beam_size=0"],
+    ),
+    Case("0 threads", train("threads=0"), says=["threads=0 is out of range"]),
+    Case(
+        "an unknown attention",
+        train("model.net.attention.name=cosine"),
+        says=["attention='cosine' is unknown"],
+    ),
+    Case(
+        "local-p with the location score",
+        train("attention=local_p", "score=location"),
+        says=["attention=local_p score=location"],
+    ),
+    Case(
+        "label smoothing 1",
+        train("model.label_smoothing=1.0"),
+        says=["model.label_smoothing=1.0 is out of range"],
+    ),
+    Case("0 epochs", train("trainer.max_epochs=0"), says=["trainer.max_epochs=0 is out of range"]),
+    Case(
+        "an unknown implementation",
+        train("model.net.impl=turbo"),
+        says=["model.net.impl='turbo' is unknown"],
+    ),
+    Case(
+        "a negative checkpoint interval",
+        train("callbacks.checkpoint.every_n_minutes=-1"),
+        says=["callbacks.checkpoint.every_n_minutes=-1"],
+    ),
+    Case("an unknown config group option", train("optim=adamw"), says=["cannot compose", "optim"]),
+    # ------------------------------------------------------------------ checkpoints
+    Case(
+        "a missing checkpoint",
+        on_checkpoint("gone.ckpt"),
+        says=["{dir}/gone.ckpt: checkpoint does not exist"],
+    ),
+    Case(
+        "a file that is not a checkpoint",
+        on_checkpoint("junk.ckpt"),
+        says=["{dir}/junk.ckpt: not a readable checkpoint"],
+        prepare=corpus_file("junk.ckpt", b"not a checkpoint" * 100),
+    ),
+    Case(
+        "a checkpoint that would run code",
+        on_checkpoint("code.ckpt"),
+        says=["{dir}/code.ckpt: refused: it holds an object of"],
+        prepare=lambda d: torch.save({"luong_lit": {"net": {}}, "x": _Code()}, d / "code.ckpt"),
+    ),
+    Case(
+        "a truncated checkpoint",
+        on_checkpoint("half.ckpt"),
+        says=["{dir}/half.ckpt: not a readable checkpoint"],
+        prepare=lambda d: (d / "half.ckpt").write_bytes(
+            (PRECIOUS / "run/checkpoints/last.ckpt").read_bytes()[:5000]
+        ),
+    ),
+    Case(
+        "a model description naming another class",
+        on_checkpoint("evil.ckpt", "evaluate"),
+        says=["{dir}/evil.ckpt: checkpoint config net"],
+        prepare=damaged_checkpoint(
+            "evil.ckpt", lambda c: c["luong_lit"]["net"].update(score={"_target_": "os.system"})
+        ),
+    ),
+    Case(
+        "weights that do not fit",
+        on_checkpoint("shape.ckpt"),
+        says=["{dir}/shape.ckpt: its weights do not fit"],
+        prepare=damaged_checkpoint(
+            "shape.ckpt", lambda c: c["luong_lit"]["net"].update(hidden_size=12, embed_size=12)
+        ),
+    ),
+    # ------------------------------------------------------------------ command-line input
+    Case(
+        "beam 0",
+        translate("--beam", "0"),
+        says=["--beam and --batch-size must be at least 1"],
+        stdin=b"a b\n",
+    ),
+    Case(
+        "0 workers",
+        translate("--workers", "0"),
+        says=["--workers must be at least 1"],
+        stdin=b"a b\n",
+    ),
+    Case(
+        "length ratios the wrong way round",
+        translate("--min-len-ratio", "2", "--max-len-ratio", "1"),
+        says=["--min-len-ratio 2.0 and --max-len-ratio 1.0"],
+        stdin=b"a b\n",
+    ),
+    Case(
+        "an n-best list longer than the beam",
+        translate("--n-best", "3", "--beam", "2"),
+        says=["--n-best 3 needs a beam of at least 3"],
+        stdin=b"a\n",
+    ),
+    Case(
+        "a length penalty that is not one",
+        translate("--length-penalty", "long"),
+        says=["--length-penalty: length penalty must be none, avg or a number"],
+        stdin=b"a\n",
+    ),
+    Case(
+        "0 threads when translating",
+        translate("--threads", "0"),
+        says=["--threads must be at least 1"],
+        stdin=b"a\n",
+    ),
+    Case(
+        "--max-src-len 0",
+        translate("--max-src-len", "0"),
+        says=["--max-src-len must be at least 1"],
+        stdin=b"a\n",
+    ),
+    Case(
+        "input that is not UTF-8",
+        translate(),
+        says=["<stdin>:2: not valid UTF-8"],
+        stdin=b"a b\n\xff\xfe\n",
+    ),
+    Case(
+        "an input file that does not exist",
+        lambda ctx: translate("-i", f"{ctx['dir']}/none.txt")(ctx),
+        says=["{dir}/none.txt: file does not exist"],
+    ),
+    Case("an unknown command", lambda ctx: ["frobnicate"], says=["unknown command 'frobnicate'"]),
+    Case("good input translates", translate("--beam", "2"), status=0, stdin=b"a b c\n\nd e\n"),
+]
+
+
+def digest_tree(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+PRECIOUS: Path = Path()
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    """A trained tiny run and its corpus: what must survive every case unchanged."""
+    global PRECIOUS
+    PRECIOUS = tmp_path_factory.mktemp("precious")
+    corpus = {
+        "train": write_corpus(PRECIOUS / "data", "train", 64, 1),
+        "dev": write_corpus(PRECIOUS / "data", "dev", 8, 2),
+    }
+    test = write_corpus(PRECIOUS / "data", "test", 6, 3)
+    overrides = tiny_overrides(corpus) + [
+        "trainer.max_epochs=1",
+        f"+data.test.toy.src={test['src']}",
+        f"+data.test.toy.tgt={test['tgt']}",
+    ]
+    from luong_lit.commands.train import train as run_training
+
+    run_training(compose_cfg(overrides, PRECIOUS / "run"))
+    return {
+        "overrides": overrides,
+        "ckpt": str(PRECIOUS / "run" / "checkpoints" / "last.ckpt"),
+        "digest": digest_tree(PRECIOUS),
+    }
+
+
+def run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "luong_lit", *args],
+        cwd=REPO,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_robustness(case: Case, ctx, tmp_path):
+    if case.prepare:
+        case.prepare(tmp_path)
+    res = run(case.args({**ctx, "dir": tmp_path}), case.stdin)
+    err = res.stderr.decode("utf-8", "replace")
+    assert res.returncode == case.status, err[-3000:]
+    assert "Traceback" not in err
+    for text in case.says:
+        assert text.format(dir=tmp_path) in err, err[-3000:]
+    if case.status == 2:  # one paragraph: a single "error:" line
+        assert sum(line.startswith("error: ") for line in err.splitlines()) == 1, err[-3000:]
+    assert digest_tree(PRECIOUS) == ctx["digest"]  # nothing made before was changed or lost
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
+    """SIGINT (Ctrl-C) in training: the step ends, last.ckpt is written, the exit is clean."""
+    args = [
+        "train",
+        *ctx["overrides"],
+        "trainer.max_epochs=200",
+        f"hydra.run.dir={tmp_path}/run",
+        "logger=csv",
+    ]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "luong_lit", *args],
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    ckpt = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    deadline = time.time() + 240
+    while not ckpt.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)  # the first epoch has ended
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGINT, err[-2000:]
+    assert "interrupted by signal 2" in err and "Traceback" not in err
+    step = torch.load(ckpt, weights_only=True)["global_step"]
+    assert step > 0
+    done = run(
+        [
+            "train",
+            *args[1:-3],
+            "trainer.max_epochs=2",
+            f"hydra.run.dir={tmp_path}/run",
+            "ckpt_path=last",
+        ]
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert torch.load(ckpt, weights_only=True)["global_step"] > step
+
+
+def test_the_table_has_at_least_30_cases():
+    assert len(CASES) >= 30 and len({c.name for c in CASES}) == len(CASES)
