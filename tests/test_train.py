@@ -310,3 +310,30 @@ def test_table4_has_every_attention_row():
     assert rows == {
         f"table4_{a}_{s}" for a in ("global", "local_m", "local_p") for s in ("dot", "general")
     } | {"table4_global_location"}
+
+
+def test_each_epoch_of_a_training_run_draws_its_own_batch_order(toy_corpus, tmp_path):
+    """The trainer tells only a sampler of the epoch, never a batch sampler: the loader must,
+    or every epoch repeats the first one's order."""
+    import lightning as L
+
+    from luong_lit.training.build import build
+
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + ["trainer.max_epochs=3", "test_after_training=false", "data.batch_size=4"],
+        tmp_path,
+    )
+    dm, model, trainer = build(cfg)
+    seen: dict[int, list[list[int]]] = {}
+
+    class Record(L.Callback):
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+            seen.setdefault(trainer.current_epoch, []).append(batch.index.tolist())
+
+    trainer.callbacks.append(Record())
+    trainer.fit(model, dm)
+    assert len(seen) == 3
+    flat = [sorted(i for b in seen[e] for i in b) for e in range(3)]
+    assert flat[0] == flat[1] == flat[2] == list(range(64))  # every pair once an epoch...
+    assert seen[0] != seen[1] != seen[2]  # ...in a new order each epoch
