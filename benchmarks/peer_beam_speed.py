@@ -27,8 +27,8 @@ starts after the model is loaded:
   X[sec]", at its config's ``testing.batch_size`` 64 (sentences), ``max_output_length`` 100.
   (``joeynmt translate`` on stdin ran at a quarter of that speed here.)
 * ours: ``python -m benchmarks.beam_speed --single-limit 0`` (decode_corpus only), batch 30
-  and 64, the default length bounds (spec §11); ``_w2`` systems split the batches between
-  two forked processes of one thread each (``--workers 2``), timed from before
+  and 64, the default length bounds (docs/paper_notes.md §11); ``_w2`` systems split the batches
+  between two forked processes of one thread each (``--workers 2``), timed from before
   the processes start.
 
 The figure per system is the median of its rounds.  Only the Python standard library is

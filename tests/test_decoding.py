@@ -55,7 +55,7 @@ def test_ensemble_of_two_copies_equals_the_model(combine):
         torch.testing.assert_close(F.log_softmax(elogits, -1), F.log_softmax(logits, -1))
         torch.testing.assert_close(
             ea.dense(src.size(1)), 2 * a.dense(src.size(1))
-        )  # summed, spec §9
+        )  # summed, docs/paper_notes.md §9
         y = logits.argmax(-1)
     cfg = BeamConfig(beam_size=3, n_best=2)
     single, double = beam_search(net, src, src_len, cfg), beam_search(ens, src, src_len, cfg)

@@ -41,7 +41,9 @@ def test_concat_equals_hand_formula(paper_form):
     h_t = torch.randn(B, 1, d)
     _, align = att(h_t, mem)
     sc = att.score
-    W2 = sc.W_2.weight if paper_form else torch.eye(d)  # the authors' identity block (spec §4)
+    W2 = (
+        sc.W_2.weight if paper_form else torch.eye(d)
+    )  # the authors' identity block (docs/paper_notes.md §4)
     for b in range(B):
         n = int(LENGTHS[b])
         scores = torch.stack(
@@ -99,7 +101,7 @@ def test_local_m_matches_naive_per_sentence_loop_including_t_beyond_S():
         c_t, align = att(h_t, mem, t)
         for b in range(B):
             n = int(LENGTHS[b])
-            p = min(t, n - 1)  # p_t = t, clamped to the last word (spec §2)
+            p = min(t, n - 1)  # p_t = t, clamped to the last word (docs/paper_notes.md §2)
             pos = naive_window(p, D, n)
             scores = torch.stack([h_t[b, 0] @ att.score.W_a(h_bar[b, s]) for s in pos])
             a = torch.softmax(scores, 0)

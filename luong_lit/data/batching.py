@@ -1,4 +1,4 @@
-"""Batches sorted by target length within large chunks, then shuffled (spec §8)."""
+"""Batches sorted by target length within large chunks, then shuffled (docs/paper_notes.md §8)."""
 
 from __future__ import annotations
 
@@ -69,9 +69,10 @@ class BucketBatchSampler:
 
     Each epoch: shuffle the examples, read them in chunks of ``chunk_batches`` batches,
     sort each chunk by target length (then source length), cut it into batches and shuffle
-    the batch order (nmt.matlab ``loadTrainBatches``; spec §8). The order depends only on
-    ``seed`` and the epoch, so a resumed run sees the same batches. With ``batch_by='tokens'``
-    a batch holds as many sentences as fit ``batch_size`` padded target tokens.
+    the batch order (nmt.matlab ``loadTrainBatches``; docs/paper_notes.md §8). The order
+    depends only on ``seed`` and the epoch, so a resumed run sees the same batches. With
+    ``batch_by='tokens'`` a batch holds as many sentences as fit ``batch_size`` padded target
+    tokens.
 
     Under DDP every rank takes every ``world_size``-th batch (``set_rank``).
     """

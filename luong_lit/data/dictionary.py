@@ -1,4 +1,4 @@
-"""Bilingual word dictionaries for unknown-word replacement (spec §9).
+"""Bilingual word dictionaries for unknown-word replacement (docs/paper_notes.md §9).
 
 A dictionary maps a source word to its single best translation. It comes from
 
@@ -62,7 +62,7 @@ def dictionary_from_links(
     links: Sequence[Iterable[tuple[int, int]]],
     min_count: int = 10,
 ) -> dict[str, str]:
-    """Best translation per source word from counted alignment links (spec §9)."""
+    """Best translation per source word from counted alignment links (docs/paper_notes.md §9)."""
     pairs: Counter[tuple[str, str]] = Counter()
     for s, t, sent_links in zip(src, tgt, links):
         pairs.update((s[i], t[j]) for i, j in sent_links if i < len(s) and j < len(t))

@@ -7,7 +7,8 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-AT_SEP = "##AT##-##AT##"  # Stanford WMT'14 marker for a split intra-word hyphen (spec §13)
+# Stanford WMT'14 marker for a split intra-word hyphen (docs/paper_notes.md §13)
+AT_SEP = "##AT##-##AT##"
 
 
 class WhitespaceTokenizer:

@@ -3,8 +3,8 @@
 Each sentence keeps ``beam_size`` live hypotheses; a candidate that ends in ``</s>`` is moved
 to that sentence's list of finished hypotheses. A sentence is done when no live hypothesis can
 still beat its ``n_best``-th finished one (raw log-probabilities only fall), when it has
-collected ``stack_size`` finished hypotheses (the authors' decoder, spec §11), or at its
-maximum length, where the live hypotheses are closed with ``</s>``.
+collected ``stack_size`` finished hypotheses (the authors' decoder, docs/paper_notes.md §11), or at
+its maximum length, where the live hypotheses are closed with ``</s>``.
 
 The model offers ``encode``, ``step`` and a ``has_attention`` flag (taken as true when absent);
 without attention no per-step alignment is kept, so unk replacement has nothing to follow.
@@ -63,8 +63,8 @@ def parse_length_penalty(value) -> float | str | None:
         raise ValueError(f"length penalty must be none, avg or a number, got {value!r}") from None
 
 
-#: nmt.matlab's decoder (spec §11): beam 12, stop after 100 finished hypotheses, the highest raw
-#: score; between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words.
+#: nmt.matlab's decoder (docs/paper_notes.md §11): beam 12, stop after 100 finished hypotheses,
+#: the highest raw score; between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words.
 AUTHORS = BeamConfig(
     beam_size=12,
     n_best=1,
@@ -89,9 +89,9 @@ def length_bounds(
     min_len_ratio: float = 0.0,
     src_len_plus: int = 0,
 ) -> tuple[Tensor, Tensor]:
-    """Most and fewest output words per sentence (spec §11), for greedy and beam search alike:
-    ``floor(max_len_ratio · S') + max_len_extra`` and ``floor(min_len_ratio · S')``, with
-    ``S' = S + src_len_plus``."""
+    """Most and fewest output words per sentence (docs/paper_notes.md §11), for greedy
+    and beam search alike: ``floor(max_len_ratio · S') + max_len_extra`` and
+    ``floor(min_len_ratio · S')``, with ``S' = S + src_len_plus``."""
     S = (src_len + src_len_plus).float()  # (B,)
     max_len = (S * max_len_ratio).floor().long() + max_len_extra  # (B,)
     min_len = (S * min_len_ratio).floor().long()  # (B,)

@@ -24,7 +24,7 @@ def greedy_decode(
 
     At most ``floor(max_len_ratio · S') + max_len_extra`` words and no ``</s>`` before
     ``floor(min_len_ratio · S')`` words, with ``S' = S + src_len_plus``: the bounds of beam
-    search (:func:`~luong_lit.decoding.beam.length_bounds`, spec §11).
+    search (:func:`~luong_lit.decoding.beam.length_bounds`, docs/paper_notes.md §11).
 
     Returns:
         hyps: a list of B id lists, without ``</s>``.

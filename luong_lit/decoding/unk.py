@@ -1,4 +1,4 @@
-"""Unknown-word replacement (paper §4.1 and footnote 14; spec §9, §12).
+"""Unknown-word replacement (paper §4.1 and footnote 14; docs/paper_notes.md §9, §12).
 
 Every ``<unk>`` in a translation takes the source word at the argmax of its attention vector.
 That word is translated through a dictionary when it has an entry, and copied otherwise.

@@ -1,4 +1,6 @@
-"""Alignment error rate against gold sure/possible links (paper §5.4, Table 6; spec §12).
+"""Alignment error rate against gold sure/possible links (paper §5.4, Table 6).
+
+See docs/paper_notes.md §12.
 
 ``AER = 1 − (|A∩S| + |A∩P|) / (|A| + |S|)`` summed over the corpus, with ``S ⊆ P``.
 Links are 0-based ``(source, target)`` pairs here; the RWTH gold file (talp format) is

@@ -1,4 +1,4 @@
-"""Case-sensitive BLEU, two ways (spec §13).
+"""Case-sensitive BLEU, two ways (docs/paper_notes.md §13).
 
 * Tokenised BLEU: sacreBLEU with ``tokenize='none'`` on tokenised text is what
   multi-bleu.perl computes; ``##AT##-##AT##`` is rejoined first, as the authors did. This is
@@ -21,7 +21,7 @@ UNK_DETOK = "UNK"
 
 
 def rejoin_hyphens(line: str) -> str:
-    """Undo ``tokenizer.perl -a``: ``a ##AT##-##AT## b`` → ``a-b`` (spec §13)."""
+    """Undo ``tokenizer.perl -a``: ``a ##AT##-##AT## b`` → ``a-b`` (docs/paper_notes.md §13)."""
     return line.replace(f" {AT_SEP} ", "-")
 
 

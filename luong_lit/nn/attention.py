@@ -76,7 +76,7 @@ class GlobalAttention(_Attention):
     """Attend to all source states (paper §3.1): ``a_t = align(h_t, h_bar_s)`` (Eq. 7).
 
     ``mask_padding=True`` gives padding exactly zero weight. ``False`` mimics the
-    paper-era code, which did not mask (spec "Read this first", item 1).
+    paper-era code, which did not mask (docs/paper_notes.md §0).
     """
 
     def __init__(self, score: Score, mask_padding: bool = True) -> None:
@@ -114,7 +114,7 @@ class _LocalAttention(_Attention):
 
     Scores are computed for the gathered window positions only; the whole source is never
     scored. ``clip_to='sentence'`` drops slots outside the true sentence (nmt.matlab HEAD);
-    ``'batch'`` drops only those outside the padded batch (paper-era code, spec §1).
+    ``'batch'`` drops only those outside the padded batch (paper-era code, docs/paper_notes.md §1).
     """
 
     def __init__(self, score: Score, D: int = 10, clip_to: str = "sentence") -> None:
@@ -149,8 +149,8 @@ class _LocalAttention(_Attention):
 class LocalMonotonicAttention(_LocalAttention):
     """local-m: ``p_t = t`` (paper §3.2), clamped to the last source word when ``t > S``.
 
-    With 0-based steps, step ``t`` centres on source position ``min(t, S-1)`` (spec §2).
-    No Gaussian; the softmax runs over the in-window slots only.
+    With 0-based steps, step ``t`` centres on source position ``min(t, S-1)`` (docs/paper_notes.md
+    §2). No Gaussian; the softmax runs over the in-window slots only.
     """
 
     def forward(self, h_t: Tensor, memory: Memory, step: int = 0) -> tuple[Tensor, Alignment]:
@@ -167,7 +167,7 @@ class LocalPredictiveAttention(_LocalAttention):
     ``S`` is the true source length, so ``p_t ∈ [0, S]``. The window centre is
     ``floor(p_t)``; the Gaussian uses the real-valued ``p_t`` with ``σ = D/2``.
     By default the Gaussian multiplies the normalised weights and the product is *not*
-    renormalised, so ``Σ_s a_t(s) ≤ 1`` (nmt.matlab ``normLocalAttn = 0``, spec §1).
+    renormalised, so ``Σ_s a_t(s) ≤ 1`` (nmt.matlab ``normLocalAttn = 0``, docs/paper_notes.md §1).
     Gradients reach ``W_p`` and ``v_p`` only through the Gaussian (footnote 10).
     """
 

@@ -67,8 +67,8 @@ class ConcatScore(Score):
     """``score(h_t, h_bar_s) = v_aᵀ tanh(W_a [h_t; h_bar_s])`` (Eq. 8, *concat*).
 
     ``paper_form=True`` is the formula of the paper: ``W_a = [W_1, W_2]`` is learned in full.
-    ``paper_form=False`` is the authors' implementation (spec §4, arXiv footnote 15): the
-    block of ``W_a`` acting on ``h_bar_s`` is fixed to the identity, i.e.
+    ``paper_form=False`` is the authors' implementation (docs/paper_notes.md §4, arXiv footnote
+    15): the block of ``W_a`` acting on ``h_bar_s`` is fixed to the identity, i.e.
     ``v_aᵀ tanh(h_bar_s + W_1 h_t)``.
     """
 
@@ -95,8 +95,8 @@ class LocationScore(Score):
     """``a_t = softmax(W_a h_t)`` (Eq. 9): scores from the target state alone.
 
     ``W_a`` has one row per source position up to ``max_src_len`` (the authors used 50,
-    spec §3). Positions beyond it get no weight ("for long sentences, we ignore words near
-    the end", paper footnote 6). Not content based: its alignment for target word ``y_t``
+    docs/paper_notes.md §3). Positions beyond it get no weight ("for long sentences, we ignore
+    words near the end", paper footnote 6). Not content based: its alignment for target word ``y_t``
     is ``a_t`` itself (footnote 14).
     """
 

@@ -1,4 +1,4 @@
-"""Pure helpers for local attention windows (paper §3.2; spec §1–2).
+"""Pure helpers for local attention windows (paper §3.2; docs/paper_notes.md §1–2).
 
 All positions are 0-based and in *original* source order, whatever the encoder's reading
 order. These two functions are where reimplementations of local attention disagree, so they
@@ -17,14 +17,14 @@ def window(
     """The ``2D+1`` source positions ``[center-D, center+D]`` around each window centre.
 
     Slots outside ``[0, bound)`` are invalid (footnote 8: "we simply ignore the outside
-    part"). The window is truncated, never shifted (spec §1).
+    part"). The window is truncated, never shifted (docs/paper_notes.md §1).
 
     Args:
         center: (B, T) integer window centres.
         D: half-width of the window.
         src_len: (B,) true source lengths ``S``.
         bound: (B,) the exclusive upper bound for valid slots; defaults to ``src_len``.
-            Pass the padded batch length to mimic the paper-era code (spec §1).
+            Pass the padded batch length to mimic the paper-era code (docs/paper_notes.md §1).
 
     Returns:
         idx: (B, T, 2D+1) positions clamped into ``[0, S_max-1]``, safe for gathering.
@@ -43,7 +43,7 @@ def gaussian(pos: Tensor, p_t: Tensor, sigma: float) -> Tensor:
 
     Args:
         pos: (B, T, W) integer source positions ``s``.
-        p_t: (B, T) real-valued aligned positions (not the floored centre, spec §1).
+        p_t: (B, T) real-valued aligned positions (not the floored centre, docs/paper_notes.md §1).
         sigma: the standard deviation, ``D/2`` in the paper.
 
     Returns:

@@ -25,7 +25,7 @@ def halving_factor(epoch: int, halve_after: int, convention: str = "paper") -> f
 
     ``paper``: "after 5 epochs, we begin to halve the learning rate every epoch" (§4.1), so
     epoch 6 runs at 0.5. ``code``: nmt.matlab first halves at the end of epoch 6, so epoch 7
-    runs at 0.5 (spec §8).
+    runs at 0.5 (docs/paper_notes.md §8).
     """
     if convention not in ("paper", "code"):
         raise ConfigError(f"schedule convention must be 'paper' or 'code', got {convention!r}")
@@ -60,7 +60,7 @@ class LuongLitModule(L.LightningModule):
         nominal_batch_size: the batch size used by ``nominal``.
         clip_norm: rescale the gradient when its norm exceeds this (paper: 5); None: off.
         clip_exclude_embeddings: compute that norm without the embeddings (nmt.matlab) while
-            still rescaling every parameter (spec §8).
+            still rescaling every parameter (docs/paper_notes.md §8).
         label_smoothing: smooth the training targets by this much (0: the paper's NLL).
             Validation and test perplexities are always of the plain NLL.
         extra_state: plain data stored in every checkpoint (vocabularies, net config).
