@@ -14,6 +14,7 @@ COMMANDS = {
     "train": "train a model (Hydra overrides, e.g. experiment=m30k_small attention=local_p)",
     "prepare": "prepare a training corpus once: tokenise, filter, build vocabularies, store ids",
     "translate": "translate text with a checkpoint or an ensemble",
+    "serve": "an HTTP JSON translation server (pip install -e '.[serve]')",
     "evaluate": "perplexity, BLEU, BLEU by length and samples on a test set",
     "align": "word alignments by forced decoding, and AER",
     "average": "average the weights of several checkpoints of one model",
@@ -57,7 +58,7 @@ train, translate, evaluate, align = (
     command(n) for n in ("train", "translate", "evaluate", "align")
 )
 average, report, dictionary = (command(n) for n in ("average", "report", "dictionary"))
-prepare = command("prepare")
+prepare, serve = command("prepare"), command("serve")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,6 +16,9 @@ def compose(overrides: Sequence[str], config_name: str = "train"):
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
 
+    from luong_lit.sweeps.job import register_resolvers
+
+    register_resolvers()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return hydra_compose(config_name, overrides=list(overrides))

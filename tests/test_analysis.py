@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -295,3 +297,50 @@ def test_notebook_executes_headless(runs, tmp_path):
         "figure6_bleu_by_length.png",
         "attention_side_by_side.png",
     }
+
+
+def test_runs_are_found_from_the_folder_jupyter_started_in_and_empty_patterns_named(runs, tmp_path):
+    from luong_lit.analysis.notebook import find_runs
+
+    project = tmp_path / "project"
+    shutil.copytree(runs["global"], project / "logs" / "train" / "runs" / "2026-01-01_00-00-00")
+    found = find_runs("logs/train/runs/*", folders=[tmp_path / "elsewhere", project])
+    assert found == [project / "logs" / "train" / "runs" / "2026-01-01_00-00-00"]
+    with pytest.raises(FileNotFoundError, match=r"matches nothing/\*.*looked up in: .*elsewhere"):
+        find_runs("nothing/*", folders=[tmp_path / "elsewhere"])
+    with pytest.warns(UserWarning, match="'nothing/\\*' matches no run directory"):
+        assert find_runs(["logs/train/runs/*", "nothing/*"], folders=[project]) == found
+
+
+def test_figure5_says_which_set_it_plots():
+    from luong_lit.analysis.figures import curve_label
+
+    assert curve_label("val/nll_per_token").startswith("dev cost (NLL per token)")
+    assert curve_label("test/ppl").startswith("test perplexity")
+
+
+def test_readme_notebook_command_runs_on_the_main_jobs_run_directory(runs, tmp_path):
+    """As pasted from the README in the folder where ``python -m luong_lit.train`` wrote
+    ``logs/``: the kernel's own working directory is the notebook's folder, not that one."""
+    pytest.importorskip("nbconvert")
+    readme = (REPO / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if "jupyter nbconvert" in x).split("#")[0]
+    run = tmp_path / "logs" / "train" / "runs" / "2026-01-01_00-00-00"
+    shutil.copytree(runs["global"], run)
+    (tmp_path / "notebooks").symlink_to(REPO / "notebooks")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LUONG_LIT_RUNS")}
+    env["PWD"] = str(tmp_path)  # what a shell started in that folder passes on
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    res = subprocess.run(
+        [*shlex.split(line), "--output-dir", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    html = next((tmp_path / "out").glob("*.html")).read_text()
+    assert "1 runs:" in html and "2026-01-01_00-00-00" in html
+    figures = {p.name for p in (tmp_path / "figures").glob("*.png")}
+    assert "figure5_learning_curves.png" in figures and "attention_side_by_side.png" in figures

@@ -13,8 +13,9 @@ from torch.nn import functional as F
 from luong_lit.data.batching import collate
 from luong_lit.metrics import bleu_by_length, corpus_bleu_detok, corpus_bleu_tok
 from luong_lit.metrics.bleu import rejoin_hyphens
-from luong_lit.metrics.buckets import bucket_label, plot_bleu_by_length
+from luong_lit.metrics.buckets import bucket_label, plot_bleu_by_length, tick_labels
 from luong_lit.metrics.perplexity import perplexity
+from luong_lit.metrics.unk_quality import replacement_quality
 from luong_lit.nn import Seq2Seq
 
 
@@ -101,7 +102,7 @@ def test_length_buckets_partition_the_corpus(tmp_path):
     ]
     lens = [3, 12, 15, 25, 72]
     hyps, refs = HYPS + REFS[:2], REFS + REFS[:2]
-    rows = bleu_by_length(hyps, refs, lens)
+    rows = bleu_by_length(hyps, refs, lens, min_sentences=0)
     assert [r["bucket"] for r in rows] == ["<10", "10-19", "20-29", "70+"]
     assert sum(r["n"] for r in rows) == 5
     assert rows[1]["bleu"] == pytest.approx(corpus_bleu_tok(hyps[1:3], refs[1:3]))
@@ -200,3 +201,34 @@ def test_int8_decoding_leaves_stepwise_scoring_on_the_float_weights():
     int8 = for_decoding(ens, "all")
     assert stepwise_perplexity(int8, examples) != exact  # the int8 copies do change the scores
     assert stepwise_perplexity(ens, examples) == exact  # the ensemble itself is untouched
+
+
+def test_small_length_buckets_merge_with_their_neighbours_and_show_their_counts():
+    """50 sentences under 10 words, 30 of 10-19, 2 of 30-39 (test_2016_flickr's long tail)."""
+    lens = [5] * 50 + [15] * 30 + [33] * 2
+    hyps = [HYPS[i % len(HYPS)] for i in range(82)]
+    refs = [REFS[i % len(REFS)] for i in range(82)]
+    rows = bleu_by_length(hyps, refs, lens, min_sentences=20)
+    assert [(r["bucket"], r["n"]) for r in rows] == [("<10", 50), ("10-39", 32)]
+    assert rows[1]["bleu"] == pytest.approx(corpus_bleu_tok(hyps[50:], refs[50:]))
+    assert tick_labels(rows) == ["<10\n(n=50)", "10-39\n(n=32)"]
+    small_first = bleu_by_length(hyps[:12], refs[:12], [5] * 2 + [15] * 10, min_sentences=5)
+    assert [(r["bucket"], r["n"]) for r in small_first] == [("<20", 12)]
+
+
+def test_unk_replacement_precision_and_its_ceiling_on_a_hand_made_case():
+    plain = [
+        ["ein", "<unk>", "fährt", "<unk>"],  # two unks
+        ["die", "katze"],  # none
+        ["<unk>", "ist", "hier"],  # one
+    ]
+    replaced = [["ein", "Obama", "fährt", "Paris"], ["die", "katze"], ["hier", "ist", "hier"]]
+    refs = [["ein", "Obama", "fährt", "nach", "Berlin"], ["die", "katze"], ["Anna", "ist", "hier"]]
+    srcs = [["a", "Obama", "drives", "Berlin", "Paris"], ["the", "cat"], ["Anna", "is", "here"]]
+    q = replacement_quality(plain, replaced, refs, srcs)
+    # Obama is right, Paris is not; "hier" is in the reference but already used by the output
+    assert (q["unk"], q["in_reference"]) == (3, 1) and q["precision"] == pytest.approx(1 / 3)
+    # Obama and Berlin could fill sentence 1's two unks, Anna sentence 3's: all three
+    assert q["could"] == 3 and q["oracle"] == 1.0
+    with pytest.raises(ValueError, match="replaced by"):
+        replacement_quality([["<unk>"]], [["a", "b"]], [["a"]], [["a"]])

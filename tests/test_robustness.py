@@ -112,6 +112,11 @@ CASES = [
         prepare=corpus_file("cut.src.gz", gzip.compress(b"a b c\n" * 64)[:30]),
     ),
     Case(
+        "a test set given as a string",
+        train("data.test=newstest"),
+        says=["data.test must map test-set names to splits", "'newstest'"],
+    ),
+    Case(
         "every pair longer than max_len",
         train("data.max_len=1"),
         says=["no training pairs left after the length filter (max_len=1)"],

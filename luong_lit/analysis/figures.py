@@ -84,13 +84,24 @@ def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
     return out
 
 
+def curve_label(metric: str) -> str:
+    """The y-axis label of a learning curve: which set, and which quantity, is plotted."""
+    split = {"val": "dev", "test": "test", "train": "training"}.get(metric.split("/")[0], "")
+    quantity = {"nll_per_token": "cost (NLL per token)", "ppl": "perplexity"}.get(
+        metric.split("/")[-1], metric.split("/")[-1]
+    )
+    return f"{split} {quantity}".strip() + f"  [{metric}]"
+
+
 def plot_learning_curves(
     runs: Mapping[str, str | Path],
     path: str | Path,
     metric: str = "val/nll_per_token",
-    ylabel: str = "test cost (NLL per token)",
+    ylabel: str | None = None,
 ) -> Path:
-    """Figure 5: validation cost against mini-batches for one or more runs."""
+    """Figure 5 on the dev set: ``metric`` against mini-batches for one or more runs. (The
+    paper's Figure 5 plots test cost; runs log the dev set at each validation.)"""
+    ylabel = ylabel or curve_label(metric)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, run_dir in runs.items():

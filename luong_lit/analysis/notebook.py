@@ -6,20 +6,70 @@ falling back to decoding the dev set when a run has no evaluation report yet.
 
 from __future__ import annotations
 
+import glob
 import json
+import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.analysis.runs import run_label
 
+DEFAULT_RUNS = "logs/train/runs/*,logs/train/multiruns/*/*"
 
-def find_runs(patterns: Sequence[str]) -> list[Path]:
-    """Run directories (those with ``.hydra/config.yaml``) matching glob patterns or paths."""
+
+def search_folders() -> list[Path]:
+    """Where relative patterns are resolved, in order: the folder the user started Jupyter
+    from (``$PWD``: a kernel's own working directory is the notebook's folder), the working
+    directory, and the repository (where ``python -m luong_lit train`` writes ``logs/``)."""
+    from luong_lit.config import CONF_DIR
+
+    folders = [os.environ.get("PWD"), os.getcwd(), str(CONF_DIR.parent)]
+    out: list[Path] = []
+    for f in folders:
+        if f and Path(f).resolve() not in out:
+            out.append(Path(f).resolve())
+    return out
+
+
+def _is_run(path: Path) -> bool:
+    return (path / ".hydra" / "config.yaml").is_file()
+
+
+def _matches(pattern: str, folders: Sequence[Path]) -> list[Path]:
+    if Path(pattern).is_absolute():
+        return sorted(p for p in map(Path, glob.glob(pattern)) if _is_run(p))
+    for folder in folders:
+        found = sorted(folder / m for m in glob.glob(pattern, root_dir=folder))
+        found = [p for p in found if _is_run(p)]
+        if found:
+            return found
+    return []
+
+
+def find_runs(patterns: str | Sequence[str], folders: Sequence[Path] | None = None) -> list[Path]:
+    """Run directories (with ``.hydra/config.yaml``) matching paths or glob patterns (a list,
+    or one comma-separated string). A pattern that matches nothing is named at once, with the
+    folders it was resolved from: a warning when other patterns matched, else an error."""
+    if isinstance(patterns, str):
+        patterns = [p for p in patterns.split(",") if p.strip()]
+    folders = list(folders) if folders is not None else search_folders()
     runs: list[Path] = []
+    empty = []
     for pattern in patterns:
-        p = Path(pattern)
-        candidates = [p] if p.exists() else sorted(Path().glob(pattern))
-        runs += [c for c in candidates if (c / ".hydra" / "config.yaml").is_file()]
+        found = _matches(pattern.strip(), folders)
+        runs += [r for r in found if r not in runs]
+        if not found:
+            empty.append(pattern)
+    where = ", ".join(map(str, folders))
+    if not runs:
+        raise FileNotFoundError(
+            f"no run directory (one with .hydra/config.yaml) matches {', '.join(patterns)!s}; "
+            f"relative patterns were looked up in: {where}. Set LUONG_LIT_RUNS to run "
+            "directories or globs, e.g. LUONG_LIT_RUNS='logs/train/runs/*'"
+        )
+    for pattern in empty:
+        warnings.warn(f"{pattern!r} matches no run directory (looked in: {where})", stacklevel=2)
     return runs
 
 

@@ -29,6 +29,7 @@ from luong_lit.evaluation import bleu_scores, translate_split
 from luong_lit.metrics.bleu import bleu_lines
 from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_by_length
 from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
+from luong_lit.metrics.unk_quality import replacement_quality
 from luong_lit.runtime import configure_cpu
 
 
@@ -93,11 +94,25 @@ def evaluate(args) -> dict:
     )
     report["detok_references"] = "raw" if test.raw_refs else "detokenised tokenised references"
     report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
+    report["unk_replacement"] = {
+        "by": "dictionary, else copy" if args.dict else "copy",
+        **replacement_quality(plain, replaced, split.tgt_tokens, split.src_tokens),
+    }
     report["length_buckets"] = bleu_by_length(
         bleu_lines(replaced, test.tokenizer), refs, [len(s) for s in split.src_tokens]
     )
     report["samples"] = samples(split, plain, replaced, args.samples)
     return report
+
+
+def unk_quality_line(q: dict) -> str:
+    if not q["unk"]:
+        return "Unknown-word replacement: no `<unk>` to replace."
+    return (
+        f"Unknown-word replacement ({q['by']}): {q['in_reference']} of {q['unk']} replaced words "
+        f"occur in the reference ({100 * q['precision']:.1f} %); at most {q['could']} "
+        f"({100 * q['oracle']:.1f} %) could, from the sentence's source words."
+    )
 
 
 def markdown(report: dict) -> str:
@@ -122,6 +137,8 @@ def markdown(report: dict) -> str:
         f"| {b['bleu_detok']:.2f} | {u['bleu_detok']:.2f} |",
         "",
         f"`<unk>` words in the output: {report['unk_in_output']}",
+        "",
+        unk_quality_line(report["unk_replacement"]),
         "",
         "## BLEU by source length (Figure 6), after unk replacement",
         "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,12 @@ from luong_lit.cli import user_error_message
 from luong_lit.config import CONF_DIR, compose
 from luong_lit.errors import UserError
 from luong_lit.runtime import configure_cpu_from
+from luong_lit.sweeps.job import earlier_work, job_resources, register_resolvers
 from luong_lit.training.resume import SignalCheckpoint
 
 log = logging.getLogger(__name__)
+register_resolvers()  # before Hydra composes: conf/hydra/launcher/ and conf/logger/ use them
+warnings.filterwarnings("ignore", message="(?s).*is validated against ConfigStore schema")
 
 
 def _unwrap(err: BaseException) -> BaseException:
@@ -42,6 +46,9 @@ def test_results(dm, model, trainer) -> dict[str, Any]:
     for part in trainer.test(model, datamodule=dm, ckpt_path=best, verbose=False):
         metrics.update(part)
     results: dict[str, Any] = {"checkpoint": Path(best).name if best else "final weights"}
+    ckpt = trainer.checkpoint_callback
+    if ckpt is not None and ckpt.monitor == "val/ppl" and ckpt.best_model_score is not None:
+        results["dev_ppl"] = float(ckpt.best_model_score)  # the best checkpoint's
     for key, value in sorted(metrics.items()):
         _, name, metric = key.split("/", 2)  # test/<name>/<metric>
         results.setdefault(name, {})[metric] = float(value)
@@ -53,11 +60,12 @@ def test_results(dm, model, trainer) -> dict[str, Any]:
 
 
 class Interrupted(Exception):
-    """Training stopped by SIGTERM or SIGINT after saving ``last.ckpt``."""
+    """Training stopped by a signal after saving ``last.ckpt``; ``handover``: submitit's
+    handler for its requeue signal, to be called now that the checkpoint is written."""
 
-    def __init__(self, signum: int, checkpoint: Path) -> None:
+    def __init__(self, signum: int, checkpoint: Path, handover=None) -> None:
         super().__init__(f"stopped by signal {signum}")
-        self.signum, self.checkpoint = signum, checkpoint
+        self.signum, self.checkpoint, self.handover = signum, checkpoint, handover
 
 
 def _fit(model, dm, trainer, ckpt_path) -> None:
@@ -68,13 +76,15 @@ def _fit(model, dm, trainer, ckpt_path) -> None:
     except SIGTERMException:
         stop = next((c for c in trainer.callbacks if isinstance(c, SignalCheckpoint)), None)
         raise Interrupted(
-            stop.signal if stop and stop.signal else 15, stop.path if stop else Path()
+            stop.signal if stop and stop.signal else 15,
+            stop.path if stop else Path(),
+            stop.handover if stop else None,
         ) from None
     stop = next(
         (c for c in trainer.callbacks if isinstance(c, SignalCheckpoint) and c.signal), None
     )
     if stop is not None:  # the signal came as the last step ended
-        raise Interrupted(stop.signal, stop.path)
+        raise Interrupted(stop.signal, stop.path, stop.handover)
 
 
 def train(cfg: DictConfig) -> dict[str, Any]:
@@ -83,12 +93,39 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     from luong_lit.training.checks import check_config
 
     check_config(cfg)  # every numeric option, before any data is read
-    configure_cpu_from(cfg)
-    dm, model, trainer = build(cfg)
-    _fit(model, dm, trainer, cfg.get("ckpt_path"))
+    with job_resources(cfg) as record:  # in a sweep: the job's GPU and threads
+        earlier = earlier_work(cfg)
+        if earlier and earlier[0] == "done":
+            log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
+            return {"test": earlier[1], "objective": earlier[1].get("objective_value")}
+        configure_cpu_from(cfg)
+        dm, model, trainer = build(cfg)
+        ckpt_path = earlier[1] if earlier else cfg.get("ckpt_path")
+        if earlier:
+            log.info("resuming this sweep job from %s", ckpt_path)
+        _fit(model, dm, trainer, ckpt_path)
+        metrics = _finish(cfg, dm, model, trainer)
+        record["objective"] = metrics["objective"]
+        return metrics
+
+
+def objective(cfg: DictConfig, trainer) -> float | None:
+    """The value a sweeper optimises (``objective``): the best checkpoint's score when it is the
+    checkpoint's monitor (``val/ppl``), else the metric's last value (``val/bleu``)."""
+    name, ckpt = cfg.get("objective", "val/ppl"), trainer.checkpoint_callback
+    if ckpt is not None and ckpt.monitor == name and ckpt.best_model_score is not None:
+        return float(ckpt.best_model_score)
+    value = trainer.callback_metrics.get(name)
+    return None if value is None else float(value)
+
+
+def _finish(cfg: DictConfig, dm, model, trainer) -> dict[str, Any]:
     metrics: dict[str, Any] = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    metrics["objective"] = objective(cfg, trainer)
     if cfg.get("test_after_training") and dm.test_spec:
         results = test_results(dm, model, trainer)
+        results["objective"] = cfg.get("objective", "val/ppl")
+        results["objective_value"] = metrics["objective"]
         if trainer.is_global_zero:
             (Path(cfg.paths.output_dir) / "results.json").write_text(json.dumps(results, indent=2))
         metrics["test"] = results
@@ -100,6 +137,9 @@ def main(cfg: DictConfig) -> float | None:
     try:
         metrics = train(cfg)
     except Interrupted as stop:
+        if stop.handover is not None:  # submitit's signal: it requeues the job and exits
+            log.info("saved %s; submitit requeues this job", stop.checkpoint)
+            stop.handover(stop.signum, None)
         print(
             f"interrupted by signal {stop.signum}: the last finished step is saved in "
             f"{stop.checkpoint}; resume with hydra.run.dir=<this run's directory> ckpt_path=last",
@@ -115,9 +155,9 @@ def main(cfg: DictConfig) -> float | None:
         from hydra.types import RunMode
 
         if HydraConfig.get().mode == RunMode.MULTIRUN:
-            return None  # the sweep goes on with its other jobs
+            return float("nan")  # the sweep goes on with its other jobs (optuna: a failed trial)
         sys.exit(2)
-    return metrics.get("val/ppl")
+    return metrics.get("objective")
 
 
 def run(argv: list[str]) -> None:

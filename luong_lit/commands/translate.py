@@ -13,109 +13,21 @@ pieces model the checkpoint keeps, and joined again).
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.checkpoint import load_models
-from luong_lit.cli import (
-    add_decoding_args,
-    beam_config,
-    check_beam_fits,
-    check_options,
-    run_command,
-)
-from luong_lit.data.dictionary import load_dictionary
+from luong_lit.cli import add_decoding_args, check_options, run_command
 from luong_lit.data.io import decode_lines, read_lines
-from luong_lit.data.model_data import tokenizers
-from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
+from luong_lit.errors import DataError
 from luong_lit.runtime import configure_cpu
-
-log = logging.getLogger("luong_lit.translate")
+from luong_lit.translator import Translator
 
 
 def read_input(path: str | None) -> tuple[list[str], str]:
     if path in (None, "-"):
         return decode_lines(sys.stdin.buffer, "<stdin>"), "<stdin>"
     return read_lines(path, allow_empty_file=True), path
-
-
-def limit_length(src: list[list[str]], max_len: int | None, mode: str) -> list[list[str]]:
-    """Overlong sources are truncated (``truncate``), left out with an empty output (``skip``),
-    or decoded whole (``keep``)."""
-    if not max_len or mode == "keep":
-        return src
-    n_long = sum(len(s) > max_len for s in src)
-    if n_long:
-        log.warning("%d input lines are longer than %d tokens (%s)", n_long, max_len, mode)
-    if mode == "truncate":
-        return [s[:max_len] for s in src]
-    return [s if len(s) <= max_len else [] for s in src]
-
-
-class Translator:
-    """A loaded model (or ensemble) with its tokenisers and search: lines in, lines out."""
-
-    def __init__(self, args) -> None:
-        self.args = args
-        self.model, self.src_vocab, self.tgt_vocab, metas = load_models(
-            args.checkpoints, args.combine, args.device
-        )
-        self.tok_src, self.detok_tgt = tokenizers(
-            metas[0], args.pretokenized, self.src_vocab, self.tgt_vocab
-        )
-        self.beam = beam_config(args)
-        check_beam_fits(self.beam, self.tgt_vocab)
-        self.dictionary = load_dictionary(args.dict) if args.dict else None
-
-    def __call__(self, lines: Sequence[str], progress: bool = False) -> list[str]:
-        args = self.args
-        src_words = limit_length(
-            [self.tok_src.tokenize(x) for x in lines], args.max_src_len, args.overlong
-        )
-        out = decode_corpus(
-            self.model,
-            [self.src_vocab.encode(s) for s in src_words],
-            args.batch_size,
-            self.beam,
-            keep_attention=args.replace_unk,
-            progress=progress,
-            workers=args.workers,
-            int8=args.int8,
-        )
-        content = self.model.content_based if args.replace_unk else True  # members may differ
-        unk_args = (content, self.dictionary, args.align_convention)
-        replace_src = src_words if args.replace_unk else None
-        if args.n_best > 1:
-            return n_best_lines(
-                out, self.tgt_vocab, self.detok_tgt, args.n_best, replace_src, *unk_args
-            )
-        words = output_words(out, self.tgt_vocab, replace_src, *unk_args)
-        return [self.detok_tgt.detokenize(w) if w else "" for w in words]
-
-
-def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[str]:
-    """Translate ``lines`` with the model(s) of ``args``."""
-    return Translator(args)(lines, progress)
-
-
-def n_best_lines(out, tgt_vocab, detok, n: int, src_words=None, *unk_args) -> list[str]:
-    """``i ||| translation ||| score`` lines, as Moses and fairseq write n-best lists.
-
-    Every input gets exactly ``n`` lines; an empty input gets ``n`` empty translations with
-    score 0. With ``src_words``, each hypothesis has its ``<unk>`` words replaced through its
-    own attention (``unk_args``: as :func:`output_words` takes them).
-    """
-    lines = []
-    for i, tr in enumerate(out):
-        hyps = [Translation(h.tokens, h.attention, h.score) for h in tr.n_best[:n]]
-        srcs = None if src_words is None else [src_words[i]] * len(hyps)
-        words = output_words(hyps, tgt_vocab, srcs, *unk_args)
-        for w, h in zip(words, hyps):
-            lines.append(f"{i} ||| {detok.detokenize(w) if w else ''} ||| {h.score:.4f}")
-        lines += [f"{i} |||  ||| 0.0000"] * (n - len(hyps))
-    return lines
 
 
 def parser() -> argparse.ArgumentParser:
@@ -134,7 +46,39 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-src-len", type=int, default=None, help="longest source decoded as it is")
     ap.add_argument("--overlong", default="truncate", choices=("truncate", "skip", "keep"))
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument(
+        "--interactive",
+        action="store_true",
+        help="translate each line as soon as it is read (the default when stdin is a terminal)",
+    )
+    ap.add_argument(
+        "--show-attention",
+        action="store_true",
+        help="after each translation, a line of output tokens with the source token each "
+        "attended to most (token→source)",
+    )
     return ap
+
+
+def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
+    """One line in, its translation out at once (and flushed), until the input ends."""
+    stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
+    number = 0
+    while True:
+        raw = stdin.readline()
+        if not raw:
+            return
+        number += 1
+        try:
+            (line,) = decode_lines([raw], "<stdin>", number)
+        except DataError as err:  # one bad line is reported, and the session goes on
+            print(f"error: {err}", file=sys.stderr, flush=True)
+            continue
+        out = translator([line]) if line.strip() else [""]
+        stdout.write(out[0] + "\n")
+        if args.show_attention and line.strip():
+            stdout.write(translator.attention_lines()[0] + "\n")
+        stdout.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -144,8 +88,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_options(args)  # bad options fail before any input is read
         configure_cpu(args.threads)
         translator = Translator(args)  # a bad checkpoint fails before any input is read
+        from_terminal = args.input in (None, "-") and sys.stdin.isatty()
+        if (args.interactive or from_terminal) and args.input in (None, "-") and not args.output:
+            return interactive(translator, args)
         lines, _ = read_input(args.input)
         result = translator(lines, progress=not args.quiet) if lines else []
+        if args.show_attention and args.n_best == 1 and lines:
+            attention = translator.attention_lines()
+            result = [x for pair in zip(result, attention) for x in pair]
         text = "".join(x + "\n" for x in result)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")

@@ -8,7 +8,7 @@ test sets, a few thousand sentences, are read and tokenised at every start.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,10 +21,12 @@ from luong_lit.data.batching import BucketBatchSampler, collate
 from luong_lit.data.corpora import DATASETS, corpus_source
 from luong_lit.data.io import DataError, read_parallel
 from luong_lit.data.prepare import CorpusSpec, ensure_store, length_filter, make_tokenizers
+from luong_lit.data.preprocess import Preprocessing
 from luong_lit.data.sources import mirror_dir, resolve
 from luong_lit.data.store import SIDES, TokenStore
 from luong_lit.data.tokenize import make_tokenizer
 from luong_lit.data.vocab import Vocab
+from luong_lit.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +95,13 @@ class TranslationDataModule(L.LightningDataModule):
         num_workers: int = 0,
         prepare_workers: int | None = None,
         clean_control: bool = False,
+        preprocess: Mapping | None = None,
+        recase_from: str | None = None,
     ) -> None:
+        """``preprocess`` and ``recase_from`` describe the text for ``translate`` (see
+        :mod:`luong_lit.data.user_text`); checked here, kept in the checkpoint."""
         super().__init__()
+        Preprocessing.from_dict(preprocess)  # a wrong step name fails now, not at translation
         if dataset not in DATASETS:
             raise DataError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
         self.cfg = {
@@ -103,6 +110,11 @@ class TranslationDataModule(L.LightningDataModule):
             "tgt_lang": tgt_lang,
             "variant": variant,
         }
+        if test is not None and not isinstance(test, Mapping):
+            raise ConfigError(
+                f"data.test must map test-set names to splits ({{name: {{src: PATH, tgt: PATH}}}}"
+                f" or {{name: SPLIT}}), got {test!r}"
+            )
         self.train_spec, self.dev_spec, self.test_spec = train, dev, dict(test or {})
         self.tokenizer_kind, self.tokenizer_opts = tokenizer, dict(tokenizer_opts or {})
         self.vocab_size, self.min_freq = vocab_size, min_freq

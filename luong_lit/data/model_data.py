@@ -10,8 +10,15 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from luong_lit.checkpoint import stored_tokenizers
+from luong_lit.data.preprocess import (
+    Preprocessing,
+    RecipeDetokenizer,
+    RecipeTokenizer,
+    recipe_for,
+)
+from luong_lit.data.recase import Recaser
 from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
-from luong_lit.errors import CheckpointError, DataError
+from luong_lit.errors import CheckpointError, ConfigError, DataError
 
 
 def datamodule_for(meta: dict, tests: dict | None = None, setup: bool = True):
@@ -59,6 +66,31 @@ def load_train_split(meta: dict):
     return datamodule_for(meta).read_train_split()
 
 
+def _recipe(meta: dict, data: dict) -> Preprocessing:
+    """The checkpoint's recipe; a checkpoint from before recipes were kept: its corpus's."""
+    try:
+        if "preprocess" in meta:
+            return Preprocessing.from_dict(meta["preprocess"], "the checkpoint's preprocess")
+        return recipe_for(data)
+    except ConfigError as err:
+        raise CheckpointError(str(err)) from None
+
+
+def _recaser(meta: dict, data: dict, recipe: Preprocessing) -> Recaser | None:
+    """The checkpoint's recaser; for an older checkpoint, learned now if its data is at hand."""
+    if meta.get("recaser"):
+        return Recaser(meta["recaser"])
+    if "preprocess" in meta or not recipe.lowercase:
+        return None
+    from luong_lit.data.user_text import user_text
+
+    try:
+        forms = user_text(data).get("recaser")
+    except (DataError, OSError):
+        return None
+    return Recaser(forms) if forms else None
+
+
 def tokenizers(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab=None):
     """Source tokeniser and target detokeniser matching the model's training data.
 
@@ -68,6 +100,14 @@ def tokenizers(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab
     """
     data = meta.get("data") or {}
     kind, opts = data.get("tokenizer", "none"), dict(data.get("tokenizer_opts") or {})
+    if kind == "none" and not pretokenized:
+        recipe = _recipe(meta, data)
+        if not recipe.identity:
+            recaser = _recaser(meta, data, recipe)
+            return (
+                RecipeTokenizer(recipe, data.get("src_lang", "en")),
+                RecipeDetokenizer(recipe, data.get("tgt_lang", "de"), recaser),
+            )
     if pretokenized or kind == "none":
         return WhitespaceTokenizer(opts.get("lowercase", False)), WhitespaceTokenizer()
     if kind == "sentencepiece":

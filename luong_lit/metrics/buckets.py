@@ -19,23 +19,60 @@ def bucket_label(n: int, edges: Sequence[int] = EDGES) -> str:
     return f"{edges[-1]}+"
 
 
+MIN_SENTENCES = 20  # a bucket with fewer sentences is merged into its neighbour
+
+
+def _range_label(lo: int, upper: int | None) -> str:
+    if upper is None:
+        return f"{lo}+"
+    return f"{lo}-{upper - 1}" if lo else f"<{upper}"
+
+
+def _merge_small(groups: list[list], min_sentences: int) -> list[list]:
+    """Adjacent ``[lo, upper, indices]`` groups joined left to right until each holds at least
+    ``min_sentences`` sentences; a short remainder joins the last group."""
+    merged: list[list] = []
+    for lo, upper, idx in groups:
+        if merged and len(merged[-1][2]) < min_sentences:
+            merged[-1][1], merged[-1][2] = upper, merged[-1][2] + idx
+        else:
+            merged.append([lo, upper, list(idx)])
+    if len(merged) > 1 and len(merged[-1][2]) < min_sentences:
+        _, upper, idx = merged.pop()
+        merged[-1][1], merged[-1][2] = upper, merged[-1][2] + idx
+    return merged
+
+
 def bleu_by_length(
-    hyps: Sequence[str], refs: Sequence[str], src_lens: Sequence[int], edges: Sequence[int] = EDGES
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    src_lens: Sequence[int],
+    edges: Sequence[int] = EDGES,
+    min_sentences: int = MIN_SENTENCES,
 ) -> list[dict]:
-    """Tokenised BLEU of each non-empty source-length bucket: ``{bucket, upper, n, bleu}``."""
+    """Tokenised BLEU of each non-empty source-length bucket: ``{bucket, upper, n, bleu}``.
+    Buckets of fewer than ``min_sentences`` sentences are merged with their neighbours (a BLEU
+    of two sentences reads as a finding and is noise); 0 keeps every bucket."""
     if not len(hyps) == len(refs) == len(src_lens):
         raise ValueError(f"{len(hyps)} hypotheses, {len(refs)} references, {len(src_lens)} lengths")
-    groups: dict[str, list[int]] = {}
+    bounds = list(zip([0, *edges], [*edges, None]))
+    groups = [[lo, upper, []] for lo, upper in bounds]
     for i, n in enumerate(src_lens):
-        groups.setdefault(bucket_label(n, edges), []).append(i)
-    order = [bucket_label(e - 1, edges) for e in edges] + [f"{edges[-1]}+"]
+        k = next(j for j, (_, upper) in enumerate(bounds) if upper is None or n < upper)
+        groups[k][2].append(i)
+    groups = _merge_small([g for g in groups if g[2]], min_sentences)
     rows = []
-    for label, upper in zip(order, list(edges) + [None]):
-        idx = groups.get(label)
-        if idx:
-            bleu = corpus_bleu_tok([hyps[i] for i in idx], [refs[i] for i in idx])
-            rows.append({"bucket": label, "upper": upper, "n": len(idx), "bleu": bleu})
+    for lo, upper, idx in groups:
+        bleu = corpus_bleu_tok([hyps[i] for i in idx], [refs[i] for i in idx])
+        rows.append(
+            {"bucket": _range_label(lo, upper), "upper": upper, "n": len(idx), "bleu": bleu}
+        )
     return rows
+
+
+def tick_labels(rows: Sequence[dict]) -> list[str]:
+    """The x-axis labels of Figure 6: each bucket with its number of sentences."""
+    return [f"{r['bucket']}\n(n={r['n']})" for r in rows]
 
 
 def markdown_table(rows: Sequence[dict]) -> str:
@@ -62,8 +99,11 @@ def plot_bleu_by_length(
     for name, rows in systems.items():
         xs = [labels.index(r["bucket"]) for r in rows]
         ax.plot(xs, [r["bleu"] for r in rows], marker="o", label=name)
+    counts = {tuple((r["bucket"], r["n"]) for r in rows) for rows in systems.values()}
+    if len(counts) == 1:  # one test set: its sentence counts under the buckets
+        labels = tick_labels(next(iter(systems.values())))
     ax.set_xticks(range(len(labels)), labels)
-    ax.set_xlabel("source sentence length")
+    ax.set_xlabel("source sentence length (sentences per bucket)")
     ax.set_ylabel("BLEU")
     ax.set_title(title)
     ax.grid(alpha=0.3)

@@ -7,6 +7,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from luong_lit.data.user_text import user_text
 from luong_lit.training.checkpoint_io import AtomicCheckpointIO
 
 
@@ -38,9 +39,22 @@ def checkpoint_extras(cfg: DictConfig, dm) -> dict[str, Any]:
         "tgt_vocab": dm.tgt_vocab.itos,
         "data": OmegaConf.to_container(cfg.data, resolve=True),
     }
+    extra.update(user_text(extra["data"]))  # translate: raw text in, natural text out
     if dm.tokenizer_kind == "sentencepiece":  # translating later needs the same pieces
         extra["sentencepiece"] = {side: tok.proto() for side, tok in dm.tokenizers.items()}
     return extra
+
+
+def plugins() -> list[Any]:
+    """Atomic checkpoint writes; on SLURM, Lightning's environment without its own requeue (a
+    sweep's submitit launcher requeues, after :class:`~luong_lit.training.resume.SignalCheckpoint`
+    has saved the step: one mechanism, not two)."""
+    from lightning.pytorch.plugins.environments import SLURMEnvironment
+
+    found: list[Any] = [AtomicCheckpointIO()]
+    if SLURMEnvironment.detect():
+        found.append(SLURMEnvironment(auto_requeue=False))
+    return found
 
 
 def build(cfg: DictConfig):
@@ -65,7 +79,7 @@ def build(cfg: DictConfig):
         cfg.trainer,
         callbacks=instantiate_all(cfg.get("callbacks")),
         logger=instantiate_all(cfg.get("logger")) or False,
-        plugins=[AtomicCheckpointIO()],
+        plugins=plugins(),
     )
     for logger in trainer.loggers:  # the resolved config, for dashboards (W&B, TensorBoard hparams)
         logger.log_hyperparams(resolved(cfg))

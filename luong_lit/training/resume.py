@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -93,27 +94,49 @@ class StepCheckpoint(ModelCheckpoint):
         return
 
 
+def requeue_signal() -> int | None:
+    """The signal by which submitit asks a job to stop before a timeout or a preemption
+    (``SIGUSR2`` unless ``SUBMITIT_PREEMPT_SIGNAL`` says otherwise), in a submitit job only."""
+    if not os.environ.get("SUBMITIT_EXECUTOR"):
+        return None
+    from submitit import JobEnvironment
+
+    return int(JobEnvironment._usr_sig())
+
+
 class SignalCheckpoint(L.Callback):
-    """On SIGTERM or SIGINT: finish the step, write ``last.ckpt``, stop (see the module doc)."""
+    """On SIGTERM or SIGINT: finish the step, write ``last.ckpt``, stop (see the module doc).
+
+    In a submitit job, submitit's requeue signal is taken the same way, and :attr:`handover`
+    keeps submitit's own handler: called once ``last.ckpt`` is written, it requeues the job
+    (submitit owns the requeue; Lightning's is switched off in :mod:`luong_lit.training.build`).
+    """
 
     def __init__(self, dirpath: str) -> None:
         self.path = Path(dirpath) / "last.ckpt"
         self.signal: int | None = None  # the signal that stopped training, if one did
-        self._previous: Any = None
+        self.handover: Callable | None = None  # submitit's handler, when its signal stopped us
+        self._previous: dict[int, Any] = {}
         self._saved = False
 
     def on_train_start(self, trainer, pl_module) -> None:
-        self.signal, self._saved = None, False
-        try:
-            self._previous = signal.signal(signal.SIGINT, self._on_sigint(trainer))
-        except ValueError:  # not the main thread (a spawned DDP rank): SIGTERM only
-            self._previous = None
+        self.signal, self.handover, self._saved = None, None, False
+        requeue = requeue_signal()
+        for signum in (signal.SIGINT, requeue) if requeue else (signal.SIGINT,):
+            try:
+                self._previous[signum] = signal.signal(signum, self._on_signal(trainer))
+            except ValueError:  # not the main thread (a spawned DDP rank): SIGTERM only
+                pass
 
-    def _on_sigint(self, trainer) -> Callable:
+    def _on_signal(self, trainer) -> Callable:
         def handler(signum, frame) -> None:
             self.signal = signum
             trainer._signal_connector.received_sigterm = True  # the trainer stops after this step
-            signal.signal(signal.SIGINT, self._previous or signal.default_int_handler)
+            previous = self._previous.get(signum)
+            if signum == signal.SIGINT:
+                signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+            elif callable(previous):
+                self.handover = previous
 
         return handler
 
@@ -137,6 +160,7 @@ class SignalCheckpoint(L.Callback):
         self._restore()
 
     def _restore(self) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
+        for signum, previous in self._previous.items():
+            if previous is not None:
+                signal.signal(signum, previous)
+        self._previous = {}

@@ -1,0 +1,108 @@
+"""Load on the translation server: N concurrent clients on localhost, batching on and off.
+
+    python -m benchmarks.serve_load CKPT --clients 16 --requests 400 [--beam 5]
+
+Starts ``python -m luong_lit serve CKPT`` twice, with batching (``--max-batch 64
+--max-wait-ms 10``) and without (``--max-batch 1 --max-wait-ms 0``); each time ``--clients``
+threads send one raw sentence per request (test_2016_flickr's English, in turn) until
+``--requests`` have been answered. Prints one JSON line per setting: sentences/s, and p50 / p99
+latency in milliseconds. The server runs with ``--threads`` torch threads; the clients are
+Python threads in this process (the standard library's HTTP client).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SETTINGS = {
+    "batching": ["--max-batch", "64", "--max-wait-ms", "10"],
+    "none": ["--max-batch", "1", "--max-wait-ms", "0"],
+}
+
+
+def sentences() -> list[str]:
+    root = Path(os.environ.get("LUONG_LIT_DATA", REPO.parent / "shared" / "data"))
+    with gzip.open(root / "multi30k" / "raw" / "test_2016_flickr.en.gz", "rt") as fh:
+        return fh.read().splitlines()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(ckpt: str, extra: list[str], args) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "luong_lit", "serve", ckpt, "--port", str(port)]
+    cmd += ["--beam", str(args.beam), "--threads", str(args.threads), *extra]
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    sys.exit("the server did not start")
+
+
+def one(port: int, text: str) -> float:
+    t0 = time.perf_counter()
+    body = json.dumps({"text": text}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/translate", data=body, method="POST")
+    with urllib.request.urlopen(req, timeout=600) as res:
+        res.read()
+    return time.perf_counter() - t0
+
+
+def load(port: int, texts: list[str], args) -> dict:
+    batch = [texts[i % len(texts)] for i in range(args.requests)]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(args.clients) as pool:
+        latencies = sorted(pool.map(lambda t: one(port, t), batch))
+    wall = time.perf_counter() - t0
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health") as res:
+        batches = json.loads(res.read())["batches"]
+    return {
+        "sentences_per_s": round(len(batch) / wall, 1),
+        "p50_ms": round(1000 * statistics.median(latencies), 1),
+        "p99_ms": round(1000 * latencies[int(0.99 * (len(latencies) - 1))], 1),
+        "decodes": batches,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("checkpoint")
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--requests", type=int, default=400)
+    ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    texts = sentences()
+    for name, extra in SETTINGS.items():
+        proc, port = start(args.checkpoint, extra, args)
+        try:
+            one(port, texts[0])  # warm-up
+            result = load(port, texts, args)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        print(json.dumps({"setting": name, "clients": args.clients, **result}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

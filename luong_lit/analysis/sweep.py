@@ -1,0 +1,142 @@
+"""A sweep's runs grouped into cells: runs that differ only by ``seed`` are one cell, reported
+as mean ± sample standard deviation beside the paper's row (Markdown and CSV).
+
+A sweep directory is what ``python -m luong_lit train -m ...`` writes: one run directory per
+job (see :mod:`luong_lit.analysis.runs`), and ``multirun.yaml``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from luong_lit.analysis.runs import collect
+
+METRICS = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
+PAPER = (("ppl", "paper ppl"), ("bleu", "paper BLEU"), ("bleu_unk", "paper + unk"))
+
+
+def run_dirs(paths: Iterable[str | Path]) -> list[Path]:
+    """Run directories: each path itself, or the runs inside a sweep directory."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if (path / ".hydra" / "config.yaml").is_file():
+            found.append(path)
+            continue
+        inside = (
+            sorted(
+                (p for p in path.iterdir() if (p / ".hydra" / "config.yaml").is_file()),
+                key=lambda p: int(p.name.split("_")[0]) if p.name.split("_")[0].isdigit() else 0,
+            )
+            if path.is_dir()
+            else []
+        )
+        if not inside:
+            raise FileNotFoundError(
+                f"{path}: not a luong_lit run directory (no .hydra/config.yaml) "
+                f"nor a sweep directory holding any"
+            )
+        found.extend(inside)
+    return found
+
+
+def cell_of(run_dir: Path) -> str:
+    """The run's command-line overrides without its seed: what the runs of a cell share."""
+    from omegaconf import OmegaConf
+
+    path = run_dir / ".hydra" / "overrides.yaml"
+    overrides = OmegaConf.load(path) if path.is_file() else []
+    kept = [str(o) for o in overrides if not str(o).split("=", 1)[0].lstrip("+~") == "seed"]
+    return " ".join(sorted(kept)) or "(defaults)"
+
+
+def read_run(run_dir: Path) -> dict:
+    """:func:`~luong_lit.analysis.runs.collect` plus the dev perplexity and the cell."""
+    row = collect(run_dir)
+    results = run_dir / "results.json"
+    if results.is_file():
+        row["dev_ppl"] = json.loads(results.read_text()).get("dev_ppl")
+    row["cell"] = cell_of(run_dir)
+    return row
+
+
+def mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation of the values present (sd None below two)."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return None, None
+    return statistics.fmean(xs), statistics.stdev(xs) if len(xs) > 1 else None
+
+
+def group(rows: Sequence[dict]) -> list[dict]:
+    """One entry per cell, in order of first appearance: seeds, n, mean and sd per metric."""
+    cells: dict[str, list[dict]] = {}
+    for row in rows:
+        cells.setdefault(row["cell"], []).append(row)
+    out = []
+    for cell, members in cells.items():
+        first = members[0]
+        entry = {
+            "cell": cell,
+            "attention": first["attention"],
+            "score": first["score"],
+            "n": len(members),
+            "seeds": [m["seed"] for m in members],
+            "paper": first["paper"],
+        }
+        for metric in METRICS:
+            entry[metric] = mean_sd([m.get(metric) for m in members])
+        out.append(entry)
+    return out
+
+
+def _pm(pair: tuple[float | None, float | None]) -> str:
+    mean, sd = pair
+    if mean is None:
+        return "–"
+    return f"{mean:.2f}" if sd is None else f"{mean:.2f} ± {sd:.2f}"
+
+
+def _paper(p: dict, key: str) -> str:
+    value = p.get(key) if p else None
+    return "–" if value is None else f"{value:.1f}"
+
+
+def markdown_cells(cells: Sequence[dict]) -> str:
+    """Mean ± sd per cell beside the paper's row."""
+    head = ["cell", "runs", "dev ppl", "test ppl", "greedy BLEU", "beam BLEU", "+ unk"]
+    head += ["paper row"] + [name for _, name in PAPER]
+    lines = ["| " + " | ".join(head) + " |", "|---|---:|" + "---:|" * 5 + "---|" + "---:|" * 3]
+    for c in cells:
+        p = c["paper"]
+        row = [c["cell"], str(c["n"])] + [_pm(c[m]) for m in METRICS]
+        row += [f"Table {p['table']}: {p['row']}" if p else "–"]
+        row += [_paper(p, key) for key, _ in PAPER]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def csv_cells(cells: Sequence[dict]) -> str:
+    """The same as :func:`markdown_cells`, one column per mean and per sd."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(
+        ["cell", "attention", "score", "runs", "seeds"]
+        + [f"{m}_{s}" for m in METRICS for s in ("mean", "sd")]
+        + ["paper_table", "paper_row"]
+        + [f"paper_{key}" for key, _ in PAPER]
+    )
+    for c in cells:
+        p = c["paper"] or {}
+        values = [v for m in METRICS for v in c[m]]
+        writer.writerow(
+            [c["cell"], c["attention"], c["score"] or "", c["n"], " ".join(map(str, c["seeds"]))]
+            + ["" if v is None else f"{v:.4f}" for v in values]
+            + [p.get("table", ""), p.get("row", "")]
+            + ["" if p.get(key) is None else p[key] for key, _ in PAPER]
+        )
+    return buf.getvalue()

@@ -1,0 +1,70 @@
+"""What a checkpoint keeps so that ``translate`` reads raw text and writes natural text: the
+corpus's preprocessing recipe and, for a lowercased corpus with a cased release, a recaser
+learned from the cased target side of the training data (cached by the file's checksum)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from luong_lit.data.preprocess import Preprocessing, recipe_for
+from luong_lit.data.recase import Recaser
+
+log = logging.getLogger(__name__)
+
+
+def cased_target_file(data: Mapping) -> Path | None:
+    """The cased target side of the training text: ``data.recase_from``, or the raw release of
+    a named corpus that has one (Multi30k)."""
+    if data.get("recase_from"):
+        return Path(str(data["recase_from"])).expanduser()
+    if data.get("dataset") != "multi30k":
+        return None
+    from luong_lit.data.corpora import corpus_source
+    from luong_lit.data.sources import mirror_dir, resolve
+
+    source = corpus_source("multi30k", str(data.get("train", "train")), data["tgt_lang"], "raw")
+    return resolve(source, mirror_dir(data.get("mirror")))
+
+
+def _read(path: Path) -> list[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return fh.read().splitlines()
+
+
+def learn_recaser(path: Path, recipe: Preprocessing, lang: str) -> Recaser:
+    """A recaser from ``path`` tokenised as ``recipe`` does, without lowercasing (cached)."""
+    from luong_lit.data.sources import cache_dir
+
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    cased = recipe.cased()
+    key = hashlib.sha256(f"{digest}{cased.to_dict()}{lang}".encode()).hexdigest()[:16]
+    cache = cache_dir() / "recasers" / f"{key}.json"
+    if cache.is_file():
+        return Recaser(json.loads(cache.read_text(encoding="utf-8")))
+    log.info("learning the recaser from %s", path)
+    recaser = Recaser.learn(cased.apply(line, lang) for line in _read(path))
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    tmp.write_text(json.dumps(recaser.forms, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(cache)
+    return recaser
+
+
+def user_text(data: Mapping) -> dict[str, Any]:
+    """``{"preprocess": recipe, "recaser": forms}`` for the checkpoint (recaser when useful)."""
+    if data.get("tokenizer", "none") != "none":  # the kit tokenises: the tokeniser says it all
+        return {}
+    recipe = recipe_for(data)
+    out: dict[str, Any] = {"preprocess": recipe.to_dict()}
+    if recipe.lowercase:
+        path = cased_target_file(data)
+        if path is not None:
+            out["recaser"] = learn_recaser(path, recipe, data["tgt_lang"]).forms
+    return out

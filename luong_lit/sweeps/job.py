@@ -1,0 +1,214 @@
+"""What one job of a ``-m`` sweep takes for itself, and what it finds of an earlier try.
+
+* :func:`job_resources`: a GPU from the pool (:mod:`luong_lit.sweeps.pool`) for the job's whole
+  life when the sweep runs several jobs at once on one machine's GPUs, its share of the CPU
+  cores as its thread count, and ``job.json`` (device, threads, start and end) in its directory.
+* :func:`earlier_work`: a job launched again into the same directory (a requeued SLURM job, or
+  a sweep run again with ``hydra.sweep.dir=<the sweep>``) resumes from its ``last.ckpt``, and a
+  finished one (``results.json``) is not trained again.
+* Resolvers used by ``conf/hydra/launcher/`` and ``conf/logger/wandb.yaml``: the number of
+  parallel jobs, SLURM's GPU count, the W&B group, name and tags of a sweep's job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from luong_lit.errors import ConfigError
+from luong_lit.sweeps.pool import DevicePool
+
+
+@dataclass
+class SweepJob:
+    """A job of a multirun, as Hydra describes it to the job."""
+
+    num: int
+    sweep_dir: str
+    override_dirname: str
+    overrides: list[str]
+    launcher: str  # the launcher's class path
+    n_jobs: int | None  # joblib's
+    cpus_per_task: int | None  # submitit's
+
+
+def sweep_job() -> SweepJob | None:
+    """This job's place in its sweep, or None outside a multirun."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized():
+        return None
+    hc = HydraConfig.get()
+    if hc.mode != RunMode.MULTIRUN:
+        return None
+    launcher = hc.launcher
+    return SweepJob(
+        num=int(hc.job.num),
+        sweep_dir=str(hc.sweep.dir),
+        override_dirname=str(hc.job.override_dirname),
+        overrides=list(hc.overrides.task),
+        launcher=str(launcher.get("_target_", "")),
+        n_jobs=launcher.get("n_jobs"),
+        cpus_per_task=launcher.get("cpus_per_task"),
+    )
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def threads_for(job: SweepJob) -> int | None:
+    """The job's thread count: its share of the cores when jobs run side by side."""
+    if job.n_jobs is not None:  # joblib: n_jobs jobs at once (-1: one per core)
+        parallel = usable_cores() if job.n_jobs < 1 else job.n_jobs
+        return max(1, usable_cores() // parallel)
+    if job.cpus_per_task:  # submitit: the cores the job asked for
+        return min(int(job.cpus_per_task), usable_cores())
+    return None  # jobs one after another: torch's default
+
+
+def _wants_pooled_gpu(cfg: DictConfig, job: SweepJob) -> bool:
+    import torch
+
+    accelerator, devices = str(cfg.trainer.accelerator), cfg.trainer.get("devices")
+    on_gpu = accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
+    one_device = str(devices) == "1"
+    return on_gpu and one_device and "SlurmLauncher" not in job.launcher  # SLURM allocates
+
+
+def _write_record(out: Path, record: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "job.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+
+
+def _earlier_record(out: Path) -> dict[str, Any]:
+    try:
+        return json.loads((out / "job.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+@contextmanager
+def job_resources(cfg: DictConfig) -> Iterator[dict[str, Any]]:
+    """Within a sweep: set ``cfg.threads`` and pin ``cfg.trainer.devices`` to a pooled GPU (before
+    CUDA initialises in this job) for the body's duration. Yields the job's record, written to
+    ``job.json``: process, device, threads, start and end times, and how many tries it took."""
+    job = sweep_job()
+    out = Path(cfg.paths.output_dir)
+    record: dict[str, Any] = {"pid": os.getpid(), "host": socket.gethostname()}
+    record["tries"] = int(_earlier_record(out).get("tries", 0)) + 1
+    slot = None
+    try:
+        if job is not None:
+            record["num"] = job.num
+            if cfg.get("threads") is None:
+                cfg.threads = threads_for(job)
+            if _wants_pooled_gpu(cfg, job):
+                slot = gpu_pool(cfg).acquire(owner=str(out))
+                cfg.trainer.devices = [slot.device]
+                record["device"] = f"cuda:{slot.device}"
+        record.update(threads=cfg.get("threads"), start=time.time())
+        _write_record(out, record)
+        yield record
+    finally:
+        record["end"] = time.time()
+        _write_record(out, record)
+        if slot is not None:
+            slot.release()
+
+
+def gpu_pool(cfg: DictConfig) -> DevicePool:
+    import torch
+
+    return DevicePool(cfg.sweep.pool_dir, torch.cuda.device_count(), int(cfg.sweep.jobs_per_gpu))
+
+
+def earlier_work(cfg: DictConfig) -> tuple[str, Any] | None:
+    """In a sweep's job: ``("done", results)`` when this directory holds a finished run,
+    ``("resume", last.ckpt)`` when it holds an interrupted one, else None."""
+    if sweep_job() is None or cfg.get("ckpt_path"):
+        return None
+    out = Path(cfg.paths.output_dir)
+    if (out / "results.json").is_file():
+        return "done", json.loads((out / "results.json").read_text())
+    last = out / "checkpoints" / "last.ckpt"
+    return ("resume", str(last)) if last.is_file() else None
+
+
+# ------------------------------------------------------------------ resolvers for the configs
+def n_jobs(accelerator: str, jobs_per_gpu: int) -> int:
+    """Jobs at once on this machine: GPUs × jobs per GPU, or one per CPU core."""
+    import torch
+
+    gpus = torch.cuda.device_count() if str(accelerator) != "cpu" else 0
+    return gpus * int(jobs_per_gpu) if gpus else usable_cores()
+
+
+def slurm_gpus(accelerator: str, devices: Any) -> int | None:
+    """``gpus_per_node`` for SLURM: the trainer's device count (None on CPU)."""
+    if str(accelerator) == "cpu":
+        return None
+    try:
+        return int(devices)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"SLURM needs a number of GPUs per node: set trainer.devices=N (got {devices!r})"
+        ) from None
+
+
+def slurm_tasks(accelerator: str, devices: Any) -> int:
+    """``tasks_per_node``: one task per GPU, as Lightning's SLURM environment expects."""
+    return slurm_gpus(accelerator, devices) or 1
+
+
+def wandb_group() -> str | None:
+    """A sweep's jobs join one W&B group, named after the sweep's directory."""
+    job = sweep_job()
+    return None if job is None else "/".join(Path(job.sweep_dir).parts[-2:])
+
+
+def wandb_name(default: str) -> str:
+    job = sweep_job()
+    return default if job is None else (job.override_dirname or f"job{job.num}")
+
+
+def wandb_tags() -> list[str]:
+    job = sweep_job()
+    return [] if job is None else [o[:64] for o in job.overrides]  # W&B's limit per tag
+
+
+def dirname(overrides: str, limit: int = 120) -> str:
+    """A job's directory name from its overrides: one path component (``/`` becomes ``_``),
+    cut to ``limit`` characters with a digest of the whole, so that long values still fit."""
+    import hashlib
+
+    name = str(overrides).replace(os.sep, "_")
+    if len(name) <= limit:
+        return name
+    return name[: limit - 9] + "~" + hashlib.sha1(name.encode()).hexdigest()[:8]
+
+
+def register_resolvers() -> None:
+    """Make the ``luong_lit.*`` resolvers known to OmegaConf (once per process)."""
+    resolvers = {
+        "luong_lit.n_jobs": n_jobs,
+        "luong_lit.dirname": dirname,
+        "luong_lit.slurm_gpus": slurm_gpus,
+        "luong_lit.slurm_tasks": slurm_tasks,
+        "luong_lit.wandb_group": wandb_group,
+        "luong_lit.wandb_name": wandb_name,
+        "luong_lit.wandb_tags": wandb_tags,
+    }
+    for name, fn in resolvers.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)

@@ -1,0 +1,328 @@
+"""Sweeps: jobs side by side (joblib) and as separate processes (submitit_local), the GPU pool,
+a job requeued the way SLURM asks for it, an optuna search, W&B groups, the sweep report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import multiprocessing as mp
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from conftest import compose_cfg, tiny_overrides, write_corpus
+from test_resume import command, env, step_of
+
+from luong_lit.sweeps.job import usable_cores
+from luong_lit.sweeps.pool import DevicePool
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep")
+    return {"train": write_corpus(root, "train", 480, 11), "dev": write_corpus(root, "dev", 8, 12)}
+
+
+def sweep(corpus, sweep_dir: Path, *args: str, fdr: bool = True) -> subprocess.CompletedProcess:
+    """``python -m luong_lit train -m`` on the toy corpus (one fast_dev_run per job)."""
+    cmd = [sys.executable, "-m", "luong_lit", "train", "-m", *tiny_overrides(corpus)]
+    cmd += ["debug=fdr"] if fdr else ["trainer.max_epochs=3", "test_after_training=false"]
+    cmd += [f"hydra.sweep.dir={sweep_dir}", *args]
+    timeout = 600
+    res = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res
+
+
+def jobs_of(sweep_dir: Path) -> list[Path]:
+    return sorted(
+        (p for p in sweep_dir.iterdir() if (p / ".hydra").is_dir()),
+        key=lambda p: int(p.name.split("_")[0]),
+    )
+
+
+def record(job: Path) -> dict:
+    return json.loads((job / "job.json").read_text())
+
+
+def test_joblib_runs_four_jobs_two_at_a_time_each_in_its_own_directory(corpus, tmp_path):
+    sweep(
+        corpus,
+        tmp_path,
+        "attention=local_p,global",
+        "score=dot,general",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        fdr=False,  # jobs of a few seconds, longer than a worker's start
+    )
+    jobs = jobs_of(tmp_path)
+    assert len(jobs) == 4
+    seen = set()
+    for job in jobs:
+        cfg = yaml.safe_load((job / ".hydra" / "config.yaml").read_text())
+        net = cfg["model"]["net"]
+        cell = (net["attention"]["name"], net["score"]["name"])
+        overrides = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text())
+        assert f"attention={cell[0]}" in overrides and f"score={cell[1]}" in overrides
+        seen.add(cell)
+        rec = record(job)
+        assert rec["threads"] == max(1, usable_cores() // 2) and rec["end"] > rec["start"]
+    assert len(seen) == 4
+    records = [record(j) for j in jobs]
+    assert len({r["pid"] for r in records}) >= 2  # worker processes, not this one
+    spans = sorted((r["start"], r["end"]) for r in records)
+    assert any(b[0] < a[1] for a, b in zip(spans, spans[1:]))  # two jobs ran at once
+
+
+def test_submitit_local_runs_each_job_as_its_own_process(corpus, tmp_path):
+    sweep(corpus, tmp_path, "attention=local_m,global", "hydra/launcher=submitit_local")
+    records = [record(j) for j in jobs_of(tmp_path)]
+    assert len(records) == 2 and len({r["pid"] for r in records}) == 2
+    assert all(r["threads"] == min(2, usable_cores()) and r["tries"] == 1 for r in records)
+    assert (tmp_path / ".submitit").is_dir()
+
+
+# ------------------------------------------------------------------------------ the GPU pool
+def _job(lock_dir: str, seconds: float, out: str) -> None:
+    slot = DevicePool(lock_dir, n_devices=2).acquire(poll_s=0.01)
+    start = time.monotonic()
+    time.sleep(seconds)
+    with open(out, "a") as fh:
+        fh.write(f"{slot.device} {start} {time.monotonic()}\n")
+    slot.release()
+
+
+def test_jobs_of_unequal_length_never_share_a_device(tmp_path):
+    ctx = mp.get_context("fork")
+    rng = random.Random(3)
+    procs = [
+        ctx.Process(
+            target=_job, args=(str(tmp_path), rng.uniform(0.02, 0.4), str(tmp_path / "log"))
+        )
+        for _ in range(8)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for line in (tmp_path / "log").read_text().splitlines():
+        device, start, end = line.split()
+        spans.setdefault(int(device), []).append((float(start), float(end)))
+    assert sorted(spans) == [0, 1] and sum(map(len, spans.values())) == 8
+    for device_spans in spans.values():
+        device_spans.sort()
+        for (_, end), (start, _) in zip(device_spans, device_spans[1:]):
+            assert start >= end  # the next job on a device starts after the last one ended
+
+
+def _hold_and_die(lock_dir: str, ready) -> None:
+    slot = DevicePool(lock_dir, n_devices=1).acquire()  # held while the reference lives
+    ready.set()
+    time.sleep(60)
+    slot.release()
+
+
+def test_a_crashed_job_frees_its_device(tmp_path):
+    ctx = mp.get_context("fork")
+    ready = ctx.Event()
+    proc = ctx.Process(target=_hold_and_die, args=(str(tmp_path), ready))
+    proc.start()
+    assert ready.wait(30)
+    pool = DevicePool(tmp_path, n_devices=1)
+    assert pool.try_acquire() is None  # held by the running job
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(10)
+    slot = pool.acquire(poll_s=0.01, timeout_s=10)
+    assert slot.device == 0
+
+
+def test_jobs_spread_over_devices_before_sharing_one(tmp_path):
+    pool = DevicePool(tmp_path, n_devices=2, per_device=2)
+    slots = [pool.try_acquire() for _ in range(4)]
+    assert [(s.device, s.index) for s in slots] == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    assert pool.try_acquire() is None
+    slots[2].release()
+    assert (pool.try_acquire().device, slots[3].device) == (0, 1)
+
+
+# -------------------------------------------------------------------- requeued the SLURM way
+@pytest.fixture(scope="module")
+def unbroken(corpus, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("unbroken")
+    res = subprocess.run(
+        command(corpus, run_dir), cwd=REPO, env=env(), capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    return run_dir
+
+
+def test_a_job_signalled_for_requeue_resumes_to_the_unbroken_result(corpus, unbroken, tmp_path):
+    """submitit's signal (SIGUSR2, as SLURM sends it before a time limit or on preemption) in
+    epoch 2: the job saves its step, submitit requeues it, and it resumes from ``last.ckpt``."""
+    cmd = command(corpus, tmp_path / "unused")
+    cmd[4:4] = ["-m", f"hydra.sweep.dir={tmp_path}", "hydra/launcher=submitit_local"]
+    launcher = subprocess.Popen(
+        cmd, cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.time() + 300
+    while not list(tmp_path.glob("0_*/checkpoints/last.ckpt")) and time.time() < deadline:
+        assert launcher.poll() is None, launcher.stderr.read()[-3000:]
+        time.sleep(0.05)
+    job = next(tmp_path.glob("0_*"))
+    while step_of(job / "checkpoints" / "last.ckpt") < 75 and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(record(job)["pid"], signal.SIGUSR2)
+    _, err = launcher.communicate(timeout=300)
+    assert launcher.returncode == 0, err[-3000:]
+    assert record(job)["tries"] == 2
+    log = (job / "train.log").read_text()
+    assert "submitit requeues this job" in log  # saved by us first, then handed to submitit
+    assert "resuming this sweep job from" in log
+    a = torch.load(unbroken / "checkpoints" / "last.ckpt", weights_only=True)
+    b = torch.load(job / "checkpoints" / "last.ckpt", weights_only=True)
+    assert a["global_step"] == b["global_step"] == 3 * 60
+    for key, value in a["state_dict"].items():
+        assert torch.equal(b["state_dict"][key], value), key
+
+
+# ----------------------------------------------------------------------------- optuna search
+def test_optuna_search_writes_its_best_parameters(corpus, tmp_path):
+    sweep(
+        corpus,
+        tmp_path,
+        "search=local_p",
+        "hydra.sweeper.n_trials=3",
+        "hydra.sweeper.n_jobs=3",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+    )
+    result = yaml.safe_load((tmp_path / "optimization_results.yaml").read_text())
+    best = result["best_params"]
+    assert 0.1 <= best["model.optimizer.lr"] <= 2.0 and 0.0 <= best["dropout"] <= 0.5
+    assert 2 <= best["model.net.attention.D"] <= 16
+    values = [record(j)["objective"] for j in jobs_of(tmp_path)]
+    assert len(values) == 3 and result["best_value"] == pytest.approx(min(values))
+
+
+# ------------------------------------------------------------------------ W&B group per sweep
+def test_a_sweeps_jobs_join_one_wandb_group_named_after_it(corpus, tmp_path):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf, open_dict
+
+    from luong_lit.config import CONF_DIR
+    from luong_lit.sweeps.job import register_resolvers
+
+    register_resolvers()
+    overrides = ["logger=wandb", "attention=local_m", "seed=2"]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("train", overrides=overrides, return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.mode = "MULTIRUN"
+        cfg.hydra.sweep.dir = str(tmp_path / "multiruns" / "2026-01-02_03-04-05")
+        cfg.hydra.job.num = 3
+        cfg.hydra.job.override_dirname = "attention=local_m,seed=2"
+        cfg.hydra.runtime.output_dir = str(tmp_path / "job")
+    HydraConfig.instance().set_config(cfg)
+    try:
+        node = OmegaConf.to_container(cfg.logger.wandb, resolve=True)
+    finally:
+        HydraConfig.instance().cfg = None
+    assert node["group"] == "multiruns/2026-01-02_03-04-05"
+    assert node["name"] == "attention=local_m,seed=2"
+    assert node["tags"] == overrides
+
+
+# ------------------------------------------------------------------------------- the report
+def fake_run(sweep_dir: Path, num: int, overrides: list[str], numbers: dict) -> None:
+    """A finished run's directory: its config as the run saved it, and its results."""
+    from omegaconf import OmegaConf
+
+    run = sweep_dir / f"{num}_job"
+    (run / ".hydra").mkdir(parents=True)
+    cfg = compose_cfg(overrides, run)
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    test = {"ppl": numbers["ppl"], "bleu_greedy": numbers["bleu"]}
+    results = {"checkpoint": "best.ckpt", "dev_ppl": numbers["dev"], "test_2016_flickr": test}
+    (run / "results.json").write_text(json.dumps(results))
+
+
+def test_report_groups_a_sweeps_seeds_into_mean_and_sd(tmp_path):
+    rng = random.Random(5)
+    cells = {"attention=global,score=dot": [], "attention=local_p,score=general": []}
+    num = 0
+    for cell, numbers in cells.items():
+        for seed in (1234, 2):
+            n = {"ppl": rng.uniform(4, 6), "bleu": rng.uniform(30, 36), "dev": rng.uniform(4, 7)}
+            numbers.append(n)
+            fake_run(tmp_path, num, [*cell.split(","), f"seed={seed}"], n)
+            num += 1
+    res = subprocess.run(
+        [sys.executable, "-m", "luong_lit", "report", str(tmp_path), "--csv", str(tmp_path / "c")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "c").read_text())))
+    assert [r["cell"] for r in rows] == [c.replace(",", " ") for c in cells]
+    for row, numbers in zip(rows, cells.values()):
+        assert row["runs"] == "2" and row["seeds"] == "1234 2"
+        for column, key in (("ppl", "ppl"), ("bleu_greedy", "bleu"), ("dev_ppl", "dev")):
+            xs = [n[key] for n in numbers]
+            assert float(row[f"{column}_mean"]) == pytest.approx(statistics.fmean(xs), abs=1e-4)
+            assert float(row[f"{column}_sd"]) == pytest.approx(statistics.stdev(xs), abs=1e-4)
+    assert rows[1]["paper_table"] == "4" and float(rows[1]["paper_ppl"]) == 5.9
+    lines = res.stdout.splitlines()
+    assert len(lines) == 4 and " ± " in lines[2] and "Table 4: global (dot)" in lines[2]
+
+
+def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tmp_path):
+    """The wiring on a machine without a GPU: a fake device count, two jobs at once."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from luong_lit.config import CONF_DIR
+    from luong_lit.sweeps.job import job_resources
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(
+            "train",
+            overrides=["trainer=gpu", "hydra/launcher=joblib", f"sweep.pool_dir={tmp_path}"],
+            return_hydra_config=True,
+        )
+    with open_dict(cfg):
+        cfg.hydra.mode = "MULTIRUN"
+        cfg.hydra.launcher.n_jobs = 2
+        cfg.hydra.job.num = 0
+    HydraConfig.instance().set_config(cfg)
+    jobs = []
+    try:
+        for name in ("a", "b"):
+            job = cfg.copy()
+            job.paths.output_dir = str(tmp_path / name)
+            jobs.append(job)
+        with job_resources(jobs[0]), job_resources(jobs[1]):
+            assert [list(j.trainer.devices) for j in jobs] == [[0], [1]]
+            assert DevicePool(tmp_path, 2).try_acquire() is None  # both GPUs are held
+        assert DevicePool(tmp_path, 2).try_acquire() is not None  # and given back
+    finally:
+        HydraConfig.instance().cfg = None
+    assert [record(tmp_path / n)["device"] for n in ("a", "b")] == ["cuda:0", "cuda:1"]

@@ -1,0 +1,305 @@
+"""Raw text in, natural text out: each named corpus's preprocessing redone on raw text, the
+recaser, and ``translate`` on raw input equal to its pre-tokenised path, recased."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import SHARED_DATA, compose_cfg, tiny_overrides
+
+from luong_lit.commands.train import train
+from luong_lit.data.preprocess import RECIPES, Preprocessing, recipe_for
+from luong_lit.data.recase import Recaser
+from luong_lit.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def lines(path: Path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return fh.read().splitlines()
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")
+@pytest.mark.parametrize("split", ["val", "test_2016_flickr"])
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_multi30k_raw_text_made_as_the_release_was(split, lang):
+    recipe = recipe_for({"dataset": "multi30k", "variant": "tok"})
+    raw = lines(SHARED_DATA / "multi30k" / "raw" / f"{split}.{lang}.gz")
+    tok = lines(SHARED_DATA / "multi30k" / "tok" / f"{split}.lc.norm.tok.{lang}.gz")
+    same = sum(recipe.apply(r, lang) == t.split() for r, t in zip(raw, tok))
+    assert same >= len(raw) - 2  # the German normaliser places 1 closing quote differently
+    back = sum(
+        recipe.undo(recipe.apply(r, lang), lang) == _normalised(r.lower(), lang) for r in raw
+    )
+    assert back >= 0.99 * len(raw)  # and back: the raw line, lowercased (Moses's "4 '" aside)
+
+
+def _normalised(text: str, lang: str) -> str:
+    from sacremoses import MosesPunctNormalizer
+
+    return MosesPunctNormalizer(lang).normalize(text)
+
+
+def test_iwslt14_recipe_tokenises_before_lowercasing_as_its_release():
+    recipe = recipe_for({"dataset": "iwslt14_deen", "variant": "tok"})
+    raw = 'It\'s about two weeks old. There they are, "folks".'
+    assert " ".join(recipe.apply(raw, "en")) == (
+        "it &apos;s about two weeks old . there they are , &quot; folks &quot; ."
+    )
+    assert recipe.undo(recipe.apply(raw, "en"), "en") == raw.lower()
+
+
+def test_every_tokenised_named_corpus_has_a_recipe_and_files_take_one():
+    assert set(RECIPES) == {("multi30k", "tok"), ("iwslt14_deen", "tok")}
+    assert recipe_for({"dataset": "multi30k", "variant": "raw"}).identity
+    mine = recipe_for({"dataset": "files", "preprocess": {"moses": True, "lowercase": True}})
+    assert mine == Preprocessing(lowercase=True, moses=True)
+    with pytest.raises(ConfigError, match=r"data.preprocess: unknown step\(s\) \['lower'\]"):
+        recipe_for({"dataset": "files", "preprocess": {"lower": True}})
+
+
+def test_recaser_takes_the_usual_form_and_copies_the_source_casing():
+    recaser = Recaser.learn(
+        [
+            ["Ein", "Mann", "fährt", "nach", "Berlin", "."],
+            ["Der", "Mann", "und", "ein", "Hund", "."],
+            ["Zwei", "Hunde", "und", "ein", "Mann", "."],
+        ]
+    )
+    assert recaser.forms == {"mann": "Mann", "berlin": "Berlin", "hund": "Hund", "hunde": "Hunde"}
+    out = recaser(["ein", "mann", "trifft", "obama", "in", "berlin", "."], ["Obama", "meets"])
+    assert out == ["Ein", "Mann", "trifft", "Obama", "in", "Berlin", "."]
+    assert recaser(['"', "ein", "hund"]) == ['"', "Ein", "Hund"]
+
+
+@pytest.fixture(scope="module")
+def lowercase_model(toy_corpus, tmp_path_factory):
+    """A toy model whose corpus is lowercased and Moses-tokenised, with a cased target text."""
+    out = tmp_path_factory.mktemp("lc")
+    cased = out / "cased.tgt"
+    cased.write_text("x B c\ny B d\nz b\n", encoding="utf-8")  # "b" is usually "B"
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + [
+            "trainer.max_epochs=3",
+            "data.preprocess={lowercase:true,moses:true}",
+            f"data.recase_from={cased}",
+            "data.src_lang=en",
+            "data.tgt_lang=de",
+        ],
+        out,
+    )
+    train(cfg)
+    return out / "checkpoints" / "best.ckpt"
+
+
+def translate(ckpt: Path, text: str, *args: str) -> list[str]:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    res = subprocess.run(
+        [sys.executable, "-m", "luong_lit", "translate", str(ckpt), "--quiet", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout.splitlines()
+
+
+def test_the_checkpoint_keeps_its_recipe_and_recaser(lowercase_model):
+    extra = torch.load(lowercase_model, weights_only=True)["luong_lit"]
+    assert extra["preprocess"]["lowercase"] and extra["preprocess"]["moses"]
+    assert extra["recaser"] == {"b": "B"}
+
+
+def test_raw_input_translates_as_its_pretokenised_form_then_recased(lowercase_model):
+    raw = ["A B C D.", "E, F G!", "H I J"]
+    pre = [" ".join(Preprocessing(lowercase=True, moses=True).apply(x, "en")) for x in raw]
+    plain = translate(lowercase_model, "\n".join(pre) + "\n", "--pretokenized")
+    natural = translate(lowercase_model, "\n".join(raw) + "\n")
+    recaser = Recaser({"b": "B"})
+    from luong_lit.data.tokenize import MosesTokenizer
+
+    detok = MosesTokenizer("de")
+    want = [detok.detokenize(recaser(p.split())) if p else "" for p in plain]
+    assert natural == want
+    assert all(" b " not in f" {line} " for line in natural)  # recased
+
+
+def line_reader(proc):
+    """Lines of the process's output, handed over by a thread as they arrive."""
+    import queue
+    import threading
+
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
+    return lines
+
+
+def read_line(lines, timeout: float = 60.0) -> str:
+    import queue
+
+    try:
+        return lines.get(timeout=timeout).rstrip("\n")
+    except queue.Empty:
+        raise AssertionError("no answer within the time limit") from None
+
+
+def test_interactive_mode_answers_each_line_before_the_next_is_written(lowercase_model):
+    batch = translate(lowercase_model, "A B C\nD E F\n", "--beam", "2")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "luong_lit", "translate", str(lowercase_model), "--beam", "2"]
+        + ["--interactive", "--show-attention", "--quiet"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    lines = line_reader(proc)
+    try:
+        answers = []
+        for line in ("A B C", "D E F"):
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()  # the next line is written only after this one's answer
+            answers.append((read_line(lines), read_line(lines)))
+        proc.stdin.write("\n")
+        proc.stdin.close()
+        assert proc.wait(60) == 0, proc.stderr.read()
+    finally:
+        proc.kill()
+    assert [a for a, _ in answers] == batch
+    for (_, attention), source in zip(answers, ("a b c", "d e f")):
+        pairs = [p.split("→") for p in attention.split()]
+        assert pairs and all(src in source.split() for _, src in pairs)
+
+
+# ------------------------------------------------------------------------ the HTTP server
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(port: int, body: bytes) -> tuple[int, dict]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/translate", data=body, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as res:
+            return res.status, json.loads(res.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+@pytest.fixture(scope="module")
+def server(lowercase_model):
+    import json
+    import time
+    import urllib.request
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "luong_lit", "serve", str(lowercase_model), "--beam", "2"]
+        + ["--port", str(port), "--max-sentences", "3", "--max-chars", "40"]
+        + ["--max-wait-ms", "300"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as res:
+                assert json.loads(res.read())["status"] == "ok"
+                break
+        except OSError:
+            time.sleep(0.2)
+    yield proc, port
+    proc.kill()
+
+
+def test_the_server_translates_as_translate_does(lowercase_model, server):
+    _, port = server
+    want = translate(lowercase_model, "A B C\nD E F.\n", "--beam", "2")
+    status, answer = post(port, b'{"text": ["A B C", "D E F."]}')
+    assert status == 200 and answer["translations"] == want
+    status, answer = post(port, b'{"text": "A B C"}')
+    assert status == 200 and answer["translations"] == want[:1]
+
+
+@pytest.mark.parametrize(
+    "body,status,says",
+    [
+        (b"{not json", 400, "not JSON"),
+        (b'{"txt": "a"}', 400, 'expected {"text"'),
+        (b'{"text": []}', 400, "no sentences"),
+        (b'{"text": ["a", "b", "c", "d"]}', 413, "4 sentences; at most 3"),
+        (b'{"text": ["' + b"a " * 30 + b'"]}', 413, "60 characters; at most 40"),
+        (b'{"text": ["a\\nb"]}', 400, "line break"),
+        (b"\xff\xfe", 400, "not JSON"),
+    ],
+)
+def test_bad_requests_get_a_4xx_and_the_server_goes_on(server, body, status, says):
+    proc, port = server
+    code, answer = post(port, body)
+    assert code == status and says in answer["error"]
+    assert proc.poll() is None and post(port, b'{"text": "a b"}')[0] == 200
+
+
+def test_concurrent_requests_are_decoded_in_shared_batches(lowercase_model, server):
+    import json
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, port = server
+    sentences = [f"{a} {b}" for a in "ABCD" for b in "EF"]
+    want = translate(lowercase_model, "\n".join(sentences) + "\n", "--beam", "2")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health") as res:
+        before = json.loads(res.read())["batches"]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda s: post(port, json.dumps({"text": s}).encode()), sentences))
+    assert [a["translations"][0] for _, a in got] == want
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health") as res:
+        assert json.loads(res.read())["batches"] - before < len(sentences)
+
+
+def test_sigterm_stops_the_server_cleanly(lowercase_model):
+    import signal
+    import time
+    import urllib.request
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "luong_lit", "serve", str(lowercase_model), "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0, proc.stderr.read()
+    assert "Traceback" not in proc.stderr.read()
