@@ -344,3 +344,20 @@ def test_readme_notebook_command_runs_on_the_main_jobs_run_directory(runs, tmp_p
     assert "1 runs:" in html and "2026-01-01_00-00-00" in html
     figures = {p.name for p in (tmp_path / "figures").glob("*.png")}
     assert "figure5_learning_curves.png" in figures and "attention_side_by_side.png" in figures
+
+
+def test_figure6_and_table6_say_what_they_read_or_what_is_missing(runs, tmp_path):
+    from luong_lit.analysis.notebook import aer_table, buckets_source
+
+    run = tmp_path / "run"
+    shutil.copytree(runs["global"], run)
+    assert buckets_source(run).startswith("dev set, greedy")
+    assert "python -m luong_lit align" in aer_table([run])  # no AER: the command, not a bare table
+    report = {"test": "test_2016_flickr", "decoding": {"beam": 5}, "length_buckets": []}
+    (run / "eval_test_2016_flickr.json").write_text(json.dumps(report))
+    assert buckets_source(run) == "test_2016_flickr, beam 5 (eval_test_2016_flickr.json)"
+    (run / "align.json").write_text(json.dumps({"aer": 0.5, "baselines": {"diagonal": 0.7}}))
+    assert aer_table([run]).splitlines()[2:] == [
+        "| global (general) | 0.500 |",
+        "| diagonal | 0.700 |",
+    ]

@@ -105,3 +105,12 @@ def test_beam_speed_decodes_a_test_set(toy_corpus, tmp_path):
         run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0", "--int8", "all")
     )
     assert int8["int8"] == "all" and "single_sent_per_s" not in int8
+
+
+def test_startup_times_a_run_to_its_first_batch(toy_corpus):
+    out = last_json(run_module("startup", "--rounds", "1", *tiny_overrides(toy_corpus)))
+    assert len(out["seconds"]) == 1 and out["seconds"][0] > 0
+    bad = run_module(
+        "startup", "--rounds", "1", "data.batch_size=0", *tiny_overrides(toy_corpus)[:5]
+    )
+    assert bad.returncode != 0 and "did not start" in bad.stderr

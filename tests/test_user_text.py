@@ -74,9 +74,14 @@ def test_recaser_takes_the_usual_form_and_copies_the_source_casing():
         ]
     )
     assert recaser.forms == {"mann": "Mann", "berlin": "Berlin", "hund": "Hund", "hunde": "Hunde"}
-    out = recaser(["ein", "mann", "trifft", "obama", "in", "berlin", "."], ["Obama", "meets"])
+    out = recaser(
+        ["ein", "mann", "trifft", "obama", "in", "berlin", "."], ["Then", "Obama", "meets"]
+    )
     assert out == ["Ein", "Mann", "trifft", "Obama", "in", "Berlin", "."]
     assert recaser(['"', "ein", "hund"]) == ['"', "Ein", "Hund"]
+    # the source's first word is capitalised by position only: it lends no casing
+    out = recaser(["der", "mann", "in", "obama"], ['"', "In", "the", "Obama"])
+    assert out == ["Der", "Mann", "in", "Obama"]
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +138,25 @@ def test_raw_input_translates_as_its_pretokenised_form_then_recased(lowercase_mo
     want = [detok.detokenize(recaser(p.split())) if p else "" for p in plain]
     assert natural == want
     assert all(" b " not in f" {line} " for line in natural)  # recased
+
+
+def test_raw_text_benchmark_rebuilds_the_kits_output_from_tokens(lowercase_model, tmp_path):
+    """The benchmark's "kit" recasing of ``--pretokenized`` output equals ``translate``'s own."""
+    import json
+
+    (tmp_path / "src.en").write_text("A B C.\nD, E F!\nG H\n", encoding="utf-8")
+    (tmp_path / "ref.de").write_text("X B c.\nY B d!\nZ b\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "benchmarks.raw_text", str(lowercase_model), "--beam", "2"]
+    cmd += ["--out", str(tmp_path / "out"), "--src", str(tmp_path / "src.en")]
+    cmd += ["--ref", str(tmp_path / "ref.de")]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(x) for x in res.stdout.splitlines()]
+    assert rows[0]["identical_lines"] == 3
+    names = [r["recasing"] for r in rows[1:]]
+    assert names[0].startswith("none") and names[-1].endswith("(the kit)")
+    assert len({r["lowercased"] for r in rows[1:]}) == 1  # recasing changes case only
 
 
 def line_reader(proc):

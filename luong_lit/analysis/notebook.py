@@ -85,6 +85,16 @@ def load_run_model(run: Path):
     return net, datamodule_for(meta)
 
 
+def buckets_source(run: Path) -> str:
+    """Which sentences and decoding :func:`length_buckets` reads for ``run``, in words."""
+    evals = sorted(run.glob("eval_*.json"))
+    if evals:
+        report = json.loads(evals[0].read_text())
+        beam = (report.get("decoding") or {}).get("beam", "?")
+        return f"{report.get('test', evals[0].stem[5:])}, beam {beam} ({evals[0].name})"
+    return "dev set, greedy (no eval_*.json in the run: `python -m luong_lit evaluate` writes one)"
+
+
 def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     """BLEU by source length: from the run's ``eval_*.json``, else greedy on its dev set."""
     evals = sorted(run.glob("eval_*.json"))
@@ -112,6 +122,11 @@ def aer_table(runs: Sequence[Path]) -> str:
             rep = json.loads(path.read_text())
             lines.append(f"| {run_label(run)} | {rep['aer']:.3f} |")
             baselines.update(rep.get("baselines", {}))
+    if len(lines) == 2:
+        return (
+            "No run has an AER yet: `python -m luong_lit align RUN/checkpoints/best.ckpt "
+            "--rwth --baselines` writes `RUN/align.json`.\n"
+        )
     lines += [f"| {name} | {value:.3f} |" for name, value in baselines.items()]
     return "\n".join(lines) + "\n"
 

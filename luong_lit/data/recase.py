@@ -3,8 +3,10 @@
 Each output word takes its most frequent form in the cased target side of the training text,
 counting only words that do not start a sentence (where every word is capitalised); the first
 word of the output is capitalised; a word copied from the source by unknown-word replacement
-keeps the source's casing when the training text has not seen it. For German, where nouns are
-capitalised, the most frequent form is nearly always right.
+keeps the source's casing when the training text has not seen it, unless it starts the source
+sentence (where "In" or "An" are capitalised only by position). For German, where nouns are
+capitalised, the most frequent form is nearly always right. The effect of each part on cased
+BLEU is measured in docs/results_log.md ("Translating natural text").
 
 Plain Python: sacremoses' truecaser answers a different question (the casing of *input* text
 before training); the frequency table here is a few kilobytes and lives in the checkpoint.
@@ -38,7 +40,7 @@ class Recaser:
 
     def __call__(self, words: Sequence[str], source: Sequence[str] = ()) -> list[str]:
         """``words`` with their casing restored; ``source`` gives copied words their form."""
-        from_source = {w.lower(): w for w in source if w != w.lower()}
+        from_source = {w.lower(): w for w in _after_first_word(source) if w != w.lower()}
         out = []
         for word in words:
             if word in self.forms:
@@ -52,3 +54,11 @@ class Recaser:
                 out[i] = word[0].upper() + word[1:] if word[0].isalpha() else word
                 break
         return out
+
+
+def _after_first_word(words: Sequence[str]) -> Sequence[str]:
+    """``words`` after the first one with a letter (capitalised by its position alone)."""
+    for i, word in enumerate(words):
+        if any(c.isalpha() for c in word):
+            return words[i + 1 :]
+    return ()
