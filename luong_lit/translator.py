@@ -84,6 +84,18 @@ class Translator:
             return [self.detok_tgt.detokenize(w, c) if w else "" for w, c in zip(words, cased)]
         return [self.detok_tgt.detokenize(w) if w else "" for w in words]
 
+    def n_best(self, lines: Sequence[str]) -> list[list[dict]]:
+        """For each line, ``args.n_best`` ``{"text", "score"}`` translations, best first."""
+        args = self.args
+        src_words, out = self.decode(lines)
+        content = self.model.content_based if args.replace_unk else True
+        replace_src = src_words if args.replace_unk else None
+        unk_args = (content, self.dictionary, args.align_convention)
+        lists = n_best_lists(
+            out, self.tgt_vocab, self.detok_tgt, args.n_best, replace_src, *unk_args
+        )
+        return [[{"text": t, "score": round(sc, 4)} for t, sc in pairs] for pairs in lists]
+
     def attention_lines(self) -> list[str]:
         """For the last call: each output token with the source token its attention chose,
         ``token→source`` (as OpenNMT-py's attention debug shows it)."""
@@ -107,19 +119,24 @@ def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[s
     return Translator(args)(lines, progress)
 
 
-def n_best_lines(out, tgt_vocab, detok, n: int, src_words=None, *unk_args) -> list[str]:
-    """``i ||| translation ||| score`` lines, as Moses and fairseq write n-best lists.
-
-    Every input gets exactly ``n`` lines; an empty input gets ``n`` empty translations with
-    score 0. With ``src_words``, each hypothesis has its ``<unk>`` words replaced through its
-    own attention (``unk_args``: as :func:`output_words` takes them).
-    """
-    lines = []
+def n_best_lists(out, tgt_vocab, detok, n: int, src_words=None, *unk_args) -> list[list]:
+    """For each input, exactly ``n`` ``(translation, score)`` pairs, best first; an empty
+    input gets ``n`` empty translations with score 0. With ``src_words``, each hypothesis has
+    its ``<unk>`` words replaced through its own attention (``unk_args``: as
+    :func:`output_words` takes them)."""
+    lists = []
     for i, tr in enumerate(out):
         hyps = [Translation(h.tokens, h.attention, h.score) for h in tr.n_best[:n]]
         srcs = None if src_words is None else [src_words[i]] * len(hyps)
         words = output_words(hyps, tgt_vocab, srcs, *unk_args)
-        for w, h in zip(words, hyps):
-            lines.append(f"{i} ||| {detok.detokenize(w) if w else ''} ||| {h.score:.4f}")
-        lines += [f"{i} |||  ||| 0.0000"] * (n - len(hyps))
-    return lines
+        pairs = [(detok.detokenize(w) if w else "", h.score) for w, h in zip(words, hyps)]
+        lists.append(pairs + [("", 0.0)] * (n - len(hyps)))
+    return lists
+
+
+def n_best_lines(out, tgt_vocab, detok, n: int, src_words=None, *unk_args) -> list[str]:
+    """``i ||| translation ||| score`` lines, as Moses and fairseq write n-best lists."""
+    lists = n_best_lists(out, tgt_vocab, detok, n, src_words, *unk_args)
+    return [
+        f"{i} ||| {text} ||| {score:.4f}" for i, pairs in enumerate(lists) for text, score in pairs
+    ]

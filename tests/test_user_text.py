@@ -269,6 +269,37 @@ def test_the_server_translates_as_translate_does(lowercase_model, server):
     assert status == 200 and answer["translations"] == want[:1]
 
 
+def test_the_server_answers_n_best_lists_as_translate_writes_them(lowercase_model):
+    import time
+    import urllib.request
+
+    want = translate(lowercase_model, "A B C\n\n", "--beam", "3", "--n-best", "2")
+    port = free_port()
+    cmd = [sys.executable, "-m", "luong_lit", "serve", str(lowercase_model), "--beam", "3"]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.Popen(
+        cmd + ["--n-best", "2", "--port", str(port)], cwd=REPO, env=env, stderr=subprocess.PIPE
+    )
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read()
+                time.sleep(0.2)
+        status, answer = post(port, b'{"text": ["A B C", ""]}')
+    finally:
+        proc.kill()
+    assert status == 200
+    got = [
+        f"{i} ||| {h['text']} ||| {h['score']:.4f}"
+        for i, hyps in enumerate(answer["translations"])
+        for h in hyps
+    ]
+    assert got == want and len(got) == 4
+
+
 @pytest.mark.parametrize(
     "body,status,says",
     [

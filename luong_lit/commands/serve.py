@@ -33,6 +33,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--pretokenized", action="store_true", help="requests are tokenised text")
+    ap.add_argument(
+        "--n-best", type=int, default=1, help='N > 1: each answer is N {"text", "score"} objects'
+    )
     ap.add_argument("--max-src-len", type=int, default=100, help="longer sources are truncated")
     ap.add_argument("--max-sentences", type=int, default=64, help="per request")
     ap.add_argument("--max-chars", type=int, default=1000, help="per sentence")
@@ -54,7 +57,7 @@ def limits_of(args) -> Limits:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    args.n_best, args.overlong, args.show_attention = 1, "truncate", False
+    args.overlong, args.show_attention = "truncate", False
 
     def body() -> None:
         try:
@@ -66,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_cpu(args.threads)
         translator = Translator(args)
         info = {"checkpoints": [str(c) for c in args.checkpoints], "beam": args.beam}
-        app = make_app(translator, limits, info)
+        info["n_best"] = args.n_best
+        app = make_app(translator.n_best if args.n_best > 1 else translator, limits, info)
         log.info("serving on http://%s:%d", args.host, args.port)
         web.run_app(app, host=args.host, port=args.port, print=None, handle_signals=True)
 
