@@ -358,3 +358,20 @@ def test_sigterm_stops_the_server_cleanly(lowercase_model):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0, proc.stderr.read()
     assert "Traceback" not in proc.stderr.read()
+
+
+def test_gold_tokens_are_read_as_the_models_corpus_writes_them(lowercase_model, tmp_path):
+    """A lowercased model aligns cased gold text token for token, lowercased (and escaped)."""
+    import json
+
+    assert Preprocessing(lowercase=True, escape=True).token("It's") == "it&apos;s"
+    assert Preprocessing().token("It's") == "It's"
+    (tmp_path / "g.src").write_text("A B C\nD E\n", encoding="utf-8")
+    (tmp_path / "g.tgt").write_text("A B C\nD E\n", encoding="utf-8")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "luong_lit", "align", str(lowercase_model), "--out", str(out)]
+    cmd += ["--src", str(tmp_path / "g.src"), "--tgt", str(tmp_path / "g.tgt")]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((out / "align.json").read_text())["unk_token_share"] == 0.0

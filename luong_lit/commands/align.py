@@ -7,10 +7,12 @@
 ``--rwth-dir``) in the model's direction: an En→De model reads ``deen.tgt`` (English) as its
 source and ``deen.src`` (German) as its target, and the gold links are flipped to match.
 
-Token matching: the gold text is already tokenised, and each gold token is one model token.
-Tokens outside the model's vocabulary are read as ``<unk>`` but keep their position, so every
-gold link stays scorable; the report gives the share of tokens that were ``<unk>``. Links are
-written in Pharaoh ``i-j`` format (0-based source-target, original source order).
+Token matching: the gold text is already tokenised, and each gold token is one model token,
+lowercased and escaped as the model's training text was where its vocabulary has that form (a
+lowercased Multi30k model reads "Haus" as "haus", "'s" as "&apos;s"). Tokens outside the model's
+vocabulary are read as ``<unk>`` but keep their position, so every gold link stays scorable; the
+report gives the share of tokens that were ``<unk>``. Links are written in Pharaoh ``i-j``
+format (0-based source-target, original source order).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from luong_lit.checkpoint import load_models, run_directory
 from luong_lit.cli import run_command
 from luong_lit.data.io import read_lines
+from luong_lit.data.model_data import model_recipe
 from luong_lit.data.sources import mirror_dir
 from luong_lit.data.vocab import UNK_ID
 from luong_lit.decoding.forced import attention_links, forced_attention
@@ -44,6 +47,16 @@ def rwth_files(root: Path | None, src_lang: str, tgt_lang: str) -> tuple[Path, P
     raise DataError(
         f"the RWTH gold set is German-English; this model translates {src_lang}->{tgt_lang}"
     )
+
+
+def model_tokens(line: str, recipe, vocab) -> list[str]:
+    """A gold line's tokens, each in the form the model's training text has where the
+    vocabulary knows that form (lowercased, escaped), else as written."""
+    out = []
+    for word in line.split():
+        form = recipe.token(word)
+        out.append(form if form in vocab.stoi else word)
+    return out
 
 
 def model_links(model, src_vocab, tgt_vocab, src, tgt, convention: str) -> tuple[list, float]:
@@ -94,8 +107,9 @@ def run(args) -> dict:
             args.gold,
             args.gold_flip,
         )
-    src = [x.split() for x in read_lines(src_path)]
-    tgt = [x.split() for x in read_lines(tgt_path)]
+    recipe = model_recipe(metas[0])
+    src = [model_tokens(x, recipe, src_vocab) for x in read_lines(src_path)]
+    tgt = [model_tokens(x, recipe, tgt_vocab) for x in read_lines(tgt_path)]
     if len(src) != len(tgt):
         raise DataError(f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}")
     links, unk = model_links(model, src_vocab, tgt_vocab, src, tgt, args.align_convention)

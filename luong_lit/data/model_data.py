@@ -76,6 +76,15 @@ def _recipe(meta: dict, data: dict) -> Preprocessing:
         raise CheckpointError(str(err)) from None
 
 
+def model_recipe(meta: dict) -> Preprocessing:
+    """How the model's training text was made from raw text (identity if not known)."""
+    data = meta.get("data") or {}
+    recipe = _recipe(meta, data)
+    if (data.get("tokenizer_opts") or {}).get("lowercase"):
+        recipe = Preprocessing(**{**recipe.to_dict(), "lowercase": True})
+    return recipe
+
+
 def _recaser(meta: dict, data: dict, recipe: Preprocessing) -> Recaser | None:
     """The checkpoint's recaser; for an older checkpoint, learned now if its data is at hand."""
     if meta.get("recaser"):

@@ -67,6 +67,15 @@ class Preprocessing:
             tokens = line.split()
         return [t.lower() for t in tokens] if self.lowercase and self.lowercase_last else tokens
 
+    def token(self, word: str) -> str:
+        """One already-tokenised word as the corpus writes it (lowercased, escaped), for text
+        that must keep its tokens one for one, such as a gold alignment set."""
+        if self.lowercase:
+            word = word.lower()
+        if self.escape:
+            word = "".join(_ESCAPES.get(c, c) for c in word)
+        return word
+
     def undo(self, tokens: Sequence[str], lang: str) -> str:
         """Tokens out of the model, as text: detokenised (casing is the recaser's business)."""
         if not self.moses:
@@ -75,6 +84,11 @@ class Preprocessing:
 
         text = MosesTokenizer(lang, self.aggressive).detokenize(list(tokens))
         return _unescape(text) if self.escape else text
+
+
+# Moses' tokenizer.perl escaping, character by character
+_ESCAPES = {"&": "&amp;", "|": "&#124;", "<": "&lt;", ">": "&gt;", "'": "&apos;", '"': "&quot;"}
+_ESCAPES.update({"[": "&#91;", "]": "&#93;"})
 
 
 @lru_cache(maxsize=8)
