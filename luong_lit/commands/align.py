@@ -90,23 +90,19 @@ def baseline_links(src, tgt, extra_src=None, extra_tgt=None) -> dict[str, list]:
     return out
 
 
-def run(args) -> dict:
-    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, "logits", "cpu")
-    data = metas[0].get("data") or {}
+def input_files(args, data: dict) -> tuple[Path, Path, Path | None, bool]:
+    """(source text, target text, gold links or None, flip) from the options."""
     if args.rwth:
         root = Path(args.rwth_dir) if args.rwth_dir else mirror_dir(None)
-        src_path, tgt_path, gold_path, flip = rwth_files(
-            root, data.get("src_lang"), data.get("tgt_lang")
-        )
-    else:
-        if not (args.src and args.tgt):
-            raise DataError("give --rwth, or both --src and --tgt")
-        src_path, tgt_path, gold_path, flip = (
-            Path(args.src),
-            Path(args.tgt),
-            args.gold,
-            args.gold_flip,
-        )
+        return rwth_files(root, data.get("src_lang"), data.get("tgt_lang"))
+    if not (args.src and args.tgt):
+        raise DataError("give --rwth, or both --src and --tgt")
+    return Path(args.src), Path(args.tgt), args.gold, args.gold_flip
+
+
+def run(args) -> dict:
+    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, "logits", "cpu")
+    src_path, tgt_path, gold_path, flip = input_files(args, metas[0].get("data") or {})
     recipe = model_recipe(metas[0])
     src = [model_tokens(x, recipe, src_vocab) for x in read_lines(src_path)]
     tgt = [model_tokens(x, recipe, tgt_vocab) for x in read_lines(tgt_path)]
