@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -367,12 +368,14 @@ def test_robustness(case: Case, ctx, tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
-    """SIGINT (Ctrl-C) in training: the step ends, last.ckpt is written, the exit is clean."""
+    """SIGINT (Ctrl-C) in training: the step ends, last.ckpt is written, the exit is clean, and
+    the printed resume override works as given, for a directory named like a sweep job's."""
+    run_dir = tmp_path / "0_attention=global,score=dot"
     args = [
         "train",
         *ctx["overrides"],
         "trainer.max_epochs=200",
-        f"hydra.run.dir={tmp_path}/run",
+        f'hydra.run.dir="{run_dir}"',
         "logger=csv",
     ]
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
@@ -383,7 +386,7 @@ def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    ckpt = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    ckpt = run_dir / "checkpoints" / "last.ckpt"
     deadline = time.time() + 240
     while not ckpt.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)  # the first epoch has ended
@@ -393,15 +396,8 @@ def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
     assert "interrupted by signal 2" in err and "Traceback" not in err
     step = torch.load(ckpt, weights_only=True)["global_step"]
     assert step > 0
-    done = run(
-        [
-            "train",
-            *args[1:-3],
-            "trainer.max_epochs=2",
-            f"hydra.run.dir={tmp_path}/run",
-            "ckpt_path=last",
-        ]
-    )
+    printed = shlex.split(err.split("ckpt_path=last ", 1)[1].splitlines()[0])
+    done = run(["train", *args[1:-3], "trainer.max_epochs=2", "ckpt_path=last", *printed])
     assert done.returncode == 0, done.stderr[-2000:]
     assert torch.load(ckpt, weights_only=True)["global_step"] > step
 

@@ -132,6 +132,14 @@ def _finish(cfg: DictConfig, dm, model, trainer) -> dict[str, Any]:
     return metrics
 
 
+def resume_override(run_dir: Path) -> str:
+    """``hydra.run.dir=...`` for ``run_dir``, quoted for the shell and for Hydra's parser (a
+    sweep job's directory holds ``=`` and ``,``)."""
+    import shlex
+
+    return shlex.quote(f'hydra.run.dir="{run_dir}"')
+
+
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
     try:
@@ -140,9 +148,11 @@ def main(cfg: DictConfig) -> float | None:
         if stop.handover is not None:  # submitit's signal: it requeues the job and exits
             log.info("saved %s; submitit requeues this job", stop.checkpoint)
             stop.handover(stop.signum, None)
+        run_dir = Path(stop.checkpoint).resolve().parent.parent
         print(
             f"interrupted by signal {stop.signum}: the last finished step is saved in "
-            f"{stop.checkpoint}; resume with hydra.run.dir=<this run's directory> ckpt_path=last",
+            f"{stop.checkpoint}; resume with the same overrides and "
+            f"ckpt_path=last {resume_override(run_dir)}",
             file=sys.stderr,
         )
         sys.exit(128 + stop.signum)
