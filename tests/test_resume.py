@@ -40,6 +40,7 @@ def command(corpus, run_dir: Path, *extra: str) -> list[str]:
         "model.net.hidden_size=32",
         "model.net.embed_size=32",
         "callbacks.checkpoint.every_n_train_steps=1",
+        "callbacks.throughput.every_n_steps=2",  # a resumed epoch's callbacks run as well
         f"hydra.run.dir={run_dir}",
     ]
     return [sys.executable, "-m", "luong_lit", "train", *overrides, *extra]

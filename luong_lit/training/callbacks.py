@@ -35,6 +35,9 @@ class ThroughputMonitor(L.Callback):
         self._t0, self._tokens, self._steps = time.perf_counter(), 0, 0
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch: Batch, batch_idx: int) -> None:
+        if self._t0 is None:  # resumed inside an epoch, whose start hook has run before
+            self._t0 = time.perf_counter()
+            return
         self._tokens += batch.num_tgt_tokens
         self._steps += 1
         if self._steps >= self.every:
