@@ -2,12 +2,14 @@
 
     LUONG_LIT_DATA=../shared/data python -m benchmarks.beam_speed RUN/checkpoints/best.ckpt \
         [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200]
-        [--output FILE] [--int8 [output|all]] [--workers 1]
+        [--output FILE] [--int8 [output|all]] [--workers 1] [--authors] [--device cuda]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
 of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
 ratio, the tokenised BLEU and mean length (words) of the batched output.
-``--single-limit 0`` skips the one-at-a-time run. Both runs use the same process, threads
+``--single-limit 0`` skips the one-at-a-time run. ``--authors`` searches with the authors'
+rules (beam 12, docs/paper_notes.md §11) instead of ``--beam``; ``--device cuda`` decodes on
+a GPU (the clock waits for it). Both runs use the same process, threads
 and search settings, back to back.
 """
 
@@ -19,7 +21,7 @@ import time
 
 from luong_lit.checkpoint import load_model
 from luong_lit.data.model_data import load_split
-from luong_lit.decoding.beam import BeamConfig
+from luong_lit.decoding.beam import AUTHORS, BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.metrics import corpus_bleu_tok
 from luong_lit.runtime import configure_cpu
@@ -35,6 +37,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workers", type=int, default=1, help="forked one-thread decoding processes")
     ap.add_argument("--output", help="also write the batched translations to this file")
+    ap.add_argument("--authors", action="store_true", help="the authors' beam-12 rules")
+    ap.add_argument("--device", default="cpu")
     ap.add_argument(
         "--int8",
         nargs="?",
@@ -47,7 +51,8 @@ def main() -> None:
     configure_cpu(args.threads)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     split = load_split(meta, args.test, src_vocab, tgt_vocab).split
-    cfg = BeamConfig(beam_size=args.beam)
+    net = net.to(args.device)
+    cfg = AUTHORS if args.authors else BeamConfig(beam_size=args.beam)
     t0 = time.perf_counter()
     out = decode_corpus(
         net, split.src_ids, args.batch_size, cfg, workers=args.workers, int8=args.int8
@@ -59,7 +64,8 @@ def main() -> None:
     res = {
         "test": args.test,
         "sentences": len(split.src_ids),
-        "beam": args.beam,
+        "beam": "authors (12)" if args.authors else args.beam,
+        "device": args.device,
         "int8": args.int8,
         "workers": args.workers,
         "batch_size": args.batch_size,

@@ -14,6 +14,10 @@ fp32 CPU only; the learning rate is held at its initial value, which does not ch
 Under data-parallel training (``trainer.strategy=ddp trainer.devices=2``) the tokens of all
 ranks are summed over rank 0's window.
 
+``--launches`` (on a GPU) profiles one more step after the window and adds how many kernels
+and CUDA graphs that step launched and how many times the host waited for the device
+(``model.graphs=capture`` against ``model.graphs=off`` shows what capture saves).
+
 ``--pad-vocab N`` appends never-seen symbols to both vocabularies until they hold N words, so
 that a small training sample still gets the paper's 50K embedding and softmax sizes: the
 cost of a step depends on the vocabulary size, not on which words occur.
@@ -37,8 +41,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 class Window(L.Callback):
-    def __init__(self, warmup: int) -> None:
-        self.warmup, self.t0, self.tokens, self.t1 = warmup, None, 0, None
+    def __init__(self, warmup: int, steps: int) -> None:
+        self.warmup, self.last, self.t0, self.tokens, self.t1 = (
+            warmup,
+            warmup + steps,
+            None,
+            0,
+            None,
+        )
         self.cuda = torch.cuda.is_available()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
@@ -47,9 +57,38 @@ class Window(L.Callback):
         step = trainer.global_step
         if step == self.warmup:
             self.t0, self.tokens = time.perf_counter(), 0
-        elif step > self.warmup:
+        elif self.warmup < step <= self.last:
             self.tokens += batch.num_tgt_tokens
             self.t1 = time.perf_counter()
+
+
+LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
+WAITS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
+
+
+class LaunchCount(L.Callback):
+    """Kernel and graph launches, and host waits, of the training step at global step ``at``."""
+
+    def __init__(self, at: int) -> None:
+        self.at, self.prof, self.result = at, None, None
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.at and self.prof is None:
+            acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+            self.prof = torch.profiler.profile(activities=acts)
+            self.prof.__enter__()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.prof is None or self.result is not None:
+            return
+        torch.cuda.synchronize()
+        self.prof.__exit__(None, None, None)
+        names = [e.name for e in self.prof.events()]
+        self.result = {
+            "kernel_launches": sum(n in LAUNCHES for n in names),
+            "graph_launches": names.count("cudaGraphLaunch"),
+            "host_waits": sum(n in WAITS for n in names),
+        }
 
 
 def pad_vocab(size: int) -> None:
@@ -133,7 +172,7 @@ def window_config(args):
     return compose_train(
         [
             "paths.output_dir=" + os.environ.get("TMPDIR", "/tmp") + "/ours_window",
-            f"+trainer.max_steps={args.warmup + args.steps}",
+            f"+trainer.max_steps={args.warmup + args.steps + int(args.launches)}",
             "+trainer.limit_val_batches=0",
             "trainer.enable_checkpointing=false",
             "trainer.enable_progress_bar=false",
@@ -150,6 +189,7 @@ def main() -> None:
     ap.add_argument(
         "--plain", action="store_true", help="a plain PyTorch loop instead of the trainer"
     )
+    ap.add_argument("--launches", action="store_true", help="count one step's launches (GPU)")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     if args.pad_vocab:
@@ -164,8 +204,11 @@ def main() -> None:
     if args.plain:
         print(json.dumps(plain_window(dm, model, trainer, args.warmup, args.steps)))
         return
-    window = Window(args.warmup)
+    window = Window(args.warmup, args.steps)
     trainer.callbacks.append(window)
+    launches = LaunchCount(args.warmup + args.steps) if args.launches else None
+    if launches is not None:
+        trainer.callbacks.append(launches)
     trainer.fit(model, dm)
     dt = window.t1 - window.t0
     if trainer.world_size > 1:  # data parallel: every rank's tokens count; rank 0 reports
@@ -182,7 +225,10 @@ def main() -> None:
         "tokens": window.tokens,
         "vocab": [len(dm.src_vocab), len(dm.tgt_vocab)],
         "precision": str(trainer.precision),
+        "graphs": model.graphs,
     }
+    if launches is not None and launches.result:
+        out.update(launches.result)
     if torch.cuda.is_available():
         out.update(
             device=torch.cuda.get_device_name(),

@@ -312,6 +312,22 @@ def test_runs_are_found_from_the_folder_jupyter_started_in_and_empty_patterns_na
         assert find_runs(["logs/train/runs/*", "nothing/*"], folders=[project]) == found
 
 
+def test_patterns_resolve_in_one_folder_only(runs, tmp_path):
+    """The user's folder has single runs, the repository a sweep: the default patterns
+    (runs and multiruns) must not add the repository's sweep to the user's runs."""
+    from luong_lit.analysis.notebook import find_runs
+
+    user, repo = tmp_path / "user", tmp_path / "repo"
+    shutil.copytree(runs["global"], user / "logs" / "train" / "runs" / "a")
+    shutil.copytree(runs["global"], repo / "logs" / "train" / "multiruns" / "s" / "0_x")
+    patterns = ["logs/train/runs/*", "logs/train/multiruns/*/*"]
+    with pytest.warns(UserWarning, match="multiruns"):
+        assert find_runs(patterns, folders=[user, repo]) == [user / "logs/train/runs/a"]
+    assert find_runs(patterns, folders=[tmp_path / "none", repo]) == [
+        repo / "logs/train/multiruns/s/0_x"
+    ]
+
+
 def test_figure5_says_which_set_it_plots():
     from luong_lit.analysis.figures import curve_label
 

@@ -12,15 +12,19 @@ from luong_lit.nn.fast.loss import linear_cross_entropy
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("chunk", [1, 7, 512])
 @pytest.mark.parametrize("eps", [0.0, 0.1])
-def test_equals_cross_entropy_and_gradients(bias, chunk, eps):
+@pytest.mark.parametrize("ignore", [-100, 0])
+def test_equals_cross_entropy_and_gradients(bias, chunk, eps, ignore):
+    """``ignore=0``: rows whose target is 0 (padding) count for nothing, as in PyTorch."""
     torch.manual_seed(0)
     h = torch.randn(23, 6, dtype=torch.float64, requires_grad=True)
     W = torch.randn(11, 6, dtype=torch.float64, requires_grad=True)
     b = torch.randn(11, dtype=torch.float64, requires_grad=True) if bias else None
     y = torch.randint(0, 11, (23,))
+    y[::4] = 0  # six rows of padding
     params = [h, W] + ([b] if bias else [])
-    ref = F.cross_entropy(F.linear(h, W, b), y, reduction="sum", label_smoothing=eps)
-    got = linear_cross_entropy(h, W, b, y, chunk, label_smoothing=eps)
+    logits = F.linear(h, W, b)
+    ref = F.cross_entropy(logits, y, reduction="sum", label_smoothing=eps, ignore_index=ignore)
+    got = linear_cross_entropy(h, W, b, y, chunk, label_smoothing=eps, ignore_index=ignore)
     torch.testing.assert_close(got, ref)
     for g_ref, g_got in zip(
         torch.autograd.grad(ref * 0.3, params), torch.autograd.grad(got * 0.3, params)

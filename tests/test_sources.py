@@ -124,6 +124,20 @@ def test_iwslt14_unknown_split_fails_before_any_download():
         corpus_source("iwslt14_deen", "dev", "de")
 
 
+def test_a_training_list_may_name_another_datasets_corpus():
+    """``multi30k:train`` in a WMT list is Multi30k's raw training text, not a WMT corpus."""
+    from luong_lit.data.corpora import corpus_source
+
+    for lang in ("en", "de"):
+        other = corpus_source("wmt14_ende", "multi30k:train", lang, "raw")
+        assert other == corpus_source("multi30k", "train", lang, "raw")
+        assert other.path == f"multi30k/raw/train.{lang}.gz"
+    with pytest.raises(DataError, match="corpus multi30k30:train names no dataset"):
+        corpus_source("wmt14_ende", "multi30k30:train", "en", "raw")
+    with pytest.raises(DataError, match="multi30k has no split 'dev'"):
+        corpus_source("wmt14_ende", "multi30k:dev", "en", "raw")
+
+
 # ---------------------------------------------------------------- the corpus registry
 def test_every_named_corpus_has_two_distinct_fully_formatted_sides():
     """For every dataset, split and direction: two local paths, two archive members (or two

@@ -293,8 +293,9 @@ def test_every_experiment_config_builds_its_model(name, tmp_path):
         [f"experiment={name}", "model.net.embed_size=8", "model.net.hidden_size=8"], tmp_path
     )
     net = hydra.utils.instantiate(cfg.model.net)(src_vocab_size=12, tgt_vocab_size=12)
-    if name.startswith("table4_"):  # the file names the Table 4 row: attention and score
-        attention, score = name[len("table4_") :].rsplit("_", 1)
+    prefix = next((p for p in ("table4_", "align_") if name.startswith(p)), None)
+    if prefix:  # the file names the Table 4 or Table 6 row: attention and score
+        attention, score = name[len(prefix) :].rsplit("_", 1)
         kind = {
             "global": "GlobalAttention",
             "local_m": "LocalMonotonicAttention",
@@ -303,6 +304,9 @@ def test_every_experiment_config_builds_its_model(name, tmp_path):
         assert type(net.decoder.attention).__name__ == kind
         assert type(net.decoder.attention.score).__name__ == f"{score.capitalize()}Score"
         assert cfg.feed_input and cfg.dropout == 0.2
+    if prefix == "align_":  # one corpus: Europarl's sample and Multi30k, lowercased
+        assert list(cfg.data.train) == ["europarl_v7_head20k", "multi30k:train"]
+        assert cfg.data.tokenizer_opts.lowercase
 
 
 def test_table4_has_every_attention_row():

@@ -49,15 +49,18 @@ def _matches(pattern: str, folders: Sequence[Path]) -> list[Path]:
 
 def find_runs(patterns: str | Sequence[str], folders: Sequence[Path] | None = None) -> list[Path]:
     """Run directories (with ``.hydra/config.yaml``) matching paths or glob patterns (a list,
-    or one comma-separated string). A pattern that matches nothing is named at once, with the
+    or one comma-separated string), all resolved in the first of ``folders`` where one
+    matches. A pattern that matches nothing is named at once, with the
     folders it was resolved from: a warning when other patterns matched, else an error."""
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p.strip()]
     folders = list(folders) if folders is not None else search_folders()
+    # all patterns from one folder: the first where any matches (runs of two projects never mix)
+    per_folder = ([_matches(p.strip(), [f]) for p in patterns] for f in folders)
+    chosen = next((m for m in per_folder if any(m)), [[] for _ in patterns])
     runs: list[Path] = []
     empty = []
-    for pattern in patterns:
-        found = _matches(pattern.strip(), folders)
+    for pattern, found in zip(patterns, chosen):
         runs += [r for r in found if r not in runs]
         if not found:
             empty.append(pattern)

@@ -64,6 +64,41 @@ def collate(examples: Sequence[tuple[int, Sequence[int], Sequence[int]]]) -> Bat
     )
 
 
+def bucket_shape(batch: Batch, rows: int, lengths: Sequence[int]) -> tuple[int, int, int] | None:
+    """The bucket ``(B, S, T)`` a batch is padded up to for a fixed-shape training step:
+    ``rows`` rows, and the smallest of ``lengths`` that holds the longest source and the
+    longest target; None when the batch fits none (it then runs with its own shape)."""
+    src, tgt = batch.src.size(1), batch.tgt_in.size(1)
+    fit = [n for n in sorted(lengths) if n >= max(src, tgt)]
+    if len(batch) > rows or not fit:
+        return None
+    return rows, fit[0], fit[0]
+
+
+def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
+    """``batch`` padded to ``B`` rows, ``S`` source and ``T`` target positions.
+
+    Added rows hold a one-token source of padding (length 1, so attention has a position
+    to rest on) and an all-padding target, which the loss ignores; their ``index`` is -1.
+    """
+    n = len(batch)
+
+    def grow(x: Tensor, cols: int, fill: int) -> Tensor:
+        out = x.new_full((B, cols), fill)
+        out[:n, : x.size(1)] = x
+        return out
+
+    src_len = torch.cat([batch.src_len, batch.src_len.new_ones(B - n)])  # (B,)
+    index = torch.cat([batch.index, batch.index.new_full((B - n,), -1)])  # (B,)
+    return Batch(
+        grow(batch.src, S, PAD_ID),
+        src_len,
+        grow(batch.tgt_in, T, PAD_ID),
+        grow(batch.tgt_out, T, PAD_ID),
+        index,
+    )
+
+
 class BucketBatchSampler:
     """Yields batches: arrays of example indices.
 

@@ -183,6 +183,16 @@ def iwslt14(split: str, lang: str) -> Source:
 
 
 def corpus_source(dataset: str, split: str, lang: str, variant: str = "tok") -> Source:
+    """The file of one side of a corpus. ``split`` may name another dataset's corpus as
+    ``DATASET:SPLIT`` (``multi30k:train`` in a WMT training list), read in the same variant
+    where that dataset has it (Multi30k's raw text beside raw WMT text)."""
+    if ":" in split:
+        dataset, split = split.split(":", 1)
+        if dataset not in DATASETS or dataset == "files":
+            raise DataError(
+                f"corpus {dataset}:{split} names no dataset; choose one of "
+                f"{', '.join(d for d in DATASETS if d != 'files')}"
+            )
     if dataset == "multi30k":
         return multi30k(split, lang, variant)
     if dataset == "wmt14_ende":

@@ -26,13 +26,21 @@ def output_nll(
     bias: Tensor | None,
     targets: Tensor,
     label_smoothing: float = 0.0,
+    ignore_index: int = -100,
 ) -> Tensor:
-    """``Σ_i -log softmax(W_s h_tilde_i + b_s)[y_i]`` for rows (N, d) and targets (N,)."""
+    """``Σ_i -log softmax(W_s h_tilde_i + b_s)[y_i]`` for rows (N, d) and targets (N,),
+    leaving out rows whose target is ``ignore_index``."""
     check_label_smoothing(label_smoothing)
     logits = F.linear(h_tilde, weight, bias)  # (N, V)
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()  # the softmax runs in fp32 under mixed precision
-    return F.cross_entropy(logits, targets, reduction="sum", label_smoothing=label_smoothing)
+    return F.cross_entropy(
+        logits,
+        targets,
+        reduction="sum",
+        label_smoothing=label_smoothing,
+        ignore_index=ignore_index,
+    )
 
 
 def token_nll(net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, int]:

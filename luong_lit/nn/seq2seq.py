@@ -242,13 +242,20 @@ class Seq2Seq(nn.Module):
         if self.src_eos:
             src, src_len = append_eos(src, src_len, self.eos_id, self.pad_id)  # (B, S+1), (B,)
         h_bar_s, (h, c) = self.encoder(src, src_len)  # (B, S, d), (L, B, d) x2
+        return self.initial(h_bar_s, h, c, src_len)
+
+    def initial(
+        self, h_bar_s: Tensor, h: Tensor, c: Tensor, src_len: Tensor
+    ) -> tuple[Memory, DecoderState]:
+        """The attention memory and the decoder's first state from the encoder's output."""
         if self.attention is not None:
             memory = self.attention.prepare(h_bar_s, src_len)
         else:
-            valid = torch.arange(src.size(1), device=src.device) < src_len.unsqueeze(1)  # (B, S)
+            S = h_bar_s.size(1)
+            valid = torch.arange(S, device=h_bar_s.device) < src_len.unsqueeze(1)  # (B, S)
             memory = Memory(h_bar_s, h_bar_s, src_len, valid)
         h, c = INIT_STATES[self.init_state](h, c)
-        h_tilde0 = h_bar_s.new_zeros(src.size(0), h.size(-1))  # (B, d) zeros at t = 1
+        h_tilde0 = h_bar_s.new_zeros(h_bar_s.size(0), h.size(-1))  # (B, d) zeros at t = 1
         return memory, DecoderState(h, c, h_tilde0)
 
     def step(
@@ -270,7 +277,12 @@ class Seq2Seq(nn.Module):
         memory, state = self.encode(src, src_len)
         return self.decoder(tgt_in, state, memory, return_attention)
 
-    def output_nll(self, h_tilde: Tensor, targets: Tensor, label_smoothing: float = 0.0) -> Tensor:
-        """``Σ_i -log softmax(W_s h_tilde_i)[y_i]`` (Eq. 6): ``h_tilde`` (N, d), targets (N,)."""
+    def output_nll(
+        self, h_tilde: Tensor, targets: Tensor, label_smoothing: float = 0.0, ignore_index=-100
+    ) -> Tensor:
+        """``Σ_i -log softmax(W_s h_tilde_i)[y_i]`` (Eq. 6): ``h_tilde`` (N, d), targets (N,);
+        rows whose target is ``ignore_index`` count for nothing."""
         W_s = self.decoder.W_s
-        return self._output_nll(h_tilde, W_s.weight, W_s.bias, targets, label_smoothing)
+        return self._output_nll(
+            h_tilde, W_s.weight, W_s.bias, targets, label_smoothing, ignore_index
+        )

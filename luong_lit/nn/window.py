@@ -12,7 +12,7 @@ from torch import Tensor
 
 
 def window(
-    center: Tensor, D: int, src_len: Tensor, bound: Tensor | None = None
+    center: Tensor, D: int, src_len: Tensor, bound: Tensor | None = None, S: int | None = None
 ) -> tuple[Tensor, Tensor]:
     """The ``2D+1`` source positions ``[center-D, center+D]`` around each window centre.
 
@@ -25,6 +25,9 @@ def window(
         src_len: (B,) true source lengths ``S``.
         bound: (B,) the exclusive upper bound for valid slots; defaults to ``src_len``.
             Pass the padded batch length to mimic the paper-era code (docs/paper_notes.md §1).
+        S: the padded source length, if known: positions are clamped into ``[0, S-1]``
+            without reading the longest length on the host (a synchronisation on a GPU).
+            Slots beyond the longest sentence are invalid either way, so the result is the same.
 
     Returns:
         idx: (B, T, 2D+1) positions clamped into ``[0, S_max-1]``, safe for gathering.
@@ -34,7 +37,7 @@ def window(
     offsets = torch.arange(-D, D + 1, device=center.device)  # (W,)
     pos = center.unsqueeze(-1) + offsets  # (B, T, W)
     valid = (pos >= 0) & (pos < bound.view(-1, 1, 1))  # (B, T, W)
-    s_max = max(int(bound.max()), 1)
+    s_max = max(int(bound.max()), 1) if S is None else S
     return pos.clamp(0, s_max - 1), valid
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -11,13 +12,17 @@ import torch
 from torch import Tensor
 from torchmetrics import SumMetric
 
-from luong_lit.data.batching import Batch
+from luong_lit.data.batching import Batch, bucket_shape, pad_batch
 from luong_lit.errors import ConfigError
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
+from luong_lit.nn.fast.static import static_nll
 from luong_lit.nn.loss import check_label_smoothing, token_nll
+from luong_lit.training.graphs import GraphedSteps
 
+log = logging.getLogger(__name__)
 LOSS_NORMS = ("sentences", "nominal", "tokens")
+GRAPH_MODES = ("auto", "capture", "static", "off")
 
 
 def halving_factor(epoch: int, halve_after: int, convention: str = "paper") -> float:
@@ -63,6 +68,13 @@ class LuongLitModule(L.LightningModule):
             still rescaling every parameter (docs/paper_notes.md §8).
         label_smoothing: smooth the training targets by this much (0: the paper's NLL).
             Validation and test perplexities are always of the plain NLL.
+        graphs: how a training step runs (:mod:`luong_lit.training.graphs`): ``off``, each
+            batch in its own shape; ``static``, padded to a bucket of ``buckets`` and computed
+            without host synchronisation; ``capture``, the same captured in one CUDA graph
+            per bucket (manual optimisation; uncaptured on a CPU); ``auto``, capture on a GPU,
+            off elsewhere.
+        buckets: the source/target lengths batches are padded up to; a longer batch, or one
+            with more rows than ``nominal_batch_size``, runs in its own shape.
         extra_state: plain data stored in every checkpoint (vocabularies, net config).
     """
 
@@ -79,8 +91,15 @@ class LuongLitModule(L.LightningModule):
         clip_exclude_embeddings: bool = False,
         label_smoothing: float = 0.0,
         extra_state: dict[str, Any] | None = None,
+        graphs: str = "off",
+        buckets: list[int] | None = None,
     ) -> None:
         super().__init__()
+        if graphs not in GRAPH_MODES:
+            raise ConfigError(f"model.graphs must be one of {GRAPH_MODES}, got {graphs!r}")
+        if graphs in ("capture", "static") and not buckets:
+            raise ConfigError(f"model.graphs={graphs} needs model.buckets (lengths to pad to)")
+        self.graphs, self.buckets, self._graphed = graphs, sorted(buckets or []), None
         if loss_norm not in LOSS_NORMS:
             raise ConfigError(f"loss_norm must be one of {LOSS_NORMS}, got {loss_norm!r}")
         halving_factor(0, halve_after or 0, halve_convention)  # validates the convention
@@ -105,9 +124,66 @@ class LuongLitModule(L.LightningModule):
         denom = {"sentences": len(batch), "nominal": self.nominal_batch_size, "tokens": tokens}
         return nll / denom[self.loss_norm]
 
-    def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
-        nll, tokens = token_nll(self.net, batch, self.label_smoothing)
-        loss = self._normalise(nll, batch, tokens)
+    def setup(self, stage: str) -> None:
+        """``graphs=auto`` becomes ``capture`` on a GPU; capture optimises by hand."""
+        if self.graphs == "auto":
+            on_gpu = self.trainer.strategy.root_device.type == "cuda"
+            self.graphs = "capture" if on_gpu and self.buckets else "off"
+        if self.graphs == "capture":
+            if "16-mixed" == str(self.trainer.precision):
+                raise ConfigError("model.graphs=capture works with 32-true or bf16-mixed")
+            if self.trainer.accumulate_grad_batches != 1:
+                raise ConfigError("model.graphs=capture needs trainer.accumulate_grad_batches=1")
+            if self.trainer.strategy.root_device.type != "cuda":
+                log.warning("model.graphs=capture on a CPU: the same steps run, uncaptured")
+            self.automatic_optimization = False
+
+    def _padded(self, batch: Batch) -> Batch | None:
+        """The batch padded up to its bucket; None when it runs in its own shape."""
+        if self.graphs not in ("static", "capture"):
+            return None
+        shape = bucket_shape(batch, self.nominal_batch_size, self.buckets)
+        return None if shape is None else pad_batch(batch, *shape)
+
+    def _train_nll(self, batch: Batch, padded: Batch | None) -> tuple[Tensor, Any]:
+        """Summed training NLL and token count, in the batch's shape or its bucket's."""
+        if padded is None:
+            return token_nll(self.net, batch, self.label_smoothing)
+        p = padded
+        return static_nll(self.net, p.src, p.src_len, p.tgt_in, p.tgt_out, self.label_smoothing)
+
+    def _static_loss(self, src, src_len, tgt_in, tgt_out, scale) -> Tensor:
+        nll, _ = static_nll(self.net, src, src_len, tgt_in, tgt_out, self.label_smoothing)
+        return nll * scale  # scale = 1 / the loss's denominator, an input of the graph
+
+    def _manual_step(self, batch: Batch) -> Tensor:
+        """One optimisation step with the bucket's graph: gradients, clipping, update."""
+        opt, padded = self.optimizers(), self._padded(batch)
+        if padded is None:  # no bucket holds it: eager autograd
+            nll, tokens = self._train_nll(batch, None)
+            loss = self._normalise(nll, batch, tokens)
+            opt.zero_grad(set_to_none=True)
+            self.manual_backward(loss)
+        else:
+            if self._graphed is None:
+                params = [p for p in self.parameters() if p.requires_grad]
+                self._graphed = GraphedSteps(self._static_loss, params)
+            tokens = (batch.tgt_out != self.net.pad_id).sum()  # a device tensor: no sync
+            one = torch.ones((), device=batch.src.device)
+            inputs = {k: getattr(padded, k) for k in ("src", "src_len", "tgt_in", "tgt_out")}
+            loss = self._graphed({**inputs, "scale": self._normalise(one, batch, tokens)})
+        self.configure_gradient_clipping(opt)
+        opt.step()
+        if self.anneal_epochs is not None:
+            self.lr_schedulers().step()
+        return loss
+
+    def training_step(self, batch: Batch, batch_idx: int) -> Tensor | None:
+        if not self.automatic_optimization:
+            loss = self._manual_step(batch)
+        else:
+            nll, tokens = self._train_nll(batch, self._padded(batch))
+            loss = self._normalise(nll, batch, tokens)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(batch))
         if self.anneal_epochs is not None:  # the rate changes every step
             self.log("train/lr", self.optimizers().param_groups[0]["lr"], batch_size=len(batch))
@@ -116,6 +192,10 @@ class LuongLitModule(L.LightningModule):
     def on_train_epoch_start(self) -> None:
         if self.anneal_epochs is None:
             self.log("train/lr", self.optimizers().param_groups[0]["lr"])
+
+    def on_train_epoch_end(self) -> None:
+        if not self.automatic_optimization and self.halve_after is not None:
+            self.lr_schedulers().step()  # the epoch's halving, which Lightning does when automatic
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
         nll, tokens = token_nll(self.net, batch)

@@ -25,7 +25,14 @@ from luong_lit.nn.loss import check_label_smoothing
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(
-        ctx, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, chunk: int, eps: float
+        ctx,
+        h: Tensor,
+        weight: Tensor,
+        bias: Tensor | None,
+        target: Tensor,
+        chunk: int,
+        eps: float,
+        ignore: int,
     ) -> Tensor:
         need_grad = any(ctx.needs_input_grad[:3])
         acc = torch.float32 if h.dtype in (torch.float16, torch.bfloat16) else h.dtype
@@ -37,6 +44,10 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_b = torch.zeros_like(bias) if (need_grad and bias is not None) else None
         for s in range(0, h.size(0), chunk):
             h_c, y_c = h[s : s + chunk], target[s : s + chunk]  # (n, d), (n,)
+            keep = None  # (n, 1) False at ignored rows; ids are never negative
+            if ignore >= 0:
+                keep = (y_c != ignore).unsqueeze(1)
+                y_c = y_c.masked_fill(~keep.squeeze(1), 0)  # (n,) any valid id there
             logits = cpu_linear(h_c, W_s, b_s)  # (n, V), oneDNN or column blocks on CPU
             if logits.dtype in (torch.float16, torch.bfloat16):
                 logits = logits.float()  # the softmax runs in fp32 under mixed precision
@@ -46,13 +57,16 @@ class _LinearCrossEntropy(torch.autograd.Function):
             top = logits.amax(1, keepdim=True)  # (n, 1)
             probs = logits.sub_(top).exp_()  # (n, V) unnormalised, in place: one pass over V
             z = probs.sum(1, keepdim=True)  # (n, 1)
-            loss += (top + z.log() - picked).sum()  # Σ log Σ exp(logits) - target · logits
+            row_loss = top + z.log() - picked  # (n, 1) log Σ exp(logits) - target · logits
+            loss += (row_loss if keep is None else row_loss * keep).sum()
             if not need_grad:
                 continue
             probs.div_(z)  # softmax
             if eps:
                 probs.sub_(eps / probs.size(1))
             probs[torch.arange(y_c.numel(), device=h.device), y_c] -= 1.0 - eps  # d loss / d logits
+            if keep is not None:
+                probs.mul_(keep)  # ignored rows have no gradient
             if grad_b is not None:
                 grad_b += probs.sum(0)  # (V,)
             probs = probs.to(h.dtype)
@@ -68,7 +82,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
     def backward(ctx, grad_out: Tensor):
         grad_h, grad_w, grad_b = ctx.saved_tensors
         scale = lambda g: None if g is None else g * grad_out.to(g.dtype)  # noqa: E731
-        return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None
+        return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None, None
 
 
 def linear_cross_entropy(
@@ -78,11 +92,16 @@ def linear_cross_entropy(
     target: Tensor,
     chunk: int = 512,
     label_smoothing: float = 0.0,
+    ignore_index: int = -100,
 ) -> Tensor:
     """``Σ_i -log softmax(W h_i + b)[y_i]`` for rows ``h`` (N, d) and targets ``y`` (N,).
 
     ``label_smoothing`` ``eps`` in [0, 1) smooths the target distribution (see the module
-    docstring); 0 is the plain NLL of the paper.
+    docstring); 0 is the plain NLL of the paper. Rows whose target is ``ignore_index`` add
+    nothing to the loss or its gradient (as in ``F.cross_entropy``), so a padded batch needs
+    no host-side selection of its real rows.
     """
     check_label_smoothing(label_smoothing)
-    return _LinearCrossEntropy.apply(h, weight, bias, target, chunk, float(label_smoothing))
+    return _LinearCrossEntropy.apply(
+        h, weight, bias, target, chunk, float(label_smoothing), ignore_index
+    )

@@ -35,9 +35,12 @@ def fast_output_nll(
     bias: Tensor | None,
     targets: Tensor,
     label_smoothing: float = 0.0,
+    ignore_index: int = -100,
 ) -> Tensor:
     """:func:`luong_lit.nn.loss.output_nll`, fused and chunked (:mod:`.loss`)."""
-    return linear_cross_entropy(h_tilde, weight, bias, targets, label_smoothing=label_smoothing)
+    return linear_cross_entropy(
+        h_tilde, weight, bias, targets, label_smoothing=label_smoothing, ignore_index=ignore_index
+    )
 
 
 class FastEncoder(Encoder):

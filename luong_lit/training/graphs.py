@@ -1,0 +1,116 @@
+"""Fixed-shape training steps, captured in CUDA graphs (one per bucket) on a GPU.
+
+A batch is padded up to its bucket (:func:`~luong_lit.data.batching.bucket_shape`) and its
+loss computed by :func:`luong_lit.nn.fast.static.static_nll`, which reads nothing on the host.
+On a GPU, the forward pass over every target step, the loss and the backward pass of a bucket
+are captured once in a CUDA graph and replayed for every later batch of that bucket: one
+launch instead of thousands. Dropout draws new masks at every replay (the graph advances the
+generator's offset). The optimizer step, gradient clipping and the learning-rate schedule
+stay outside the graph, so halving and annealing act as in eager training.
+
+All graphs share one memory pool. That is safe here although buckets come in any order:
+a graph's outputs (its loss and gradients) are read right after its replay, before any other
+graph runs, and the tensors fed in are allocated outside the pool. Each graph keeps its own
+gradient tensors, so memory grows with the number of buckets by one gradient per bucket.
+
+On a CPU the same steps run without capture (what the tests check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Captured:
+    """One bucket's graph: its input tensors, its loss and the gradients it writes."""
+
+    graph: torch.cuda.CUDAGraph
+    inputs: dict[str, Tensor]
+    loss: Tensor
+    grads: list[Tensor | None]
+
+
+class GraphedSteps:
+    """``loss_fn(**inputs) -> loss`` and its backward, one graph per set of input shapes.
+
+    ``__call__(inputs)`` takes a dict of device tensors (a padded batch and anything the loss
+    reads that changes from batch to batch, such as its normaliser as a 0-dim tensor), leaves
+    the gradients in ``p.grad`` of ``params`` and returns the loss. ``capture=False`` (or
+    inputs on the CPU) runs the same function eagerly.
+    """
+
+    def __init__(
+        self,
+        loss_fn: Callable[..., Tensor],
+        params: Sequence[torch.nn.Parameter],
+        capture: bool = True,
+        warmup: int = 3,
+    ) -> None:
+        self.loss_fn, self.params = loss_fn, list(params)
+        self.capture, self.warmup = capture, warmup
+        self.graphs: dict[tuple, Captured] = {}
+        self.pool = None
+
+    def __call__(self, inputs: dict[str, Tensor]) -> Tensor:
+        if not (self.capture and next(iter(inputs.values())).is_cuda):
+            for p in self.params:
+                p.grad = None
+            loss = self.loss_fn(**inputs)
+            loss.backward()
+            return loss.detach()
+        key = tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items()))
+        if key not in self.graphs:
+            self.graphs[key] = self._capture(inputs)
+        cap = self.graphs[key]
+        for k, v in inputs.items():
+            cap.inputs[k].copy_(v, non_blocking=True)
+        cap.graph.replay()
+        for p, g in zip(self.params, cap.grads):
+            p.grad = g
+        return cap.loss.detach().clone()  # the graph's own tensor is rewritten at its next replay
+
+    def _run(self, inputs: dict[str, Tensor]) -> Tensor:
+        with _autocast_for_capture():
+            loss = self.loss_fn(**inputs)
+        loss.backward()
+        return loss
+
+    def _capture(self, inputs: dict[str, Tensor]) -> Captured:
+        """Warm up on a side stream, then record forward, loss and backward."""
+        inputs = {k: v.clone() for k, v in inputs.items()}  # the graph's own, outside its pool
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(self.warmup):
+                for p in self.params:
+                    p.grad = None
+                self._run(inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        for p in self.params:
+            p.grad = None
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
+            loss = self._run(inputs)
+        return Captured(graph, inputs, loss, [p.grad for p in self.params])
+
+
+class _autocast_for_capture:
+    """Re-enter the autocast in force, without its weight cache (which a graph cannot hold)."""
+
+    def __enter__(self):
+        self.ctx = None
+        if torch.is_autocast_enabled("cuda"):
+            dtype = torch.get_autocast_dtype("cuda")
+            self.ctx = torch.autocast("cuda", dtype=dtype, cache_enabled=False)
+            self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.__exit__(*exc)

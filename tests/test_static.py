@@ -1,0 +1,128 @@
+"""The fixed-shape path of :mod:`luong_lit.nn.fast.static` (what a CUDA graph captures) runs on
+CPU here: on a batch padded up to its bucket it gives the eager path's loss, gradients and
+greedy translations, for every attention, with and without input feeding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_parity import VARIANTS, pair, ragged_batch
+
+from luong_lit.data.batching import bucket_shape, pad_batch
+from luong_lit.data.vocab import EOS_ID
+from luong_lit.decoding.greedy import greedy_decode, greedy_decode_static
+from luong_lit.nn.fast.static import static_nll
+from luong_lit.nn.loss import token_nll
+from luong_lit.nn.window import window
+
+EXTRAS = [
+    {},
+    {"reverse_source": True, "src_eos": True, "tie_output": True, "init_state": "last"},
+]
+
+
+def grads_of(net, loss) -> list[torch.Tensor]:
+    grads = torch.autograd.grad(loss, list(net.parameters()), allow_unused=True)
+    return [torch.zeros_like(p) if g is None else g for p, g in zip(net.parameters(), grads)]
+
+
+@pytest.mark.parametrize("att,score,feed", VARIANTS)
+@pytest.mark.parametrize("extra", EXTRAS)
+@pytest.mark.parametrize("impl", ["fast", "reference"])
+def test_padded_static_loss_and_gradients_equal_the_eager_path(att, score, feed, extra, impl):
+    fast, ref = pair(att, score, feed, **extra)
+    net = fast if impl == "fast" else ref
+    net.train()
+    batch = ragged_batch()
+    nll, tokens = token_nll(net, batch, label_smoothing=0.1)
+    p = pad_batch(batch, 8, 11, 11)  # three more rows, longer sources and targets
+    s_nll, s_tokens = static_nll(net, p.src, p.src_len, p.tgt_in, p.tgt_out, label_smoothing=0.1)
+    assert int(s_tokens) == tokens
+    torch.testing.assert_close(s_nll, nll)
+    for (name, _), a, b in zip(net.named_parameters(), grads_of(net, s_nll), grads_of(net, nll)):
+        torch.testing.assert_close(a, b, msg=name)
+
+
+@pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
+@pytest.mark.parametrize("src_eos", [False, True])
+def test_static_greedy_gives_the_eager_translations(att, src_eos):
+    fast, _ = pair(att, "general", True, dtype=torch.float32, src_eos=src_eos)
+    fast.eval()
+    batch = ragged_batch(2)
+    hyps, _ = greedy_decode(fast, batch.src, batch.src_len)
+    padded = pad_batch(batch, 8, 9, 9)
+    ids = greedy_decode_static(fast, padded.src, padded.src_len, steps=20)  # (8, 20)
+    assert ids.shape == (8, 20)
+    for row, hyp in zip(ids.tolist(), hyps):
+        assert row[: len(hyp)] == hyp
+        assert all(y == EOS_ID for y in row[len(hyp) :])  # </s>, then </s> to the end
+
+
+def test_padding_adds_rows_and_positions_the_loss_ignores():
+    batch = ragged_batch()
+    padded = pad_batch(batch, 8, 11, 12)
+    assert padded.src.shape == (8, 11) and padded.tgt_in.shape == (8, 12)
+    assert padded.src_len.tolist() == batch.src_len.tolist() + [1, 1, 1]
+    assert padded.index.tolist()[5:] == [-1, -1, -1]
+    assert bool((padded.tgt_out[5:] == 0).all())
+    assert torch.equal(padded.src[:5, : batch.src.size(1)], batch.src)
+
+
+def test_a_batch_goes_to_the_smallest_bucket_that_holds_it():
+    batch = ragged_batch()  # longest source 7, longest target 6 (+1 for <s> / </s>)
+    assert bucket_shape(batch, 8, [4, 16, 8, 32]) == (8, 8, 8)
+    assert bucket_shape(batch, 8, [4, 6]) is None  # too long for every bucket
+    assert bucket_shape(batch, 4, [8]) is None  # more rows than the bucket
+
+
+def test_windows_clamped_to_the_padded_length_select_the_same_slots():
+    g = torch.Generator().manual_seed(0)
+    src_len = torch.tensor([1, 3, 6, 10])
+    center = torch.randint(-2, 13, (4, 5), generator=g)
+    idx, valid = window(center, 2, src_len)
+    idx_s, valid_s = window(center, 2, src_len, S=14)
+    assert torch.equal(valid, valid_s)
+    assert torch.equal(idx[valid], idx_s[valid])
+    assert int(idx_s.max()) <= 13
+
+
+# ---------------------------------------------------------------- in training
+def trained_weights(toy_corpus, tmp_path, mode: str, schedule: list[str]) -> dict:
+    from conftest import compose_cfg, tiny_overrides
+
+    from luong_lit.commands.train import train
+
+    out = tmp_path / mode
+    overrides = tiny_overrides(toy_corpus) + [
+        f"model.graphs={mode}",
+        "model.buckets=[4,8,16,64]",
+        "dropout=0",
+        "model.net.hidden_dropout=0",
+        "trainer.max_epochs=2",
+        "+trainer.limit_train_batches=5",
+        "test_after_training=false",
+        *schedule,
+    ]
+    train(compose_cfg(overrides, out))
+    ckpt = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)
+    assert ckpt["global_step"] == 10  # every batch made one optimizer step
+    return ckpt["state_dict"]
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        ["model.anneal_epochs=1"],  # the rate falls step by step over the second epoch
+        ["model.anneal_epochs=null", "model.halve_after=0", "model.clip_norm=0.01"],
+    ],
+)
+def test_training_with_fixed_shapes_or_by_hand_makes_the_same_updates(
+    schedule, toy_corpus, tmp_path
+):
+    """``static`` (Lightning's optimisation) and ``capture`` (the graph path's own step,
+    clipping and schedule; on a CPU without capture) train the weights ``off`` trains."""
+    ref = trained_weights(toy_corpus, tmp_path, "off", schedule)
+    for mode in ("static", "capture"):
+        got = trained_weights(toy_corpus, tmp_path, mode, schedule)
+        for name, value in ref.items():
+            torch.testing.assert_close(got[name], value, atol=2e-5, rtol=1e-4, msg=mode + name)
