@@ -17,7 +17,14 @@ from omegaconf import OmegaConf
 
 from luong_lit.commands.train import train
 from luong_lit.decoding.forced import attention_links, forced_attention
-from luong_lit.metrics.aer import aer, diagonal_links, pharaoh, read_talp
+from luong_lit.metrics.aer import (
+    aer,
+    aer_by_length,
+    diagonal_links,
+    pharaoh,
+    read_talp,
+    tail_share,
+)
 from luong_lit.nn import Alignment, Memory, Seq2Seq
 from luong_lit.nn.decoder import DecoderState
 
@@ -41,6 +48,38 @@ def test_aer_on_a_hand_made_example(tmp_path):
     gold.write_text("1-1 x\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"gold\.talp:1: 'x' is not"):
         read_talp(gold)
+
+
+def test_aer_by_length_is_the_corpus_aer_of_each_group():
+    g = torch.Generator().manual_seed(0)
+    lens = [int(n) for n in torch.randint(1, 45, (60,), generator=g)]
+
+    def random_links(n):
+        return {(int(torch.randint(n, (1,), generator=g)), j) for j in range(n)}
+
+    gold = [(random_links(n), random_links(n) | random_links(n)) for n in lens]
+    gold = [(s, s | p) for s, p in gold]
+    hyps = [random_links(n) for n in lens]
+    rows = aer_by_length(hyps, gold, lens)
+    assert sum(r["n"] for r in rows) == len(lens)
+    for row in rows:  # each group scored alone, as a naive filter would
+        lo, _, hi = row["bucket"].rstrip("+").partition("-")
+        idx = [i for i, n in enumerate(lens) if n >= int(lo) and (not hi or n <= int(hi))]
+        assert row["n"] == len(idx)
+        assert row["aer"] == pytest.approx(aer([hyps[i] for i in idx], [gold[i] for i in idx]))
+    (only,) = aer_by_length(hyps, gold, lens, edges=(100,))
+    assert only["aer"] == pytest.approx(aer(hyps, gold))
+    with pytest.raises(ValueError, match="3 lengths"):
+        aer_by_length(hyps, gold, [1, 2, 3])
+
+
+def test_tail_share_counts_links_on_the_last_source_words():
+    collapsed = [{(9, j) for j in range(10)}, {(0, 0), (1, 1)}]  # the second is too short
+    diagonal = [{(j, j) for j in range(10)}, {(0, 0), (1, 1)}]
+    assert tail_share(collapsed, [10, 2]) == pytest.approx(1.0)
+    assert tail_share(diagonal, [10, 2]) == pytest.approx(0.3)
+    assert tail_share(diagonal, [10, 2], k=1) == pytest.approx(0.1)
+    assert tail_share(diagonal, [5, 2]) == 0.0  # no sentence is longer than 2k words
 
 
 class PatternStub(torch.nn.Module):
@@ -214,6 +253,12 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
     assert [len(x.split()) for x in links] == [3, 2]  # one link per target word
     rep = json.loads((tmp_path / "align.json").read_text())
     assert 0.0 <= rep["aer"] <= 1.0 and rep["baselines"]["diagonal"] == pytest.approx(0.0)
+    assert rep["aer_by_convention"]["paper"] == rep["aer"]
+    assert set(rep["aer_by_convention"]) == {"paper", "predicted"}
+    assert [(r["bucket"], r["n"], r["diagonal"]) for r in rep["aer_by_length"]] == [
+        ("1-10", 2, pytest.approx(0.0))
+    ]
+    assert rep["tail_share"]["gold"] == 0.0  # no sentence longer than six words
     ens = [str(runs[a] / "checkpoints" / "best.ckpt") for a in ("global", "local_m", "local_p")]
     res = subprocess.run(
         [
@@ -236,8 +281,9 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
         cwd=REPO,
     )
     assert res.returncode == 0, res.stderr
-    rep = json.loads((tmp_path / "ens" / "align.json").read_text())
-    links = (tmp_path / "ens" / "alignments.txt").read_text().splitlines()
+    assert not (tmp_path / "ens" / "align.json").exists()  # a member's own file is not taken
+    rep = json.loads((tmp_path / "ens" / "align_ensemble.json").read_text())
+    links = (tmp_path / "ens" / "alignments_ensemble.txt").read_text().splitlines()
     assert len(rep["checkpoints"]) == 3 and [len(x.split()) for x in links] == [3, 2]
 
 
@@ -372,8 +418,12 @@ def test_figure6_and_table6_say_what_they_read_or_what_is_missing(runs, tmp_path
     report = {"test": "test_2016_flickr", "decoding": {"beam": 5}, "length_buckets": []}
     (run / "eval_test_2016_flickr.json").write_text(json.dumps(report))
     assert buckets_source(run) == "test_2016_flickr, beam 5 (eval_test_2016_flickr.json)"
-    (run / "align.json").write_text(json.dumps({"aer": 0.5, "baselines": {"diagonal": 0.7}}))
+    rep = {"aer": 0.5, "aer_by_convention": {"paper": 0.5, "predicted": 0.8}}
+    (run / "align.json").write_text(json.dumps({**rep, "unk_token_share": 0.05}))
+    ens = {"aer": 0.4, "checkpoints": ["a", "b"], "baselines": {"diagonal": 0.7}}
+    (run / "align_ensemble.json").write_text(json.dumps(ens))
     assert aer_table([run]).splitlines()[2:] == [
-        "| global (general) | 0.500 |",
-        "| diagonal | 0.700 |",
+        "| global (general) | 0.500 | 0.800 | 5.0 % |",
+        "| ensemble of 2 (with global (general)) | 0.400 |  |  |",
+        "| diagonal | 0.700 | | |",
     ]

@@ -115,22 +115,37 @@ def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     return bleu_by_length(hyps, refs, [len(s) for s in dev.src_tokens[: len(hyps)]])
 
 
+def _aer_row(label: str, rep: dict) -> str:
+    other = rep.get("aer_by_convention", {}).get("predicted")
+    unk = rep.get("unk_token_share")
+    cells = [f"{rep['aer']:.3f}", "" if other is None else f"{other:.3f}"]
+    cells.append("" if unk is None else f"{100 * unk:.1f} %")
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
 def aer_table(runs: Sequence[Path]) -> str:
-    """Table 6 in Markdown: each run's AER (from ``align.json``) and the baselines beside it."""
-    lines = ["| system | AER |", "|---|---:|"]
+    """Table 6 in Markdown: each run's AER (``align.json``), an ensemble led by it
+    (``align_ensemble.json``), the predicted-word convention's AER and the share of ``<unk>``
+    tokens beside it, then the baselines."""
+    lines = ["| system | AER | AER, predicted word | `<unk>` tokens |", "|---|---:|---:|---:|"]
     baselines: dict[str, float] = {}
     for run in runs:
-        path = run / "align.json"
-        if path.is_file():
-            rep = json.loads(path.read_text())
-            lines.append(f"| {run_label(run)} | {rep['aer']:.3f} |")
-            baselines.update(rep.get("baselines", {}))
+        for name, label in (("align.json", run_label(run)), ("align_ensemble.json", None)):
+            path = run / name
+            if path.is_file():
+                rep = json.loads(path.read_text())
+                label = (
+                    label
+                    or f"ensemble of {len(rep.get('checkpoints', []))} (with {run_label(run)})"
+                )
+                lines.append(_aer_row(label, rep))
+                baselines.update(rep.get("baselines", {}))
     if len(lines) == 2:
         return (
             "No run has an AER yet: `python -m luong_lit align RUN/checkpoints/best.ckpt "
             "--rwth --baselines` writes `RUN/align.json`.\n"
         )
-    lines += [f"| {name} | {value:.3f} |" for name, value in baselines.items()]
+    lines += [f"| {name} | {value:.3f} | | |" for name, value in baselines.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -31,7 +31,16 @@ from luong_lit.data.sources import mirror_dir
 from luong_lit.data.vocab import UNK_ID
 from luong_lit.decoding.forced import attention_links, forced_attention
 from luong_lit.errors import CheckpointError, DataError
-from luong_lit.metrics.aer import aer, diagonal_links, pharaoh, read_talp
+from luong_lit.metrics.aer import (
+    aer,
+    aer_by_length,
+    diagonal_links,
+    pharaoh,
+    read_talp,
+    tail_share,
+)
+
+CONVENTIONS = ("paper", "predicted")
 
 
 def rwth_files(root: Path | None, src_lang: str, tgt_lang: str) -> tuple[Path, Path, Path, bool]:
@@ -59,8 +68,9 @@ def model_tokens(line: str, recipe, vocab) -> list[str]:
     return out
 
 
-def model_links(model, src_vocab, tgt_vocab, src, tgt, convention: str) -> tuple[list, float]:
-    """Forced-decoding links, and the share of tokens mapped to <unk>."""
+def model_links(model, src_vocab, tgt_vocab, src, tgt) -> tuple[dict[str, list], float]:
+    """Forced-decoding links under each alignment convention, and the share of tokens mapped
+    to <unk> (one forward pass; the conventions differ only in which step's ``a_t`` is read)."""
     if not model.has_attention:
         raise CheckpointError("a model without attention has no alignments (attention=none)")
     src_ids = [src_vocab.encode(s) for s in src]
@@ -68,7 +78,24 @@ def model_links(model, src_vocab, tgt_vocab, src, tgt, convention: str) -> tuple
     att = forced_attention(model, src_ids, tgt_ids)
     ids = [i for s in src_ids + tgt_ids for i in s]
     unk = sum(i == UNK_ID for i in ids) / max(len(ids), 1)
-    return attention_links(att, [len(t) for t in tgt], model.content_based, convention), unk
+    lens = [len(t) for t in tgt]
+    links = {c: attention_links(att, lens, model.content_based, c) for c in CONVENTIONS}
+    return links, unk
+
+
+def diagnostics(links: list, gold: list, src: list, tgt: list) -> dict:
+    """AER by source length beside the diagonal's, and the share of links on the last three
+    source words beside the gold links' share: the signs of attention that collapses."""
+    src_lens = [len(s) for s in src]
+    diag = [diagonal_links(len(s), len(t)) for s, t in zip(src, tgt)]
+    rows = aer_by_length(links, gold, src_lens)
+    for row, base in zip(rows, aer_by_length(diag, gold, src_lens)):
+        row["diagonal"] = base["aer"]
+    sure = [s for s, _ in gold]
+    return {
+        "aer_by_length": rows,
+        "tail_share": {"model": tail_share(links, src_lens), "gold": tail_share(sure, src_lens)},
+    }
 
 
 def baseline_links(src, tgt, extra_src=None, extra_tgt=None) -> dict[str, list]:
@@ -108,7 +135,8 @@ def run(args) -> dict:
     tgt = [model_tokens(x, recipe, tgt_vocab) for x in read_lines(tgt_path)]
     if len(src) != len(tgt):
         raise DataError(f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}")
-    links, unk = model_links(model, src_vocab, tgt_vocab, src, tgt, args.align_convention)
+    by_convention, unk = model_links(model, src_vocab, tgt_vocab, src, tgt)
+    links = by_convention[args.align_convention]
     report = {
         "checkpoints": [str(c) for c in args.checkpoints],
         "source": str(src_path),
@@ -121,6 +149,8 @@ def run(args) -> dict:
     if gold_path:
         gold = read_talp(gold_path, flip=flip)
         report["gold"], report["aer"] = str(gold_path), aer(links, gold)
+        report["aer_by_convention"] = {c: aer(x, gold) for c, x in by_convention.items()}
+        report.update(diagnostics(links, gold, src, tgt))
         if args.baselines:
             extra = (
                 [[x.split() for x in read_lines(p)] for p in (args.extra_src, args.extra_tgt)]
@@ -148,14 +178,21 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--tgt", help="tokenised reference translations")
     ap.add_argument("--gold", help="gold links, talp format (1-based i-j sure, ipj possible)")
     ap.add_argument("--gold-flip", action="store_true", help="gold i indexes the target side")
-    ap.add_argument("--align-convention", default="paper", choices=("paper", "predicted"))
+    ap.add_argument(
+        "--align-convention",
+        default="paper",
+        choices=CONVENTIONS,
+        help="which links are written and give 'aer' (align.json scores both conventions)",
+    )
     ap.add_argument(
         "--baselines", action="store_true", help="also score eflomal and a diagonal aligner"
     )
     ap.add_argument("--extra-src", help="more parallel text for the eflomal baseline (source side)")
     ap.add_argument("--extra-tgt", help="more parallel text for the eflomal baseline (target side)")
     ap.add_argument(
-        "--out", help="directory for alignments.txt and align.json (default: the run directory)"
+        "--out",
+        help="directory for alignments.txt and align.json, or alignments_ensemble.txt and "
+        "align_ensemble.json for several checkpoints (default: the first one's run directory)",
     )
     return ap
 
@@ -167,10 +204,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = run(args)
         out = Path(args.out) if args.out else run_directory(args.checkpoints[0])
         out.mkdir(parents=True, exist_ok=True)
-        (out / "alignments.txt").write_text(
+        suffix = "_ensemble" if len(args.checkpoints) > 1 else ""  # a member's own file stays
+        (out / f"alignments{suffix}.txt").write_text(
             "".join(x + "\n" for x in report.pop("links")), encoding="utf-8"
         )
-        (out / "align.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+        (out / f"align{suffix}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
         print(json.dumps(report, indent=2))
 
     return run_command(body)

@@ -66,3 +66,50 @@ def diagonal_links(src_len: int, tgt_len: int) -> Links:
         (min(src_len - 1, int(j * src_len / tgt_len + 0.5 * src_len / tgt_len)), j)
         for j in range(tgt_len)
     }
+
+
+LENGTH_EDGES = (11, 21, 31)  # source lengths 1-10, 11-20, 21-30, 31+
+
+
+def aer_by_length(
+    hyps: Sequence[Iterable[tuple[int, int]]],
+    gold: Sequence[tuple[Links, Links]],
+    src_lens: Sequence[int],
+    edges: Sequence[int] = LENGTH_EDGES,
+) -> list[dict]:
+    """Corpus AER within each source-length group: ``{bucket, n, aer}`` for non-empty groups.
+
+    A model that aligns short sentences and loses its way in long ones shows here."""
+    if not len(hyps) == len(gold) == len(src_lens):
+        raise ValueError(
+            f"{len(hyps)} aligned sentences, {len(gold)} gold, {len(src_lens)} lengths"
+        )
+    bounds = list(zip([1, *edges], [*edges, None]))
+    rows = []
+    for lo, upper in bounds:
+        idx = [i for i, n in enumerate(src_lens) if n >= lo and (upper is None or n < upper)]
+        if idx:
+            label = f"{lo}-{upper - 1}" if upper is not None else f"{lo}+"
+            rows.append(
+                {
+                    "bucket": label,
+                    "n": len(idx),
+                    "aer": aer([hyps[i] for i in idx], [gold[i] for i in idx]),
+                }
+            )
+    return rows
+
+
+def tail_share(
+    links: Sequence[Iterable[tuple[int, int]]], src_lens: Sequence[int], k: int = 3
+) -> float:
+    """Share of links that point at the last ``k`` source words, over sentences of more than
+    ``2k`` source words: attention that has collapsed onto the sentence end scores high here
+    (gold alignments of such sentences put roughly ``k / length`` of their links there)."""
+    hits = total = 0
+    for sent, n in zip(links, src_lens):
+        if n > 2 * k:
+            sent = list(sent)
+            hits += sum(i >= n - k for i, _ in sent)
+            total += len(sent)
+    return hits / max(total, 1)
