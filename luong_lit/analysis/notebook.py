@@ -130,16 +130,15 @@ def aer_table(runs: Sequence[Path]) -> str:
     lines = ["| system | AER | AER, predicted word | `<unk>` tokens |", "|---|---:|---:|---:|"]
     baselines: dict[str, float] = {}
     for run in runs:
-        for name, label in (("align.json", run_label(run)), ("align_ensemble.json", None)):
-            path = run / name
-            if path.is_file():
-                rep = json.loads(path.read_text())
-                label = (
-                    label
-                    or f"ensemble of {len(rep.get('checkpoints', []))} (with {run_label(run)})"
-                )
-                lines.append(_aer_row(label, rep))
-                baselines.update(rep.get("baselines", {}))
+        for name in ("align.json", "align_ensemble.json"):
+            if not (run / name).is_file():
+                continue
+            rep = json.loads((run / name).read_text())
+            label = run_label(run)
+            if name == "align_ensemble.json":
+                label = f"ensemble of {len(rep.get('checkpoints', []))} (with {label})"
+            lines.append(_aer_row(label, rep))
+            baselines.update(rep.get("baselines", {}))
     if len(lines) == 2:
         return (
             "No run has an AER yet: `python -m luong_lit align RUN/checkpoints/best.ckpt "

@@ -148,8 +148,9 @@ def run(args) -> dict:
     }
     if gold_path:
         gold = read_talp(gold_path, flip=flip)
-        report["gold"], report["aer"] = str(gold_path), aer(links, gold)
-        report["aer_by_convention"] = {c: aer(x, gold) for c, x in by_convention.items()}
+        by_aer = {c: aer(x, gold) for c, x in by_convention.items()}
+        report.update(gold=str(gold_path), aer=by_aer[args.align_convention])
+        report["aer_by_convention"] = by_aer
         report.update(diagnostics(links, gold, src, tgt))
         if args.baselines:
             extra = (

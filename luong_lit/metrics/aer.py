@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from luong_lit.data.io import DataError, read_lines
+from luong_lit.metrics.buckets import length_groups
 
 Links = set[tuple[int, int]]
 
@@ -84,19 +85,10 @@ def aer_by_length(
         raise ValueError(
             f"{len(hyps)} aligned sentences, {len(gold)} gold, {len(src_lens)} lengths"
         )
-    bounds = list(zip([1, *edges], [*edges, None]))
     rows = []
-    for lo, upper in bounds:
-        idx = [i for i, n in enumerate(src_lens) if n >= lo and (upper is None or n < upper)]
-        if idx:
-            label = f"{lo}-{upper - 1}" if upper is not None else f"{lo}+"
-            rows.append(
-                {
-                    "bucket": label,
-                    "n": len(idx),
-                    "aer": aer([hyps[i] for i in idx], [gold[i] for i in idx]),
-                }
-            )
+    for label, _, idx in length_groups(src_lens, edges, first=1):
+        sub_hyps, sub_gold = [hyps[i] for i in idx], [gold[i] for i in idx]
+        rows.append({"bucket": label, "n": len(idx), "aer": aer(sub_hyps, sub_gold)})
     return rows
 
 

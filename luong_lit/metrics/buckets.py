@@ -55,19 +55,26 @@ def bleu_by_length(
     of two sentences reads as a finding and is noise); 0 keeps every bucket."""
     if not len(hyps) == len(refs) == len(src_lens):
         raise ValueError(f"{len(hyps)} hypotheses, {len(refs)} references, {len(src_lens)} lengths")
-    bounds = list(zip([0, *edges], [*edges, None]))
+    rows = []
+    for label, upper, idx in length_groups(src_lens, edges, min_sentences):
+        bleu = corpus_bleu_tok([hyps[i] for i in idx], [refs[i] for i in idx])
+        rows.append({"bucket": label, "upper": upper, "n": len(idx), "bleu": bleu})
+    return rows
+
+
+def length_groups(
+    lengths: Sequence[int], edges: Sequence[int], min_sentences: int = 0, first: int = 0
+) -> list[tuple[str, int | None, list[int]]]:
+    """Sentence indices grouped by length at ``edges``: ``(label, upper, indices)`` for each
+    non-empty group, the first labelled from ``first`` up. Groups of fewer than
+    ``min_sentences`` sentences are merged with their neighbours (0: none)."""
+    bounds = list(zip([first, *edges], [*edges, None]))
     groups = [[lo, upper, []] for lo, upper in bounds]
-    for i, n in enumerate(src_lens):
+    for i, n in enumerate(lengths):
         k = next(j for j, (_, upper) in enumerate(bounds) if upper is None or n < upper)
         groups[k][2].append(i)
     groups = _merge_small([g for g in groups if g[2]], min_sentences)
-    rows = []
-    for lo, upper, idx in groups:
-        bleu = corpus_bleu_tok([hyps[i] for i in idx], [refs[i] for i in idx])
-        rows.append(
-            {"bucket": _range_label(lo, upper), "upper": upper, "n": len(idx), "bleu": bleu}
-        )
-    return rows
+    return [(_range_label(lo, upper), upper, idx) for lo, upper, idx in groups]
 
 
 def tick_labels(rows: Sequence[dict]) -> list[str]:

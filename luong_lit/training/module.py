@@ -168,7 +168,9 @@ class LuongLitModule(L.LightningModule):
             if self._graphed is None:
                 params = [p for p in self.parameters() if p.requires_grad]
                 self._graphed = GraphedSteps(self._static_loss, params)
-            tokens = (batch.tgt_out != self.net.pad_id).sum()  # a device tensor: no sync
+            tokens = None  # counted only when it is the denominator; a device tensor: no sync
+            if self.loss_norm == "tokens":
+                tokens = (batch.tgt_out != self.net.pad_id).sum()
             one = torch.ones((), device=batch.src.device)
             inputs = {k: getattr(padded, k) for k in ("src", "src_len", "tgt_in", "tgt_out")}
             loss = self._graphed({**inputs, "scale": self._normalise(one, batch, tokens)})
