@@ -1,6 +1,7 @@
-"""Nothing lost: a run killed (``kill -9``) or stopped (SIGTERM) in the middle of epoch 2 and
-resumed with ``ckpt_path=last`` ends with the unbroken run's weights, tensor for tensor, and
-a CSV log that holds every epoch once; a checkpoint that cannot be written leaves the last one."""
+"""Nothing lost: a run killed (``kill -9``) or stopped (SIGTERM) in the middle of epoch 2, or
+stopped during epoch 2's validation, and resumed with ``ckpt_path=last`` ends with the unbroken
+run's weights, tensor for tensor, and a CSV log that holds every epoch's validation once, with
+the unbroken run's figures; a checkpoint that cannot be written leaves the last one."""
 
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume")
-    return {"train": write_corpus(root, "train", 480, 11), "dev": write_corpus(root, "dev", 8, 12)}
+    return {
+        "train": write_corpus(root, "train", 480, 11),
+        "dev": write_corpus(root, "dev", 40, 12),  # 5 batches: a validation can be cut short
+    }
 
 
 def command(corpus, run_dir: Path, *extra: str) -> list[str]:
@@ -47,7 +51,9 @@ def command(corpus, run_dir: Path, *extra: str) -> list[str]:
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    tests = str(Path(__file__).resolve().parent)  # signal_helpers, for the validation stop
+    path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
 
 
 def step_of(ckpt: Path) -> int:
@@ -128,6 +134,30 @@ def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(corpus, unbroken
         == len(set(steps))
         == len([r for r in metrics_rows(unbroken) if r.get("train/loss")])
     )
+
+
+def test_stopped_during_validation_validates_that_epoch_again(corpus, unbroken, tmp_path):
+    stop = "+callbacks.stop._target_=signal_helpers.SigtermInValidation"
+    res = subprocess.run(
+        command(corpus, tmp_path, stop), cwd=REPO, env=env(), capture_output=True, text=True
+    )
+    assert res.returncode == 128 + signal.SIGTERM, res.stderr[-2000:]
+    assert [r["epoch"] for r in metrics_rows(tmp_path) if r.get("val/ppl")] == ["0"]
+    res = subprocess.run(
+        command(corpus, tmp_path, "ckpt_path=last"),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    dev = [(r["epoch"], r["val/ppl"]) for r in metrics_rows(tmp_path) if r.get("val/ppl")]
+    assert dev == [(r["epoch"], r["val/ppl"]) for r in metrics_rows(unbroken) if r.get("val/ppl")]
+    assert [e for e, _ in dev] == ["0", "1", "2"]  # epoch 2's validation ran, once
+    a = torch.load(unbroken / "checkpoints" / "last.ckpt", weights_only=True)
+    b = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
+    for key, value in a["state_dict"].items():
+        assert torch.equal(b["state_dict"][key], value), key
 
 
 def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(corpus, tmp_path):

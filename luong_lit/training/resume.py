@@ -7,7 +7,9 @@
   minutes (``callbacks.checkpoint``), written atomically like the epoch checkpoints.
 * :class:`SignalCheckpoint`: on SIGTERM (preemption) or SIGINT (Ctrl-C) the current step
   finishes, ``checkpoints/last.ckpt`` is written and training stops; ``ckpt_path=last``
-  continues from there. A second Ctrl-C stops at once.
+  continues from there. A second Ctrl-C stops at once. A signal that lands during an epoch's
+  validation saves the epoch's training, and the resumed run validates that epoch again from
+  its first batch before training on (:func:`rewind_validation`).
 """
 
 from __future__ import annotations
@@ -94,6 +96,26 @@ class StepCheckpoint(ModelCheckpoint):
         return
 
 
+VAL_PROGRESS = "epoch_loop.val_loop.batch_progress"  # Lightning's key in checkpoint["loops"]
+
+
+def rewind_validation(checkpoint: dict[str, Any]) -> None:
+    """Make a checkpoint written during an epoch's validation validate that epoch again.
+
+    As saved, the validation loop's progress counts the batches it finished, and a resumed
+    Lightning run treats such a validation as done: the epoch would have no dev figure and no
+    chance to become ``best.ckpt``. Progress that says one batch started and none finished is,
+    for Lightning, a restart in the middle of an evaluation: the resumed run goes back and runs
+    the epoch's validation, from its first batch, before the next epoch trains.
+    """
+    progress = checkpoint.get("loops", {}).get("fit_loop", {}).get(VAL_PROGRESS)
+    if progress is None:  # a Lightning that keeps its loops otherwise: resume as saved
+        return
+    for part in ("total", "current"):
+        progress[part].update(ready=1, started=1, processed=0, completed=0)
+    progress["is_last_batch"] = False
+
+
 def requeue_signal() -> int | None:
     """The signal by which submitit asks a job to stop before a timeout or a preemption
     (``SIGUSR2`` unless ``SUBMITIT_PREEMPT_SIGNAL`` says otherwise), in a submitit job only."""
@@ -118,9 +140,10 @@ class SignalCheckpoint(L.Callback):
         self.handover: Callable | None = None  # submitit's handler, when its signal stopped us
         self._previous: dict[int, Any] = {}
         self._saved = False
+        self._in_validation = False  # the signal stopped an epoch's validation
 
     def on_train_start(self, trainer, pl_module) -> None:
-        self.signal, self.handover, self._saved = None, None, False
+        self.signal, self.handover, self._saved, self._in_validation = None, None, False, False
         requeue = requeue_signal()
         for signum in (signal.SIGINT, requeue) if requeue else (signal.SIGINT,):
             try:
@@ -156,8 +179,13 @@ class SignalCheckpoint(L.Callback):
         from lightning.pytorch.utilities.exceptions import SIGTERMException
 
         if isinstance(exception, SIGTERMException) and not self._saved:  # stopped during validation
+            self._in_validation = trainer.validating and not trainer.sanity_checking
             self._save(trainer)
         self._restore()
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict[str, Any]) -> None:
+        if self._in_validation:
+            rewind_validation(checkpoint)
 
     def _restore(self) -> None:
         for signum, previous in self._previous.items():
