@@ -292,6 +292,21 @@ def test_report_groups_a_sweeps_seeds_into_mean_and_sd(tmp_path):
     assert len(lines) == 4 and " ± " in lines[2] and "Table 4: global (dot)" in lines[2]
 
 
+def test_notebook_table4_groups_seeds_only_when_a_seed_repeats(tmp_path):
+    from luong_lit.analysis.notebook import table4
+
+    numbers = [{"ppl": 5.0 + i, "bleu": 30.0 + i, "dev": 6.0 + i} for i in range(3)]
+    fake_run(tmp_path, 0, ["attention=global", "score=dot", "seed=1234"], numbers[0])
+    fake_run(tmp_path, 1, ["attention=global", "score=dot", "seed=2"], numbers[1])
+    fake_run(tmp_path, 2, ["attention=local_p", "score=general", "seed=1234"], numbers[2])
+    runs = sorted(tmp_path.iterdir())
+    rows = table4(runs).splitlines()[2:]
+    assert len(rows) == 2 and "5.50 ± 0.71" in rows[0] and "| 2 |" in rows[0]
+    assert "7.00" in rows[1] and "±" not in rows[1].split("|")[4]
+    single = table4([runs[0], runs[2]]).splitlines()[2:]  # no seed repeats: one row per run
+    assert len(single) == 2 and "±" not in "".join(single)
+
+
 def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tmp_path):
     """The wiring on a machine without a GPU: a fake device count, two jobs at once."""
     from hydra import compose, initialize_config_dir

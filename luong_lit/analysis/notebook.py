@@ -76,6 +76,18 @@ def find_runs(patterns: str | Sequence[str], folders: Sequence[Path] | None = No
     return runs
 
 
+def table4(runs: Sequence[Path]) -> str:
+    """Table 4 from run directories: runs that differ only by their seed are one row, mean ±
+    sd (``python -m luong_lit report`` on a sweep); one row per run when no seed repeats."""
+    from luong_lit.analysis.runs import collect, markdown
+    from luong_lit.analysis.sweep import group, markdown_cells, read_run
+
+    cells = group([read_run(r) for r in runs])
+    if any(c["n"] > 1 for c in cells):
+        return markdown_cells(cells)
+    return markdown([collect(r) for r in runs])
+
+
 def load_run_model(run: Path):
     """``(net, datamodule)`` of a run's best checkpoint, with its dev split loaded."""
     from luong_lit.checkpoint import load_model
