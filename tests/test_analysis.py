@@ -21,7 +21,9 @@ from luong_lit.metrics.aer import (
     aer,
     aer_by_length,
     diagonal_links,
+    link_offsets,
     pharaoh,
+    position_links,
     read_talp,
     tail_share,
 )
@@ -80,6 +82,25 @@ def test_tail_share_counts_links_on_the_last_source_words():
     assert tail_share(diagonal, [10, 2]) == pytest.approx(0.3)
     assert tail_share(diagonal, [10, 2], k=1) == pytest.approx(0.1)
     assert tail_share(diagonal, [5, 2]) == 0.0  # no sentence is longer than 2k words
+
+
+def test_link_offsets_measure_how_far_links_lie_from_gold():
+    gold = [({(0, 0), (1, 1), (2, 2)}, {(0, 0), (1, 1), (2, 2), (3, 2)}), ({(4, 0)}, {(4, 0)})]
+    hyps = [{(0, 0), (0, 1), (3, 2), (3, 5)}, {(0, 0)}]  # (3, 5): no gold link for word 5
+    off = link_offsets(hyps, gold, clip=3)
+    assert list(off) == ["-3", "-2", "-1", "+0", "+1", "+2", "+3"]
+    # links: 0 (exact), -1 (one word early), 0 (the possible link 3-2), -4 clipped to -3
+    assert off == pytest.approx(
+        {"-3": 0.25, "-2": 0, "-1": 0.25, "+0": 0.5, "+1": 0, "+2": 0, "+3": 0}
+    )
+    late = link_offsets([{(1, 0), (2, 1)}], [({(0, 0), (1, 1)}, {(0, 0), (1, 1)})])
+    assert late["+1"] == 1.0
+
+
+def test_length_blind_diagonal_follows_the_target_position():
+    assert position_links(3, 5) == {(0, 0), (1, 1), (2, 2), (2, 3), (2, 4)}
+    assert position_links(0, 2) == set()
+    assert position_links(4, 4) == diagonal_links(4, 4)  # equal lengths: both diagonals agree
 
 
 class PatternStub(torch.nn.Module):
@@ -259,6 +280,9 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
         ("1-10", 2, pytest.approx(0.0))
     ]
     assert rep["tail_share"]["gold"] == 0.0  # no sentence longer than six words
+    assert rep["link_offsets"]["diagonal"]["+0"] == pytest.approx(1.0)
+    assert sum(rep["link_offsets"]["model"].values()) == pytest.approx(1.0)
+    assert rep["baselines"]["diagonal, length-blind"] == pytest.approx(0.0)
     ens = [str(runs[a] / "checkpoints" / "best.ckpt") for a in ("global", "local_m", "local_p")]
     res = subprocess.run(
         [

@@ -35,7 +35,9 @@ from luong_lit.metrics.aer import (
     aer,
     aer_by_length,
     diagonal_links,
+    link_offsets,
     pharaoh,
+    position_links,
     read_talp,
     tail_share,
 )
@@ -84,8 +86,9 @@ def model_links(model, src_vocab, tgt_vocab, src, tgt) -> tuple[dict[str, list],
 
 
 def diagnostics(links: list, gold: list, src: list, tgt: list) -> dict:
-    """AER by source length beside the diagonal's, and the share of links on the last three
-    source words beside the gold links' share: the signs of attention that collapses."""
+    """AER by source length beside the diagonal's, the share of links on the last three source
+    words beside the gold links' share (the signs of attention that collapses), and how far
+    links lie from the gold ones (:func:`~luong_lit.metrics.aer.link_offsets`)."""
     src_lens = [len(s) for s in src]
     diag = [diagonal_links(len(s), len(t)) for s, t in zip(src, tgt)]
     rows = aer_by_length(links, gold, src_lens)
@@ -95,14 +98,19 @@ def diagnostics(links: list, gold: list, src: list, tgt: list) -> dict:
     return {
         "aer_by_length": rows,
         "tail_share": {"model": tail_share(links, src_lens), "gold": tail_share(sure, src_lens)},
+        "link_offsets": {"model": link_offsets(links, gold), "diagonal": link_offsets(diag, gold)},
     }
 
 
 def baseline_links(src, tgt, extra_src=None, extra_tgt=None) -> dict[str, list]:
-    """The diagonal aligner, and eflomal trained on the same sentences (plus any extra text)."""
+    """The diagonal aligner, the same blind to sentence lengths (target word ``j`` to source word
+    ``j``), and eflomal trained on the same sentences (plus any extra text)."""
     from luong_lit.data.dictionary import eflomal_links
 
-    out = {"diagonal": [diagonal_links(len(s), len(t)) for s, t in zip(src, tgt)]}
+    out = {
+        "diagonal": [diagonal_links(len(s), len(t)) for s, t in zip(src, tgt)],
+        "diagonal, length-blind": [position_links(len(s), len(t)) for s, t in zip(src, tgt)],
+    }
     try:
         links = eflomal_links(
             list(src) + list(extra_src or []), list(tgt) + list(extra_tgt or []), "intersect"

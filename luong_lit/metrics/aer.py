@@ -69,6 +69,31 @@ def diagonal_links(src_len: int, tgt_len: int) -> Links:
     }
 
 
+def position_links(src_len: int, tgt_len: int) -> Links:
+    """A diagonal blind to the sentence lengths: target word ``j`` aligned to source word
+    ``min(j, S-1)``, all that attention can do from the target position alone."""
+    return {(min(j, src_len - 1), j) for j in range(tgt_len)} if src_len else set()
+
+
+def link_offsets(
+    hyps: Sequence[Iterable[tuple[int, int]]], gold: Sequence[tuple[Links, Links]], clip: int = 5
+) -> dict[str, float]:
+    """Share of links at each signed distance, in source words and clipped to ``±clip``, from
+    the nearest gold link (sure or possible) of the same target word; links of target words
+    without a gold link are left out. Positive: the model points later in the source."""
+    counts = dict.fromkeys(range(-clip, clip + 1), 0)
+    for links, (_, possible) in zip(hyps, gold):
+        by_target: dict[int, list[int]] = {}
+        for i, j in possible:
+            by_target.setdefault(j, []).append(i)
+        for i, j in links:
+            if j in by_target:
+                d = min((g - i for g in by_target[j]), key=lambda x: (abs(x), x))  # gold - model
+                counts[max(-clip, min(clip, -d))] += 1
+    total = max(sum(counts.values()), 1)
+    return {f"{k:+d}": v / total for k, v in counts.items()}
+
+
 LENGTH_EDGES = (11, 21, 31)  # source lengths 1-10, 11-20, 21-30, 31+
 
 
