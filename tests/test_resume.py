@@ -86,6 +86,18 @@ def stop_during_epoch_2(corpus, run_dir: Path, signum: int) -> subprocess.Popen:
     return proc
 
 
+def resume(corpus, run_dir: Path) -> None:
+    """Resume the stopped run in ``run_dir`` with ``ckpt_path=last``, to its end."""
+    res = subprocess.run(
+        command(corpus, run_dir, "ckpt_path=last"),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
 def metrics_rows(run_dir: Path) -> list[dict]:
     with open(run_dir / "csv" / "metrics.csv", newline="") as fh:
         return list(csv.DictReader(fh))
@@ -112,14 +124,7 @@ def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(corpus, unbroken
         )
     else:
         assert proc.returncode == -signal.SIGKILL
-    res = subprocess.run(
-        command(corpus, tmp_path, "ckpt_path=last"),
-        cwd=REPO,
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
+    resume(corpus, tmp_path)
     a = torch.load(unbroken / "checkpoints" / "last.ckpt", weights_only=True)
     b = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
     assert a["global_step"] == b["global_step"] == 3 * 60
@@ -143,14 +148,7 @@ def test_stopped_during_validation_validates_that_epoch_again(corpus, unbroken, 
     )
     assert res.returncode == 128 + signal.SIGTERM, res.stderr[-2000:]
     assert [r["epoch"] for r in metrics_rows(tmp_path) if r.get("val/ppl")] == ["0"]
-    res = subprocess.run(
-        command(corpus, tmp_path, "ckpt_path=last"),
-        cwd=REPO,
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
+    resume(corpus, tmp_path)
     dev = [(r["epoch"], r["val/ppl"]) for r in metrics_rows(tmp_path) if r.get("val/ppl")]
     assert dev == [(r["epoch"], r["val/ppl"]) for r in metrics_rows(unbroken) if r.get("val/ppl")]
     assert [e for e, _ in dev] == ["0", "1", "2"]  # epoch 2's validation ran, once

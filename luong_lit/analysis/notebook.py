@@ -79,13 +79,12 @@ def find_runs(patterns: str | Sequence[str], folders: Sequence[Path] | None = No
 def table4(runs: Sequence[Path]) -> str:
     """Table 4 from run directories: runs that differ only by their seed are one row, mean ±
     sd (``python -m luong_lit report`` on a sweep); one row per run when no seed repeats."""
-    from luong_lit.analysis.runs import collect, markdown
+    from luong_lit.analysis.runs import markdown
     from luong_lit.analysis.sweep import group, markdown_cells, read_run
 
-    cells = group([read_run(r) for r in runs])
-    if any(c["n"] > 1 for c in cells):
-        return markdown_cells(cells)
-    return markdown([collect(r) for r in runs])
+    rows = [read_run(r) for r in runs]
+    cells = group(rows)
+    return markdown_cells(cells) if any(c["n"] > 1 for c in cells) else markdown(rows)
 
 
 def load_run_model(run: Path):
