@@ -211,6 +211,18 @@ def test_training_draws_attention_heatmaps_and_learning_curves(runs, tmp_path):
     assert fig5.stat().st_size > 1000
 
 
+def test_seeds_of_one_system_are_drawn_as_their_mean_and_range(runs, tmp_path):
+    from luong_lit.analysis.figures import mean_band, plot_learning_curves
+
+    a = [(100, 2.0), (200, 4.0), (300, 6.0)]
+    b = [(100, 4.0), (200, 3.0), (200, 1.0)]  # step 200 logged twice (resumed): the last counts
+    assert mean_band([a, b]) == ([100, 200], [3.0, 2.5], [2.0, 1.0], [4.0, 4.0])
+    assert mean_band([a]) == ([100, 200, 300], [2.0, 4.0, 6.0], [2.0, 4.0, 6.0], [2.0, 4.0, 6.0])
+    assert mean_band([a, [(50, 1.0)]]) == ([], [], [], [])
+    two = {"global, 2 seeds": [runs["global"], runs["local_m"]], "local_p": runs["local_p"]}
+    assert plot_learning_curves(two, tmp_path / "fig5.png").stat().st_size > 1000
+
+
 def test_report_puts_runs_beside_the_paper(runs, tmp_path):
     res = subprocess.run(
         [
@@ -396,6 +408,18 @@ def test_patterns_resolve_in_one_folder_only(runs, tmp_path):
     assert find_runs(patterns, folders=[tmp_path / "none", repo]) == [
         repo / "logs/train/multiruns/s/0_x"
     ]
+
+
+def test_figures_folder_is_relative_to_where_jupyter_started(monkeypatch, tmp_path):
+    from luong_lit.analysis.notebook import figures_dir
+
+    monkeypatch.setenv("PWD", str(tmp_path))
+    monkeypatch.setenv("LUONG_LIT_FIGURES", "figs")
+    assert figures_dir() == tmp_path.resolve() / "figs"
+    monkeypatch.delenv("LUONG_LIT_FIGURES")
+    assert figures_dir() == tmp_path.resolve() / "figures"
+    monkeypatch.setenv("LUONG_LIT_FIGURES", str(tmp_path / "abs"))
+    assert figures_dir() == tmp_path / "abs"
 
 
 def test_figure5_says_which_set_it_plots():

@@ -110,6 +110,23 @@ def test_length_buckets_partition_the_corpus(tmp_path):
     assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_seeds_bleu_by_length_is_their_mean_per_bucket(tmp_path):
+    import statistics
+
+    from luong_lit.metrics.buckets import mean_buckets
+
+    one = [{"bucket": "<10", "n": 3, "bleu": 30.0}, {"bucket": "10-19", "n": 2, "bleu": 20.0}]
+    two = [{"bucket": "<10", "n": 3, "bleu": 34.0}, {"bucket": "10-19", "n": 2, "bleu": 21.0}]
+    rows = mean_buckets([one, two])
+    assert [r["bleu"] for r in rows] == [32.0, 20.5] and [r["n"] for r in rows] == [3, 2]
+    assert rows[0]["bleu_sd"] == pytest.approx(statistics.stdev([30.0, 34.0]))
+    assert mean_buckets([one]) == one  # one run: unchanged, no sd
+    with pytest.raises(ValueError, match="share their length buckets"):
+        mean_buckets([one, one[:1]])
+    png = plot_bleu_by_length({"mean": rows, "one": one}, tmp_path / "fig6.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
 def test_perplexity_is_exp_of_mean_token_nll():
     torch.manual_seed(0)
     net = Seq2Seq(12, 12, 8, 8, 1, 0.0, "global", "dot", True).eval()

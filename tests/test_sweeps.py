@@ -94,6 +94,25 @@ def test_submitit_local_runs_each_job_as_its_own_process(corpus, tmp_path):
     assert (tmp_path / ".submitit").is_dir()
 
 
+def test_job_record_adds_up_tries_and_a_finished_run_keeps_its_record(tmp_path):
+    from omegaconf import OmegaConf
+
+    from luong_lit.sweeps.job import job_resources
+
+    cfg = OmegaConf.create({"paths": {"output_dir": str(tmp_path)}, "threads": 1})
+    earlier = {"pid": 1, "tries": 1, "start": 100.0, "end": 160.0, "seconds": 60.0}
+    (tmp_path / "job.json").write_text(json.dumps(earlier))
+    with job_resources(cfg) as rec:  # resumed: a second try, its time added to the first's
+        time.sleep(0.2)
+    second = record(tmp_path)
+    assert second["tries"] == 2 and second["start"] == rec["start"] > 160.0
+    assert second["seconds"] == pytest.approx(60.0 + second["end"] - second["start"], abs=0.1)
+    assert second["seconds"] >= 60.2
+    with job_resources(cfg) as rec:  # found finished: nothing trained, the record stays
+        rec["keep_earlier"] = True
+    assert record(tmp_path) == second
+
+
 # ------------------------------------------------------------------------------ the GPU pool
 def _job(lock_dir: str, seconds: float, out: str) -> None:
     slot = DevicePool(lock_dir, n_devices=2).acquire(poll_s=0.01)
@@ -305,6 +324,25 @@ def test_notebook_table4_groups_seeds_only_when_a_seed_repeats(tmp_path):
     assert "7.00" in rows[1] and "±" not in rows[1].split("|")[4]
     single = table4([runs[0], runs[2]]).splitlines()[2:]  # no seed repeats: one row per run
     assert len(single) == 2 and "±" not in "".join(single)
+
+
+def test_notebook_figures_draw_a_cell_once_whatever_its_seeds(tmp_path):
+    """Seeds share a system's name: keyed by name alone, one seed would hide the other."""
+    from luong_lit.analysis.notebook import cells
+
+    n = {"ppl": 5.0, "bleu": 30.0, "dev": 6.0}
+    fake_run(tmp_path, 0, ["attention=global", "score=dot", "seed=1234"], n)
+    fake_run(tmp_path, 1, ["attention=global", "score=dot", "seed=2"], n)
+    fake_run(tmp_path, 2, ["attention=global", "score=dot", "trainer.max_epochs=3"], n)
+    fake_run(tmp_path, 3, ["attention=local_p", "score=general", "seed=2"], n)
+    runs = sorted(tmp_path.iterdir())
+    grouped = cells(runs)
+    assert list(grouped) == [
+        "global (dot) [attention=global score=dot], 2 seeds",
+        "global (dot) [attention=global score=dot trainer.max_epochs=3]",
+        "local_p (general)",
+    ]
+    assert list(grouped.values()) == [runs[:2], [runs[2]], [runs[3]]]
 
 
 def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tmp_path):

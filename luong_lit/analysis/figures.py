@@ -93,21 +93,36 @@ def curve_label(metric: str) -> str:
     return f"{split} {quantity}".strip() + f"  [{metric}]"
 
 
+def mean_band(curves: Sequence[Sequence[tuple[int, float]]]) -> tuple[list, ...]:
+    """``(steps, mean, low, high)`` over the steps every curve has: several seeds of one
+    system drawn as one line with their range around it."""
+    tables = [dict(c) for c in curves]  # a step logged twice (a resumed run): its last value
+    steps = sorted(set.intersection(*map(set, tables))) if tables else []
+    if not steps:
+        return [], [], [], []
+    values = np.array([[t[s] for s in steps] for t in tables])  # (runs, steps)
+    return steps, values.mean(0).tolist(), values.min(0).tolist(), values.max(0).tolist()
+
+
 def plot_learning_curves(
-    runs: Mapping[str, str | Path],
+    runs: Mapping[str, str | Path | Sequence[str | Path]],
     path: str | Path,
     metric: str = "val/nll_per_token",
     ylabel: str | None = None,
 ) -> Path:
     """Figure 5 on the dev set: ``metric`` against mini-batches for one or more runs. (The
-    paper's Figure 5 plots test cost; runs log the dev set at each validation.)"""
+    paper's Figure 5 plots test cost; runs log the dev set at each validation.) A label given
+    several runs (seeds) is drawn as their mean, shaded from their lowest to highest value."""
     ylabel = ylabel or curve_label(metric)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, run_dir in runs.items():
-        points = read_metrics(run_dir).get(metric, [])
-        if points:
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=name)
+    for name, run_dirs in runs.items():
+        run_dirs = [run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs)
+        steps, mean, low, high = mean_band([read_metrics(r).get(metric, []) for r in run_dirs])
+        if steps:
+            (line,) = ax.plot(steps, mean, marker=".", label=name)
+            if len(run_dirs) > 1:
+                ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("mini-batches")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)

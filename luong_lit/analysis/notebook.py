@@ -76,6 +76,30 @@ def find_runs(patterns: str | Sequence[str], folders: Sequence[Path] | None = No
     return runs
 
 
+def figures_dir() -> Path:
+    """Where the notebook writes its figures: ``LUONG_LIT_FIGURES`` (a relative path is taken
+    from the folder Jupyter was started in, as the run patterns are), else ``figures/`` there."""
+    folder = Path(os.environ.get("LUONG_LIT_FIGURES", "figures")).expanduser()
+    return folder if folder.is_absolute() else search_folders()[0] / folder
+
+
+def cells(runs: Sequence[Path]) -> dict[str, list[Path]]:
+    """Runs grouped as :func:`table4` groups them (runs that differ only by their seed are one
+    cell), keyed by a figure label: the system (``global (general)``), then the cell's
+    overrides where two cells share a system, and the number of seeds where there are several."""
+    from luong_lit.analysis.sweep import cell_of
+
+    groups: dict[str, list[Path]] = {}
+    for run in runs:
+        groups.setdefault(cell_of(run), []).append(run)
+    systems = [run_label(members[0]) for members in groups.values()]
+    out: dict[str, list[Path]] = {}
+    for (cell, members), system in zip(groups.items(), systems):
+        label = f"{system} [{cell}]" if systems.count(system) > 1 else system
+        out[label + (f", {len(members)} seeds" if len(members) > 1 else "")] = members
+    return out
+
+
 def table4(runs: Sequence[Path]) -> str:
     """Table 4 from run directories: runs that differ only by their seed are one row, mean ±
     sd (``python -m luong_lit report`` on a sweep); one row per run when no seed repeats."""
@@ -124,6 +148,13 @@ def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     hyps = bleu_lines(words, dm.tokenizers.get("tgt"))
     refs = bleu_lines(dev.tgt_tokens[: len(hyps)], dm.tokenizers.get("tgt"))
     return bleu_by_length(hyps, refs, [len(s) for s in dev.src_tokens[: len(hyps)]])
+
+
+def cell_buckets(runs: Sequence[Path], max_sentences: int | None = None) -> list[dict]:
+    """Figure 6's rows for one cell: :func:`length_buckets` of each run, mean ± sd over seeds."""
+    from luong_lit.metrics.buckets import mean_buckets
+
+    return mean_buckets([length_buckets(r, max_sentences) for r in runs])
 
 
 def _aer_row(label: str, rep: dict) -> str:

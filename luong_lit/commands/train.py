@@ -97,6 +97,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         earlier = earlier_work(cfg)
         if earlier and earlier[0] == "done":
             log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
+            record["keep_earlier"] = True  # its job.json keeps the times of the training
             return {"test": earlier[1], "objective": earlier[1].get("objective_value")}
         configure_cpu_from(cfg)
         dm, model, trainer = build(cfg)

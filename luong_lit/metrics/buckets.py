@@ -82,6 +82,25 @@ def tick_labels(rows: Sequence[dict]) -> list[str]:
     return [f"{r['bucket']}\n(n={r['n']})" for r in rows]
 
 
+def mean_buckets(runs: Sequence[Sequence[dict]]) -> list[dict]:
+    """Several runs' :func:`bleu_by_length` rows on the same sentences (seeds of one system)
+    as one: the mean BLEU of each bucket, and ``bleu_sd`` (sample sd) when there are two or more."""
+    import statistics
+
+    if not runs or any(
+        [r["bucket"] for r in rows] != [r["bucket"] for r in runs[0]] for rows in runs
+    ):
+        raise ValueError("runs to average must share their length buckets (same test sentences)")
+    out = []
+    for k, first in enumerate(runs[0]):
+        bleus = [rows[k]["bleu"] for rows in runs]
+        row = {**first, "bleu": statistics.fmean(bleus)}
+        if len(bleus) > 1:
+            row["bleu_sd"] = statistics.stdev(bleus)
+        out.append(row)
+    return out
+
+
 def markdown_table(rows: Sequence[dict]) -> str:
     lines = ["| source length | sentences | BLEU |", "|---|---:|---:|"]
     lines += [f"| {r['bucket']} | {r['n']} | {r['bleu']:.2f} |" for r in rows]
@@ -105,7 +124,8 @@ def plot_bleu_by_length(
                 labels.append(r["bucket"])
     for name, rows in systems.items():
         xs = [labels.index(r["bucket"]) for r in rows]
-        ax.plot(xs, [r["bleu"] for r in rows], marker="o", label=name)
+        sd = [r.get("bleu_sd") or 0.0 for r in rows]  # mean over seeds: error bars of ± sd
+        ax.errorbar(xs, [r["bleu"] for r in rows], yerr=sd, marker="o", capsize=3, label=name)
     counts = {tuple((r["bucket"], r["n"]) for r in rows) for rows in systems.values()}
     if len(counts) == 1:  # one test set: its sentence counts under the buckets
         labels = tick_labels(next(iter(systems.values())))
