@@ -108,9 +108,20 @@ def test_job_record_adds_up_tries_and_a_finished_run_keeps_its_record(tmp_path):
     assert second["tries"] == 2 and second["start"] == rec["start"] > 160.0
     assert second["seconds"] == pytest.approx(60.0 + second["end"] - second["start"], abs=0.1)
     assert second["seconds"] >= 60.2
-    with job_resources(cfg) as rec:  # found finished: nothing trained, the record stays
-        rec["keep_earlier"] = True
-    assert record(tmp_path) == second
+
+
+def test_a_finished_run_is_not_trained_again_and_keeps_its_record(monkeypatch, tmp_path):
+    import luong_lit.commands.train as train_cmd
+
+    results = {"objective_value": 4.5, "test_2016_flickr": {"ppl": 4.6}}
+    monkeypatch.setattr(train_cmd, "earlier_work", lambda cfg: ("done", results))
+
+    def must_not_run(cfg):
+        raise AssertionError("a finished run took the job's resources (and rewrote job.json)")
+
+    monkeypatch.setattr(train_cmd, "job_resources", must_not_run)
+    out = train_cmd.train(compose_cfg([], tmp_path))
+    assert out == {"test": results, "objective": 4.5}
 
 
 # ------------------------------------------------------------------------------ the GPU pool

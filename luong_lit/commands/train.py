@@ -93,12 +93,11 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     from luong_lit.training.checks import check_config
 
     check_config(cfg)  # every numeric option, before any data is read
+    earlier = earlier_work(cfg)
+    if earlier and earlier[0] == "done":  # no GPU slot taken, its job.json left as it was
+        log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
+        return {"test": earlier[1], "objective": earlier[1].get("objective_value")}
     with job_resources(cfg) as record:  # in a sweep: the job's GPU and threads
-        earlier = earlier_work(cfg)
-        if earlier and earlier[0] == "done":
-            log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
-            record["keep_earlier"] = True  # its job.json keeps the times of the training
-            return {"test": earlier[1], "objective": earlier[1].get("objective_value")}
         configure_cpu_from(cfg)
         dm, model, trainer = build(cfg)
         ckpt_path = earlier[1] if earlier else cfg.get("ckpt_path")

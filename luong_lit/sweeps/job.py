@@ -103,8 +103,7 @@ def job_resources(cfg: DictConfig) -> Iterator[dict[str, Any]]:
     """Within a sweep: set ``cfg.threads`` and pin ``cfg.trainer.devices`` to a pooled GPU (before
     CUDA initialises in this job) for the body's duration. Yields the job's record, written to
     ``job.json``: process, device, threads, start and end times of this try, how many tries it
-    took and ``seconds`` over all of them. A body that finds the run finished earlier sets
-    ``record["keep_earlier"]``, and the earlier record stays as it was."""
+    took and ``seconds`` over all of them."""
     job = sweep_job()
     out = Path(cfg.paths.output_dir)
     earlier = _earlier_record(out)
@@ -127,7 +126,7 @@ def job_resources(cfg: DictConfig) -> Iterator[dict[str, Any]]:
         record["end"] = time.time()
         this_try = record["end"] - record.get("start", record["end"])
         record["seconds"] = round(float(earlier.get("seconds", 0.0)) + this_try, 1)
-        _write_record(out, earlier if record.pop("keep_earlier", False) and earlier else record)
+        _write_record(out, record)
         if slot is not None:
             slot.release()
 
