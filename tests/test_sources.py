@@ -156,7 +156,9 @@ def test_every_named_corpus_has_two_distinct_fully_formatted_sides():
             for src, lang in ((a, src_lang), (b, tgt_lang)):
                 for text in (src.path, src.member or "", src.remote.url):
                     assert "{" not in text and "}" not in text, f"{where}: {text}"
-                assert lang in src.path.rsplit("/", 1)[-1].split("."), f"{where}: {src.path}"
+                name = src.path.rsplit("/", 1)[-1]  # OpenNMT's files say src / tgt
+                side = {"en": "src-", "de": "tgt-"}[lang]
+                assert lang in name.split(".") or name.startswith(side), f"{where}: {src.path}"
 
 
 def test_wmt14_training_files_are_named_as_released():
@@ -262,3 +264,47 @@ def test_a_damaged_extraction_or_short_mirror_file_is_detected(tmp_path, monkeyp
         fh.write("one\ntwo\n")
     with pytest.raises(DataError, match="2 lines, but the official release has 5"):
         resolve(corpus_source("wmt14_ende", "europarl_v7", "en"), tmp_path / "mirror")
+
+
+# ---------------------------------------------------------------- corpora released tokenised
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_tokenised_text_restored_to_plain_text_tokenises_as_the_raw_text(lang):
+    """Europarl lines tokenised the Stanford way (``-a``, XML escapes) and restored to plain
+    text give the same tokens as the raw lines, under the kit's Moses settings."""
+    from conftest import SHARED_DATA
+
+    from luong_lit.data.tokenize import MosesTokenizer, PlainText
+
+    path = SHARED_DATA / f"wmt14/train/europarl_v7_head20k/europarl-v7.de-en.head20k.{lang}.gz"
+    raw = read_lines(path)[:200]
+    stanford, ours, plain = MosesTokenizer(lang, True, True), MosesTokenizer(lang), PlainText(lang)
+    tokenised = [" ".join(stanford.tokenize(line)) for line in raw]
+    assert sum("##AT##-##AT##" in t or "&apos;" in t for t in tokenised) >= 10  # the test bites
+    for line, tok in zip(raw, tokenised, strict=True):
+        assert ours.tokenize(plain(tok)) == ours.tokenize(line), tok
+
+
+def test_a_corpus_released_tokenised_reaches_training_as_plain_text(monkeypatch, tmp_path):
+    """The WMT samples released only tokenised resolve to a plain-text copy in the cache:
+    checked against the release's checksum, both sides of equal length, no escapes or
+    split-hyphen markers left, built once and rebuilt when its origin changes."""
+    from conftest import SHARED_DATA
+
+    from luong_lit.data.corpora import corpus_source
+
+    monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path))
+    for name, marker in (("opennmt_toy_ende", "&apos;"), ("nmt_hybrid_train10k", "##AT##")):
+        sides = {lang: corpus_source("wmt14_ende", name, lang) for lang in ("en", "de")}
+        paths = {lang: resolve(src, SHARED_DATA) for lang, src in sides.items()}
+        assert all(str(p).startswith(str(tmp_path)) for p in paths.values())
+        released = read_lines(SHARED_DATA / sides["en"].path)
+        plain = {lang: read_lines(p) for lang, p in paths.items()}
+        assert len(plain["en"]) == len(plain["de"]) == len(released) == 10000
+        assert sum(marker.lower() in line.lower() for line in released) > 0
+        assert not any(marker.lower() in line.lower() for line in plain["en"])
+    stamp = paths["en"].stat().st_mtime_ns
+    assert resolve(sides["en"], SHARED_DATA) == paths["en"]
+    assert paths["en"].stat().st_mtime_ns == stamp  # not rebuilt
+    paths["en"].with_name(paths["en"].name + ".from").write_text("another text\n")
+    assert read_lines(resolve(sides["en"], SHARED_DATA)) == plain["en"]
+    assert paths["en"].stat().st_mtime_ns != stamp

@@ -304,8 +304,13 @@ def test_every_experiment_config_builds_its_model(name, tmp_path):
         assert type(net.decoder.attention).__name__ == kind
         assert type(net.decoder.attention.score).__name__ == f"{score.capitalize()}Score"
         assert cfg.feed_input and cfg.dropout == 0.2
-    if prefix == "align_":  # one corpus: Europarl's sample and Multi30k, lowercased
-        assert list(cfg.data.train) == ["europarl_v7_head20k", "multi30k:train"]
+    if prefix == "align_":  # one corpus: the WMT samples and Multi30k, lowercased
+        assert list(cfg.data.train) == [
+            "europarl_v7_head20k",
+            "opennmt_toy_ende",
+            "nmt_hybrid_train10k",
+            "multi30k:train",
+        ]
         assert cfg.data.tokenizer_opts.lowercase
 
 

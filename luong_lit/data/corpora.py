@@ -101,6 +101,37 @@ _EUROPARL_HEAD20K = {
     "de": "c40e45eeb5b92156422a9c9781bafdab1dbbb525b09c0f410ad21943d205cafb",
     "en": "4fc27e152d74d7c587b9dca8aa785da898f5995a3432155245aa064cc1862969",
 }
+_GH = "https://raw.githubusercontent.com"
+_ONMT = f"{_GH}/OpenNMT/OpenNMT-py/3518fbab3092b21f12d78f9054097dffabb4025e/data"
+_HYBRID = f"{_GH}/lmthang/nmt.hybrid/8e77d63402c8a4f448cefb7caca6efeab2e2e0bc/data"
+# WMT training samples released only Moses-tokenised (10k pairs each): OpenNMT's toy-ende and
+# the paper's authors' sample in their Stanford preprocessing. {lang: (path, url, text sha256)}
+_WMT_TOKENISED = {
+    "opennmt_toy_ende": {
+        "en": (
+            "wmt14/tok/opennmt_toy_ende/src-train.txt.gz",
+            f"{_ONMT}/src-train.txt",
+            "db668a7d798bddf21d1ab8fcb403efbc724ba01b70472ad30d1e2049fd46e12b",
+        ),
+        "de": (
+            "wmt14/tok/opennmt_toy_ende/tgt-train.txt.gz",
+            f"{_ONMT}/tgt-train.txt",
+            "fe1f824a189baa650eec46269e66eef07f7304ba7572598ebbe61c55eeff7d01",
+        ),
+    },
+    "nmt_hybrid_train10k": {
+        "en": (
+            "wmt14/tok/luong_nmt_hybrid/train.10k.en.gz",
+            f"{_HYBRID}/train.10k.en",
+            "39bbdef93fa2c4c7f746936e61f8ca9fab9ae124ed76b871ab0a4415d54dd626",
+        ),
+        "de": (
+            "wmt14/tok/luong_nmt_hybrid/train.10k.de.gz",
+            f"{_HYBRID}/train.10k.de",
+            "17fea633e1484af5a1dc11a310efff03107bd5b9478d00d8ace833cfe899bfd6",
+        ),
+    },
+}
 _IWSLT_SPLITS = ("train", "valid", "test", "train.sample9999")  # the last: local mirrors only
 # The WIT3 archive that fairseq's prepare-iwslt14.sh was written for (wit3.fbk.eu/archive/2014-01)
 # is no longer served; fairseq keeps the identical release here, and its script now reads it.
@@ -141,7 +172,8 @@ def multi30k(split: str, lang: str, variant: str = "tok") -> Source:
 
 
 def wmt14(split: str, lang: str) -> Source:
-    """A WMT'14 training corpus (``europarl_v7``...) or test set (``newstest2014``...)."""
+    """A WMT'14 training corpus (``europarl_v7``...), a sample of one (``europarl_v7_head20k``,
+    ``opennmt_toy_ende``, ``nmt_hybrid_train10k``) or a test set (``newstest2014``...)."""
     if lang not in _WMT_LANGS:
         raise DataError(f"wmt14_ende has no language {lang!r}; choose from {', '.join(_WMT_LANGS)}")
     if split == "europarl_v7_head20k":  # the first 20k lines of Europarl v7
@@ -152,6 +184,11 @@ def wmt14(split: str, lang: str) -> Source:
             member.format(lang=lang),
             content_sha256=_EUROPARL_HEAD20K[lang],
             head=20000,
+        )
+    if split in _WMT_TOKENISED:
+        path, url, sha = _WMT_TOKENISED[split][lang]
+        return Source(
+            path, Remote(url, f"sha256:{sha}"), content_sha256=sha, lines=10000, tokenised=lang
         )
     if split in _WMT_TRAIN:
         url, sha, template, lines = _WMT_TRAIN[split]
@@ -167,7 +204,7 @@ def wmt14(split: str, lang: str) -> Source:
         return Source(
             f"wmt14/raw/{split}.{lang}.gz", Remote(url, f"md5:{md5}"), members[lang], fmt="sgm"
         )
-    names = sorted([*_WMT_TRAIN, *_WMT_TEST, "europarl_v7_head20k"])
+    names = sorted([*_WMT_TRAIN, *_WMT_TOKENISED, *_WMT_TEST, "europarl_v7_head20k"])
     raise DataError(f"wmt14_ende has no corpus {split!r}; choose from {names}")
 
 
@@ -206,7 +243,8 @@ def registry() -> list[tuple[str, str, str]]:
     """Every ``(dataset, split, variant)`` of the named datasets; both languages of each."""
     out = [("multi30k", split, variant) for split in _M30K_SPLITS for variant in ("tok", "raw")]
     out += [
-        ("wmt14_ende", split, "raw") for split in (*_WMT_TRAIN, "europarl_v7_head20k", *_WMT_TEST)
+        ("wmt14_ende", split, "raw")
+        for split in (*_WMT_TRAIN, "europarl_v7_head20k", *_WMT_TOKENISED, *_WMT_TEST)
     ]
     out += [("iwslt14_deen", split, "tok") for split in _IWSLT_SPLITS]
     return out

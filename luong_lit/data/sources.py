@@ -42,7 +42,9 @@ class Source:
     ``content_sha256`` is the SHA-256 of the decompressed text, when known; it is checked
     for mirror and cache files alike. ``lines`` is the published line count, checked the
     same way. ``member`` names the file inside an archive, ``fmt`` how to turn it into plain
-    lines (``text``, ``gz`` or ``sgm``), ``head`` keeps only the first lines.
+    lines (``text``, ``gz`` or ``sgm``), ``head`` keeps only the first lines. ``tokenised``
+    is the language of a text released only Moses-tokenised: :func:`resolve` then returns it
+    restored to plain text, to be tokenised like the raw corpora beside it.
     """
 
     path: str
@@ -52,6 +54,7 @@ class Source:
     content_sha256: str | None = None
     head: int | None = None
     lines: int | None = None
+    tokenised: str | None = None
 
 
 def cache_dir() -> Path:
@@ -130,7 +133,13 @@ EXTRACTED = "text-v2"
 
 
 def resolve(src: Source, mirror: Path | None = None) -> Path:
-    """A local path to ``src``: from the mirror if set, else the cache (downloading once)."""
+    """A local path to ``src``: from the mirror if set, else the cache (downloading once);
+    a tokenised text as plain text (:func:`plain_copy`)."""
+    path = _resolve(src, mirror)
+    return plain_copy(src, path) if src.tokenised else path
+
+
+def _resolve(src: Source, mirror: Path | None) -> Path:
     if mirror is not None:
         path = mirror / src.path
         if not path.is_file():
@@ -146,6 +155,29 @@ def resolve(src: Source, mirror: Path | None = None) -> Path:
         _extract(src, blob, path)
     _check_content(src, path)
     return path
+
+
+def plain_copy(src: Source, path: Path) -> Path:
+    """The checked tokenised file ``path`` restored to plain text, once, in the cache (rebuilt
+    when the text it came from changes)."""
+    from luong_lit.data.tokenize import PlainText
+
+    out = cache_dir() / "plain-v1" / src.path
+    origin = out.with_name(out.name + ".from")
+    digest = src.content_sha256 or _digest("sha256", path, gz=path.suffix == ".gz")
+    if out.is_file() and origin.is_file() and origin.read_text().strip() == digest:
+        return out
+    plain = PlainText(src.tokenised)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="\n") as fh:
+        text = "".join(plain(line) + "\n" for line in text_lines(fh.read()))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+    tmp.replace(out)
+    origin.write_text(digest + "\n")
+    return out
 
 
 def download(remote: Remote, dest_dir: Path) -> Path:
