@@ -21,10 +21,11 @@ import os
 import re
 import tarfile
 import urllib.request
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from luong_lit.data.io import DataError, text_lines
+from luong_lit.data.io import DataError, read_lines, text_lines
 
 
 @dataclass(frozen=True)
@@ -167,15 +168,7 @@ def plain_copy(src: Source, path: Path) -> Path:
     digest = src.content_sha256 or _digest("sha256", path, gz=path.suffix == ".gz")
     if out.is_file() and origin.is_file() and origin.read_text().strip() == digest:
         return out
-    plain = PlainText(src.tokenised)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="\n") as fh:
-        text = "".join(plain(line) + "\n" for line in text_lines(fh.read()))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    with gzip.open(tmp, "wt", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    tmp.replace(out)
+    _write_gz(out, map(PlainText(src.tokenised), read_lines(path)), stamp=lambda sha: None)
     origin.write_text(digest + "\n")
     return out
 
@@ -254,10 +247,17 @@ def _extract(src: Source, blob: Path, path: Path) -> None:
             f"{blob}: {src.member} has {len(lines)} lines, but the official release has "
             f"{src.lines}; delete the download to fetch it again"
         )
+    sidecar = path.with_name(path.name + ".sha256")
+    _write_gz(path, lines, stamp=lambda sha: sidecar.write_text(sha + "\n"))
+
+
+def _write_gz(path: Path, lines: Iterable[str], stamp: Callable[[str], object]) -> None:
+    """``lines`` gzipped into ``path`` atomically; ``stamp(SHA-256 of the text)`` runs just
+    before the file appears."""
     text = "".join(line + "\n" for line in lines).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with gzip.open(tmp, "wb") as fh:
         fh.write(text)
-    path.with_name(path.name + ".sha256").write_text(hashlib.sha256(text).hexdigest() + "\n")
+    stamp(hashlib.sha256(text).hexdigest())
     tmp.replace(path)

@@ -12,29 +12,18 @@ from pathlib import Path
 AT_SEP = "##AT##-##AT##"
 
 
-# Moses' XML escapes (tokenizer.perl without -no-escape) and the Stanford WMT'14 markers
-_ESCAPES = {
-    "&amp;": "&",
-    "&#124;": "|",
-    "&lt;": "<",
-    "&gt;": ">",
-    "&apos;": "'",
-    "&quot;": '"',
-    "&#91;": "[",
-    "&#93;": "]",
-    "##underscore##": "_",
-    "##star##": "*",
-    "##at##": "@",  # an at sign; a split hyphen "##AT##-##AT##" is rejoined before
-}
-_ESCAPE = re.compile("|".join(map(re.escape, _ESCAPES)), re.IGNORECASE)
+# The Stanford WMT'14 markers of an at sign, an underscore and an asterisk
+_MARKERS = {"##at##": "@", "##underscore##": "_", "##star##": "*"}
+_MARKER = re.compile("|".join(map(re.escape, _MARKERS)), re.IGNORECASE)
 _SPLIT_HYPHEN = re.compile(rf"\s*(?:{re.escape(AT_SEP)}|@-@)\s*", re.IGNORECASE)
 
 
 class PlainText:
     """Moses-tokenised text back to plain text, so that it can be tokenised again like raw
-    text: split hyphens rejoined, XML escapes and Stanford markers undone, then Moses'
-    detokeniser. Corpora released only tokenised (the WMT samples of OpenNMT and of the
-    paper's authors) then reach a vocabulary in the same forms as raw corpora beside them."""
+    text: split hyphens rejoined and Stanford markers undone, then Moses' detokeniser (which
+    also undoes Moses' XML escapes). Corpora released only tokenised (the WMT samples of
+    OpenNMT and of the paper's authors) then reach a vocabulary in the same forms as raw
+    corpora beside them."""
 
     def __init__(self, lang: str) -> None:
         from sacremoses import MosesDetokenizer
@@ -42,8 +31,8 @@ class PlainText:
         self._detok = MosesDetokenizer(lang)
 
     def __call__(self, line: str) -> str:
-        line = _SPLIT_HYPHEN.sub("-", line)
-        line = _ESCAPE.sub(lambda m: _ESCAPES[m.group(0).lower()], line)
+        line = _SPLIT_HYPHEN.sub("-", line)  # before the markers: "##AT##" alone is "@"
+        line = _MARKER.sub(lambda m: _MARKERS[m.group(0).lower()], line)
         return self._detok.detokenize(line.split())
 
 
