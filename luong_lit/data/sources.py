@@ -21,7 +21,7 @@ import os
 import re
 import tarfile
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,7 +168,7 @@ def plain_copy(src: Source, path: Path) -> Path:
     digest = src.content_sha256 or _digest("sha256", path, gz=path.suffix == ".gz")
     if out.is_file() and origin.is_file() and origin.read_text().strip() == digest:
         return out
-    _write_gz(out, map(PlainText(src.tokenised), read_lines(path)), stamp=lambda sha: None)
+    _write_gz(out, map(PlainText(src.tokenised), read_lines(path)))
     origin.write_text(digest + "\n")
     return out
 
@@ -247,17 +247,17 @@ def _extract(src: Source, blob: Path, path: Path) -> None:
             f"{blob}: {src.member} has {len(lines)} lines, but the official release has "
             f"{src.lines}; delete the download to fetch it again"
         )
-    sidecar = path.with_name(path.name + ".sha256")
-    _write_gz(path, lines, stamp=lambda sha: sidecar.write_text(sha + "\n"))
+    _write_gz(path, lines, sidecar=path.with_name(path.name + ".sha256"))
 
 
-def _write_gz(path: Path, lines: Iterable[str], stamp: Callable[[str], object]) -> None:
-    """``lines`` gzipped into ``path`` atomically; ``stamp(SHA-256 of the text)`` runs just
-    before the file appears."""
+def _write_gz(path: Path, lines: Iterable[str], sidecar: Path | None = None) -> None:
+    """``lines`` gzipped into ``path`` atomically; the text's SHA-256 goes to ``sidecar``, if
+    given, just before the file appears."""
     text = "".join(line + "\n" for line in lines).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with gzip.open(tmp, "wb") as fh:
         fh.write(text)
-    stamp(hashlib.sha256(text).hexdigest())
+    if sidecar is not None:
+        sidecar.write_text(hashlib.sha256(text).hexdigest() + "\n")
     tmp.replace(path)
