@@ -1,7 +1,7 @@
 """Beam-search decoding speed of a trained checkpoint, batched against one sentence at a time.
 
     LUONG_LIT_DATA=../shared/data python -m benchmarks.beam_speed RUN/checkpoints/best.ckpt \
-        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200]
+        [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--limit N]
         [--output FILE] [--int8 [output|all]] [--workers 1] [--authors] [--device cuda]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
@@ -34,6 +34,7 @@ def main() -> None:
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=30)
     ap.add_argument("--single-limit", type=int, default=200)
+    ap.add_argument("--limit", type=int, default=0, help="decode only the first N sentences")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workers", type=int, default=1, help="forked one-thread decoding processes")
     ap.add_argument("--output", help="also write the batched translations to this file")
@@ -51,19 +52,20 @@ def main() -> None:
     configure_cpu(args.threads)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     split = load_split(meta, args.test, src_vocab, tgt_vocab).split
+    src_ids, refs = split.src_ids, split.tgt_tokens
+    if args.limit > 0:
+        src_ids, refs = src_ids[: args.limit], refs[: args.limit]
     net = net.to(args.device)
     cfg = AUTHORS if args.authors else BeamConfig(beam_size=args.beam)
     t0 = time.perf_counter()
-    out = decode_corpus(
-        net, split.src_ids, args.batch_size, cfg, workers=args.workers, int8=args.int8
-    )
-    batched = len(split.src_ids) / (time.perf_counter() - t0)
+    out = decode_corpus(net, src_ids, args.batch_size, cfg, workers=args.workers, int8=args.int8)
+    batched = len(src_ids) / (time.perf_counter() - t0)
     words = output_words(out, tgt_vocab)
     hyps = [" ".join(w) for w in words]
-    bleu = corpus_bleu_tok(hyps, [" ".join(t) for t in split.tgt_tokens])
+    bleu = corpus_bleu_tok(hyps, [" ".join(t) for t in refs])
     res = {
         "test": args.test,
-        "sentences": len(split.src_ids),
+        "sentences": len(src_ids),
         "beam": "authors (12)" if args.authors else args.beam,
         "device": args.device,
         "int8": args.int8,
@@ -74,7 +76,7 @@ def main() -> None:
         "mean_output_len": round(sum(map(len, words)) / len(words), 2),
     }
     if args.single_limit > 0:  # 0 skips the one-sentence-at-a-time run
-        few = split.src_ids[: args.single_limit]
+        few = src_ids[: args.single_limit]
         t0 = time.perf_counter()
         decode_corpus(net, few, 1, cfg, int8=args.int8)
         single = len(few) / (time.perf_counter() - t0)

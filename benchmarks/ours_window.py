@@ -18,6 +18,8 @@ ranks are summed over rank 0's window.
 and CUDA graphs that step launched and how many times the host waited for the device
 (``model.graphs=capture`` against ``model.graphs=off`` shows what capture saves).
 
+``--save PATH`` writes a checkpoint of the model after its last step, for decoding benchmarks.
+
 ``--pad-vocab N`` appends never-seen symbols to both vocabularies until they hold N words, so
 that a small training sample still gets the paper's 50K embedding and softmax sizes: the
 cost of a step depends on the vocabulary size, not on which words occur.
@@ -190,6 +192,7 @@ def main() -> None:
         "--plain", action="store_true", help="a plain PyTorch loop instead of the trainer"
     )
     ap.add_argument("--launches", action="store_true", help="count one step's launches (GPU)")
+    ap.add_argument("--save", help="write a checkpoint of the model after the window to this path")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     if args.pad_vocab:
@@ -210,6 +213,8 @@ def main() -> None:
     if launches is not None:
         trainer.callbacks.append(launches)
     trainer.fit(model, dm)
+    if args.save:  # a model to decode with (e.g. benchmarks.beam_speed on a GPU)
+        trainer.save_checkpoint(args.save)
     dt = window.t1 - window.t0
     if trainer.world_size > 1:  # data parallel: every rank's tokens count; rank 0 reports
         window.tokens = int(

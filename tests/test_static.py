@@ -126,3 +126,37 @@ def test_training_with_fixed_shapes_or_by_hand_makes_the_same_updates(
         got = trained_weights(toy_corpus, tmp_path, mode, schedule)
         for name, value in ref.items():
             torch.testing.assert_close(got[name], value, atol=2e-5, rtol=1e-4, msg=mode + name)
+
+
+@pytest.mark.parametrize(
+    "device, precision, accumulate, world, buckets, want",
+    [
+        ("cuda", "bf16-mixed", 1, 1, [10, 20], "capture"),
+        ("cuda", "32-true", 1, 1, [10, 20], "capture"),
+        ("cpu", "32-true", 1, 1, [10, 20], "off"),  # no graphs on a CPU
+        ("cuda", "16-mixed", 1, 1, [10, 20], "off"),  # fp16 needs a loss scaler: not captured
+        ("cuda", "bf16-mixed", 2, 1, [10, 20], "off"),  # accumulation: Lightning's own steps
+        ("cuda", "bf16-mixed", 1, 2, [10, 20], "off"),  # data parallel: all-reduce not captured
+        ("cuda", "bf16-mixed", 1, 1, [], "off"),  # nothing to pad to
+    ],
+)
+def test_auto_captures_only_where_capture_is_checked(
+    device, precision, accumulate, world, buckets, want
+):
+    from luong_lit.training.graphs import auto_graphs
+
+    assert auto_graphs(device, precision, accumulate, world, buckets) == want
+
+
+def test_the_default_config_asks_for_auto_and_a_cpu_run_resolves_it_to_off(toy_corpus, tmp_path):
+    from conftest import compose_cfg, tiny_overrides
+
+    from luong_lit.training.build import build
+
+    cfg = compose_cfg(tiny_overrides(toy_corpus), tmp_path)
+    assert cfg.model.graphs == "auto"
+    _, module, trainer = build(cfg)
+    trainer.strategy.connect(module)
+    module.trainer = trainer
+    module.setup("fit")
+    assert module.graphs == "off" and module.automatic_optimization

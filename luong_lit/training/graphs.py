@@ -25,6 +25,23 @@ import torch
 from torch import Tensor
 
 
+def auto_graphs(device: str, precision: str, accumulate: int, world_size: int, buckets) -> str:
+    """What ``model.graphs=auto`` runs: ``capture`` where it is checked to pay and to be exact
+    (one CUDA device, fp32 or bf16-mixed, no gradient accumulation, buckets given), else ``off``.
+
+    Data-parallel runs stay eager: their gradient all-reduce hooks would be recorded in the
+    graph, which is not checked.
+    """
+    ok = (
+        device == "cuda"
+        and str(precision) in ("32-true", "bf16-mixed")
+        and accumulate == 1
+        and world_size == 1
+        and bool(buckets)
+    )
+    return "capture" if ok else "off"
+
+
 @dataclass
 class Captured:
     """One bucket's graph: its input tensors, its loss and the gradients it writes."""

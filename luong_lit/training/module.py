@@ -18,7 +18,7 @@ from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
 from luong_lit.nn.fast.static import static_nll
 from luong_lit.nn.loss import check_label_smoothing, token_nll
-from luong_lit.training.graphs import GraphedSteps
+from luong_lit.training.graphs import GraphedSteps, auto_graphs
 
 log = logging.getLogger(__name__)
 LOSS_NORMS = ("sentences", "nominal", "tokens")
@@ -71,8 +71,8 @@ class LuongLitModule(L.LightningModule):
         graphs: how a training step runs (:mod:`luong_lit.training.graphs`): ``off``, each
             batch in its own shape; ``static``, padded to a bucket of ``buckets`` and computed
             without host synchronisation; ``capture``, the same captured in one CUDA graph
-            per bucket (manual optimisation; uncaptured on a CPU); ``auto``, capture on a GPU,
-            off elsewhere.
+            per bucket (manual optimisation; uncaptured on a CPU); ``auto``, capture on one
+            GPU in fp32 or bf16-mixed, off elsewhere (:func:`.graphs.auto_graphs`).
         buckets: the source/target lengths batches are padded up to; a longer batch, or one
             with more rows than ``nominal_batch_size``, runs in its own shape.
         extra_state: plain data stored in every checkpoint (vocabularies, net config).
@@ -125,10 +125,12 @@ class LuongLitModule(L.LightningModule):
         return nll / denom[self.loss_norm]
 
     def setup(self, stage: str) -> None:
-        """``graphs=auto`` becomes ``capture`` on a GPU; capture optimises by hand."""
+        """``graphs=auto`` is resolved (:func:`auto_graphs`); capture optimises by hand."""
+        t = self.trainer
         if self.graphs == "auto":
-            on_gpu = self.trainer.strategy.root_device.type == "cuda"
-            self.graphs = "capture" if on_gpu and self.buckets else "off"
+            device = t.strategy.root_device.type
+            args = (device, t.precision, t.accumulate_grad_batches, t.world_size, self.buckets)
+            self.graphs = auto_graphs(*args)
         if self.graphs == "capture":
             if "16-mixed" == str(self.trainer.precision):
                 raise ConfigError("model.graphs=capture works with 32-true or bf16-mixed")
