@@ -169,6 +169,50 @@ def test_ensemble_alignment_is_the_sum_of_its_members_attention():
     assert not torch.equal(summed[0].argmax(1), parts[0][0].argmax(1))  # the members do disagree
 
 
+def test_member_links_with_one_convention_equal_the_ensembles_own_links():
+    from luong_lit.decoding.ensemble import Ensemble
+    from luong_lit.decoding.forced import member_links
+
+    torch.manual_seed(3)
+    members = [
+        Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", True).eval()
+        for att in ("global", "local_m", "local_p")
+    ]
+    src = [[4, 9, 13, 7, 11, 6, 5], [5, 6, 8], [7, 7, 9, 12]]
+    tgt = [[10, 12, 14, 4], [15, 4], [6, 9, 9, 11, 13]]
+    for conv in ("paper", "predicted"):
+        whole = forced_attention(Ensemble(members), src, tgt)
+        want = attention_links(whole, [len(t) for t in tgt], True, conv)
+        assert member_links(members, src, tgt, [conv] * 3) == want
+
+
+class WeightedStub(PatternStub):
+    """A :class:`PatternStub` whose one attended position carries ``weight``."""
+
+    def __init__(self, perm, content_based, weight):
+        super().__init__(perm, content_based)
+        self.weight = weight
+
+    def step(self, y, state, memory, t):
+        scores, state, align = super().step(y, state, memory, t)
+        return scores, state, Alignment(align.a_t * self.weight, None, None)
+
+
+@pytest.mark.parametrize("conv", ["paper", "predicted"])
+def test_each_member_is_read_under_its_own_convention(conv):
+    """The heavier member decides every link, shifted by one step under footnote 14 and not
+    under the predicted-word convention; a location member may join content-based ones."""
+    from luong_lit.decoding.forced import member_links
+
+    light = PatternStub([0, 1, 2, 3, 4], content_based=False)  # location: a_t serves y_t
+    heavy = WeightedStub([3, 1, 0, 2, 4], content_based=True, weight=3.0)
+    links = member_links([light, heavy], [[5] * 5], [[4] * 4], ["paper", conv])[0]
+    shift = 1 if conv == "paper" else 0
+    assert links == {(heavy.perm[j + shift], j) for j in range(4)}
+    solo = member_links([light], [[5] * 5], [[4] * 4], ["paper"])[0]
+    assert solo == {(j, j) for j in range(4)}  # location: the step that predicted the word
+
+
 # ------------------------------------------------------------------ tiny runs
 @pytest.fixture(scope="module")
 def runs(toy_corpus, tmp_path_factory):
@@ -252,6 +296,24 @@ def test_report_puts_runs_beside_the_paper(runs, tmp_path):
         cwd=REPO,
     )
     assert res.returncode == 2 and "not a luong_lit run directory" in res.stderr
+
+
+def test_align_reads_each_member_under_the_convention_given(runs, tmp_path, capsys):
+    from luong_lit.commands.align import main
+
+    src, tgt, gold = tmp_path / "s.txt", tmp_path / "t.txt", tmp_path / "g.talp"
+    src.write_text("a b c\nd e\n", encoding="utf-8")
+    tgt.write_text("A B C\nD E\n", encoding="utf-8")
+    gold.write_text("1-1 2-2 3-3\n1-1 2-2\n", encoding="utf-8")
+    ckpts = [str(runs[a] / "checkpoints" / "best.ckpt") for a in ("global", "local_p")]
+    files = ["--src", str(src), "--tgt", str(tgt), "--gold", str(gold), "--out", str(tmp_path)]
+    assert main([*ckpts, *files, "--member-conventions", "paper,predicted"]) == 0
+    rep = json.loads((tmp_path / "align_ensemble.json").read_text())
+    assert rep["convention"] == "per member: paper,predicted"
+    assert rep["aer_by_convention"] == {rep["convention"]: rep["aer"]}
+    assert main([*ckpts, *files, "--member-conventions", "paper"]) == 2
+    err = capsys.readouterr().err
+    assert "--member-conventions 'paper'" in err and "each of the 2 checkpoints" in err
 
 
 def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
@@ -475,3 +537,5 @@ def test_figure6_and_table6_say_what_they_read_or_what_is_missing(runs, tmp_path
         "| ensemble of 2 (with global (general)) | 0.400 |  |  |",
         "| diagonal | 0.700 | | |",
     ]
+    (run / "align_ensemble.json").write_text(json.dumps({**ens, "convention": "per member: a,b"}))
+    assert "| ensemble of 2 (with global (general)), per member: a,b | 0.400 |" in aer_table([run])

@@ -179,6 +179,8 @@ def aer_table(runs: Sequence[Path]) -> str:
             label = run_label(run)
             if name == "align_ensemble.json":
                 label = f"ensemble of {len(rep.get('checkpoints', []))} (with {label})"
+                if str(rep.get("convention", "")).startswith("per member"):
+                    label += f", {rep['convention']}"  # each member read in its own convention
             lines.append(_aer_row(label, rep))
             baselines.update(rep.get("baselines", {}))
     if len(lines) == 2:

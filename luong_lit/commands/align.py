@@ -1,6 +1,7 @@
 """Word alignments by forced decoding, and AER against gold links (paper §5.4, Table 6).
 
     python -m luong_lit align CKPT [CKPT ...] --rwth [--baselines] [--out DIR]
+    python -m luong_lit align A.ckpt B.ckpt --rwth --member-conventions paper,predicted
     python -m luong_lit align CKPT --src F --tgt F [--gold F.talp [--gold-flip]] [--out DIR]
 
 ``--rwth`` uses the RWTH De–En gold set (``$LUONG_LIT_DATA/rwth_deen_alignment``, or
@@ -29,8 +30,8 @@ from luong_lit.data.io import read_lines
 from luong_lit.data.model_data import model_recipe
 from luong_lit.data.sources import mirror_dir
 from luong_lit.data.vocab import UNK_ID
-from luong_lit.decoding.forced import attention_links, forced_attention
-from luong_lit.errors import CheckpointError, DataError
+from luong_lit.decoding.forced import attention_links, forced_attention, member_links
+from luong_lit.errors import CheckpointError, ConfigError, DataError
 from luong_lit.metrics.aer import (
     aer,
     aer_by_length,
@@ -78,11 +79,39 @@ def model_links(model, src_vocab, tgt_vocab, src, tgt) -> tuple[dict[str, list],
     src_ids = [src_vocab.encode(s) for s in src]
     tgt_ids = [tgt_vocab.encode(t) for t in tgt]
     att = forced_attention(model, src_ids, tgt_ids)
-    ids = [i for s in src_ids + tgt_ids for i in s]
-    unk = sum(i == UNK_ID for i in ids) / max(len(ids), 1)
     lens = [len(t) for t in tgt]
     links = {c: attention_links(att, lens, model.content_based, c) for c in CONVENTIONS}
-    return links, unk
+    return links, unk_share(src_vocab, tgt_vocab, src, tgt)
+
+
+def unk_share(src_vocab, tgt_vocab, src, tgt) -> float:
+    """The share of source and target tokens the vocabularies map to <unk>."""
+    ids = [i for s in src for i in src_vocab.encode(s)] + [
+        i for t in tgt for i in tgt_vocab.encode(t)
+    ]
+    return sum(i == UNK_ID for i in ids) / max(len(ids), 1)
+
+
+def member_conventions(value: str, n: int) -> list[str]:
+    """``--member-conventions``: one convention per checkpoint, comma-separated."""
+    conv = [c.strip() for c in value.split(",")]
+    if len(conv) != n or any(c not in CONVENTIONS for c in conv):
+        raise ConfigError(
+            f"--member-conventions {value!r}: give one of {', '.join(CONVENTIONS)} "
+            f"for each of the {n} checkpoints, comma-separated"
+        )
+    return conv
+
+
+def mixed_links(model, n: int, src_vocab, tgt_vocab, src, tgt, value: str) -> dict[str, list]:
+    """Links with each member read under its own convention (:func:`member_links`)."""
+    conv = member_conventions(value, n)
+    members = list(model.members) if n > 1 else [model]
+    if not all(m.has_attention for m in members):
+        raise CheckpointError("a model without attention has no alignments (attention=none)")
+    src_ids = [src_vocab.encode(s) for s in src]
+    tgt_ids = [tgt_vocab.encode(t) for t in tgt]
+    return {"per member: " + ",".join(conv): member_links(members, src_ids, tgt_ids, conv)}
 
 
 def diagnostics(links: list, gold: list, src: list, tgt: list) -> dict:
@@ -143,21 +172,30 @@ def run(args) -> dict:
     tgt = [model_tokens(x, recipe, tgt_vocab) for x in read_lines(tgt_path)]
     if len(src) != len(tgt):
         raise DataError(f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}")
-    by_convention, unk = model_links(model, src_vocab, tgt_vocab, src, tgt)
-    links = by_convention[args.align_convention]
+    if args.member_conventions:
+        n = len(args.checkpoints)
+        by_convention = mixed_links(
+            model, n, src_vocab, tgt_vocab, src, tgt, args.member_conventions
+        )
+        convention = next(iter(by_convention))
+        unk = unk_share(src_vocab, tgt_vocab, src, tgt)
+    else:
+        by_convention, unk = model_links(model, src_vocab, tgt_vocab, src, tgt)
+        convention = args.align_convention
+    links = by_convention[convention]
     report = {
         "checkpoints": [str(c) for c in args.checkpoints],
         "source": str(src_path),
         "target": str(tgt_path),
         "sentences": len(src),
         "unk_token_share": unk,
-        "convention": args.align_convention,
+        "convention": convention,
         "links": [pharaoh(x) for x in links],
     }
     if gold_path:
         gold = read_talp(gold_path, flip=flip)
         by_aer = {c: aer(x, gold) for c, x in by_convention.items()}
-        report.update(gold=str(gold_path), aer=by_aer[args.align_convention])
+        report.update(gold=str(gold_path), aer=by_aer[convention])
         report["aer_by_convention"] = by_aer
         report.update(diagnostics(links, gold, src, tgt))
         if args.baselines:
@@ -192,6 +230,12 @@ def parser() -> argparse.ArgumentParser:
         default="paper",
         choices=CONVENTIONS,
         help="which links are written and give 'aer' (align.json scores both conventions)",
+    )
+    ap.add_argument(
+        "--member-conventions",
+        metavar="CONV,...",
+        help="read each checkpoint's attention under its own convention (paper or predicted, "
+        "one per checkpoint) before the ensemble's rows are summed",
     )
     ap.add_argument(
         "--baselines", action="store_true", help="also score eflomal and a diagonal aligner"

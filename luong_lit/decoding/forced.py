@@ -6,7 +6,8 @@ alignment both read it. For alignments each target word gets the source position
 highest attention weight, under footnote 14's convention (content-based scores use the next
 step's vector, location the current one; docs/paper_notes.md §12). Positions are in original
 source order, even for models that read the source reversed. An ensemble's attention weights
-are summed over its members.
+are summed over its members; :func:`member_links` reads each member under its own convention
+first.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from torch import Tensor
 
 from luong_lit.data.batching import Batch, collate
 from luong_lit.decoding.prepare import for_decoding
-from luong_lit.decoding.unk import word_alignment
+from luong_lit.decoding.unk import alignment_rows, word_alignment
 
 
 def forced_steps(model, batch: Batch) -> Iterator[tuple[Tensor, object]]:
@@ -64,4 +65,32 @@ def attention_links(
         links.append(
             {(s, j) for j, s in enumerate(word_alignment(att, n, content_based, convention))}
         )
+    return links
+
+
+def member_links(
+    members: Sequence, src_ids, tgt_ids, conventions: Sequence[str], batch_size: int = 32
+) -> list[set[tuple[int, int]]]:
+    """Links of an ensemble whose members are each read under their own convention.
+
+    For target word ``j`` every member contributes the attention row it aligns to ``j``
+    (:func:`~luong_lit.decoding.unk.alignment_rows` with the member's score kind and
+    convention); the link goes to the argmax of the summed rows. With one convention for all
+    members this is the ensemble's own summed alignment; with ``predicted`` for a member that
+    learned to attend to the word it predicts (local-p, docs/paper_notes.md §12) its rows are
+    shifted by one step before the sum. Members may mix location and content-based scores.
+    """
+    atts = [forced_attention(m, src_ids, tgt_ids, batch_size) for m in members]
+    links = []
+    for i, tgt in enumerate(tgt_ids):
+        n = len(tgt)
+        if n == 0 or len(src_ids[i]) == 0:
+            links.append(set())
+            continue
+        rows = [
+            alignment_rows(att[i], n, m.content_based, conv)  # (n, S)
+            for att, m, conv in zip(atts, members, conventions)
+        ]
+        best = torch.stack(rows).sum(0).argmax(-1).tolist()  # (n,)
+        links.append({(s, j) for j, s in enumerate(best)})
     return links
