@@ -42,9 +42,10 @@ def inputs(batch) -> dict:
 
 @pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_replayed_graph_gives_the_eager_loss_and_gradients(att, dtype):
+@pytest.mark.parametrize("bias", [True, False])  # False, bf16: the left-padded encoder
+def test_replayed_graph_gives_the_eager_loss_and_gradients(att, dtype, bias):
     torch.manual_seed(0)
-    net = Seq2Seq(V, V, 32, 32, 2, 0.0, att, "general", True, impl="fast").cuda()
+    net = Seq2Seq(V, V, 32, 32, 2, 0.0, att, "general", True, impl="fast", bias=bias).cuda()
     eager = copy.deepcopy(net)
     steps = graphed(net)
     tol = {"fp32": {"rtol": 1e-5, "atol": 1e-5}, "bf16": {"rtol": 2e-2, "atol": 2e-2}}[dtype]

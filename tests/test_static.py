@@ -18,6 +18,7 @@ from luong_lit.nn.window import window
 EXTRAS = [
     {},
     {"reverse_source": True, "src_eos": True, "tie_output": True, "init_state": "last"},
+    {"reverse_source": True, "src_eos": True, "bias": False},  # the left-padded encoder
 ]
 
 
@@ -36,7 +37,8 @@ def test_padded_static_loss_and_gradients_equal_the_eager_path(att, score, feed,
     batch = ragged_batch()
     nll, tokens = token_nll(net, batch, label_smoothing=0.1)
     p = pad_batch(batch, 8, 11, 11)  # three more rows, longer sources and targets
-    s_nll, s_tokens = static_nll(net, p.src, p.src_len, p.tgt_in, p.tgt_out, label_smoothing=0.1)
+    enc = "auto" if net.encoder.rnn.bias else "left_padded"  # exact on a CPU in float64
+    s_nll, s_tokens = static_nll(net, p.src, p.src_len, p.tgt_in, p.tgt_out, 0.1, enc)
     assert int(s_tokens) == tokens
     torch.testing.assert_close(s_nll, nll)
     for (name, _), a, b in zip(net.named_parameters(), grads_of(net, s_nll), grads_of(net, nll)):
@@ -160,3 +162,64 @@ def test_the_default_config_asks_for_auto_and_a_cpu_run_resolves_it_to_off(toy_c
     module.trainer = trainer
     module.setup("fit")
     assert module.graphs == "off" and module.automatic_optimization
+
+
+@pytest.mark.parametrize("reverse", [True, False])
+@pytest.mark.parametrize("eos_last", [True, False])
+def test_the_left_padded_encoder_gives_the_masked_loops_states_and_gradients(reverse, eos_last):
+    from luong_lit.nn import Seq2Seq
+    from luong_lit.nn.fast.static import left_padded_encode, static_encode
+
+    torch.manual_seed(0)
+    net = Seq2Seq(
+        23, 29, 8, 8, 3, 0.0, "global", "general", True, reverse_source=reverse, bias=False
+    )
+    enc = net.double().train().encoder
+    enc.eos_last = eos_last
+    src_len = torch.tensor([7, 3, 1, 5])
+    src = torch.randint(4, 23, (4, 9))
+    src[torch.arange(9) >= src_len.unsqueeze(1)] = 0  # two padding slots even in the longest row
+    outs = [encode(enc, src, src_len) for encode in (static_encode, left_padded_encode)]
+    (a, (ha, ca)), (b, (hb, cb)) = outs
+    for x, y in ((a, b), (ha, hb), (ca, cb)):
+        torch.testing.assert_close(y, x)
+    weights = torch.rand_like(a)
+    params = list(enc.parameters())
+    ga, gb = (
+        torch.autograd.grad((o[0] * weights).sum() + o[1][0].sum() + o[1][1].sum(), params)
+        for o in outs
+    )
+    for name, x, y in zip([n for n, _ in enc.named_parameters()], ga, gb):
+        torch.testing.assert_close(y, x, msg=name)
+
+
+def refuse(name: str):
+    """A stand-in for an encoder that must not be called."""
+
+    def encode(*args):
+        raise AssertionError(f"{name} was called")
+
+    return encode
+
+
+def test_auto_reads_left_padded_only_under_cuda_autocast_without_biases(monkeypatch):
+    """With biases a zero input moves the state; in fp32 (and on a CPU) ``auto`` keeps the
+    masked loop; ``left_padded`` is refused with biases."""
+    from luong_lit.nn import Seq2Seq
+    from luong_lit.nn.fast import static
+
+    src, src_len = torch.tensor([[5, 6, 7], [8, 0, 0]]), torch.tensor([3, 1])
+    plain = Seq2Seq(23, 29, 8, 8, 2, 0.0, "global", "general", True, bias=False)
+    biased = Seq2Seq(23, 29, 8, 8, 2, 0.0, "global", "general", True, bias=True)
+    cases = [(plain, "auto", "left_padded_encode"), (biased, "auto", "left_padded_encode")]
+    cases += [(plain, "masked", "left_padded_encode"), (plain, "left_padded", "static_encode")]
+    for net, mode, banned in cases:
+        with monkeypatch.context() as m:
+            m.setattr(static, banned, refuse(banned))
+            static.static_memory(net, src, src_len, mode)  # raises if the wrong one is used
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device: device == "cuda")
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    assert static.use_left_padded("auto", plain, src)
+    assert not static.use_left_padded("auto", biased, src)
+    with pytest.raises(ValueError, match="without biases"):
+        static.use_left_padded("left_padded", biased, src)

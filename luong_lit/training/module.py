@@ -16,7 +16,7 @@ from luong_lit.data.batching import Batch, bucket_shape, pad_batch
 from luong_lit.errors import ConfigError
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
-from luong_lit.nn.fast.static import static_nll
+from luong_lit.nn.fast.static import STATIC_ENCODERS, static_nll
 from luong_lit.nn.loss import check_label_smoothing, token_nll
 from luong_lit.training.graphs import GraphedSteps, auto_graphs
 
@@ -75,6 +75,9 @@ class LuongLitModule(L.LightningModule):
             GPU in fp32 or bf16-mixed, off elsewhere (:func:`.graphs.auto_graphs`).
         buckets: the source/target lengths batches are padded up to; a longer batch, or one
             with more rows than ``nominal_batch_size``, runs in its own shape.
+        static_encoder: how the fixed-shape step encodes: ``auto`` (one whole-sequence LSTM
+            call per layer under bf16-mixed when the encoder has no biases, else a masked step
+            loop), ``masked`` or ``left_padded`` (:func:`~luong_lit.nn.fast.static.static_memory`).
         extra_state: plain data stored in every checkpoint (vocabularies, net config).
     """
 
@@ -93,10 +96,18 @@ class LuongLitModule(L.LightningModule):
         extra_state: dict[str, Any] | None = None,
         graphs: str = "off",
         buckets: list[int] | None = None,
+        static_encoder: str = "auto",
     ) -> None:
         super().__init__()
         if graphs not in GRAPH_MODES:
             raise ConfigError(f"model.graphs must be one of {GRAPH_MODES}, got {graphs!r}")
+        if static_encoder not in STATIC_ENCODERS:
+            raise ConfigError(
+                f"model.static_encoder must be one of {STATIC_ENCODERS}, got {static_encoder!r}"
+            )
+        if static_encoder == "left_padded" and net.encoder.rnn.bias:
+            raise ConfigError("model.static_encoder=left_padded needs model.net.bias=false")
+        self.static_encoder = static_encoder
         if graphs in ("capture", "static") and not buckets:
             raise ConfigError(f"model.graphs={graphs} needs model.buckets (lengths to pad to)")
         self.graphs, self.buckets, self._graphed = graphs, sorted(buckets or []), None
@@ -151,11 +162,14 @@ class LuongLitModule(L.LightningModule):
         """Summed training NLL and token count, in the batch's shape or its bucket's."""
         if padded is None:
             return token_nll(self.net, batch, self.label_smoothing)
-        p = padded
-        return static_nll(self.net, p.src, p.src_len, p.tgt_in, p.tgt_out, self.label_smoothing)
+        p, enc = padded, self.static_encoder
+        return static_nll(
+            self.net, p.src, p.src_len, p.tgt_in, p.tgt_out, self.label_smoothing, enc
+        )
 
     def _static_loss(self, src, src_len, tgt_in, tgt_out, scale) -> Tensor:
-        nll, _ = static_nll(self.net, src, src_len, tgt_in, tgt_out, self.label_smoothing)
+        args = (src, src_len, tgt_in, tgt_out, self.label_smoothing, self.static_encoder)
+        nll, _ = static_nll(self.net, *args)
         return nll * scale  # scale = 1 / the loss's denominator, an input of the graph
 
     def _manual_step(self, batch: Batch) -> Tensor:

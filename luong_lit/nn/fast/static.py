@@ -8,7 +8,10 @@ is set by the bucket ``(B, S, T)`` that the batch was padded to, and whatever de
 sentence lengths is a tensor on the device:
 
 * the encoder runs every layer over all ``S`` positions and holds a row's state once its
-  sentence has ended, so ``h_bar_s`` and the final states equal the packed run's;
+  sentence has ended, so ``h_bar_s`` and the final states equal the packed run's; under
+  bf16-mixed an encoder without biases (the paper's) instead reads each row left-padded with
+  zero inputs, which leave its zero state at exactly zero, so one cuDNN call per layer gives
+  the same states (:func:`left_padded_encode`);
 * the decoder runs all ``B`` rows for all ``T`` steps; steps past a sentence's end are
   computed and never read (the loss gives them weight 0, and no real step comes after them);
 * local windows are clamped to the padded length (their validity still uses the real one);
@@ -85,22 +88,91 @@ def static_decode(dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memor
     return dec.output_dropout(torch.stack(outs, 1))  # (B, T, d)
 
 
-def static_memory(net, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
-    """:meth:`Seq2Seq.encode <luong_lit.nn.Seq2Seq.encode>` in fixed shapes."""
+def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple]:
+    """:func:`static_encode` for an encoder without biases, one whole-sequence LSTM call per
+    layer (cuDNN on a GPU) instead of a step loop.
+
+    Each row is read left-padded: the padding comes first, with zero input vectors. Without
+    biases a zero input leaves the zero initial state at exactly zero (every gate is 1/2 and
+    the candidate 0), so the state after a row's last word, the final state of the call, is
+    the packed run's. The outputs are moved back to right-padded positions.
+    """
+    S, d = src.size(1), enc.rnn.hidden_size
+    if enc.reverse_source:
+        src = src.gather(1, reverse_index(src_len - int(enc.eos_last), S))  # (B, S)
+    pos = torch.arange(S, device=src.device).unsqueeze(0)  # (1, S)
+    shift = S - src_len.unsqueeze(1)  # (B, 1) padding slots in front of each row
+    real = (pos >= shift).unsqueeze(-1)  # (B, S, 1) real words once left-padded
+    x = enc.embedding(src.gather(1, (pos - shift).clamp(min=0)))  # (B, S, e)
+    x = enc.dropout(x * real)  # zero input at the front padding
+    zeros = x.new_zeros(1, src.size(0), d)  # (1, B, d)
+    hs, cs = [], []
+    for l in range(enc.rnn.num_layers):
+        if l > 0:
+            x = F.dropout(x, enc.rnn.dropout, enc.rnn.training)  # nn.LSTM's own dropout
+        w = [getattr(enc.rnn, f"weight_ih_l{l}"), getattr(enc.rnn, f"weight_hh_l{l}")]
+        # nn.LSTM's own call, for one layer without biases: (B, S, d), (1, B, d) x2
+        x, h, c = torch._VF.lstm(x, (zeros, zeros), w, False, 1, 0.0, enc.training, False, True)
+        hs.append(h[0])
+        cs.append(c[0])
+    back = (pos + shift).clamp(max=S - 1)  # (B, S) right-padded slot j reads slot j + shift
+    valid = (pos < src_len.unsqueeze(1)).unsqueeze(-1)  # (B, S, 1)
+    h_bar_s = x.gather(1, back.unsqueeze(-1).expand_as(x)) * valid  # (B, S, d)
+    return enc._original_order(h_bar_s, src_len), (torch.stack(hs), torch.stack(cs))
+
+
+STATIC_ENCODERS = ("auto", "masked", "left_padded")
+
+
+def use_left_padded(encoder: str, net, src: Tensor) -> bool:
+    """Whether :func:`static_memory` reads left-padded.
+
+    ``auto`` does so for an encoder without biases under CUDA autocast (bf16-mixed), where it
+    was checked against eager autograd on a GPU. In fp32, cuDNN may compute the whole-sequence
+    call in TF32 (off for plain products), which moved a loss by 2e-5 relative there, so fp32
+    keeps the masked loop; ``left_padded`` asks for it anyway.
+    """
+    if encoder not in STATIC_ENCODERS:
+        raise ValueError(f"static encoder {encoder!r} is not one of {STATIC_ENCODERS}")
+    if encoder == "left_padded" and net.encoder.rnn.bias:
+        raise ValueError("the left-padded encoder is exact only for an encoder without biases")
+    autocast = src.is_cuda and torch.is_autocast_enabled("cuda")
+    auto = encoder == "auto" and not net.encoder.rnn.bias and autocast
+    return encoder == "left_padded" or auto
+
+
+def static_memory(
+    net, src: Tensor, src_len: Tensor, encoder: str = "auto"
+) -> tuple[Memory, DecoderState]:
+    """:meth:`Seq2Seq.encode <luong_lit.nn.Seq2Seq.encode>` in fixed shapes.
+
+    ``encoder``: ``masked`` runs the masked step loop (:func:`static_encode`),
+    ``left_padded`` one whole-sequence call per layer (:func:`left_padded_encode`), ``auto``
+    chooses (:func:`use_left_padded`).
+    """
     if net.src_eos:
         src, src_len = append_eos(src, src_len, net.eos_id, net.pad_id)  # (B, S+1), (B,)
-    h_bar_s, (h, c) = static_encode(net.encoder, src, src_len)  # (B, S, d), (L, B, d) x2
+    left = use_left_padded(encoder, net, src)
+    encode = left_padded_encode if left else static_encode
+    h_bar_s, (h, c) = encode(net.encoder, src, src_len)  # (B, S, d), (L, B, d) x2
     return net.initial(h_bar_s, h, c, src_len)
 
 
 def static_nll(
-    net, src: Tensor, src_len: Tensor, tgt_in: Tensor, tgt_out: Tensor, label_smoothing=0.0
+    net,
+    src: Tensor,
+    src_len: Tensor,
+    tgt_in: Tensor,
+    tgt_out: Tensor,
+    label_smoothing=0.0,
+    encoder: str = "auto",
 ) -> tuple[Tensor, Tensor]:
     """Summed token NLL (Eq. 6) of a padded batch and its token count, both device tensors.
 
     The same sums as :func:`luong_lit.nn.loss.token_nll`; no value is read on the host.
+    ``encoder``: see :func:`static_memory`.
     """
-    memory, state = static_memory(net, src, src_len)
+    memory, state = static_memory(net, src, src_len, encoder)
     h_tilde = static_decode(net.decoder, tgt_in, state, memory)  # (B, T, d)
     targets = tgt_out.reshape(-1)  # (B*T,)
     nll = net.output_nll(
