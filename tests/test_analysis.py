@@ -314,6 +314,9 @@ def test_align_reads_each_member_under_the_convention_given(runs, tmp_path, caps
     assert main([*ckpts, *files, "--member-conventions", "paper"]) == 2
     err = capsys.readouterr().err
     assert "--member-conventions 'paper'" in err and "each of the 2 checkpoints" in err
+    both = ["--member-conventions", "paper,paper", "--align-convention", "predicted"]
+    assert main([*ckpts, *files, *both]) == 2
+    assert "not both" in capsys.readouterr().err
 
 
 def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):

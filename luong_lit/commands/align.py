@@ -71,9 +71,14 @@ def model_tokens(line: str, recipe, vocab) -> list[str]:
     return out
 
 
-def model_links(model, src_vocab, tgt_vocab, src, tgt) -> tuple[dict[str, list], float]:
+def model_links(model, src_vocab, tgt_vocab, src, tgt, conv=None) -> tuple[dict[str, list], float]:
     """Forced-decoding links under each alignment convention, and the share of tokens mapped
-    to <unk> (one forward pass; the conventions differ only in which step's ``a_t`` is read)."""
+    to <unk> (one forward pass; the conventions differ only in which step's ``a_t`` is read).
+    ``conv``: one convention per member instead (:func:`mixed_links`)."""
+    if conv:
+        n = len(conv)
+        links = mixed_links(model, n, src_vocab, tgt_vocab, src, tgt, conv)
+        return links, unk_share(src_vocab, tgt_vocab, src, tgt)
     if not model.has_attention:
         raise CheckpointError("a model without attention has no alignments (attention=none)")
     src_ids = [src_vocab.encode(s) for s in src]
@@ -103,9 +108,8 @@ def member_conventions(value: str, n: int) -> list[str]:
     return conv
 
 
-def mixed_links(model, n: int, src_vocab, tgt_vocab, src, tgt, value: str) -> dict[str, list]:
+def mixed_links(model, n: int, src_vocab, tgt_vocab, src, tgt, conv: list) -> dict[str, list]:
     """Links with each member read under its own convention (:func:`member_links`)."""
-    conv = member_conventions(value, n)
     members = list(model.members) if n > 1 else [model]
     if not all(m.has_attention for m in members):
         raise CheckpointError("a model without attention has no alignments (attention=none)")
@@ -165,6 +169,11 @@ def input_files(args, data: dict) -> tuple[Path, Path, Path | None, bool]:
 
 
 def run(args) -> dict:
+    conv = None
+    if args.member_conventions:
+        if args.align_convention != "paper":
+            raise ConfigError("give --align-convention or --member-conventions, not both")
+        conv = member_conventions(args.member_conventions, len(args.checkpoints))
     model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, "logits", "cpu")
     src_path, tgt_path, gold_path, flip = input_files(args, metas[0].get("data") or {})
     recipe = model_recipe(metas[0])
@@ -172,16 +181,8 @@ def run(args) -> dict:
     tgt = [model_tokens(x, recipe, tgt_vocab) for x in read_lines(tgt_path)]
     if len(src) != len(tgt):
         raise DataError(f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}")
-    if args.member_conventions:
-        n = len(args.checkpoints)
-        by_convention = mixed_links(
-            model, n, src_vocab, tgt_vocab, src, tgt, args.member_conventions
-        )
-        convention = next(iter(by_convention))
-        unk = unk_share(src_vocab, tgt_vocab, src, tgt)
-    else:
-        by_convention, unk = model_links(model, src_vocab, tgt_vocab, src, tgt)
-        convention = args.align_convention
+    by_convention, unk = model_links(model, src_vocab, tgt_vocab, src, tgt, conv)
+    convention = next(iter(by_convention)) if conv else args.align_convention
     links = by_convention[convention]
     report = {
         "checkpoints": [str(c) for c in args.checkpoints],
@@ -229,7 +230,8 @@ def parser() -> argparse.ArgumentParser:
         "--align-convention",
         default="paper",
         choices=CONVENTIONS,
-        help="which links are written and give 'aer' (align.json scores both conventions)",
+        help="which links are written and give 'aer' (align.json scores both conventions, "
+        "unless --member-conventions is given)",
     )
     ap.add_argument(
         "--member-conventions",

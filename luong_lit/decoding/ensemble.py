@@ -75,8 +75,8 @@ class Ensemble(nn.Module):
         if len(kinds) > 1:
             raise EnsembleError(
                 "the ensemble mixes location and content-based scores, whose "
-                "alignment conventions differ (paper footnote 14); align with one kind, "
-                "or read each member in its own (align --member-conventions)"
+                "alignment conventions differ (paper footnote 14); use members of one kind "
+                "(align alone can read mixed members: --member-conventions)"
             )
         return kinds.pop()
 

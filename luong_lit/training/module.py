@@ -72,7 +72,7 @@ class LuongLitModule(L.LightningModule):
             batch in its own shape; ``static``, padded to a bucket of ``buckets`` and computed
             without host synchronisation; ``capture``, the same captured in one CUDA graph
             per bucket (manual optimisation; uncaptured on a CPU); ``auto``, capture on one
-            GPU in fp32 or bf16-mixed, off elsewhere (:func:`.graphs.auto_graphs`).
+            GPU in bf16-mixed, off elsewhere (:func:`.graphs.auto_graphs`).
         buckets: the source/target lengths batches are padded up to; a longer batch, or one
             with more rows than ``nominal_batch_size``, runs in its own shape.
         static_encoder: how the fixed-shape step encodes: ``auto`` (one whole-sequence LSTM
