@@ -74,27 +74,22 @@ def model_tokens(line: str, recipe, vocab) -> list[str]:
 def model_links(model, src_vocab, tgt_vocab, src, tgt, conv=None) -> tuple[dict[str, list], float]:
     """Forced-decoding links under each alignment convention, and the share of tokens mapped
     to <unk> (one forward pass; the conventions differ only in which step's ``a_t`` is read).
-    ``conv``: one convention per member instead (:func:`mixed_links`)."""
-    if conv:
-        n = len(conv)
-        links = mixed_links(model, n, src_vocab, tgt_vocab, src, tgt, conv)
-        return links, unk_share(src_vocab, tgt_vocab, src, tgt)
-    if not model.has_attention:
+    ``conv``: one convention per member instead, keyed ``per member: ...``
+    (:func:`~luong_lit.decoding.forced.member_links`)."""
+    members = list(getattr(model, "members", [model]))
+    attends = all(m.has_attention for m in members) if conv else model.has_attention
+    if not attends:
         raise CheckpointError("a model without attention has no alignments (attention=none)")
     src_ids = [src_vocab.encode(s) for s in src]
     tgt_ids = [tgt_vocab.encode(t) for t in tgt]
+    ids = [i for s in src_ids + tgt_ids for i in s]
+    unk = sum(i == UNK_ID for i in ids) / max(len(ids), 1)
+    if conv:
+        return {"per member: " + ",".join(conv): member_links(members, src_ids, tgt_ids, conv)}, unk
     att = forced_attention(model, src_ids, tgt_ids)
     lens = [len(t) for t in tgt]
     links = {c: attention_links(att, lens, model.content_based, c) for c in CONVENTIONS}
-    return links, unk_share(src_vocab, tgt_vocab, src, tgt)
-
-
-def unk_share(src_vocab, tgt_vocab, src, tgt) -> float:
-    """The share of source and target tokens the vocabularies map to <unk>."""
-    ids = [i for s in src for i in src_vocab.encode(s)] + [
-        i for t in tgt for i in tgt_vocab.encode(t)
-    ]
-    return sum(i == UNK_ID for i in ids) / max(len(ids), 1)
+    return links, unk
 
 
 def member_conventions(value: str, n: int) -> list[str]:
@@ -106,16 +101,6 @@ def member_conventions(value: str, n: int) -> list[str]:
             f"for each of the {n} checkpoints, comma-separated"
         )
     return conv
-
-
-def mixed_links(model, n: int, src_vocab, tgt_vocab, src, tgt, conv: list) -> dict[str, list]:
-    """Links with each member read under its own convention (:func:`member_links`)."""
-    members = list(model.members) if n > 1 else [model]
-    if not all(m.has_attention for m in members):
-        raise CheckpointError("a model without attention has no alignments (attention=none)")
-    src_ids = [src_vocab.encode(s) for s in src]
-    tgt_ids = [tgt_vocab.encode(t) for t in tgt]
-    return {"per member: " + ",".join(conv): member_links(members, src_ids, tgt_ids, conv)}
 
 
 def diagnostics(links: list, gold: list, src: list, tgt: list) -> dict:

@@ -16,7 +16,7 @@ from luong_lit.data.batching import Batch, bucket_shape, pad_batch
 from luong_lit.errors import ConfigError
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
-from luong_lit.nn.fast.static import STATIC_ENCODERS, static_nll
+from luong_lit.nn.fast.static import check_static_encoder, static_nll
 from luong_lit.nn.loss import check_label_smoothing, token_nll
 from luong_lit.training.graphs import GraphedSteps, auto_graphs
 
@@ -101,12 +101,10 @@ class LuongLitModule(L.LightningModule):
         super().__init__()
         if graphs not in GRAPH_MODES:
             raise ConfigError(f"model.graphs must be one of {GRAPH_MODES}, got {graphs!r}")
-        if static_encoder not in STATIC_ENCODERS:
-            raise ConfigError(
-                f"model.static_encoder must be one of {STATIC_ENCODERS}, got {static_encoder!r}"
-            )
-        if static_encoder == "left_padded" and net.encoder.rnn.bias:
-            raise ConfigError("model.static_encoder=left_padded needs model.net.bias=false")
+        try:
+            check_static_encoder(static_encoder, net)
+        except ValueError as err:
+            raise ConfigError(f"model.static_encoder={static_encoder}: {err}") from None
         self.static_encoder = static_encoder
         if graphs in ("capture", "static") and not buckets:
             raise ConfigError(f"model.graphs={graphs} needs model.buckets (lengths to pad to)")

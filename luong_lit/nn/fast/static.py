@@ -97,14 +97,15 @@ def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tens
     the candidate 0), so the state after a row's last word, the final state of the call, is
     the packed run's. The outputs are moved back to right-padded positions.
     """
-    S, d = src.size(1), enc.rnn.hidden_size
-    if enc.reverse_source:
-        src = src.gather(1, reverse_index(src_len - int(enc.eos_last), S))  # (B, S)
+    (B, S), d = src.shape, enc.rnn.hidden_size
     pos = torch.arange(S, device=src.device).unsqueeze(0)  # (1, S)
+    order = pos.expand(B, S)  # (B, S) reading slot j holds source slot order[j]
+    if enc.reverse_source:
+        order = reverse_index(src_len - int(enc.eos_last), S)  # (B, S)
     shift = S - src_len.unsqueeze(1)  # (B, 1) padding slots in front of each row
     real = (pos >= shift).unsqueeze(-1)  # (B, S, 1) real words once left-padded
-    x = enc.embedding(src.gather(1, (pos - shift).clamp(min=0)))  # (B, S, e)
-    x = enc.dropout(x * real)  # zero input at the front padding
+    left = order.gather(1, (pos - shift).clamp(min=0))  # (B, S) source slot of each left slot
+    x = enc.dropout(enc.embedding(src.gather(1, left)) * real)  # (B, S, e), zero at the front
     zeros = x.new_zeros(1, src.size(0), d)  # (1, B, d)
     hs, cs = [], []
     for l in range(enc.rnn.num_layers):
@@ -115,13 +116,21 @@ def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tens
         x, h, c = torch._VF.lstm(x, (zeros, zeros), w, False, 1, 0.0, enc.training, False, True)
         hs.append(h[0])
         cs.append(c[0])
-    back = (pos + shift).clamp(max=S - 1)  # (B, S) right-padded slot j reads slot j + shift
+    back = (order + shift).clamp(max=S - 1)  # (B, S) source slot s reads left slot order[s]+shift
     valid = (pos < src_len.unsqueeze(1)).unsqueeze(-1)  # (B, S, 1)
-    h_bar_s = x.gather(1, back.unsqueeze(-1).expand_as(x)) * valid  # (B, S, d)
-    return enc._original_order(h_bar_s, src_len), (torch.stack(hs), torch.stack(cs))
+    h_bar_s = x.gather(1, back.unsqueeze(-1).expand_as(x)) * valid  # (B, S, d), original order
+    return h_bar_s, (torch.stack(hs), torch.stack(cs))
 
 
 STATIC_ENCODERS = ("auto", "masked", "left_padded")
+
+
+def check_static_encoder(encoder: str, net) -> None:
+    """A ``ValueError`` for an unknown ``encoder``, or ``left_padded`` with biases."""
+    if encoder not in STATIC_ENCODERS:
+        raise ValueError(f"static encoder {encoder!r} is not one of {STATIC_ENCODERS}")
+    if encoder == "left_padded" and net.encoder.rnn.bias:
+        raise ValueError("the left-padded encoder is exact only for an encoder without biases")
 
 
 def use_left_padded(encoder: str, net, src: Tensor) -> bool:
@@ -132,10 +141,7 @@ def use_left_padded(encoder: str, net, src: Tensor) -> bool:
     eager by 2.4e-5 relative there (TF32 in the fixed-length cuDNN call is the likely cause,
     not confirmed), so fp32 keeps the masked loop; ``left_padded`` asks for it anyway.
     """
-    if encoder not in STATIC_ENCODERS:
-        raise ValueError(f"static encoder {encoder!r} is not one of {STATIC_ENCODERS}")
-    if encoder == "left_padded" and net.encoder.rnn.bias:
-        raise ValueError("the left-padded encoder is exact only for an encoder without biases")
+    check_static_encoder(encoder, net)
     autocast = src.is_cuda and torch.is_autocast_enabled("cuda")
     autocast = autocast and torch.get_autocast_dtype("cuda") == torch.bfloat16
     auto = encoder == "auto" and not net.encoder.rnn.bias and autocast
