@@ -2,7 +2,8 @@
 
     LUONG_LIT_DATA=../shared/data python -m benchmarks.beam_speed RUN/checkpoints/best.ckpt \
         [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--limit N]
-        [--output FILE] [--int8 [output|all]] [--workers 1] [--authors] [--device cuda]
+        [--output FILE] [--engine fast|reference] [--int8 [output|all]] [--workers 1] [--authors]
+        [--device cuda]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
 of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
@@ -10,7 +11,7 @@ ratio, the tokenised BLEU and mean length (words) of the batched output.
 ``--single-limit 0`` skips the one-at-a-time run. ``--authors`` searches with the authors'
 rules (beam 12, docs/paper_notes.md §11) instead of ``--beam``; ``--device cuda`` decodes on
 a GPU (the clock waits for it). Both runs use the same process, threads
-and search settings, back to back.
+and search settings, back to back; each includes building the engine's decode-time form.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from luong_lit.checkpoint import load_model
 from luong_lit.data.model_data import load_split
 from luong_lit.decoding.beam import AUTHORS, BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
+from luong_lit.engines import ENGINES, make_engine
 from luong_lit.metrics import corpus_bleu_tok
 from luong_lit.runtime import configure_cpu
 
@@ -40,6 +42,7 @@ def main() -> None:
     ap.add_argument("--output", help="also write the batched translations to this file")
     ap.add_argument("--authors", action="store_true", help="the authors' beam-12 rules")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--engine", default="fast", choices=tuple(ENGINES))
     ap.add_argument(
         "--int8",
         nargs="?",
@@ -57,8 +60,10 @@ def main() -> None:
         src_ids, refs = src_ids[: args.limit], refs[: args.limit]
     net = net.to(args.device)
     cfg = AUTHORS if args.authors else BeamConfig(beam_size=args.beam)
+    engine = make_engine(args.engine)
     t0 = time.perf_counter()
-    out = decode_corpus(net, src_ids, args.batch_size, cfg, workers=args.workers, int8=args.int8)
+    stepper = engine.for_decoding(net, args.int8)
+    out = decode_corpus(stepper, src_ids, args.batch_size, cfg, workers=args.workers)
     batched = len(src_ids) / (time.perf_counter() - t0)
     words = output_words(out, tgt_vocab)
     hyps = [" ".join(w) for w in words]
@@ -68,6 +73,7 @@ def main() -> None:
         "sentences": len(src_ids),
         "beam": "authors (12)" if args.authors else args.beam,
         "device": args.device,
+        "engine": args.engine,
         "int8": args.int8,
         "workers": args.workers,
         "batch_size": args.batch_size,
@@ -78,7 +84,7 @@ def main() -> None:
     if args.single_limit > 0:  # 0 skips the one-sentence-at-a-time run
         few = src_ids[: args.single_limit]
         t0 = time.perf_counter()
-        decode_corpus(net, few, 1, cfg, int8=args.int8)
+        decode_corpus(engine.for_decoding(net, args.int8), few, 1, cfg)
         single = len(few) / (time.perf_counter() - t0)
         res.update(
             single_sent_per_s=round(single, 1), batched_over_single=round(batched / single, 2)

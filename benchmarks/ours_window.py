@@ -16,7 +16,7 @@ ranks are summed over rank 0's window.
 
 ``--launches`` (on a GPU) profiles one more step after the window and adds how many kernels
 and CUDA graphs that step launched and how many times the host waited for the device
-(``model.graphs=capture`` against ``model.graphs=off`` shows what capture saves).
+(``engine.graphs=capture`` against ``engine.graphs=off`` shows what capture saves).
 
 ``--save PATH`` writes a checkpoint of the model after its last step, for decoding benchmarks.
 
@@ -110,15 +110,15 @@ def pad_vocab(size: int) -> None:
     TranslationDataModule.setup = padded_setup
 
 
-def plain_step(module, opt, batch) -> None:
-    """One training step of a ``LuongLitModule`` without the trainer: its loss (label smoothing
-    and normalisation), backward, its gradient clipping, the optimizer step."""
-    from luong_lit.nn.loss import token_nll
-
-    nll, tokens = token_nll(module.net, batch, module.label_smoothing)
+def plain_step(module, opt, batch, clip: float | None) -> None:
+    """One training step of a ``LuongLitModule`` without the trainer: its engine's loss (label
+    smoothing and normalisation), backward, gradient clipping at ``clip``, the optimizer step."""
+    net = module.net
+    loss = module.engine.training_loss(net, batch, module.label_smoothing, module.denominator)
     opt.zero_grad()
-    module._normalise(nll, batch, tokens).backward()
-    module.configure_gradient_clipping(opt)
+    loss.backward()
+    if clip:
+        torch.nn.utils.clip_grad_norm_([p for p in net.parameters() if p.grad is not None], clip)
     opt.step()
 
 
@@ -129,12 +129,12 @@ def plain_optimizer(module):
     return module.optimizer_factory(params=module.parameters())
 
 
-def step_seconds(module, batches, warmup: int) -> float:
+def step_seconds(module, batches, warmup: int, clip: float | None = 5.0) -> float:
     """Median seconds of the plain training steps over ``batches`` after the first ``warmup``."""
     opt, times = plain_optimizer(module), []
     for batch in batches:
         t0 = time.perf_counter()
-        plain_step(module, opt, batch)
+        plain_step(module, opt, batch, clip)
         times.append(time.perf_counter() - t0)
     return statistics.median(times[warmup:])
 
@@ -147,7 +147,7 @@ def plain_window(dm, module, trainer, warmup: int, steps: int) -> dict:
     opt = plain_optimizer(module)
     tokens, t0 = 0, time.perf_counter()
     for i, batch in enumerate(itertools.islice(dm.train_dataloader(), warmup + steps)):
-        plain_step(module, opt, batch)
+        plain_step(module, opt, batch, trainer.gradient_clip_val)
         tokens += batch.num_tgt_tokens
         if i == warmup - 1:
             tokens, t0 = 0, time.perf_counter()
@@ -165,7 +165,9 @@ def compose_train(overrides):
     """The ``train`` config of ``conf/`` without logger or callbacks, with ``overrides``."""
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    from luong_lit.config import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose("train", overrides=["logger=none", "~callbacks", *overrides])
 
 
@@ -230,7 +232,7 @@ def main() -> None:
         "tokens": window.tokens,
         "vocab": [len(dm.src_vocab), len(dm.tgt_vocab)],
         "precision": str(trainer.precision),
-        "graphs": model.graphs,
+        **model.engine.describe(),
     }
     if launches is not None and launches.result:
         out.update(launches.result)

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     extra = ["--beam", str(args.beam)] + (["--replace-unk"] if args.replace_unk else [])
     natural = translate(args.checkpoint, src, args.out / "natural.de", extra)
     meta = torch.load(args.checkpoint, map_location="cpu", weights_only=True)["luong_lit"]
-    tok, detok = tokenizers(meta)
+    tok, _, detok = tokenizers(meta)
     pre = [" ".join(tok.tokenize(x)) for x in src]
     tokens = translate(args.checkpoint, pre, args.out / "tokens.de", [*extra, "--pretokenized"])
     texts = variants([t.split() for t in tokens], [tok.cased(x) for x in src], detok)

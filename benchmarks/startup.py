@@ -38,7 +38,16 @@ print("first batch", type(batch).__name__)
 
 def one_start(repo: Path, overrides: list[str]) -> float:
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-W", "ignore", "-c", CHILD, str(repo / "conf"), out, *overrides]
+        cmd = [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-c",
+            CHILD,
+            str(repo / "luong_lit" / "conf"),
+            out,
+            *overrides,
+        ]
         t0 = time.perf_counter()
         res = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
         wall = time.perf_counter() - t0

@@ -1,8 +1,7 @@
-"""``python -m luong_lit <command> [args...]``: one entry point for every command.
+"""``python -m luong_lit <command> [args...]`` (or ``luong-lit <command>``): every command.
 
-Commands: train and prepare (Hydra overrides), translate, evaluate, align, average, report,
-dictionary.
-``python -m luong_lit <command> --help`` shows each command's options.
+Commands: train and prepare (Hydra overrides), translate, serve, evaluate, align, average,
+report, dictionary. ``python -m luong_lit <command> --help`` shows each command's options.
 """
 
 from __future__ import annotations
@@ -44,21 +43,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     return int(module.main(rest) or 0)
 
-
-def command(name: str):
-    """The entry point of one console command (``luong-lit-<name>`` in pyproject.toml)."""
-
-    def run() -> int:
-        return main([name, *sys.argv[1:]])
-
-    return run
-
-
-train, translate, evaluate, align = (
-    command(n) for n in ("train", "translate", "evaluate", "align")
-)
-average, report, dictionary = (command(n) for n in ("average", "report", "dictionary"))
-prepare, serve = command("prepare"), command("serve")
 
 if __name__ == "__main__":
     sys.exit(main())

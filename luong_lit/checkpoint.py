@@ -1,4 +1,4 @@
-"""Atomic checkpoint writes and safe loading of trained models."""
+"""Checkpoint files: atomic writes, and safe loading of trained models (``weights_only``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ __all__ = [
     "load_model",
     "load_models",
     "run_directory",
-    "stored_tokenizers",
 ]
 
 
@@ -81,7 +80,7 @@ def _net_kwargs(net_cfg: dict[str, Any]) -> dict[str, Any]:
     """
     kwargs = {}
     for key, value in net_cfg.items():
-        if key in ("_target_", "_partial_"):
+        if key in ("_target_", "_partial_", "impl"):  # impl: how earlier versions computed it
             continue
         if key in _PARTS:
             try:
@@ -192,25 +191,6 @@ def _restore(ckpt: dict, meta: dict) -> tuple[Seq2Seq, Vocab, Vocab]:
             f"its weights do not fit the model it describes ({' '.join(detail[:2])[:300]})"
         ) from None
     return net.eval(), src_vocab, tgt_vocab
-
-
-def stored_tokenizers(meta: dict) -> dict | None:
-    """The sentencepiece tokenisers a checkpoint keeps (``src``, ``tgt``), or None."""
-    from luong_lit.data.tokenize import SentencePieceTokenizer
-
-    protos = meta.get("sentencepiece")
-    if not protos:
-        return None
-    lowercase = bool(((meta.get("data") or {}).get("tokenizer_opts") or {}).get("lowercase", False))
-    try:
-        return {
-            side: SentencePieceTokenizer.from_proto(protos[side], lowercase)
-            for side in ("src", "tgt")
-        }
-    except (KeyError, TypeError, ValueError) as err:
-        raise CheckpointError(
-            f"the checkpoint's sentencepiece models are damaged ({err})"
-        ) from None
 
 
 def load_models(paths, combine: str = "logits", map_location: str = "cpu"):

@@ -1,4 +1,4 @@
-"""What the command-line tools share: error handling and the decoding options.
+"""What the command-line tools share: error handling, help pages and the decoding options.
 
 Every command runs through :func:`run_command`: a :class:`~luong_lit.errors.UserError` (bad
 data, option, config or checkpoint) becomes one paragraph on standard error and exit status 2;
@@ -8,16 +8,15 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import sys
 from collections.abc import Callable
 
-from luong_lit.decoding.beam import AUTHORS, BeamConfig, parse_length_penalty
 from luong_lit.decoding.ensemble import COMBINE
-from luong_lit.decoding.workers import check_workers
+from luong_lit.decoding.unk import CONVENTIONS
+from luong_lit.engines import ENGINES, INT8_PARTS
 from luong_lit.errors import UsageError, UserError
-from luong_lit.nn.fast.quantize import PARTS
+from luong_lit.options import OVERLONG, DecodeOptions
 
 
 def user_error_message(err: BaseException) -> str:
@@ -35,30 +34,52 @@ def run_command(main: Callable[[], int | None]) -> int:
         return 2
 
 
-def add_decoding_args(ap: argparse.ArgumentParser) -> None:
-    """Options shared by ``translate`` and ``evaluate``."""
-    ap.add_argument("checkpoints", nargs="+", help="one checkpoint, or several for an ensemble")
-    ap.add_argument(
-        "--beam", type=int, default=5, help="beam size; 1 = greedy decoding (default 5)"
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The description as written, and every option's default after its help line."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        if action.option_strings or action.nargs in ("?", "*"):
+            return f"{text} (default: %(default)s)"
+        return text
+
+
+def parser(prog: str, doc: str) -> argparse.ArgumentParser:
+    """A command's parser: its module docstring as the description, defaults shown."""
+    return argparse.ArgumentParser(
+        prog=f"python -m luong_lit {prog}", description=doc.strip(), formatter_class=HelpFormatter
     )
-    ap.add_argument("--batch-size", type=int, default=64)
+
+
+def add_decoding_args(ap: argparse.ArgumentParser, checkpoints: bool = True) -> None:
+    """Options shared by ``translate``, ``evaluate`` and ``serve`` (:class:`DecodeOptions`)."""
+    d = DecodeOptions()
+    if checkpoints:
+        ap.add_argument("checkpoints", nargs="+", help="one checkpoint, or several for an ensemble")
+    ap.add_argument("--beam", type=int, default=d.beam, help="beam size; 1 = greedy decoding")
+    ap.add_argument(
+        "--batch-size", type=int, default=d.batch_size, help="sentences decoded together"
+    )
     ap.add_argument(
         "--max-len-ratio",
         type=float,
         default=None,
-        help="max output length / source length (default 1.5, plus 5 words; "
-        "--authors-decoder: 1.5 of S + 1)",
+        help="longest output per source word (unset: 1.5 plus 5 words; --authors-decoder: "
+        "1.5 of S + 1)",
     )
     ap.add_argument(
         "--min-len-ratio",
         type=float,
         default=None,
-        help="min output length / source length (default 0; --authors-decoder: 0.5 of S + 1)",
+        help="shortest output per source word (unset: 0; --authors-decoder: 0.5 of S + 1)",
     )
     ap.add_argument(
         "--length-penalty",
         default=None,
-        help="none (raw log-probabilities, the paper), avg, or a GNMT alpha such as 0.6",
+        help="rank finished hypotheses by: none (raw log-probabilities, the paper; unset), "
+        "avg (per word), or a GNMT alpha such as 0.6",
     )
     ap.add_argument(
         "--authors-decoder",
@@ -66,96 +87,87 @@ def add_decoding_args(ap: argparse.ArgumentParser) -> None:
         help="the authors' search: beam 12, collect 100 finished, highest raw score",
     )
     ap.add_argument(
-        "--combine", default="logits", choices=COMBINE, help="ensemble rule (default: the authors')"
+        "--combine",
+        default=d.combine,
+        choices=COMBINE,
+        help="how an ensemble combines its members' scores (logits: the authors' rule)",
     )
     ap.add_argument(
         "--replace-unk", action="store_true", help="replace <unk> via attention (footnote 14)"
     )
     ap.add_argument(
-        "--dict", help="'src tgt [prob]' dictionary for --replace-unk (else copy the source word)"
-    )
-    ap.add_argument("--align-convention", default="paper", choices=("paper", "predicted"))
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument(
-        "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
+        "--dict",
+        dest="dictionary",
+        help="'src tgt [prob]' dictionary for --replace-unk (unset: copy the source word)",
     )
     ap.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="decode batches in N forked one-thread processes (CPU; up to one per core; default 1)",
+        "--align-convention",
+        default=d.align_convention,
+        choices=CONVENTIONS,
+        help="which step's attention aligns a word: paper (footnote 14: the next step's for "
+        "content-based scores) or predicted (the step that produced it)",
+    )
+    ap.add_argument(
+        "--engine",
+        default=d.engine,
+        choices=tuple(ENGINES),
+        help="how the model is computed (the same translations): fast or reference",
     )
     ap.add_argument(
         "--int8",
         nargs="?",
         const="output",
         default=None,
-        choices=PARTS,
-        help="decode with int8 copies of the output layer (--int8, --int8 output) or of "
-        "every decoder matrix product (--int8 all); CPU; faster, approximate",
+        choices=INT8_PARTS,
+        help="the fast engine's 8-bit products: of the output layer (--int8, --int8 output) or "
+        "of every decoder product (--int8 all); CPU; faster, approximate (unset: float)",
+    )
+    ap.add_argument("--device", default=d.device, help="torch device to decode on, e.g. cuda")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="torch threads (unset: torch's choice)"
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=d.workers,
+        help="decode batches in N forked one-thread processes (CPU; up to one per core)",
     )
 
 
-def beam_config(args) -> BeamConfig:
-    """The search the options ask for; beam size 1 runs as greedy search, with the same bounds.
-
-    ``--authors-decoder`` is :data:`~luong_lit.decoding.beam.AUTHORS` (beam 12, raw scores,
-    the authors' length bounds); length ratios given on the command line still apply.
-    """
-    if args.beam < 1 or args.batch_size < 1:
-        raise UsageError(
-            f"--beam and --batch-size must be at least 1 (got {args.beam}, {args.batch_size})"
-        )
-    try:
-        penalty = parse_length_penalty(args.length_penalty)
-    except ValueError as e:
-        raise UsageError(f"--length-penalty: {e}") from None
-    n_best = getattr(args, "n_best", 1)
-    if args.authors_decoder:
-        if penalty is not None:
-            raise UsageError("--authors-decoder ranks by raw score; leave out --length-penalty")
-        cfg = dataclasses.replace(AUTHORS, n_best=n_best)
-    else:
-        cfg = BeamConfig(beam_size=args.beam, n_best=n_best, length_penalty=penalty)
-    if n_best > cfg.beam_size:
-        raise UsageError(
-            f"--n-best {n_best} needs a beam of at least {n_best} (the beam is {cfg.beam_size})"
-        )
-    ratios = {
-        k: v
-        for k, v in (("max_len_ratio", args.max_len_ratio), ("min_len_ratio", args.min_len_ratio))
-        if v is not None
-    }
-    cfg = dataclasses.replace(cfg, **ratios)
-    if cfg.min_len_ratio < 0 or cfg.max_len_ratio < 0 or cfg.min_len_ratio > cfg.max_len_ratio:
-        raise UsageError(
-            f"--min-len-ratio {cfg.min_len_ratio} and --max-len-ratio {cfg.max_len_ratio} must be "
-            "at least 0, the first no larger than the second"
-        )
-    return cfg
+def add_input_args(ap: argparse.ArgumentParser, max_src_len: int | None) -> None:
+    """How input text is read (``translate``, ``serve``)."""
+    ap.add_argument(
+        "--pretokenized", action="store_true", help="input is already tokenised; output stays so"
+    )
+    ap.add_argument(
+        "--max-src-len",
+        type=int,
+        default=max_src_len,
+        help="sources longer than this many tokens are overlong (unset: no limit)",
+    )
+    ap.add_argument(
+        "--overlong",
+        default="truncate",
+        choices=OVERLONG,
+        help="what happens to an overlong source: cut to --max-src-len, left out (an empty "
+        "translation), or decoded whole",
+    )
 
 
-def check_options(args) -> None:
-    """Refuse bad decoding options (the search, ``--workers``) before any model or input is read."""
-    beam_config(args)
-    try:
-        check_workers(args.workers)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    if args.workers > 1 and args.device != "cpu":
-        raise UsageError(f"--workers above 1 decodes on the CPU only (got --device {args.device})")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError(f"--threads must be at least 1, got {args.threads}")
-    for name in ("n_best", "max_src_len"):
-        value = getattr(args, name, None)
-        if value is not None and value < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+def decode_options(args: argparse.Namespace) -> DecodeOptions:
+    """:class:`DecodeOptions` from parsed arguments; a bad value names its ``--option``."""
+    fields = DecodeOptions.__dataclass_fields__
+    given = {k: v for k, v in vars(args).items() if k in fields and k != "cli"}
+    return DecodeOptions(**given, cli=True)
 
 
-def check_beam_fits(beam: BeamConfig, tgt_vocab) -> None:
-    """A beam cannot be wider than the target vocabulary."""
-    if beam.beam_size > len(tgt_vocab):
-        raise UsageError(
-            f"beam size {beam.beam_size} is larger than the model's target vocabulary "
-            f"({len(tgt_vocab)} words)"
-        )
+def check_threads(threads: int | None) -> None:
+    if threads is not None and threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {threads}")
+
+
+def check_n_best(options: DecodeOptions, n: int) -> None:
+    """``--n-best N``: at least 1, and no more than the beam keeps."""
+    if n < 1:
+        raise UsageError(f"--n-best must be at least 1, got {n}")
+    options.search(n_best=n)

@@ -1,4 +1,5 @@
-"""The kit's Hydra configs (``conf/``), and composing them outside a Hydra app."""
+"""The kit's Hydra configs (``luong_lit/conf/``, shipped inside the package), and composing them
+outside a Hydra app."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from luong_lit.errors import ConfigError
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # the repository's Hydra configs
+CONF_DIR = Path(__file__).resolve().parent / "conf"  # the kit's Hydra configs
 
 
 def compose(overrides: Sequence[str], config_name: str = "train"):

@@ -26,3 +26,15 @@ class CheckpointError(UserError):
 
 class UsageError(UserError):
     """A bad command-line option value."""
+
+
+def find_user_error(err: BaseException | None) -> UserError | None:
+    """The :class:`UserError` behind ``err`` (itself, or one it was raised from: Hydra wraps the
+    errors of the constructors it calls), or None."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, UserError):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
+from luong_lit.engines import make_engine
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_detok, corpus_bleu_tok
 from luong_lit.nn.modes import evaluating
 
@@ -34,16 +35,21 @@ def translate_split(
     replace_unk: bool = False,
     dictionary: Mapping[str, str] | None = None,
     convention: str = "paper",
+    engine=None,
+    int8: str | None = None,
     **decode_opts,
 ) -> SplitOutput:
     """Decode the first ``max_sentences`` sources of ``split`` (greedy when ``beam`` is None) in
-    eval mode; with ``replace_unk``, also the words after unknown-word replacement.
-    ``decode_opts`` go to :func:`~luong_lit.decoding.corpus.decode_corpus` (``workers``, ``int8``,
-    ``progress``)."""
+    eval mode, in the decode-time form of ``engine`` (default: ``fast``; ``int8``: its 8-bit
+    products, if it has them); with ``replace_unk``,
+    also the words after unknown-word replacement. ``decode_opts`` go to
+    :func:`~luong_lit.decoding.corpus.decode_corpus` (``workers``, ``progress``)."""
     src_ids = split.src_ids[:max_sentences]
+    engine = make_engine() if engine is None else engine
     with evaluating(model):
+        stepper = engine.for_decoding(model, int8)
         out = decode_corpus(
-            model, src_ids, batch_size, beam, keep_attention=replace_unk, **decode_opts
+            stepper, src_ids, batch_size, beam, keep_attention=replace_unk, **decode_opts
         )
     words = output_words(out, tgt_vocab)
     replaced = None
@@ -83,14 +89,16 @@ def split_bleu(
     replace_unk: bool = False,
     dictionary: Mapping[str, str] | None = None,
     tokenizer=None,
+    engine=None,
 ) -> dict[str, float]:
     """Tokenised BLEU of a split's translations: ``bleu``, and ``bleu_unk`` after unk replacement.
 
     ``tokenizer``: the target tokeniser of training; sentencepiece pieces are joined into words.
     """
     out = translate_split(
-        model, split, tgt_vocab, beam, batch_size, max_sentences, replace_unk, dictionary
-    )
+        model, split, tgt_vocab, beam, batch_size, max_sentences, replace_unk, dictionary,
+        engine=engine,
+    )  # fmt: skip
     refs = bleu_lines(split.tgt_tokens[: len(out.words)], tokenizer)
     scores = {"bleu": corpus_bleu_tok(bleu_lines(out.words, tokenizer), refs)}
     if replace_unk:

@@ -1,142 +1,262 @@
-"""A loaded model (or ensemble) with its tokenisers and search: text lines in, text lines out.
+"""The kit from Python: a trained model (or ensemble) with its tokenisers and search.
 
-Shared by ``translate`` (files, pipes and interactive use) and anything else that serves a
-model. Input is made the way the model's training text was (:mod:`luong_lit.data.model_data`),
-and the output is made natural again (detokenised, and recased for a lowercased corpus).
+    import luong_lit
+
+    model = luong_lit.load("RUN/checkpoints/best.ckpt", beam=5)
+    model.translate(["A man rides a bike."])       # ['Ein Mann fährt Fahrrad.']
+    model.n_best(["A man rides a bike."], 3)       # [[Scored(text=..., score=...), ...]]
+    model.attention("A man rides a bike.")         # tokens, a_t of every step, p_t, links
+    model.score(["A man rides a bike."], ["Ein Mann fährt Fahrrad."])   # log-probabilities
+    model.align(["A man rides a bike."], ["Ein Mann fährt Fahrrad."])   # (source, target) links
+
+Text goes in as it is written and comes out natural: it is made the way the model's training
+text was (:mod:`luong_lit.data.model_data`), and the output detokenised and recased. The
+``translate``, ``evaluate``, ``align`` and ``serve`` commands run through the same objects.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from luong_lit.checkpoint import load_models
-from luong_lit.cli import beam_config, check_beam_fits
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.model_data import tokenizers
-from luong_lit.data.preprocess import RecipeDetokenizer
-from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
-from luong_lit.decoding.unk import word_alignment
+from luong_lit.data.preprocess import RecipeDetokenizer, RecipeTokenizer
+from luong_lit.data.vocab import BOS, EOS, PAD, UNK
+from luong_lit.decoding.corpus import Translation, decode_corpus
+from luong_lit.decoding.forced import Forced, forced_pass
+from luong_lit.decoding.unk import replace_unks, word_alignment
+from luong_lit.engines import make_engine
+from luong_lit.errors import UsageError
+from luong_lit.options import DecodeOptions
 
 log = logging.getLogger("luong_lit.translate")
 
 
-def limit_length(src: list[list[str]], max_len: int | None, mode: str) -> list[list[str]]:
-    """Overlong sources are truncated (``truncate``), left out with an empty output (``skip``),
-    or decoded whole (``keep``)."""
-    if not max_len or mode == "keep":
-        return src
-    n_long = sum(len(s) > max_len for s in src)
-    if n_long:
-        log.warning("%d input lines are longer than %d tokens (%s)", n_long, max_len, mode)
-    if mode == "truncate":
-        return [s[:max_len] for s in src]
-    return [s if len(s) <= max_len else [] for s in src]
+class Scored(NamedTuple):
+    """A translation and its score (the sum of its words' log-probabilities; None for greedy)."""
+
+    text: str
+    score: float | None
+
+
+@dataclass
+class AttentionMap:
+    """What the model attended to while translating one sentence.
+
+    ``source``: the source words; ``target``: the output words, then ``</s>``, both as the user
+    sees them (cased, unescaped, unknown words replaced). ``weights[t][s]``: ``a_t`` of step
+    ``t``, the step that predicted ``target[t]``, over source word ``s``. ``p_t``: each step's
+    window centre (local attention; None for global), with window half-width ``D``.
+    ``links``: ``(source, target)`` word pairs under footnote 14's convention, as ``align``
+    takes them. ``replaced``: for each target word that ``replace_unk`` filled in, the source
+    word it came from.
+    """
+
+    source: list[str]
+    target: list[str]
+    weights: list[list[float]]
+    p_t: list[float] | None = None
+    D: int | None = None
+    links: list[tuple[int, int]] = field(default_factory=list)
+    replaced: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class Output:
+    """One input line translated: the best text, the ``n`` best with scores, whether the source
+    was cut to ``max_src_len``, and (when asked) the attention of the best translation."""
+
+    text: str
+    hypotheses: list[Scored]
+    truncated: bool = False
+    attention: AttentionMap | None = None
+
+
+def load(checkpoints: str | os.PathLike | Sequence, **options) -> Translator:
+    """A :class:`Translator` for one checkpoint or an ensemble of several, with
+    :class:`~luong_lit.options.DecodeOptions` given as keywords (``beam=5``, ...)."""
+    paths = [checkpoints] if isinstance(checkpoints, (str, os.PathLike)) else list(checkpoints)
+    return Translator.load(paths, DecodeOptions(**options))
 
 
 class Translator:
-    """A loaded model (or ensemble) with its tokenisers and search: lines in, lines out."""
+    """A loaded model (or ensemble) with its tokenisers, engine and search."""
 
-    def __init__(self, args) -> None:
-        self.args = args
-        self.model, self.src_vocab, self.tgt_vocab, metas = load_models(
-            args.checkpoints, args.combine, args.device
-        )
-        self.tok_src, self.detok_tgt = tokenizers(
-            metas[0], args.pretokenized, self.src_vocab, self.tgt_vocab
-        )
-        self.beam = beam_config(args)
-        check_beam_fits(self.beam, self.tgt_vocab)
-        self.dictionary = load_dictionary(args.dict) if args.dict else None
+    def __init__(self, model, src_vocab, tgt_vocab, meta: dict, options: DecodeOptions) -> None:
+        self.model, self.src_vocab, self.tgt_vocab = model, src_vocab, tgt_vocab
+        self.meta, self.options = meta, options
+        self.text = tokenizers(meta, options.pretokenized, src_vocab, tgt_vocab)
+        self.engine = make_engine(options.engine)
+        self.stepper = self.engine.for_decoding(model, options.int8)  # constants computed once
+        beam = options.search().beam_size
+        if beam > len(tgt_vocab):
+            raise UsageError(
+                f"beam size {beam} is larger than the model's target vocabulary "
+                f"({len(tgt_vocab)} words)"
+            )
+        self.dictionary = load_dictionary(options.dictionary) if options.dictionary else None
 
-    def decode(self, lines: Sequence[str], progress: bool = False):
-        """``(source tokens, translations)`` of ``lines``."""
-        args = self.args
-        src_words = limit_length(
-            [self.tok_src.tokenize(x) for x in lines], args.max_src_len, args.overlong
-        )
+    @classmethod
+    def load(cls, paths: Sequence, options: DecodeOptions | None = None) -> Translator:
+        options = options or DecodeOptions()
+        model, src_vocab, tgt_vocab, metas = load_models(paths, options.combine, options.device)
+        return cls(model, src_vocab, tgt_vocab, metas[0], options)
+
+    # ------------------------------------------------------------------ the API
+    def translate(self, texts: str | Sequence[str], progress: bool = False) -> list[str]:
+        """The best translation of each text (one text: a list of one)."""
+        return [o.text for o in self.run(_lines(texts), progress=progress)]
+
+    def n_best(self, texts: str | Sequence[str], n: int) -> list[list[Scored]]:
+        """Exactly ``n`` scored translations of each text, best first (empty ones after the
+        search's own, and for an empty text)."""
+        return [o.hypotheses for o in self.run(_lines(texts), n)]
+
+    def attention(self, text: str) -> AttentionMap:
+        """The attention of the best translation of ``text`` (see :class:`AttentionMap`)."""
+        return self.run([text], attention=True)[0].attention
+
+    def score(self, src: str | Sequence[str], tgt: str | Sequence[str]) -> list[float]:
+        """``log p(tgt | src)`` of each pair: the sum over the target words and ``</s>``."""
+        return [float(f.logprob.sum()) for f in self._forced(src, tgt, scores=True)[0]]
+
+    def align(
+        self, src: str | Sequence[str], tgt: str | Sequence[str]
+    ) -> list[list[tuple[int, int]]]:
+        """``(source, target)`` word links of each pair by forced decoding (footnote 14's
+        convention, or ``align_convention``), in the tokens the model reads."""
+        forced, _, tgt_words = self._forced(src, tgt)
+        return [self._links(f.attention, len(t)) for f, t in zip(forced, tgt_words)]
+
+    # ------------------------------------------------------------------ the work
+    def run(
+        self, lines: Sequence[str], n: int = 1, attention: bool = False, progress: bool = False
+    ) -> list[Output]:
+        """Translate ``lines``, keeping ``n`` hypotheses each, and the attention if asked."""
+        opts = self.options
+        search = opts.search(n_best=n)
+        sources, cut = self._sources(lines)
+        keep = opts.replace_unk or attention
+        ids = [self.src_vocab.encode(s) for s in sources]
         out = decode_corpus(
-            self.model,
-            [self.src_vocab.encode(s) for s in src_words],
-            args.batch_size,
-            self.beam,
-            keep_attention=args.replace_unk or getattr(args, "show_attention", False),
-            progress=progress,
-            workers=args.workers,
-            int8=args.int8,
+            self.stepper, ids, opts.batch_size, search, keep, progress, opts.workers
         )
-        return src_words, out
-
-    def __call__(self, lines: Sequence[str], progress: bool = False) -> list[str]:
-        args = self.args
-        src_words, out = self.decode(lines, progress)
-        self.last = (src_words, out)
-        content = self.model.content_based if args.replace_unk else True  # members may differ
-        unk_args = (content, self.dictionary, args.align_convention)
-        replace_src = src_words if args.replace_unk else None
-        if args.n_best > 1:
-            return n_best_lines(
-                out, self.tgt_vocab, self.detok_tgt, args.n_best, replace_src, *unk_args
+        results = []
+        for line, src, tr, was_cut in zip(lines, sources, out, cut):
+            hyps = (
+                [tr] if n == 1 else [Translation(h.tokens, h.attention, h.score) for h in tr.n_best]
             )
-        words = output_words(out, self.tgt_vocab, replace_src, *unk_args)
-        if isinstance(self.detok_tgt, RecipeDetokenizer):  # recasing: copied words as typed
-            cased = [self.tok_src.cased(x) for x in lines]
-            return [self.detok_tgt.detokenize(w, c) if w else "" for w, c in zip(words, cased)]
-        return [self.detok_tgt.detokenize(w) if w else "" for w in words]
+            scored = [Scored(self._render(line, src, h)[0], h.score) for h in hyps[:n]]
+            scored += [Scored("", 0.0)] * (n - len(scored))  # an empty input, a short list
+            results.append(Output(scored[0].text, scored, was_cut))
+        if attention:
+            self._attach_attention(lines, sources, ids, out, results)
+        return results
 
-    def n_best(self, lines: Sequence[str]) -> list[list[dict]]:
-        """For each line, ``args.n_best`` ``{"text", "score"}`` translations, best first."""
-        args = self.args
-        src_words, out = self.decode(lines)
-        content = self.model.content_based if args.replace_unk else True
-        replace_src = src_words if args.replace_unk else None
-        unk_args = (content, self.dictionary, args.align_convention)
-        lists = n_best_lists(
-            out, self.tgt_vocab, self.detok_tgt, args.n_best, replace_src, *unk_args
+    def _sources(self, lines: Sequence[str]) -> tuple[list[list[str]], list[bool]]:
+        """Source tokens of each line, cut (or dropped) beyond ``max_src_len``."""
+        opts = self.options
+        tokens = [self.text.source.tokenize(x) for x in lines]
+        limit = opts.max_src_len
+        cut = [bool(limit) and opts.overlong != "keep" and len(t) > limit for t in tokens]
+        if any(cut):
+            log.warning(
+                "%d input lines are longer than %d tokens (%s)", sum(cut), limit, opts.overlong
+            )
+        if opts.overlong == "truncate":
+            tokens = [t[:limit] if c else t for t, c in zip(tokens, cut)]
+        elif opts.overlong == "skip":
+            tokens = [[] if c else t for t, c in zip(tokens, cut)]
+        return tokens, cut
+
+    def _render(self, line: str, src: list[str], hyp) -> tuple[str, list[str], dict[int, int]]:
+        """The text of a hypothesis, its words and where replaced words came from."""
+        words = [self.tgt_vocab.itos[i] for i in hyp.ids]
+        replaced = {}
+        if self.options.replace_unk and UNK in words and hyp.attention is not None and src:
+            where = word_alignment(
+                hyp.attention, len(words), self._content_based(), self.options.align_convention
+            )
+            replaced = {
+                i: where[i] for i, w in enumerate(words) if w == UNK and 0 <= where[i] < len(src)
+            }
+            words = replace_unks(words, src, where, self.dictionary, UNK)
+        kept = [i for i, w in enumerate(words) if w not in (PAD, BOS)]
+        words = [words[i] for i in kept]
+        replaced = {kept.index(i): s for i, s in replaced.items() if i in kept}
+        if not words:
+            return "", words, replaced
+        if isinstance(self.text.detokenizer, RecipeDetokenizer):  # copied words as typed
+            return self.text.detokenizer.detokenize(words, self._cased(line)), words, replaced
+        return self.text.detokenizer.detokenize(words), words, replaced
+
+    def _cased(self, line: str) -> list[str]:
+        tok = self.text.source
+        return tok.cased(line) if isinstance(tok, RecipeTokenizer) else tok.tokenize(line)
+
+    def _content_based(self) -> bool:
+        return getattr(self.model, "content_based", True)
+
+    def _links(self, weights, n_words: int) -> list[tuple[int, int]]:
+        if n_words == 0 or weights.size(1) == 0:
+            return []
+        where = word_alignment(
+            weights, n_words, self._content_based(), self.options.align_convention
         )
-        return [[{"text": t, "score": round(sc, 4)} for t, sc in pairs] for pairs in lists]
+        return [(s, j) for j, s in enumerate(where)]
 
-    def attention_lines(self) -> list[str]:
-        """For the last call: each output token with the source token its attention chose,
-        ``token→source`` (as OpenNMT-py's attention debug shows it)."""
-        src_words, out = self.last
-        content = getattr(self.model, "content_based", True)
-        lines = []
-        for words, t in zip(src_words, out):
-            tokens = [self.tgt_vocab.itos[i] for i in t.ids]
-            if t.attention is None or not tokens or not words:
-                lines.append(" ".join(tokens))
-                continue
-            where = word_alignment(t.attention, len(tokens), content, self.args.align_convention)
-            lines.append(
-                " ".join(f"{w}→{words[min(j, len(words) - 1)]}" for w, j in zip(tokens, where))
-            )
-        return lines
+    def _attach_attention(self, lines, sources, ids, out, results) -> None:
+        """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``."""
+        forced = forced_pass(self.stepper, ids, [tr.ids for tr in out])
+        D = getattr(getattr(self.model, "attention", None), "D", None)
+        for line, src, tr, f, res in zip(lines, sources, out, forced, results):
+            _, words, replaced = self._render(line, src, tr)
+            res.attention = self._attention_map(line, src, words, replaced, f, D)
+
+    def _attention_map(self, line, src, words, replaced, f: Forced, D) -> AttentionMap:
+        shown_src = self._display_source(line, src)
+        shown_tgt = self._display_target(words, line) + [EOS]
+        links = self._links(f.attention, len(words)) if self.model_has_attention else []
+        return AttentionMap(
+            shown_src, shown_tgt, f.attention.tolist(),
+            None if f.p_t is None else f.p_t.tolist(), D if f.p_t is not None else None,
+            links, replaced,
+        )  # fmt: skip
+
+    @property
+    def model_has_attention(self) -> bool:
+        return getattr(self.model, "has_attention", True)
+
+    def _display_source(self, line: str, src: list[str]) -> list[str]:
+        tok = self.text.source
+        if not isinstance(tok, RecipeTokenizer):
+            return list(src)
+        cased = tok.cased(line)[: len(src)]
+        return [tok.recipe.show(w) for w in cased] if len(cased) == len(src) else list(src)
+
+    def _display_target(self, words: list[str], line: str) -> list[str]:
+        detok = self.text.detokenizer
+        if not isinstance(detok, RecipeDetokenizer):
+            return list(words)
+        return detok.words(words, self._cased(line))
+
+    def _forced(self, src, tgt, scores: bool = False):
+        srcs, tgts = _lines(src), _lines(tgt)
+        if len(srcs) != len(tgts):
+            raise UsageError(f"{len(srcs)} sources but {len(tgts)} targets")
+        src_words = [self.text.source.tokenize(x) for x in srcs]
+        tgt_words = [self.text.target.tokenize(x) for x in tgts]
+        src_ids = [self.src_vocab.encode(s) for s in src_words]
+        tgt_ids = [self.tgt_vocab.encode(t) for t in tgt_words]
+        if any(not s for s in src_ids):
+            raise UsageError("every source needs at least one word")
+        return forced_pass(self.stepper, src_ids, tgt_ids, scores=scores), src_words, tgt_words
 
 
-def translate_lines(lines: Sequence[str], args, progress: bool = True) -> list[str]:
-    """Translate ``lines`` with the model(s) of ``args``."""
-    return Translator(args)(lines, progress)
-
-
-def n_best_lists(out, tgt_vocab, detok, n: int, src_words=None, *unk_args) -> list[list]:
-    """For each input, exactly ``n`` ``(translation, score)`` pairs, best first; an empty
-    input gets ``n`` empty translations with score 0. With ``src_words``, each hypothesis has
-    its ``<unk>`` words replaced through its own attention (``unk_args``: as
-    :func:`output_words` takes them)."""
-    lists = []
-    for i, tr in enumerate(out):
-        hyps = [Translation(h.tokens, h.attention, h.score) for h in tr.n_best[:n]]
-        srcs = None if src_words is None else [src_words[i]] * len(hyps)
-        words = output_words(hyps, tgt_vocab, srcs, *unk_args)
-        pairs = [(detok.detokenize(w) if w else "", h.score) for w, h in zip(words, hyps)]
-        lists.append(pairs + [("", 0.0)] * (n - len(hyps)))
-    return lists
-
-
-def n_best_lines(out, tgt_vocab, detok, n: int, src_words=None, *unk_args) -> list[str]:
-    """``i ||| translation ||| score`` lines, as Moses and fairseq write n-best lists."""
-    lists = n_best_lists(out, tgt_vocab, detok, n, src_words, *unk_args)
-    return [
-        f"{i} ||| {text} ||| {score:.4f}" for i, pairs in enumerate(lists) for text, score in pairs
-    ]
+def _lines(texts: str | Sequence[str]) -> list[str]:
+    return [texts] if isinstance(texts, str) else list(texts)

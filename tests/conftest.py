@@ -16,7 +16,7 @@ os.environ.setdefault("LUONG_LIT_CACHE", tempfile.mkdtemp(prefix="luong_lit_test
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+CONF_DIR = Path(__file__).resolve().parents[1] / "luong_lit" / "conf"
 SHARED_DATA = Path(
     os.environ.get("LUONG_LIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
 )

@@ -38,8 +38,8 @@ def last_json(res: subprocess.CompletedProcess) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("impl", ["fast", "reference"])
-def test_training_window_counts_the_tokens_of_its_steps(toy_corpus, impl):
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_training_window_counts_the_tokens_of_its_steps(toy_corpus, engine):
     out = last_json(
         run_module(
             "ours_window",
@@ -48,7 +48,7 @@ def test_training_window_counts_the_tokens_of_its_steps(toy_corpus, impl):
             "--warmup",
             "2",
             *window_overrides(toy_corpus),
-            f"model.net.impl={impl}",
+            f"engine={engine}",
         )
     )
     assert (

@@ -143,7 +143,7 @@ def test_translate_keeps_line_counts_and_empty_lines(trained, tmp_path):
     res = run("translate", [ckpt, "--workers", "0"], stdin=b"a\n")
     assert (
         res.returncode == 2
-        and b"--workers must be at least 1" in res.stderr
+        and b"--workers must be an integer >= 1" in res.stderr
         and b"Traceback" not in res.stderr
     )
 

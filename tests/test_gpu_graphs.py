@@ -1,4 +1,4 @@
-"""Captured CUDA graphs (:mod:`luong_lit.training.graphs`) compute what eager autograd computes
+"""Captured CUDA graphs (:mod:`luong_lit.engines.graphs`) compute what eager autograd computes
 (skipped without a CUDA device; ``pytest -m gpu``)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from conftest import compose_cfg, tiny_overrides
 
 from luong_lit.commands.train import train
 from luong_lit.data.batching import pad_batch
+from luong_lit.engines import FastEngine
+from luong_lit.engines.graphs import GraphedSteps
 from luong_lit.nn import Seq2Seq
 from luong_lit.nn.fast.static import static_nll
-from luong_lit.nn.loss import token_nll
-from luong_lit.training.graphs import GraphedSteps
 
 pytestmark = [
     pytest.mark.gpu,
@@ -45,29 +45,29 @@ def inputs(batch) -> dict:
 @pytest.mark.parametrize("bias", [True, False])  # False, bf16: the left-padded encoder
 def test_replayed_graph_gives_the_eager_loss_and_gradients(att, dtype, bias):
     torch.manual_seed(0)
-    net = Seq2Seq(V, V, 32, 32, 2, 0.0, att, "general", True, impl="fast", bias=bias).cuda()
+    net = Seq2Seq(V, V, 32, 32, 2, 0.0, att, "general", True, bias=bias).cuda()
     eager = copy.deepcopy(net)
     steps = graphed(net)
     tol = {"fp32": {"rtol": 1e-5, "atol": 1e-5}, "bf16": {"rtol": 2e-2, "atol": 2e-2}}[dtype]
     for seed in (1, 2, 3):  # capture on the first batch, replay on the next two
         b = ragged(seed)
         with torch.autocast("cuda", torch.bfloat16, enabled=dtype == "bf16"):
-            loss = steps(inputs(b))
-            ref, _ = token_nll(eager, b, 0.1)  # padded rows and positions count for nothing
+            loss, grads = steps(inputs(b))
+            ref, _ = FastEngine().nll(eager, b, 0.1)  # padded rows and positions count for nothing
         eager.zero_grad()
         ref.backward()
         torch.testing.assert_close(loss, ref.detach(), **tol)
-        for (name, p), q in zip(net.named_parameters(), eager.parameters()):
-            torch.testing.assert_close(p.grad, q.grad, **tol, msg=name)
+        for (name, _), g, q in zip(net.named_parameters(), grads, eager.parameters()):
+            torch.testing.assert_close(g, q.grad, **tol, msg=name)
     assert len(steps.graphs) == 1  # one bucket, one graph
 
 
 def test_dropout_masks_differ_between_replays():
     torch.manual_seed(0)
-    net = Seq2Seq(V, V, 32, 32, 2, 0.5, "global", "general", True, impl="fast").cuda().train()
+    net = Seq2Seq(V, V, 32, 32, 2, 0.5, "global", "general", True).cuda().train()
     steps = graphed(net, 0.0)
     b = inputs(ragged(1))
-    losses = [float(steps(b)) for _ in range(4)]  # same batch, same weights
+    losses = [float(steps(b)[0]) for _ in range(4)]  # same batch, same weights
     assert len(set(losses)) == 4, losses
 
 
@@ -80,8 +80,8 @@ def test_captured_training_tracks_the_eager_run(toy_corpus, tmp_path):
         out = tmp_path / mode
         overrides = tiny_overrides(toy_corpus) + [
             "trainer=gpu",
-            f"model.graphs={mode}",
-            "model.buckets=[8,16,64]",
+            f"engine.graphs={mode}",
+            "engine.buckets=[8,16,64]",
             "dropout=0",
             "model.net.hidden_dropout=0",
             "+trainer.max_steps=50",

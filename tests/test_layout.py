@@ -1,4 +1,5 @@
-"""The package's structure: no import cycles, no command importing another, a plain nn/."""
+"""The package's structure: layers that only point down, no import cycles, no command importing
+another, a plain nn/, and training and decoding that never reach into nn/fast/."""
 
 from __future__ import annotations
 
@@ -65,6 +66,79 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+#: The package's layers, lowest first. A module may import its own unit and the units below it,
+#: never one above: the model and the data know nothing of training, decoding knows nothing of
+#: engines, the library knows nothing of the command line.
+LAYERS = [
+    "errors",  # the one user-error base class
+    "validate",  # option checks for constructors
+    "runtime",  # process-wide CPU settings
+    "data",  # corpora, tokenisers, vocabularies, batches, the datamodule
+    "nn",  # the paper's model in plain PyTorch
+    "nn.fast",  # the same model computed faster
+    "decoding",  # greedy, beam, ensembles, unk replacement, forced decoding
+    "metrics",  # BLEU, AER, perplexity
+    "engines",  # how the model is computed: reference or fast
+    "checkpoint",  # checkpoint files
+    "evaluation",  # scoring a split's translations
+    "options",  # typed decoding options
+    "translator",  # the Python API
+    "sweeps",  # a sweep job's GPU, threads and resume
+    "config",  # composing the Hydra configs
+    "analysis",  # figures and tables of runs
+    "serving",  # the HTTP server
+    "training",  # Lightning
+    "cli",  # what the commands share
+    "commands",  # one module per command
+    "__main__",
+    "train",
+]
+
+
+def unit(module: str) -> str:
+    """The layer unit of a module: ``nn.fast`` for ``luong_lit.nn.fast.lstm``, else its package
+    (or the module itself at the top level)."""
+    parts = module.split(".")[1:]
+    if parts[:2] == ["nn", "fast"]:
+        return "nn.fast"
+    return parts[0]
+
+
+def upward_imports(edges: dict[str, set[str]]) -> list[str]:
+    """Every import that points to a higher layer, or to a unit the layer list does not know."""
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    found = []
+    for a, targets in sorted(edges.items()):
+        for b in sorted(targets):
+            ua, ub = unit(a), unit(b)
+            if ua not in rank or ub not in rank:
+                found.append(f"{a} -> {b}: declare {ua if ua not in rank else ub} in LAYERS")
+            elif rank[ub] > rank[ua]:
+                found.append(f"{a} ({ua}) imports {b} ({ub}), a higher layer")
+    return found
+
+
+def test_the_layer_check_finds_an_upward_import():
+    edges = {"luong_lit.data.datamodule": {"luong_lit.training.resume", "luong_lit.data.io"}}
+    assert upward_imports(edges) == [
+        "luong_lit.data.datamodule (data) imports luong_lit.training.resume (training), "
+        "a higher layer"
+    ]
+    assert upward_imports({"luong_lit.nn.fast.lstm": {"luong_lit.nn.encoder"}}) == []
+    assert "declare gui in LAYERS" in upward_imports({"luong_lit.gui": {"luong_lit.nn.x"}})[0]
+
+
+def test_imports_only_point_down_the_layers():
+    assert upward_imports(graph()) == []
+
+
+def test_training_and_decoding_never_import_the_fast_model():
+    """Speed is chosen in one place, the engine (:mod:`luong_lit.engines`)."""
+    for m, targets in graph().items():
+        if unit(m) in ("training", "decoding"):
+            assert not {t for t in targets if unit(t) == "nn.fast"}, m
+
+
 def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
@@ -82,7 +156,8 @@ def test_no_command_imports_another():
 
 
 def test_the_model_never_imports_lightning_or_other_parts_of_the_kit():
-    """``luong_lit.nn`` is plain PyTorch: it imports nothing but itself and ``luong_lit.errors``."""
+    """``luong_lit.nn`` is plain PyTorch: it imports nothing but itself, ``luong_lit.errors`` and
+    ``luong_lit.validate``."""
     for path in (PKG / "nn").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
@@ -91,4 +166,5 @@ def test_the_model_never_imports_lightning_or_other_parts_of_the_kit():
             for name in names:
                 assert not name.startswith(("lightning", "pytorch_lightning")), f"{path}: {name}"
                 if name.startswith("luong_lit"):
-                    assert name.startswith(("luong_lit.nn", "luong_lit.errors")), f"{path}: {name}"
+                    ok = ("luong_lit.nn", "luong_lit.errors", "luong_lit.validate")
+                    assert name.startswith(ok), f"{path}: {name}"

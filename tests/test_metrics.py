@@ -200,7 +200,7 @@ def test_stepwise_perplexity_equals_teacher_forced_and_scores_ensembles(attentio
 def test_int8_decoding_leaves_stepwise_scoring_on_the_float_weights():
     """An int8 decoding wrapper changes the search's scores, never the model's own."""
     from luong_lit.decoding.ensemble import Ensemble
-    from luong_lit.decoding.prepare import for_decoding
+    from luong_lit.engines import FastEngine
     from luong_lit.metrics.perplexity import stepwise_perplexity
 
     torch.manual_seed(0)
@@ -215,7 +215,7 @@ def test_int8_decoding_leaves_stepwise_scoring_on_the_float_weights():
     ]
     ens = Ensemble(nets).eval()
     exact = stepwise_perplexity(ens, examples)
-    int8 = for_decoding(ens, "all")
+    int8 = FastEngine(int8="all").for_decoding(ens)
     assert stepwise_perplexity(int8, examples) != exact  # the int8 copies do change the scores
     assert stepwise_perplexity(ens, examples) == exact  # the ensemble itself is untouched
 

@@ -12,6 +12,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from luong_lit.nn import ConfigError, Seq2Seq
 from luong_lit.nn.encoder import reverse_index
 from luong_lit.nn.fast.lstm import ragged_lstm
+from luong_lit.nn.fast.model import fast_forward
 from luong_lit.nn.fast.projection import cpu_linear, linear_columns, onednn_linear, project_rows
 
 VALID = [
@@ -50,13 +51,14 @@ def test_stepwise_decoding_equals_teacher_forcing(att, score, feed, reverse):
 
 @pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
 def test_ragged_targets_equal_one_sentence_at_a_time(att):
-    """Rows that end early drop out of the input-feeding loop; the rest must not notice."""
+    """Rows that end early drop out of the fast engine's input-feeding loop; the rest must not
+    notice, and the ended rows' outputs are zeros."""
     torch.manual_seed(0)
     model = Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", True).eval()
     src, src_len, tgt = batch(T=6)
     tgt_len = torch.tensor([3, 6, 1])  # unsorted, with padding
     tgt[torch.arange(6) >= tgt_len.unsqueeze(1)] = 0
-    h_tilde, dense = model(src, src_len, tgt, return_attention=True)
+    h_tilde, dense = fast_forward(model, src, src_len, tgt, return_attention=True)
     for b in range(3):
         n, m = int(tgt_len[b]), int(src_len[b])
         alone, a_alone = model(
@@ -155,7 +157,7 @@ def test_init_schemes_and_hidden_dropout_options():
     assert xav.encoder.rnn.weight_hh_l0.abs().max() <= bound
     with pytest.raises(ConfigError, match="init='he'"):
         Seq2Seq(20, 20, 8, 8, 2, init="he")
-    with pytest.raises(ConfigError, match="hidden_dropout must be in"):
+    with pytest.raises(ConfigError, match="hidden_dropout=1.0 is out of range"):
         Seq2Seq(20, 20, 8, 8, 2, hidden_dropout=1.0)
     net = Seq2Seq(20, 20, 8, 8, 2, 0.0, hidden_dropout=0.5)
     src, src_len, tgt = batch()
@@ -183,7 +185,7 @@ def test_output_dropout_drops_only_what_w_s_reads(feed):
     torch.testing.assert_close(dropped[~zero], 2 * kept[~zero])  # kept units scaled by 1 / (1 - p)
     net.eval()
     torch.testing.assert_close(net(src, src_len, tgt)[0], ref.eval()(src, src_len, tgt)[0])
-    with pytest.raises(ConfigError, match="output_dropout must be in"):
+    with pytest.raises(ConfigError, match="output_dropout=-0.1 is out of range"):
         Seq2Seq(20, 20, 8, 8, 2, output_dropout=-0.1)
 
 
@@ -263,7 +265,7 @@ def test_tied_output_layer_is_the_target_embedding():
 def test_fast_stepper_looks_up_the_projected_embeddings_of_every_word():
     """The decode-time wrapper gathers ``W_ih emb(y)`` from a (V, 4d) table built from the
     weights it was given; its steps equal the teacher-forced pass."""
-    from luong_lit.nn.fast.decoding import FastStepper
+    from luong_lit.nn.fast.stepper import FastStepper
 
     torch.manual_seed(0)
     net = Seq2Seq(20, 20, 8, 8, 2, 0.3).eval()
@@ -283,8 +285,8 @@ def test_int8_output_layer_serves_decoding_only():
     """``FastStepper(int8="output")``: decoding logits come from int8 ``W_s`` (close to the
     float ones, bias included); the model itself keeps its float weights."""
     from luong_lit.decoding.ensemble import Ensemble
-    from luong_lit.decoding.prepare import for_decoding
-    from luong_lit.nn.fast.decoding import FastStepper
+    from luong_lit.engines import FastEngine
+    from luong_lit.nn.fast.stepper import FastStepper
 
     torch.manual_seed(0)
     net = Seq2Seq(20, 50, 8, 16, 2).eval()
@@ -298,7 +300,7 @@ def test_int8_output_layer_serves_decoding_only():
         err = (q - ref).abs().max()
         assert 0 < err < 0.01 * ref.abs().max()
         torch.testing.assert_close(net.logits(h), F.linear(h, W, b))  # the model: float weights
-    pair = for_decoding(Ensemble([net, net]).eval(), "output")
+    pair = FastEngine().for_decoding(Ensemble([net, net]).eval(), "output")
     assert all(isinstance(m, FastStepper) and m.int8_output is not None for m in pair.members)
     src, src_len, tgt = batch()
     with torch.no_grad():
@@ -313,7 +315,7 @@ def test_int8_output_layer_serves_decoding_only():
 def test_int8_decoder_serves_decoding_only(feed):
     """``int8="all"``: the decoder's LSTM layers and ``W_c`` also run in int8 when stepping,
     close to the float step; teacher-forced scoring keeps the float weights exactly."""
-    from luong_lit.nn.fast.decoding import FastStepper
+    from luong_lit.nn.fast.stepper import FastStepper
 
     torch.manual_seed(5)
     net = Seq2Seq(20, 30, 16, 16, 2, 0.0, "local_p", "general", feed).eval()

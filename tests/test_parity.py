@@ -1,8 +1,9 @@
-"""The fast implementation (``impl="fast"``, :mod:`luong_lit.nn.fast`) computes what the plain
-reference (``impl="reference"``) computes: losses, gradients, greedy and beam translations.
+"""The ``fast`` engine (:mod:`luong_lit.nn.fast`) computes what the ``reference`` engine (the
+plain modules of :mod:`luong_lit.nn`) computes with the same weights: losses, gradients, decoding
+steps, greedy and beam translations.
 
-Both are built with the same weights; dropout is off (the two draw their masks differently).
-A fast path that drifts from the paper's model fails here.
+Dropout is off (the two draw their masks differently). A fast path that drifts from the paper's
+model fails here.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import torch
 from luong_lit.data.batching import collate
 from luong_lit.decoding.beam import AUTHORS, BeamConfig, beam_search
 from luong_lit.decoding.corpus import decode_corpus
-from luong_lit.decoding.prepare import for_decoding
+from luong_lit.decoding.ensemble import Ensemble
+from luong_lit.engines import FastEngine, ReferenceEngine, make_engine
+from luong_lit.errors import ConfigError
 from luong_lit.nn import Seq2Seq
-from luong_lit.nn.fast.decoding import FastStepper
-from luong_lit.nn.loss import token_nll
+from luong_lit.nn.fast.stepper import FastStepper
 
 VARIANTS = [
     (a, s, f)
@@ -29,15 +31,10 @@ VARIANTS = [
 ] + [("none", None, False)]
 
 
-def pair(
-    att="global", score="general", feed=True, dtype=torch.float64, **kw
-) -> tuple[Seq2Seq, Seq2Seq]:
-    """A fast model and a reference model with the same weights."""
+def model(att="global", score="general", feed=True, dtype=torch.float64, **kw) -> Seq2Seq:
+    """A small model; both engines compute it."""
     torch.manual_seed(0)
-    fast = Seq2Seq(23, 29, 8, 8, 2, 0.0, att, score, feed, impl="fast", **kw).to(dtype)
-    ref = Seq2Seq(23, 29, 8, 8, 2, 0.0, att, score, feed, impl="reference", **kw).to(dtype)
-    ref.load_state_dict(fast.state_dict())
-    return fast, ref
+    return Seq2Seq(23, 29, 8, 8, 2, 0.0, att, score, feed, **kw).to(dtype)
 
 
 def ragged_batch(seed: int = 0):
@@ -61,18 +58,17 @@ def ragged_batch(seed: int = 0):
     "extra", [{}, {"reverse_source": True, "src_eos": True, "tie_output": True}]
 )
 def test_losses_and_gradients_equal_the_reference(att, score, feed, extra):
-    fast, ref = pair(att, score, feed, **extra)
+    net = model(att, score, feed, **extra).train()
     batch = ragged_batch()
     results = []
-    for net in (fast, ref):
-        net.train()
-        nll, tokens = token_nll(net, batch, label_smoothing=0.1)
+    for engine in (FastEngine(), ReferenceEngine()):
+        nll, tokens = engine.nll(net, batch, label_smoothing=0.1)
         grads = torch.autograd.grad(nll, list(net.parameters()), allow_unused=True)
         results.append((nll.detach(), tokens, grads))
     (nll_f, tok_f, g_f), (nll_r, tok_r, g_r) = results
     assert tok_f == tok_r
     torch.testing.assert_close(nll_f, nll_r)
-    for (name, _), a, b in zip(fast.named_parameters(), g_f, g_r):
+    for (name, _), a, b in zip(net.named_parameters(), g_f, g_r):
         a = torch.zeros_like(b) if a is None and b is not None else a
         b = torch.zeros_like(a) if b is None and a is not None else b
         if a is not None:
@@ -81,12 +77,11 @@ def test_losses_and_gradients_equal_the_reference(att, score, feed, extra):
 
 @pytest.mark.parametrize("att,score,feed", VARIANTS)
 def test_decoding_steps_equal_the_reference(att, score, feed):
-    """The decode-time wrapper's steps equal the reference model's plain steps."""
-    fast, ref = pair(att, score, feed)
+    """The fast engine's decode-time form steps as the reference model's plain steps."""
+    ref = model(att, score, feed).eval()
     batch = ragged_batch(1)
     with torch.no_grad():
-        stepper = FastStepper(fast.eval())
-        ref.eval()
+        stepper = FastEngine().for_decoding(ref)
         (m_f, s_f), (m_r, s_r) = (
             stepper.encode(batch.src, batch.src_len),
             ref.encode(batch.src, batch.src_len),
@@ -105,12 +100,11 @@ def test_decoding_steps_equal_the_reference(att, score, feed):
 @pytest.mark.parametrize("search", ["greedy", "beam5", "authors"])
 def test_translations_equal_the_reference(att, search):
     """Greedy, beam 5 and the authors' beam 12 give the same words and scores."""
-    fast, ref = pair(att, "general", True, dtype=torch.float32)
-    fast.eval(), ref.eval()
+    ref = model(att, "general", True, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(3)
     src_ids = [torch.randint(4, 23, (n,), generator=g).tolist() for n in (9, 1, 4, 12, 6, 3)]
     beam = {"greedy": None, "beam5": BeamConfig(beam_size=5, n_best=2), "authors": AUTHORS}[search]
-    out_f = decode_corpus(fast, src_ids, 4, beam, keep_attention=True)
+    out_f = decode_corpus(FastEngine().for_decoding(ref), src_ids, 4, beam, keep_attention=True)
     out_r = decode_corpus(ref, src_ids, 4, beam, keep_attention=True)
     assert [t.ids for t in out_f] == [t.ids for t in out_r]
     if beam is not None:
@@ -124,19 +118,23 @@ def test_translations_equal_the_reference(att, search):
         torch.testing.assert_close(a.attention, b.attention, rtol=1e-4, atol=1e-5)
 
 
-def test_the_fast_model_is_wrapped_for_decoding_and_the_reference_is_not():
-    fast, ref = pair()
-    assert isinstance(for_decoding(fast.eval()), FastStepper)
-    assert for_decoding(ref.eval()) is ref
-    assert for_decoding(fast.train()) is fast  # dropout on: the model's own steps
-    assert isinstance(for_decoding(ref.eval(), "output"), FastStepper)  # int8 asks for the wrapper
+def test_each_engine_gives_its_decode_time_form():
+    net = model().eval()
+    assert isinstance(FastEngine().for_decoding(net), FastStepper)
+    assert ReferenceEngine().for_decoding(net) is net
+    assert FastEngine().for_decoding(net.train()) is net  # dropout on: the model's own steps
+    pair = FastEngine(int8="output").for_decoding(Ensemble([net.eval(), net]).eval())
+    assert all(isinstance(m, FastStepper) and m.int8_output is not None for m in pair.members)
+    with pytest.raises(ConfigError, match="form of the fast engine"):
+        ReferenceEngine().for_decoding(net, "output")
+    with pytest.raises(ConfigError, match="engine 'turbo' is unknown"):
+        make_engine("turbo")
 
 
-def test_beam_search_over_the_wrapper_equals_the_model_itself():
-    fast, _ = pair(dtype=torch.float32)
-    fast.eval()
+def test_beam_search_over_the_decode_time_form_equals_the_model_itself():
+    net = model(dtype=torch.float32).eval()
     batch = ragged_batch(2)
     cfg = BeamConfig(beam_size=3, n_best=3)
-    plain = beam_search(fast, batch.src, batch.src_len, cfg)
-    wrapped = beam_search(FastStepper(fast), batch.src, batch.src_len, cfg)
+    plain = beam_search(net, batch.src, batch.src_len, cfg)
+    wrapped = beam_search(FastStepper(net), batch.src, batch.src_len, cfg)
     assert [[h.tokens for h in s] for s in plain] == [[h.tokens for h in s] for s in wrapped]

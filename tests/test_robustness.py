@@ -192,9 +192,9 @@ CASES = [
     ),
     Case("0 epochs", train("trainer.max_epochs=0"), says=["trainer.max_epochs=0 is out of range"]),
     Case(
-        "an unknown implementation",
-        train("model.net.impl=turbo"),
-        says=["model.net.impl='turbo' is unknown"],
+        "an option the model does not have",
+        train("+model.net.impl=turbo"),
+        says=["model.net.impl is not an option of luong_lit.nn.Seq2Seq", "hidden_size"],
     ),
     Case(
         "a negative checkpoint interval",
@@ -248,13 +248,13 @@ CASES = [
     Case(
         "beam 0",
         translate("--beam", "0"),
-        says=["--beam and --batch-size must be at least 1"],
+        says=["--beam must be an integer >= 1"],
         stdin=b"a b\n",
     ),
     Case(
         "0 workers",
         translate("--workers", "0"),
-        says=["--workers must be at least 1"],
+        says=["--workers must be an integer >= 1"],
         stdin=b"a b\n",
     ),
     Case(
@@ -284,7 +284,7 @@ CASES = [
     Case(
         "--max-src-len 0",
         translate("--max-src-len", "0"),
-        says=["--max-src-len must be at least 1"],
+        says=["--max-src-len must be an integer >= 1"],
         stdin=b"a\n",
     ),
     Case(

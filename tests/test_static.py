@@ -1,18 +1,20 @@
 """The fixed-shape path of :mod:`luong_lit.nn.fast.static` (what a CUDA graph captures) runs on
-CPU here: on a batch padded up to its bucket it gives the eager path's loss, gradients and
+CPU here: on a batch padded up to its bucket it gives the eager engines' loss, gradients and
 greedy translations, for every attention, with and without input feeding."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from test_parity import VARIANTS, pair, ragged_batch
+from test_parity import VARIANTS, model, ragged_batch
 
 from luong_lit.data.batching import bucket_shape, pad_batch
 from luong_lit.data.vocab import EOS_ID
-from luong_lit.decoding.greedy import greedy_decode, greedy_decode_static
+from luong_lit.decoding.greedy import greedy_decode
+from luong_lit.engines import FastEngine, ReferenceEngine
+from luong_lit.engines.graphs import auto_graphs, replayed_loss
+from luong_lit.engines.static_greedy import greedy_decode_static
 from luong_lit.nn.fast.static import static_nll
-from luong_lit.nn.loss import token_nll
 from luong_lit.nn.window import window
 
 EXTRAS = [
@@ -29,13 +31,11 @@ def grads_of(net, loss) -> list[torch.Tensor]:
 
 @pytest.mark.parametrize("att,score,feed", VARIANTS)
 @pytest.mark.parametrize("extra", EXTRAS)
-@pytest.mark.parametrize("impl", ["fast", "reference"])
-def test_padded_static_loss_and_gradients_equal_the_eager_path(att, score, feed, extra, impl):
-    fast, ref = pair(att, score, feed, **extra)
-    net = fast if impl == "fast" else ref
-    net.train()
+@pytest.mark.parametrize("engine", [FastEngine(), ReferenceEngine()], ids=["fast", "reference"])
+def test_padded_static_loss_and_gradients_equal_the_eager_path(att, score, feed, extra, engine):
+    net = model(att, score, feed, **extra).train()
     batch = ragged_batch()
-    nll, tokens = token_nll(net, batch, label_smoothing=0.1)
+    nll, tokens = engine.nll(net, batch, label_smoothing=0.1)
     p = pad_batch(batch, 8, 11, 11)  # three more rows, longer sources and targets
     enc = "auto" if net.encoder.rnn.bias else "left_padded"  # exact on a CPU in float64
     s_nll, s_tokens = static_nll(net, p.src, p.src_len, p.tgt_in, p.tgt_out, 0.1, enc)
@@ -48,8 +48,7 @@ def test_padded_static_loss_and_gradients_equal_the_eager_path(att, score, feed,
 @pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
 @pytest.mark.parametrize("src_eos", [False, True])
 def test_static_greedy_gives_the_eager_translations(att, src_eos):
-    fast, _ = pair(att, "general", True, dtype=torch.float32, src_eos=src_eos)
-    fast.eval()
+    fast = model(att, "general", True, dtype=torch.float32, src_eos=src_eos).eval()
     batch = ragged_batch(2)
     hyps, _ = greedy_decode(fast, batch.src, batch.src_len)
     padded = pad_batch(batch, 8, 9, 9)
@@ -96,8 +95,8 @@ def trained_weights(toy_corpus, tmp_path, mode: str, schedule: list[str]) -> dic
 
     out = tmp_path / mode
     overrides = tiny_overrides(toy_corpus) + [
-        f"model.graphs={mode}",
-        "model.buckets=[4,8,16,64]",
+        f"engine.graphs={mode}",
+        "engine.buckets=[4,8,16,64]",
         "dropout=0",
         "model.net.hidden_dropout=0",
         "trainer.max_epochs=2",
@@ -114,15 +113,15 @@ def trained_weights(toy_corpus, tmp_path, mode: str, schedule: list[str]) -> dic
 @pytest.mark.parametrize(
     "schedule",
     [
-        ["model.anneal_epochs=1"],  # the rate falls step by step over the second epoch
-        ["model.anneal_epochs=null", "model.halve_after=0", "model.clip_norm=0.01"],
+        ["model.scheduler.epochs=1"],  # the rate falls step by step over the second epoch
+        ["schedule=halving", "model.scheduler.after=0", "trainer.gradient_clip_val=0.01"],
     ],
 )
 def test_training_with_fixed_shapes_or_by_hand_makes_the_same_updates(
     schedule, toy_corpus, tmp_path
 ):
-    """``static`` (Lightning's optimisation) and ``capture`` (the graph path's own step,
-    clipping and schedule; on a CPU without capture) train the weights ``off`` trains."""
+    """``static`` and ``capture`` (on a CPU: the same fixed-shape steps, uncaptured) train the
+    weights ``off`` trains, through Lightning's clipping, steps and schedules."""
     ref = trained_weights(toy_corpus, tmp_path, "off", schedule)
     for mode in ("static", "capture"):
         got = trained_weights(toy_corpus, tmp_path, mode, schedule)
@@ -145,8 +144,6 @@ def test_training_with_fixed_shapes_or_by_hand_makes_the_same_updates(
 def test_auto_captures_only_where_capture_is_checked(
     device, precision, accumulate, world, buckets, want
 ):
-    from luong_lit.training.graphs import auto_graphs
-
     assert auto_graphs(device, precision, accumulate, world, buckets) == want
 
 
@@ -156,12 +153,25 @@ def test_the_default_config_asks_for_auto_and_a_cpu_run_resolves_it_to_off(toy_c
     from luong_lit.training.build import build
 
     cfg = compose_cfg(tiny_overrides(toy_corpus), tmp_path)
-    assert cfg.model.graphs == "auto"
+    assert cfg.engine.graphs == "auto"
     _, module, trainer = build(cfg)
     trainer.strategy.connect(module)
     module.trainer = trainer
     module.setup("fit")
-    assert module.graphs == "off" and module.automatic_optimization
+    assert module.engine.mode == "off" and module.automatic_optimization
+
+
+def test_replayed_gradients_reach_the_parameters_through_an_ordinary_backward():
+    """What a captured step hands the trainer: its loss, whose backward gives the graph's
+    gradients (a parameter the graph gave no gradient keeps none)."""
+    p1, p2 = torch.nn.Parameter(torch.randn(3)), torch.nn.Parameter(torch.randn(2, 2))
+    g1 = torch.randn(3)
+    loss = replayed_loss(torch.tensor(1.5), [g1, None], [p1, p2])
+    assert loss.requires_grad and float(loss) == 1.5
+    (loss / 1).backward()  # as Lightning does, with accumulate_grad_batches=1
+    assert torch.equal(p1.grad, g1) and p2.grad is None
+    torch.nn.utils.clip_grad_norm_([p1], 0.1)  # the trainer clips and steps as usual
+    assert float(p1.grad.norm()) == pytest.approx(0.1, rel=1e-4)
 
 
 @pytest.mark.parametrize("reverse", [True, False])

@@ -14,8 +14,10 @@ from conftest import compose_cfg, tiny_overrides
 
 from luong_lit.checkpoint import CheckpointError, load_model
 from luong_lit.commands.train import train
+from luong_lit.engines import FastEngine
 from luong_lit.nn import ConfigError
-from luong_lit.training.module import LuongLitModule, anneal_factor, halving_factor
+from luong_lit.training.module import LuongLitModule
+from luong_lit.training.schedules import Halving, LinearDecay, anneal_factor, halving_factor
 
 REPO = Path(__file__).resolve().parents[1]
 COMBOS = list(
@@ -58,10 +60,12 @@ def test_schedule_halving_paper_and_code():
 def test_schedule_anneal_is_linear_to_zero_over_the_tail():
     factors = [anneal_factor(s, 10, 4) for s in range(10)]
     assert factors == [1, 1, 1, 1, 1, 1, 1, 0.75, 0.5, 0.25]  # naive: (10 - s) / 4 once s > 6
-    with pytest.raises(ValueError, match="anneal steps"):
-        anneal_factor(0, 10, 11)
-    with pytest.raises(ValueError, match="model.halve_after and model.anneal_epochs"):
-        LuongLitModule(torch.nn.Linear(1, 1), torch.optim.Adam, halve_after=8, anneal_epochs=2)
+    with pytest.raises(ValueError, match="epochs=0 is out of range"):
+        LinearDecay(epochs=0)
+    with pytest.raises(ValueError, match="after=-1 is out of range"):
+        Halving(after=-1)
+    with pytest.raises(ValueError, match="convention='book' is unknown"):
+        Halving(convention="book")
 
 
 @pytest.mark.filterwarnings("ignore:.*self.trainer.*reference is not registered")
@@ -71,12 +75,11 @@ def test_label_smoothing_shapes_the_training_loss_only():
 
     from luong_lit.data.batching import collate
     from luong_lit.nn import Seq2Seq
-    from luong_lit.training.module import LuongLitModule
 
     torch.manual_seed(0)
     net = Seq2Seq(20, 20, 8, 8, 1).eval()
     batch = collate([(0, [4, 5, 6], [7, 8]), (1, [9, 4], [5, 6, 7])])
-    module = LuongLitModule(net, torch.optim.Adam, label_smoothing=0.1)
+    module = LuongLitModule(net, FastEngine(), torch.optim.Adam, label_smoothing=0.1)
     logits = net.logits(net(batch.src, batch.src_len, batch.tgt_in)[0])  # (B, T, V)
     mask = batch.tgt_out != 0
 
@@ -88,19 +91,21 @@ def test_label_smoothing_shapes_the_training_loss_only():
     torch.testing.assert_close(module.training_step(batch, 0), nll(0.1) / 2)  # 2 sentences
     module.validation_step(batch, 0)
     torch.testing.assert_close(module.val_nll.compute(), nll(0.0))
-    with pytest.raises(ValueError, match="label_smoothing must be in"):
-        LuongLitModule(net, torch.optim.Adam, label_smoothing=1.5)
+    with pytest.raises(ValueError, match="label_smoothing=1.5 is out of range"):
+        LuongLitModule(net, FastEngine(), torch.optim.Adam, label_smoothing=1.5)
 
 
-def _fit(tmp_path, corpus, epochs, extra=()):
+HALVING = ("schedule=halving", "model.scheduler.after=1")
+
+
+def _fit(tmp_path, corpus, epochs, extra=(), schedule=HALVING):
     cfg = compose_cfg(
         tiny_overrides(corpus)
         + [
             f"trainer.max_epochs={epochs}",
             "dropout=0.3",
             "optim=sgd_paper",
-            "model.halve_after=1",
-            "model.anneal_epochs=null",
+            *schedule,
             "test_after_training=false",
             *extra,
         ],
@@ -125,12 +130,12 @@ def test_resume_continues_the_same_run(toy_corpus, tmp_path):
 def test_resume_continues_the_annealed_schedule(toy_corpus, tmp_path):
     """The per-step schedule depends on the planned length, so the interrupted run is the full
     run's own epoch-2 checkpoint, resumed in a fresh directory."""
-    anneal = ["model.halve_after=null", "model.anneal_epochs=2"]  # later overrides win
+    anneal = ["schedule=linear_decay", "model.scheduler.epochs=2"]
     full = _fit(
-        tmp_path / "full", toy_corpus, 3, anneal + ["callbacks.epoch_checkpoints.every_n_epochs=1"]
+        tmp_path / "full", toy_corpus, 3, ["callbacks.epoch_checkpoints.every_n_epochs=1"], anneal
     )
     resumed = _fit(
-        tmp_path / "resumed", toy_corpus, 3, anneal + [f"ckpt_path={full / 'epochs' / 'e01.ckpt'}"]
+        tmp_path / "resumed", toy_corpus, 3, [f"ckpt_path={full / 'epochs' / 'e01.ckpt'}"], anneal
     )
     a = torch.load(full / "last.ckpt", weights_only=True)
     b = torch.load(resumed / "last.ckpt", weights_only=True)
@@ -210,7 +215,9 @@ def test_checkpoint_never_runs_code_and_damage_is_named(toy_corpus, tmp_path):
     damage = {
         "vocabularies": lambda c: c["luong_lit"]["src_vocab"].reverse(),
         "cannot build the model": lambda c: c["luong_lit"]["net"].update(no_such_option=1),
-        "cannot build the model .*negative": lambda c: c["luong_lit"]["net"].update(hidden_size=-3),
+        "cannot build the model .*hidden_size=-3": lambda c: c["luong_lit"]["net"].update(
+            hidden_size=-3
+        ),
         "weights do not fit": lambda c: c["state_dict"].clear(),
         "no weights inside": lambda c: c.pop("state_dict"),
     }
@@ -282,7 +289,9 @@ def test_ddp_sim_two_cpu_processes(toy_corpus, tmp_path):
     assert net.decoder.W_s.out_features == len(tgt_vocab)
 
 
-EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("[!_]*.yaml"))
+EXPERIMENTS = sorted(
+    p.stem for p in (REPO / "luong_lit" / "conf" / "experiment").glob("[!_]*.yaml")
+)
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

@@ -203,9 +203,9 @@ def test_interactive_mode_answers_each_line_before_the_next_is_written(lowercase
     finally:
         proc.kill()
     assert [a for a, _ in answers] == batch
-    for (_, attention), source in zip(answers, ("a b c", "d e f")):
+    for (_, attention), source in zip(answers, ("A B C", "D E F")):
         pairs = [p.split("→") for p in attention.split()]
-        assert pairs and all(src in source.split() for _, src in pairs)
+        assert pairs and all(src in source.split() for _, src in pairs)  # the words as typed
 
 
 # ------------------------------------------------------------------------ the HTTP server

@@ -87,7 +87,7 @@ def cells(runs: Sequence[Path]) -> dict[str, list[Path]]:
     """Runs grouped as :func:`table4` groups them (runs that differ only by their seed are one
     cell), keyed by a figure label: the system (``global (general)``), then the cell's
     overrides where two cells share a system, and the number of seeds where there are several."""
-    from luong_lit.analysis.sweep import cell_of
+    from luong_lit.analysis.cells import cell_of
 
     groups: dict[str, list[Path]] = {}
     for run in runs:
@@ -103,8 +103,8 @@ def cells(runs: Sequence[Path]) -> dict[str, list[Path]]:
 def table4(runs: Sequence[Path]) -> str:
     """Table 4 from run directories: runs that differ only by their seed are one row, mean ±
     sd (``python -m luong_lit report`` on a sweep); one row per run when no seed repeats."""
+    from luong_lit.analysis.cells import group, markdown_cells, read_run
     from luong_lit.analysis.runs import markdown
-    from luong_lit.analysis.sweep import group, markdown_cells, read_run
 
     rows = [read_run(r) for r in runs]
     cells = group(rows)
@@ -194,8 +194,7 @@ def aer_table(runs: Sequence[Path]) -> str:
 
 def heatmaps_side_by_side(runs: Sequence[Path], sentence: int = 0, max_len: int = 30):
     """One figure with the forced-decoding attention of each run on the same dev sentence."""
-    from luong_lit.analysis.figures import attention_figure
-    from luong_lit.training.heatmaps import heatmap_panels
+    from luong_lit.analysis.figures import attention_figure, heatmap_panels
 
     panels, words = [], None
     for run in runs:

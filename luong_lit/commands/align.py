@@ -24,7 +24,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.checkpoint import load_models, run_directory
+from luong_lit.checkpoint import run_directory
+from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.data.io import read_lines
 from luong_lit.data.model_data import model_recipe
@@ -42,6 +43,8 @@ from luong_lit.metrics.aer import (
     read_talp,
     tail_share,
 )
+from luong_lit.options import DecodeOptions
+from luong_lit.translator import Translator
 
 CONVENTIONS = ("paper", "predicted")
 
@@ -159,9 +162,10 @@ def run(args) -> dict:
         if args.align_convention != "paper":
             raise ConfigError("give --align-convention or --member-conventions, not both")
         conv = member_conventions(args.member_conventions, len(args.checkpoints))
-    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, "logits", "cpu")
-    src_path, tgt_path, gold_path, flip = input_files(args, metas[0].get("data") or {})
-    recipe = model_recipe(metas[0])
+    tr = Translator.load(args.checkpoints, DecodeOptions(cli=True))
+    model, src_vocab, tgt_vocab = tr.stepper, tr.src_vocab, tr.tgt_vocab  # the fast decode form
+    src_path, tgt_path, gold_path, flip = input_files(args, tr.meta.get("data") or {})
+    recipe = model_recipe(tr.meta)
     src = [model_tokens(x, recipe, src_vocab) for x in read_lines(src_path)]
     tgt = [model_tokens(x, recipe, tgt_vocab) for x in read_lines(tgt_path)]
     if len(src) != len(tgt):
@@ -197,10 +201,8 @@ def run(args) -> dict:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m luong_lit align", description=__doc__.split("\n")[0]
-    )
-    ap.add_argument("checkpoints", nargs="+")
+    ap = make_parser("align", __doc__)
+    ap.add_argument("checkpoints", nargs="+", help="one checkpoint, or several for an ensemble")
     ap.add_argument(
         "--rwth", action="store_true", help="the RWTH De-En gold set, in the model's direction"
     )

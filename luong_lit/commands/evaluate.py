@@ -15,15 +15,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.checkpoint import load_models, run_directory
-from luong_lit.cli import (
-    add_decoding_args,
-    beam_config,
-    check_beam_fits,
-    check_options,
-    run_command,
-)
-from luong_lit.data.dictionary import load_dictionary
+from luong_lit.checkpoint import run_directory
+from luong_lit.cli import add_decoding_args, check_threads, decode_options, run_command
+from luong_lit.cli import parser as make_parser
 from luong_lit.data.model_data import load_split
 from luong_lit.evaluation import bleu_scores, translate_split
 from luong_lit.metrics.bleu import bleu_lines
@@ -31,6 +25,7 @@ from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_
 from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
 from luong_lit.metrics.unk_quality import replacement_quality
 from luong_lit.runtime import configure_cpu
+from luong_lit.translator import Translator
 
 
 def samples(split, plain, replaced, n: int) -> list[dict]:
@@ -49,33 +44,32 @@ def samples(split, plain, replaced, n: int) -> list[dict]:
 
 
 def evaluate(args) -> dict:
-    model, src_vocab, tgt_vocab, metas = load_models(args.checkpoints, args.combine, args.device)
-    test = load_split(metas[0], args.test, src_vocab, tgt_vocab)
+    tr = Translator.load(args.checkpoints, decode_options(args))
+    model, engine, tgt_vocab = tr.model, tr.engine, tr.tgt_vocab
+    test = load_split(tr.meta, args.test, tr.src_vocab, tgt_vocab)
     split = test.split
     nets = list(getattr(model, "members", [model]))
     report = {
         "test": args.test,
         "checkpoints": [str(p) for p in args.checkpoints],
-        "ppl": [perplexity(n, split.examples()) for n in nets],
+        "ppl": [perplexity(n, split.examples(), batch_nll=engine.nll) for n in nets],
     }
     if len(nets) > 1:  # the ensemble's own distribution (its combine rule), through its steps
-        report["ppl_ensemble"] = stepwise_perplexity(model, split.examples())
-    beam = beam_config(args)
-    check_beam_fits(beam, tgt_vocab)
-    dictionary = load_dictionary(args.dict) if args.dict else None
+        report["ppl_ensemble"] = stepwise_perplexity(engine.for_decoding(model), split.examples())
     out = translate_split(
         model,
         split,
         tgt_vocab,
-        beam,
+        tr.options.search(),
         args.batch_size,
         None,
         True,
-        dictionary,
+        tr.dictionary,
         args.align_convention,
+        engine=engine,
+        int8=args.int8,
         progress=not args.quiet,
         workers=args.workers,
-        int8=args.int8,
     )
     plain, replaced = out.words, out.replaced
     refs = bleu_lines(split.tgt_tokens, test.tokenizer)
@@ -84,7 +78,8 @@ def evaluate(args) -> dict:
         "authors_decoder": args.authors_decoder,
         "length_penalty": args.length_penalty,
         "combine": args.combine,
-        "dictionary": args.dict,
+        "dictionary": args.dictionary,
+        "engine": args.engine,
         "align_convention": args.align_convention,
         "int8": args.int8,
     }
@@ -95,7 +90,7 @@ def evaluate(args) -> dict:
     report["detok_references"] = "raw" if test.raw_refs else "detokenised tokenised references"
     report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
     report["unk_replacement"] = {
-        "by": "dictionary, else copy" if args.dict else "copy",
+        "by": "dictionary, else copy" if args.dictionary else "copy",
         **replacement_quality(plain, replaced, split.tgt_tokens, split.src_tokens),
     }
     report["length_buckets"] = bleu_by_length(
@@ -158,9 +153,7 @@ def markdown(report: dict) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m luong_lit evaluate", description=__doc__.split("\n")[0]
-    )
+    ap = make_parser("evaluate", __doc__)
     add_decoding_args(ap)
     ap.add_argument(
         "--test",
@@ -168,10 +161,10 @@ def parser() -> argparse.ArgumentParser:
         help="test set name, e.g. test_2016_flickr or newstest2014_filtered",
     )
     ap.add_argument(
-        "--out", help="directory for the report (default: the first checkpoint's run directory)"
+        "--out", help="directory for the report (unset: the first checkpoint's run directory)"
     )
     ap.add_argument("--samples", type=int, default=5, help="sample translations in the report")
-    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
 
 
@@ -179,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def body() -> None:
-        check_options(args)  # bad options fail before the model and the test set are read
+        decode_options(args)  # bad options fail before the model and the test set are read
+        check_threads(args.threads)
         configure_cpu(args.threads)
         report = evaluate(args)
         out = Path(args.out) if args.out else run_directory(args.checkpoints[0])

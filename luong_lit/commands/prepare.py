@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from luong_lit.cli import run_command
 from luong_lit.config import compose
 from luong_lit.data.prepare import PAPER_COUNTS, ensure_store
+from luong_lit.validate import OptionError
 
 LANGUAGES = {"en": "English", "de": "German"}
 
@@ -28,7 +29,10 @@ def datamodule(cfg):
 
     data = OmegaConf.to_container(cfg.data, resolve=True, throw_on_missing=False)
     data = {k: v for k, v in data.items() if not k.startswith("_")}
-    return TranslationDataModule(**{**data, "dev": None, "test": {}})
+    try:
+        return TranslationDataModule(**{**data, "dev": None, "test": {}})
+    except OptionError as err:
+        raise err.within("data") from None
 
 
 def counts_table(meta: dict, src_lang: str, tgt_lang: str) -> str:
@@ -59,11 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     def body() -> None:
-        from luong_lit.training.checks import check_config
-
         cfg = compose(argv)
-        check_config(cfg)
-        dm = datamodule(cfg)
+        dm = datamodule(cfg)  # its options checked as it is built
         t0 = time.perf_counter()
         store = ensure_store(dm.corpus_spec(), dm.prepare_workers, progress=True)
         print(f"store: {store.path} ({time.perf_counter() - t0:.1f} s)")

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from luong_lit.analysis.cells import csv_cells, group, markdown_cells, read_run, run_dirs
 from luong_lit.analysis.runs import markdown
-from luong_lit.analysis.sweep import csv_cells, group, markdown_cells, read_run, run_dirs
 from luong_lit.cli import run_command
 from luong_lit.errors import DataError
 

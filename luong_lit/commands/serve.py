@@ -16,7 +16,15 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from luong_lit.cli import add_decoding_args, check_options, run_command
+from luong_lit.cli import (
+    add_decoding_args,
+    add_input_args,
+    check_n_best,
+    check_threads,
+    decode_options,
+    run_command,
+)
+from luong_lit.cli import parser as make_parser
 from luong_lit.errors import UsageError
 from luong_lit.runtime import configure_cpu
 from luong_lit.serving import Limits, make_app
@@ -26,17 +34,14 @@ log = logging.getLogger("luong_lit.serve")
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m luong_lit serve", description=__doc__.split("\n")[0]
-    )
+    ap = make_parser("serve", __doc__)
     add_decoding_args(ap)
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8080)
-    ap.add_argument("--pretokenized", action="store_true", help="requests are tokenised text")
+    add_input_args(ap, max_src_len=100)
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    ap.add_argument("--port", type=int, default=8080, help="port to listen on")
     ap.add_argument(
         "--n-best", type=int, default=1, help='N > 1: each answer is N {"text", "score"} objects'
     )
-    ap.add_argument("--max-src-len", type=int, default=100, help="longer sources are truncated")
     ap.add_argument("--max-sentences", type=int, default=64, help="per request")
     ap.add_argument("--max-chars", type=int, default=1000, help="per sentence")
     ap.add_argument("--max-batch", type=int, default=64, help="sentences decoded together")
@@ -57,20 +62,29 @@ def limits_of(args) -> Limits:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    args.overlong, args.show_attention = "truncate", False
 
     def body() -> None:
         try:
             from aiohttp import web
         except ImportError:
             raise UsageError('serve needs aiohttp: pip install -e ".[serve]"') from None
-        check_options(args)
+        options = decode_options(args)
+        check_n_best(options, args.n_best)
+        check_threads(args.threads)
         limits = limits_of(args)
         configure_cpu(args.threads)
-        translator = Translator(args)
+        translator = Translator.load(args.checkpoints, options)
         info = {"checkpoints": [str(c) for c in args.checkpoints], "beam": args.beam}
         info["n_best"] = args.n_best
-        app = make_app(translator.n_best if args.n_best > 1 else translator, limits, info)
+        if args.n_best > 1:
+            n = args.n_best
+
+            def translate(lines):
+                lists = translator.n_best(lines, n)
+                return [[{"text": t, "score": round(sc, 4)} for t, sc in hyps] for hyps in lists]
+        else:
+            translate = translator.translate
+        app = make_app(translate, limits, info)
         log.info("serving on http://%s:%d", args.host, args.port)
         web.run_app(app, host=args.host, port=args.port, print=None, handle_signals=True)
 

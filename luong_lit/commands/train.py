@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from luong_lit.cli import user_error_message
 from luong_lit.config import CONF_DIR, compose
-from luong_lit.errors import UserError
+from luong_lit.errors import UserError, find_user_error
 from luong_lit.runtime import configure_cpu_from
 from luong_lit.sweeps.job import earlier_work, job_resources, register_resolvers
 from luong_lit.training.resume import SignalCheckpoint
@@ -28,14 +28,6 @@ from luong_lit.training.resume import SignalCheckpoint
 log = logging.getLogger(__name__)
 register_resolvers()  # before Hydra composes: conf/hydra/launcher/ and conf/logger/ use them
 warnings.filterwarnings("ignore", message="(?s).*is validated against ConfigStore schema")
-
-
-def _unwrap(err: BaseException) -> BaseException:
-    """Hydra wraps errors raised in constructors; find ours underneath."""
-    seen = err
-    while seen is not None and not isinstance(seen, UserError):
-        seen = seen.__cause__ or seen.__context__
-    return seen or err
 
 
 def test_results(dm, model, trainer) -> dict[str, Any]:
@@ -90,9 +82,7 @@ def _fit(model, dm, trainer, ckpt_path) -> None:
 def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit (resuming if ``ckpt_path`` is set), then test the best checkpoint on the test sets."""
     from luong_lit.training.build import build
-    from luong_lit.training.checks import check_config
 
-    check_config(cfg)  # every numeric option, before any data is read
     earlier = earlier_work(cfg)
     if earlier and earlier[0] == "done":  # no GPU slot taken, its job.json left as it was
         log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
@@ -157,8 +147,8 @@ def main(cfg: DictConfig) -> float | None:
         )
         sys.exit(128 + stop.signum)
     except Exception as err:  # noqa: BLE001 - turn our own errors into one clear line
-        ours = _unwrap(err)
-        if not isinstance(ours, UserError):
+        ours = find_user_error(err)
+        if ours is None:
             raise
         print(user_error_message(ours), file=sys.stderr)
         from hydra.core.hydra_config import HydraConfig

@@ -4,24 +4,33 @@
         [--replace-unk [--dict FILE]] [--n-best N] [--combine logits|log_probs|probs]
 
 Input is read from a file or stdin, one sentence per line; output has exactly one line per
-input line (an empty line for an empty input), or ``N`` lines per input line with
-``--n-best N``. Text is tokenised as the model's training data was (pre-tokenised data:
-whitespace; Moses: tokenised and detokenised again; sentencepiece: split into pieces by the
-pieces model the checkpoint keeps, and joined again).
+input line (an empty line for an empty input), or N lines per input line with --n-best N.
+Text is tokenised as the model's training data was (pre-tokenised data: whitespace; Moses:
+tokenised and detokenised again; sentencepiece: split into pieces by the pieces model the
+checkpoint keeps, and joined again). At a terminal each line is answered as it is entered.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.cli import add_decoding_args, check_options, run_command
+from luong_lit.cli import (
+    add_decoding_args,
+    add_input_args,
+    check_n_best,
+    check_threads,
+    decode_options,
+    run_command,
+)
+from luong_lit.cli import (
+    parser as make_parser,
+)
 from luong_lit.data.io import decode_lines, read_lines
 from luong_lit.errors import DataError
 from luong_lit.runtime import configure_cpu
-from luong_lit.translator import Translator
+from luong_lit.translator import Output, Translator
 
 
 def read_input(path: str | None) -> tuple[list[str], str]:
@@ -30,21 +39,15 @@ def read_input(path: str | None) -> tuple[list[str], str]:
     return read_lines(path, allow_empty_file=True), path
 
 
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m luong_lit translate", description=__doc__.split("\n")[0]
-    )
+def parser():
+    ap = make_parser("translate", __doc__)
     add_decoding_args(ap)
-    ap.add_argument("-i", "--input", help="input file (default: stdin)")
-    ap.add_argument("-o", "--output", help="output file (default: stdout)")
+    add_input_args(ap, max_src_len=None)
+    ap.add_argument("-i", "--input", help="input file (unset: standard input)")
+    ap.add_argument("-o", "--output", help="output file (unset: standard output)")
     ap.add_argument(
-        "--n-best", type=int, default=1, help="write the N best as 'i ||| text ||| score'"
+        "--n-best", type=int, default=1, help="write the N best as 'i ||| text ||| score' lines"
     )
-    ap.add_argument(
-        "--pretokenized", action="store_true", help="input is already tokenised; output stays so"
-    )
-    ap.add_argument("--max-src-len", type=int, default=None, help="longest source decoded as it is")
-    ap.add_argument("--overlong", default="truncate", choices=("truncate", "skip", "keep"))
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument(
         "--interactive",
@@ -54,10 +57,37 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--show-attention",
         action="store_true",
-        help="after each translation, a line of output tokens with the source token each "
-        "attended to most (token→source)",
+        help="after each translation, a line of its words with the source word each attended "
+        "to most (word→source)",
     )
     return ap
+
+
+def attention_line(out: Output) -> str:
+    """The output's words, each with the source word its attention chose (``word→source``, as
+    OpenNMT-py's attention debug shows it), in the words the reader sees."""
+    att = out.attention
+    if att is None or not att.source:
+        return out.text
+    chosen = {j: s for s, j in att.links}
+    words = att.target[:-1]  # without </s>
+    return " ".join(
+        f"{w}→{att.source[chosen[j]]}" if j in chosen else w for j, w in enumerate(words)
+    )
+
+
+def render(outs: list[Output], args, start: int = 0) -> list[str]:
+    """Output lines: one per input, N per input with --n-best N (``i ||| text ||| score``),
+    and with --show-attention an attention line after each translation."""
+    if args.n_best > 1:
+        return [
+            f"{start + i} ||| {h.text} ||| {h.score or 0.0:.4f}"
+            for i, out in enumerate(outs)
+            for h in out.hypotheses
+        ]
+    if args.show_attention:
+        return [x for out in outs for x in (out.text, attention_line(out))]
+    return [out.text for out in outs]
 
 
 def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
@@ -74,10 +104,8 @@ def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
         except DataError as err:  # one bad line is reported, and the session goes on
             print(f"error: {err}", file=sys.stderr, flush=True)
             continue
-        out = translator([line]) if line.strip() else [""]
-        stdout.write(out[0] + "\n")
-        if args.show_attention and line.strip():
-            stdout.write(translator.attention_lines()[0] + "\n")
+        outs = translator.run([line], args.n_best, attention=args.show_attention)
+        stdout.write("".join(x + "\n" for x in render(outs, args, number - 1)))
         stdout.flush()
 
 
@@ -85,18 +113,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def body() -> None:
-        check_options(args)  # bad options fail before any input is read
+        options = decode_options(args)  # bad options fail before any input is read
+        check_n_best(options, args.n_best)
+        check_threads(args.threads)
         configure_cpu(args.threads)
-        translator = Translator(args)  # a bad checkpoint fails before any input is read
+        translator = Translator.load(args.checkpoints, options)  # a bad checkpoint, likewise
         from_terminal = args.input in (None, "-") and sys.stdin.isatty()
         if (args.interactive or from_terminal) and args.input in (None, "-") and not args.output:
             return interactive(translator, args)
         lines, _ = read_input(args.input)
-        result = translator(lines, progress=not args.quiet) if lines else []
-        if args.show_attention and args.n_best == 1 and lines:
-            attention = translator.attention_lines()
-            result = [x for pair in zip(result, attention) for x in pair]
-        text = "".join(x + "\n" for x in result)
+        want_attention = args.show_attention and args.n_best == 1
+        outs = translator.run(lines, args.n_best, want_attention, progress=not args.quiet)
+        text = "".join(x + "\n" for x in render(outs, args))
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")
         else:

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 from luong_lit.data.batching import BucketBatchSampler, collate
 from luong_lit.data.corpora import DATASETS, corpus_source
 from luong_lit.data.io import DataError, read_parallel
+from luong_lit.data.loader import ResumableLoader
 from luong_lit.data.prepare import CorpusSpec, ensure_store, length_filter, make_tokenizers
 from luong_lit.data.preprocess import Preprocessing
 from luong_lit.data.sources import mirror_dir, resolve
@@ -27,6 +28,7 @@ from luong_lit.data.store import SIDES, TokenStore
 from luong_lit.data.tokenize import make_tokenizer
 from luong_lit.data.vocab import Vocab
 from luong_lit.errors import ConfigError
+from luong_lit.validate import integer
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,15 @@ class Split:
     def examples(self) -> list[tuple[int, list[int], list[int]]]:
         """``(index, src, tgt)`` for pairs with a non-empty source (what a batch can hold)."""
         return [(i, s, t) for i, (s, t) in enumerate(zip(self.src_ids, self.tgt_ids)) if s]
+
+
+def _check_numbers(args: Mapping[str, Any]) -> None:
+    """The numeric options of :class:`TranslationDataModule`, each checked once here."""
+    for name in ("batch_size", "eval_batch_size", "min_freq", "chunk_batches"):
+        integer(name, args[name], 1)
+    for name in ("max_len", "vocab_size", "prepare_workers"):
+        integer(name, args[name], 1, nullable=True)
+    integer("num_workers", args["num_workers"], 0)
 
 
 class TranslationDataModule(L.LightningDataModule):
@@ -101,6 +112,7 @@ class TranslationDataModule(L.LightningDataModule):
         """``preprocess`` and ``recase_from`` describe the text for ``translate`` (see
         :mod:`luong_lit.data.user_text`); checked here, kept in the checkpoint."""
         super().__init__()
+        _check_numbers(locals())
         Preprocessing.from_dict(preprocess)  # a wrong step name fails now, not at translation
         if dataset not in DATASETS:
             raise DataError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
@@ -271,9 +283,6 @@ class TranslationDataModule(L.LightningDataModule):
                 num_workers=self.num_workers,
                 generator=generator,
             )
-
-        from luong_lit.training.resume import ResumableLoader
-
         return ResumableLoader(
             examples,
             batch_sampler=sampler,

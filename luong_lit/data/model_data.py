@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from luong_lit.checkpoint import stored_tokenizers
 from luong_lit.data.preprocess import (
     Preprocessing,
     RecipeDetokenizer,
@@ -19,6 +18,25 @@ from luong_lit.data.preprocess import (
 from luong_lit.data.recase import Recaser
 from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
 from luong_lit.errors import CheckpointError, ConfigError, DataError
+
+
+def stored_tokenizers(meta: dict) -> dict | None:
+    """The sentencepiece tokenisers a checkpoint keeps (``src``, ``tgt``), or None."""
+    from luong_lit.data.tokenize import SentencePieceTokenizer
+
+    protos = meta.get("sentencepiece")
+    if not protos:
+        return None
+    lowercase = bool(((meta.get("data") or {}).get("tokenizer_opts") or {}).get("lowercase", False))
+    try:
+        return {
+            side: SentencePieceTokenizer.from_proto(protos[side], lowercase)
+            for side in ("src", "tgt")
+        }
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(
+            f"the checkpoint's sentencepiece models are damaged ({err})"
+        ) from None
 
 
 def datamodule_for(meta: dict, tests: dict | None = None, setup: bool = True):
@@ -100,8 +118,17 @@ def _recaser(meta: dict, data: dict, recipe: Preprocessing) -> Recaser | None:
     return Recaser(forms) if forms else None
 
 
+class ModelText(NamedTuple):
+    """How text reaches a model and leaves it: the source tokeniser, the target tokeniser (for
+    scoring and aligning given translations) and the target detokeniser."""
+
+    source: Any
+    target: Any
+    detokenizer: Any
+
+
 def tokenizers(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab=None):
-    """Source tokeniser and target detokeniser matching the model's training data.
+    """:class:`ModelText` matching the model's training data.
 
     Sentencepiece models come from the checkpoint; for a checkpoint without them, they are
     rebuilt from the training data (or taken from the cache), which must still give the
@@ -109,29 +136,32 @@ def tokenizers(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab
     """
     data = meta.get("data") or {}
     kind, opts = data.get("tokenizer", "none"), dict(data.get("tokenizer_opts") or {})
+    src_lang, tgt_lang = data.get("src_lang", "en"), data.get("tgt_lang", "de")
     if kind == "none" and not pretokenized:
         recipe = _recipe(meta, data)
         if not recipe.identity:
             recaser = _recaser(meta, data, recipe)
-            return (
-                RecipeTokenizer(recipe, data.get("src_lang", "en")),
-                RecipeDetokenizer(recipe, data.get("tgt_lang", "de"), recaser),
+            return ModelText(
+                RecipeTokenizer(recipe, src_lang),
+                RecipeTokenizer(recipe, tgt_lang),
+                RecipeDetokenizer(recipe, tgt_lang, recaser),
             )
     if pretokenized or kind == "none":
-        return WhitespaceTokenizer(opts.get("lowercase", False)), WhitespaceTokenizer()
+        lower = opts.get("lowercase", False)
+        return ModelText(
+            WhitespaceTokenizer(lower), WhitespaceTokenizer(lower), WhitespaceTokenizer()
+        )
     if kind == "sentencepiece":
         stored = stored_tokenizers(meta)
         if stored is None:  # an older checkpoint: rebuild the pieces model
             dm = datamodule_for(meta, setup=False)
             dm.setup_test(src_vocab, tgt_vocab)
             stored = dm.tokenizers
-        return stored["src"], stored["tgt"]
+        return ModelText(stored["src"], stored["tgt"], stored["tgt"])
     try:
-        return (
-            make_tokenizer(kind, data.get("src_lang", "en"), **opts),
-            make_tokenizer(kind, data.get("tgt_lang", "de"), **opts),
-        )
+        src, tgt = make_tokenizer(kind, src_lang, **opts), make_tokenizer(kind, tgt_lang, **opts)
     except (TypeError, ValueError) as err:
         raise CheckpointError(
             f"the checkpoint's tokeniser description is damaged ({err})"
         ) from None
+    return ModelText(src, tgt, tgt)

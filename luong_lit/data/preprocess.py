@@ -76,6 +76,10 @@ class Preprocessing:
             word = "".join(_ESCAPES.get(c, c) for c in word)
         return word
 
+    def show(self, token: str) -> str:
+        """One token as a reader sees it: XML escapes undone."""
+        return _unescape(token) if self.escape else token
+
     def undo(self, tokens: Sequence[str], lang: str) -> str:
         """Tokens out of the model, as text: detokenised (casing is the recaser's business)."""
         if not self.moses:
@@ -155,7 +159,14 @@ class RecipeDetokenizer:
         self.recipe, self.lang, self.recaser = recipe, lang, recaser
 
     def detokenize(self, tokens: Sequence[str], source: Sequence[str] = ()) -> str:
+        return self.recipe.undo(self._recased(tokens, source), self.lang)
+
+    def words(self, tokens: Sequence[str], source: Sequence[str] = ()) -> list[str]:
+        """The output tokens one by one as a reader sees them: recased, escapes undone."""
+        return [self.recipe.show(w) for w in self._recased(tokens, source)]
+
+    def _recased(self, tokens: Sequence[str], source: Sequence[str]) -> list[str]:
         words = list(tokens)
         if self.recaser is not None and self.recipe.lowercase:
             words = self.recaser(words, source)
-        return self.recipe.undo(words, self.lang)
+        return words

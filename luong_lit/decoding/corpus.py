@@ -15,7 +15,6 @@ from luong_lit.data.batching import collate
 from luong_lit.data.vocab import BOS, PAD, UNK
 from luong_lit.decoding.beam import BeamConfig, Hypothesis, beam_search
 from luong_lit.decoding.greedy import greedy_decode
-from luong_lit.decoding.prepare import for_decoding
 from luong_lit.decoding.unk import replace_in_hypothesis
 from luong_lit.decoding.workers import imap_workers
 
@@ -82,16 +81,15 @@ def decode_corpus(
     keep_attention: bool = False,
     progress: bool = False,
     workers: int = 1,
-    int8: str | None = None,
 ) -> list[Translation]:
     """Translate every source (a list of id lists) in input order; empty sources give empty output.
 
     Sentences are batched by source length (longest first) so that little padding is decoded.
     ``workers`` above 1 decodes the batches in that many forked processes
-    (:mod:`luong_lit.decoding.workers`). The model is prepared for decoding once
-    (:func:`~luong_lit.decoding.prepare.for_decoding`, with ``int8`` products if asked).
+    (:mod:`luong_lit.decoding.workers`). ``model`` is anything with ``encode`` and ``step``:
+    a model, an ensemble, or an engine's decode-time form of either
+    (:meth:`luong_lit.engines.FastEngine.for_decoding`).
     """
-    model = for_decoding(model, int8)
     out: list[Translation] = [Translation([]) for _ in src_ids]
     order = sorted((i for i, s in enumerate(src_ids) if len(s)), key=lambda i: -len(src_ids[i]))
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]

@@ -13,12 +13,13 @@ first.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
+from torch.nn import functional as F
 
 from luong_lit.data.batching import Batch, collate
-from luong_lit.decoding.prepare import for_decoding
 from luong_lit.decoding.unk import alignment_rows, word_alignment
 
 
@@ -30,24 +31,58 @@ def forced_steps(model, batch: Batch) -> Iterator[tuple[Tensor, object]]:
         yield scores, align
 
 
+class Forced(NamedTuple):
+    """One sentence read by forced decoding: every step, the ``</s>`` step included."""
+
+    attention: Tensor  # (len(tgt) + 1, len(src)) a_t of every step
+    p_t: Tensor | None  # (len(tgt) + 1,) the window centre of every step (local attention)
+    logprob: Tensor | None  # (len(tgt) + 1,) log p(y_t | y_<t, x) of each reference token
+
+
 @torch.no_grad()
-def forced_attention(
-    model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], batch_size: int = 32
-) -> list[Tensor]:
-    """Per sentence, the (len(tgt) + 1, len(src)) attention of every step, ``</s>`` included."""
-    model = for_decoding(model)
-    out: list[Tensor | None] = [None] * len(src_ids)
+def forced_pass(
+    model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], batch_size: int = 32,
+    scores: bool = False,
+) -> list[Forced]:  # fmt: skip
+    """Per sentence, the attention of every step, ``p_t`` where the attention has one, and with
+    ``scores`` the log-probability of each reference token (Eq. 6; the combined scores of an
+    ensemble). ``model``: anything with ``encode`` and ``step``."""
+    out: list[Forced | None] = [None] * len(src_ids)
     device = next(model.parameters()).device
     for start in range(0, len(src_ids), batch_size):
         idx = list(range(start, min(start + batch_size, len(src_ids))))
         batch = collate([(i, src_ids[i], tgt_ids[i]) for i in idx]).to(device)
-        S = batch.src.size(1)
-        att = torch.stack(
-            [align.dense(S)[:, 0] for _, align in forced_steps(model, batch)], 1
-        )  # (B, T+1, S)
+        S, att, p_t, logp = batch.src.size(1), [], [], []
+        for t, (step_scores, align) in enumerate(forced_steps(model, batch)):
+            if align is None:  # no attention: all-zero rows
+                att.append(torch.zeros(len(batch), S, device=device))  # (B, S)
+            else:
+                att.append(align.dense(S)[:, 0])  # (B, S)
+            p_t.append(getattr(align, "p_t", None))
+            if scores:
+                y = batch.tgt_out[:, t].unsqueeze(1)  # (B, 1)
+                logp.append(F.log_softmax(step_scores.float(), -1).gather(1, y)[:, 0])  # (B,)
+        att_all = torch.stack(att, 1)  # (B, T+1, S)
+        p_all = torch.cat(p_t, 1) if p_t[0] is not None else None  # (B, T+1)
+        lp_all = torch.stack(logp, 1) if scores else None  # (B, T+1)
         for row, i in enumerate(batch.index.tolist()):
-            out[i] = att[row, : len(tgt_ids[i]) + 1, : len(src_ids[i])].cpu()
+            n, m = len(tgt_ids[i]) + 1, len(src_ids[i])
+            out[i] = Forced(
+                att_all[row, :n, :m].cpu(),
+                None if p_all is None else p_all[row, :n].float().cpu(),
+                None if lp_all is None else lp_all[row, :n].cpu(),
+            )
     return out  # type: ignore[return-value]
+
+
+def forced_attention(
+    model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], batch_size: int = 32
+) -> list[Tensor]:
+    """Per sentence, the (len(tgt) + 1, len(src)) attention of every step, ``</s>`` included.
+
+    ``model``: anything with ``encode`` and ``step`` (a model, an ensemble, a decode-time form).
+    """
+    return [f.attention for f in forced_pass(model, src_ids, tgt_ids, batch_size)]
 
 
 def attention_links(

@@ -11,7 +11,6 @@ from torch.nn import functional as F
 from luong_lit.data.batching import Batch, collate
 from luong_lit.data.vocab import PAD_ID
 from luong_lit.decoding.forced import forced_steps
-from luong_lit.decoding.prepare import for_decoding
 from luong_lit.nn.loss import token_nll
 from luong_lit.nn.modes import evaluating
 
@@ -38,10 +37,12 @@ def corpus_ppl(model, examples: Examples, batch_size: int, batch_nll: Callable) 
     return ppl_from_nll(nll, tokens)
 
 
-def perplexity(net, examples: Examples, batch_size: int = 128) -> float:
-    """``exp`` of the mean token NLL (``</s>`` counted, ``<s>`` not) over ``examples``,
-    by the training loss's own teacher-forced pass (:func:`luong_lit.nn.loss.token_nll`)."""
-    return corpus_ppl(net, examples, batch_size, token_nll)
+def perplexity(
+    net, examples: Examples, batch_size: int = 128, batch_nll: Callable = token_nll
+) -> float:
+    """``exp`` of the mean token NLL (``</s>`` counted, ``<s>`` not) over ``examples``, by a
+    teacher-forced pass: :func:`luong_lit.nn.loss.token_nll`, or an engine's ``nll``."""
+    return corpus_ppl(net, examples, batch_size, batch_nll)
 
 
 def stepwise_nll(model, batch: Batch) -> tuple[float, int]:
@@ -59,9 +60,9 @@ def stepwise_nll(model, batch: Batch) -> tuple[float, int]:
 
 
 def stepwise_perplexity(model, examples: Examples, batch_size: int = 64) -> float:
-    """Perplexity of any model that decoding can use, ensembles included (:func:`stepwise_nll`).
+    """Perplexity of anything decoding can use (a model, an ensemble, an engine's decode-time
+    form of either), through its steps (:func:`stepwise_nll`).
 
     For a single model it equals :func:`perplexity`.
     """
-    with evaluating(model):
-        return corpus_ppl(for_decoding(model), examples, batch_size, stepwise_nll)
+    return corpus_ppl(model, examples, batch_size, stepwise_nll)

@@ -1,6 +1,7 @@
 """The paper's model in plain PyTorch: scores, attention, encoder, decoder (no Lightning here).
 
-:mod:`luong_lit.nn.fast` holds the faster implementations of the same model.
+:mod:`luong_lit.nn.fast` computes the same model faster, with the same parameters; an engine
+(:mod:`luong_lit.engines`) chooses between them.
 """
 
 from luong_lit.errors import ConfigError
@@ -14,11 +15,10 @@ from luong_lit.nn.attention import (
 from luong_lit.nn.decoder import DecoderState
 from luong_lit.nn.names import ATTENTIONS, SCORES
 from luong_lit.nn.scores import ConcatScore, DotScore, GeneralScore, LocationScore
-from luong_lit.nn.seq2seq import IMPLS, Seq2Seq, build_attention
+from luong_lit.nn.seq2seq import Seq2Seq, build_attention
 
 __all__ = [
     "ATTENTIONS",
-    "IMPLS",
     "SCORES",
     "Alignment",
     "ConcatScore",

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from luong_lit.nn.scores import LocationScore, Score
 from luong_lit.nn.window import gather_positions, gaussian, window
+from luong_lit.validate import integer
 
 
 class Memory(NamedTuple):
@@ -124,8 +125,7 @@ class _LocalAttention(_Attention):
                 f"{type(self).__name__} cannot use the location score: it scores fixed "
                 "source slots, not window positions (the paper uses it with global attention only)."
             )
-        if D < 1:
-            raise ValueError(f"local attention window half-width D must be >= 1, got D={D}")
+        integer("D", D, 1)  # the window half-width
         if clip_to not in ("sentence", "batch"):
             raise ValueError(f"clip_to must be 'sentence' or 'batch', got {clip_to!r}")
         self.D, self.clip_to = D, clip_to

@@ -8,8 +8,8 @@ attention the prediction uses ``h_t`` directly (Eq. 2).
 
 Without input feeding ``nn.LSTM`` reads the whole target at once and attention runs for all
 ``T`` queries in one call; with input feeding layer 1 needs ``h_tilde_{t-1}``, so the
-teacher-forced pass is a loop over :meth:`Decoder.step`. ``luong_lit.nn.fast`` computes the
-same with the same parameters, faster.
+teacher-forced pass is a loop over :meth:`Decoder.step`. The ``fast`` engine computes the
+same with the same parameters, faster (:mod:`luong_lit.nn.fast`).
 """
 
 from __future__ import annotations
@@ -49,8 +49,6 @@ class Decoder(nn.Module):
     dropout). ``tie_output`` shares the target embedding matrix with ``W_s`` (Press & Wolf, 2017).
     """
 
-    Dropout = nn.Dropout  # the fast implementation draws its masks differently
-
     def __init__(
         self,
         vocab_size: int,
@@ -70,9 +68,9 @@ class Decoder(nn.Module):
         self.attention, self.feed_input = attention, feed_input
         self.embed_size, self.hidden_size, self.num_layers = embed_size, hidden_size, num_layers
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
-        self.dropout = self.Dropout(dropout)
-        self.hidden_dropout = self.Dropout(hidden_dropout)
-        self.output_dropout = self.Dropout(output_dropout)
+        self.dropout = nn.Dropout(dropout)
+        self.hidden_dropout = nn.Dropout(hidden_dropout)
+        self.output_dropout = nn.Dropout(output_dropout)
         in_size = embed_size + (hidden_size if feed_input else 0)  # [emb(y_{t-1}); h_tilde_{t-1}]
         self.rnn = nn.LSTM(
             in_size,
@@ -89,18 +87,13 @@ class Decoder(nn.Module):
         if tie_output:  # one (V, d) matrix embeds y_{t-1} and scores y_t (needs e == d)
             self.W_s.weight = self.embedding.weight
 
-    def attend(
-        self, h_t: Tensor, memory: Memory, step: int, W_c=None
-    ) -> tuple[Tensor, Alignment | None]:
-        """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) for queries ``h_t`` (B, T, d).
-
-        ``W_c`` replaces ``self.W_c`` (an 8-bit copy when decoding with int8).
-        """
+    def attend(self, h_t: Tensor, memory: Memory, step: int) -> tuple[Tensor, Alignment | None]:
+        """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) for queries ``h_t`` (B, T, d)."""
         if self.attention is None:
             return h_t, None
         c_t, align = self.attention(h_t, memory, step)  # (B, T, d)
         c_h = self.hidden_dropout(torch.cat([c_t, h_t], -1))  # (B, T, 2d)
-        return torch.tanh((W_c or self.W_c)(c_h)), align  # (B, T, d)
+        return torch.tanh(self.W_c(c_h)), align  # (B, T, d)
 
     def step(
         self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int

@@ -31,8 +31,6 @@ class Encoder(nn.Module):
     ``</s>``, which stays last when reversing: the LSTM reads ``x_S .. x_1 </s>``.
     """
 
-    Dropout = nn.Dropout  # the fast implementation draws its masks differently
-
     def __init__(
         self,
         vocab_size: int,
@@ -48,7 +46,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.reverse_source, self.eos_last = reverse_source, eos_last
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
-        self.dropout = self.Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.rnn = nn.LSTM(
             embed_size,
             hidden_size,

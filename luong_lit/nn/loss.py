@@ -12,12 +12,11 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from luong_lit.errors import ConfigError
+from luong_lit.validate import rate
 
 
 def check_label_smoothing(eps: float) -> None:
-    if not 0.0 <= eps < 1.0:
-        raise ConfigError(f"label_smoothing must be in [0, 1), got {eps}")
+    rate("label_smoothing", eps)
 
 
 def output_nll(

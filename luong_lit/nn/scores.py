@@ -15,6 +15,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from luong_lit.validate import integer
+
 
 def _dot(h_t: Tensor, keys: Tensor) -> Tensor:
     """Batched ``h_t · key`` for shared ``(B,S,k)`` or windowed ``(B,T,W,k)`` keys."""
@@ -104,6 +106,7 @@ class LocationScore(Score):
 
     def __init__(self, dim: int, max_src_len: int = 50, bias: bool = False) -> None:
         super().__init__()
+        integer("max_src_len", max_src_len, 1)
         self.max_src_len = max_src_len
         self.W_a = nn.Linear(dim, max_src_len, bias=bias)
 

@@ -4,9 +4,9 @@ Decoding code sees only :meth:`Seq2Seq.encode`, :meth:`Seq2Seq.step`,
 :meth:`Seq2Seq.logits` and the ``index_select`` methods of :class:`Memory` and
 :class:`DecoderState`; it never reaches into model internals.
 
-``impl`` chooses how the same parameters are computed with: ``reference`` is the plain form
-of this package (``nn.LSTM``, ``F.cross_entropy``), to be read beside the paper; ``fast``
-(the default) is :mod:`luong_lit.nn.fast`, pinned to the reference by parity tests.
+This is the plain form of the model (``nn.LSTM``, ``F.cross_entropy``), to be read beside the
+paper. The same parameters can be computed faster: an engine (:mod:`luong_lit.engines`)
+chooses how, for training and decoding alike, without any hook in these modules.
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ from luong_lit.errors import ConfigError
 from luong_lit.nn.attention import Alignment, LocalPredictiveAttention, Memory, _Attention
 from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder
-from luong_lit.nn.init import initialise_
+from luong_lit.nn.init import INITS, initialise_
 from luong_lit.nn.loss import output_nll
 from luong_lit.nn.names import ATTENTIONS, SCORES, part_spec
-
-IMPLS = ("reference", "fast")
+from luong_lit.validate import OptionError, integer, one_of, positive, rate
 
 
 def append_eos(src: Tensor, src_len: Tensor, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
@@ -61,25 +60,22 @@ def build_attention(attention: Any, score: Any, dim: int, bias: bool = True) -> 
         raise ConfigError("an attention model needs a score (dot, general, concat or location)")
     (att_name, att_opts), (score_name, score_opts) = att, sc
     try:
-        score_obj = SCORES[score_name](dim=dim, bias=bias, **score_opts)
+        try:
+            score_obj = SCORES[score_name](dim=dim, bias=bias, **score_opts)
+        except OptionError as err:
+            raise err.within("score") from None
         if ATTENTIONS[att_name] is LocalPredictiveAttention:
             att_opts = {"dim": dim, "bias": bias, **att_opts}
-        return ATTENTIONS[att_name](score=score_obj, **att_opts)
+        try:
+            return ATTENTIONS[att_name](score=score_obj, **att_opts)
+        except OptionError as err:
+            raise err.within("attention") from None
+    except OptionError:
+        raise
     except (TypeError, ValueError) as err:
         raise ConfigError(
             f"invalid model configuration attention={att_name} score={score_name}: {err}"
         ) from None
-
-
-def _implementation(impl: str) -> tuple[type, type, Callable]:
-    """Encoder class, decoder class and output-layer loss of an implementation."""
-    if impl == "reference":
-        return Encoder, Decoder, output_nll
-    if impl == "fast":
-        from luong_lit.nn.fast.model import FastDecoder, FastEncoder, fast_output_nll
-
-        return FastEncoder, FastDecoder, fast_output_nll
-    raise ConfigError(f"model.net.impl={impl!r} is unknown; choose one of {', '.join(IMPLS)}")
 
 
 def _check(
@@ -139,8 +135,6 @@ class Seq2Seq(nn.Module):
             final ``h`` as ``h`` and ``c`` of every layer) or ``zero``.
         tie_output: use the target embedding matrix as ``W_s`` too (Press & Wolf, 2017).
             Needs ``embed_size == hidden_size``. False is the paper: separate matrices.
-        impl: ``fast`` (default) or ``reference``: the same model, computed by
-            :mod:`luong_lit.nn.fast` or by the plain code of this package.
     """
 
     def __init__(
@@ -166,22 +160,24 @@ class Seq2Seq(nn.Module):
         init_state: str = "copy",
         tie_output: bool = False,
         output_dropout: float = 0.0,
-        impl: str = "fast",
     ) -> None:
         super().__init__()
-        encoder_cls, decoder_cls, self._output_nll = _implementation(impl)
-        self.impl, self.src_eos, self.eos_id, self.pad_id = impl, src_eos, eos_id, pad_id
+        self.src_eos, self.eos_id, self.pad_id = src_eos, eos_id, pad_id
         self.init_state = init_state
-        att = build_attention(attention, score, hidden_size, bias)
-        _check(att, feed_input, init_state, tie_output, embed_size, hidden_size)
+        for name, size in (("embed_size", embed_size), ("hidden_size", hidden_size)):
+            integer(name, size, 1)
+        integer("num_layers", num_layers, 1)
         for name, p in (
             ("dropout", dropout),
             ("hidden_dropout", hidden_dropout),
             ("output_dropout", output_dropout),
         ):
-            if not 0.0 <= p < 1.0:
-                raise ConfigError(f"{name} must be in [0, 1), got {p}")
-        self.encoder = encoder_cls(
+            rate(name, p)
+        positive("init_scale", init_scale)
+        one_of("init", init, INITS)
+        att = build_attention(attention, score, hidden_size, bias)
+        _check(att, feed_input, init_state, tie_output, embed_size, hidden_size)
+        self.encoder = Encoder(
             src_vocab_size,
             embed_size,
             hidden_size,
@@ -192,7 +188,7 @@ class Seq2Seq(nn.Module):
             pad_id,
             eos_last=src_eos,
         )
-        self.decoder = decoder_cls(
+        self.decoder = Decoder(
             tgt_vocab_size,
             embed_size,
             hidden_size,
@@ -207,10 +203,7 @@ class Seq2Seq(nn.Module):
             output_dropout,
         )
         self.attention = att
-        try:
-            initialise_(self, init, init_scale)
-        except ValueError as err:
-            raise ConfigError(str(err)) from None
+        initialise_(self, init, init_scale)
         if forget_bias and bias:
             self._set_forget_bias(forget_bias, hidden_size, num_layers)
 
@@ -283,6 +276,4 @@ class Seq2Seq(nn.Module):
         """``Σ_i -log softmax(W_s h_tilde_i)[y_i]`` (Eq. 6): ``h_tilde`` (N, d), targets (N,);
         rows whose target is ``ignore_index`` count for nothing."""
         W_s = self.decoder.W_s
-        return self._output_nll(
-            h_tilde, W_s.weight, W_s.bias, targets, label_smoothing, ignore_index
-        )
+        return output_nll(h_tilde, W_s.weight, W_s.bias, targets, label_smoothing, ignore_index)

@@ -1,23 +1,72 @@
-"""The datamodule, LightningModule and Trainer of a run, from its composed config."""
+"""The datamodule, LightningModule and Trainer of a run, from its composed config.
+
+Every object is built before any data is read, so that each checks its own options once, at
+start-up (:mod:`luong_lit.validate`); the network is first built on the ``meta`` device with
+stand-in vocabulary sizes, then for real once the vocabularies exist. An error is named by the
+option's path in the config (:func:`instantiate_at`).
+"""
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
 import hydra
+import torch
+from lightning.pytorch.plugins.io import TorchCheckpointIO
 from omegaconf import DictConfig, OmegaConf
 
+from luong_lit.checkpoint import atomic_save
 from luong_lit.data.user_text import user_text
-from luong_lit.training.checkpoint_io import AtomicCheckpointIO
+from luong_lit.errors import ConfigError, UserError, find_user_error
+from luong_lit.validate import OptionError, integer
 
 
-def instantiate_all(node: DictConfig | None) -> list[Any]:
+def _options_of(target: str | None) -> list[str]:
+    """The keyword arguments a ``_target_`` takes (empty if it cannot be imported)."""
+    try:
+        obj = hydra.utils.get_object(target) if target else None
+        params = inspect.signature(obj).parameters.values() if obj is not None else []
+    except (ImportError, ValueError, TypeError, AttributeError):
+        return []
+    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def config_error(path: str, node: Any, err: BaseException) -> BaseException:
+    """What building the config at ``path`` raised, as a user error that names the option."""
+    ours = find_user_error(err)
+    if isinstance(ours, OptionError):
+        return ours.within(path)
+    if isinstance(ours, UserError):
+        return ours
+    found = re.search(r"unexpected keyword argument '(\w+)'", str(err)) or re.search(
+        r"unexpected keyword argument '(\w+)'", str(err.__cause__ or "")
+    )
+    if found:
+        target = node.get("_target_") if isinstance(node, DictConfig) else None
+        known = ", ".join(k for k in _options_of(target) if k not in ("self", "kwargs"))
+        return ConfigError(
+            f"{path}.{found.group(1)} is not an option of {target or path}; its options: {known}"
+        )
+    return err
+
+
+def instantiate_at(path: str, node: Any, **kwargs) -> Any:
+    """``hydra.utils.instantiate(node, **kwargs)``, its errors named by ``path``."""
+    try:
+        return hydra.utils.instantiate(node, **kwargs)
+    except Exception as err:  # noqa: BLE001 - turned into one clear line where it is ours
+        raise config_error(path, node, err) from None
+
+
+def instantiate_all(path: str, node: DictConfig | None) -> list[Any]:
     """Instantiate every child of ``node`` that has a ``_target_`` (callbacks, loggers)."""
     if not node:
         return []
     return [
-        hydra.utils.instantiate(v)
-        for v in node.values()
+        instantiate_at(f"{path}.{k}", v)
+        for k, v in node.items()
         if isinstance(v, DictConfig) and "_target_" in v
     ]
 
@@ -45,6 +94,15 @@ def checkpoint_extras(cfg: DictConfig, dm) -> dict[str, Any]:
     return extra
 
 
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning writes every checkpoint to a temporary file in the same directory, then renames
+    it over the target (:func:`luong_lit.checkpoint.atomic_save`): a crash mid-write leaves the
+    previous checkpoint intact."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
+        atomic_save(checkpoint, path)
+
+
 def plugins() -> list[Any]:
     """Atomic checkpoint writes; on SLURM, Lightning's environment without its own requeue (a
     sweep's submitit launcher requeues, after :class:`~luong_lit.training.resume.SignalCheckpoint`
@@ -57,30 +115,61 @@ def plugins() -> list[Any]:
     return found
 
 
+def _module(cfg: DictConfig, net, parts: dict[str, Any], extra_state: dict | None = None):
+    """The LightningModule of ``cfg.model`` around ``net``."""
+    return instantiate_at(
+        "model", cfg.model, net=net, extra_state=extra_state, _recursive_=False, _convert_="all",
+        **parts,
+    )  # fmt: skip
+
+
+def _model_parts(cfg: DictConfig) -> tuple[Any, dict[str, Any]]:
+    """The network factory, the engine, the optimizer factory and the schedule, each checked:
+    the network and the module are built once on the ``meta`` device, the optimizer once on a
+    stand-in parameter."""
+    make_net = instantiate_at("model.net", cfg.model.net)
+    parts = {
+        "engine": instantiate_at("engine", cfg.engine, _convert_="all"),
+        "optimizer": instantiate_at("model.optimizer", cfg.model.optimizer),
+        "scheduler": instantiate_at("model.scheduler", cfg.model.get("scheduler")),
+    }
+    try:
+        parts["optimizer"](params=[torch.nn.Parameter(torch.zeros(1))])
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"model.optimizer: {err}") from None
+    with torch.device("meta"):
+        try:
+            probe = make_net(src_vocab_size=8, tgt_vocab_size=8)
+        except Exception as err:  # noqa: BLE001 - named by its option where it is ours
+            raise config_error("model.net", cfg.model.net, err) from None
+        _module(cfg, probe, parts)
+    return make_net, parts
+
+
+def _trainer(cfg: DictConfig):
+    max_epochs = cfg.trainer.get("max_epochs")
+    if max_epochs != -1:  # -1: no limit (Lightning's convention)
+        integer("trainer.max_epochs", max_epochs, 1, nullable=True)
+    return instantiate_at(
+        "trainer",
+        cfg.trainer,
+        callbacks=instantiate_all("callbacks", cfg.get("callbacks")),
+        logger=instantiate_all("logger", cfg.get("logger")) or False,
+        plugins=plugins(),
+    )
+
+
 def build(cfg: DictConfig):
     """Datamodule (set up), LightningModule and Trainer from a composed config."""
     from lightning.pytorch import seed_everything
 
     seed_everything(cfg.seed, workers=True)
-    dm = hydra.utils.instantiate(cfg.data)
-    dm.setup("fit")
-    net = hydra.utils.instantiate(cfg.model.net)(
-        src_vocab_size=len(dm.src_vocab), tgt_vocab_size=len(dm.tgt_vocab)
-    )
-    model = hydra.utils.instantiate(
-        cfg.model,
-        net=net,
-        extra_state=checkpoint_extras(cfg, dm),
-        _recursive_=False,
-        _convert_="all",
-        optimizer=hydra.utils.instantiate(cfg.model.optimizer),
-    )
-    trainer = hydra.utils.instantiate(
-        cfg.trainer,
-        callbacks=instantiate_all(cfg.get("callbacks")),
-        logger=instantiate_all(cfg.get("logger")) or False,
-        plugins=plugins(),
-    )
+    dm = instantiate_at("data", cfg.data)
+    make_net, parts = _model_parts(cfg)
+    trainer = _trainer(cfg)
+    dm.setup("fit")  # the first data read, after every option is checked
+    net = make_net(src_vocab_size=len(dm.src_vocab), tgt_vocab_size=len(dm.tgt_vocab))
+    model = _module(cfg, net, parts, checkpoint_extras(cfg, dm))
     for logger in trainer.loggers:  # the resolved config, for dashboards (W&B, TensorBoard hparams)
         logger.log_hyperparams(resolved(cfg))
     return dm, model, trainer

@@ -13,9 +13,11 @@ import lightning as L
 from luong_lit.data.batching import Batch
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
+from luong_lit.errors import ConfigError
 from luong_lit.evaluation import split_bleu, translate_split
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
 from luong_lit.training.loggers import log_samples
+from luong_lit.validate import integer
 
 
 class ThroughputMonitor(L.Callback):
@@ -46,6 +48,12 @@ class ThroughputMonitor(L.Callback):
             self._t0, self._tokens, self._steps = time.perf_counter(), 0, 0
 
 
+def _check_every(every_n_epochs, batch_size, max_sentences) -> None:
+    integer("every_n_epochs", every_n_epochs, 0)
+    integer("batch_size", batch_size, 1)
+    integer("max_sentences", max_sentences, 1, nullable=True)
+
+
 def _due(trainer, every: int) -> bool:
     """Whether a dev-set callback runs after this epoch's validation."""
     return bool(every) and not trainer.sanity_checking and (trainer.current_epoch + 1) % every == 0
@@ -65,6 +73,7 @@ class GreedyBleuCallback(L.Callback):
         max_sentences: int | None = None,
         samples: int = 5,
     ) -> None:
+        _check_every(every_n_epochs, batch_size, max_sentences)
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
         self.samples = samples  # sample translations sent to loggers that take tables
 
@@ -74,8 +83,9 @@ class GreedyBleuCallback(L.Callback):
         dm, dev = trainer.datamodule, trainer.datamodule.splits["dev"]
         tok = dm.tokenizers.get("tgt")
         out = translate_split(
-            pl_module.net, dev, dm.tgt_vocab, None, self.batch_size, self.max_sentences
-        )
+            pl_module.net, dev, dm.tgt_vocab, None, self.batch_size, self.max_sentences,
+            engine=pl_module.engine,
+        )  # fmt: skip
         hyps, refs = bleu_lines(out.words, tok), bleu_lines(dev.tgt_tokens[: len(out.words)], tok)
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
         if trainer.is_global_zero:
@@ -97,6 +107,7 @@ class GreedyBleuCallback(L.Callback):
                 None,
                 self.batch_size,
                 tokenizer=dm.tokenizers.get("tgt"),
+                engine=pl_module.engine,
             )["bleu"]
             pl_module.log(f"test/{name}/bleu_greedy", bleu, add_dataloader_idx=False)
 
@@ -123,10 +134,14 @@ class BeamBleuCallback(L.Callback):
         length_penalty: float | str | None = None,
         on_test: bool = True,
     ) -> None:
+        _check_every(every_n_epochs, batch_size, max_sentences)
+        integer("beam_size", beam_size, 1)
+        try:
+            penalty = parse_length_penalty(length_penalty)
+        except ValueError as err:
+            raise ConfigError(f"length_penalty={length_penalty!r}: {err}") from None
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
-        self.beam = BeamConfig(
-            beam_size=beam_size, length_penalty=parse_length_penalty(length_penalty)
-        )
+        self.beam = BeamConfig(beam_size=beam_size, length_penalty=penalty)
         self.replace_unk, self.dictionary_path, self.on_test = replace_unk, dictionary, on_test
         self._dictionary = None
 
@@ -144,6 +159,7 @@ class BeamBleuCallback(L.Callback):
             self.replace_unk,
             self._dictionary,
             dm.tokenizers.get("tgt"),
+            pl_module.engine,
         )
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:

@@ -1,8 +1,8 @@
 """Nothing lost on a crash: checkpoints in the middle of an epoch, and a clean stop on a signal.
 
-* :class:`ResumableLoader`: the training batches of one epoch, in the sampler's order; its
-  ``state_dict`` (kept in every checkpoint) records how many batches of the epoch have been
-  trained, so a run resumed from the middle of an epoch continues with the batches that follow.
+* The training batches follow the trainer's position
+  (:class:`~luong_lit.data.loader.ResumableLoader`), so a run resumed from the middle of an
+  epoch continues with the batches that follow.
 * :class:`StepCheckpoint`: ``checkpoints/last.ckpt`` every N optimizer steps and/or every M
   minutes (``callbacks.checkpoint``), written atomically like the epoch checkpoints.
 * :class:`SignalCheckpoint`: on SIGTERM (preemption) or SIGINT (Ctrl-C) the current step
@@ -17,50 +17,14 @@ from __future__ import annotations
 import datetime
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
-from torch.utils.data import DataLoader
 
-from luong_lit.errors import ConfigError
-
-
-class ResumableLoader(DataLoader):
-    """A :class:`DataLoader` whose batch order follows the trainer's epoch, and which starts a
-    resumed epoch at the first batch the stopped run had not trained.
-
-    ``epoch`` gives the trainer's current epoch and ``trained`` how many batches of it training
-    has finished (both None outside a trainer, and both restored from a checkpoint when a run
-    resumes). Each epoch's batches are shuffled anew: the trainer itself tells only a *sampler*
-    of the epoch, never a batch sampler. The loader counts as resumable for the trainer
-    (``state_dict``/``load_state_dict``); its position is the trainer's own count.
-    """
-
-    def __init__(
-        self, *args, epoch: Callable[[], int | None], trained: Callable[[], int | None], **kwargs
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._epoch, self._trained = epoch, trained
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": int(self.batch_sampler.epoch), "batches": int(self._trained() or 0)}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        """Nothing to restore: the position is read from the restored trainer at ``iter()``."""
-
-    def __iter__(self) -> Iterator:
-        """This epoch's batches; in a resumed epoch, those the stopped run had not trained."""
-        sampler, epoch, skip = self.batch_sampler, self._epoch(), self._trained() or 0
-        if epoch is not None:
-            sampler.set_epoch(epoch)
-            if skip >= len(sampler):  # stopped as an epoch ended: the next one starts
-                sampler.set_epoch(epoch + 1)
-                skip = 0
-        sampler.skip = skip
-        return super().__iter__()
+from luong_lit.validate import integer, positive
 
 
 class StepCheckpoint(ModelCheckpoint):
@@ -70,11 +34,8 @@ class StepCheckpoint(ModelCheckpoint):
     def __init__(
         self, dirpath: str, every_n_train_steps: int = 0, every_n_minutes: float | None = None
     ) -> None:
-        if every_n_train_steps < 0 or (every_n_minutes is not None and every_n_minutes <= 0):
-            raise ConfigError(
-                "callbacks.checkpoint.every_n_train_steps must be >= 0 and every_n_minutes > 0 or "
-                f"null (got {every_n_train_steps}, {every_n_minutes})"
-            )
+        integer("every_n_train_steps", every_n_train_steps, 0)
+        positive("every_n_minutes", every_n_minutes, nullable=True)
         interval = datetime.timedelta(minutes=every_n_minutes) if every_n_minutes else None
         super().__init__(
             dirpath=dirpath,

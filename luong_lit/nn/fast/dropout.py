@@ -9,7 +9,7 @@ and kept elements are scaled by ``1 / (1 - p)``. On other devices ``F.dropout`` 
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch.nn import functional as F
 
 
@@ -21,10 +21,3 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return F.dropout(x, p, training)
     keep = torch.rand_like(x).ge_(p).mul_(1.0 / (1.0 - p))  # 0 or 1/(1-p)
     return x * keep
-
-
-class Dropout(nn.Dropout):
-    """``nn.Dropout`` computed by :func:`dropout` (same ``p``, ``train()``/``eval()``)."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return dropout(x, self.p, self.training)

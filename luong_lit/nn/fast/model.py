@@ -1,23 +1,25 @@
 """The encoder and decoder of :mod:`luong_lit.nn`, computed faster with the same parameters.
 
-:class:`FastEncoder` runs the LSTM over the real tokens of a ragged batch on the CPU
-(:func:`~.lstm.ragged_lstm`) and cuDNN on a GPU. :class:`FastDecoder` unrolls the input-feeding
-decoder over the rows still running: rows are sorted by target length, so at step ``t`` only
-the first ``n_t`` rows are computed, as a packed sequence would do; layer 1's product with
-the embeddings runs once for all steps, and the recurrent weights' gradients are summed once
-over all steps (:class:`~.lstm.RecurrentWeight`).
+These functions read the parameters of a :class:`~luong_lit.nn.Seq2Seq` and compute its
+teacher-forced pass. :func:`fast_encode` runs the LSTM over the real tokens of a ragged batch on
+the CPU (:func:`~.lstm.ragged_lstm`) and cuDNN on a GPU. :func:`fast_decode` unrolls the
+input-feeding decoder over the rows still running: rows are sorted by target length, so at step
+``t`` only the first ``n_t`` rows are computed, as a packed sequence would do; layer 1's product
+with the embeddings runs once for all steps, and the recurrent weights' gradients are summed once
+over all steps (:class:`~.lstm.RecurrentWeight`). Dropout masks are drawn by
+:func:`~.dropout.dropout`, with the probabilities of the model's own dropout modules.
 """
 
 from __future__ import annotations
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.nn import functional as F
 
 from luong_lit.nn.attention import Alignment, Memory
 from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder, reverse_index
-from luong_lit.nn.fast.dropout import Dropout
+from luong_lit.nn.fast.dropout import dropout
 from luong_lit.nn.fast.loss import linear_cross_entropy
 from luong_lit.nn.fast.lstm import (
     RecurrentWeight,
@@ -27,40 +29,48 @@ from luong_lit.nn.fast.lstm import (
     summed_bias,
     unpack,
 )
+from luong_lit.nn.seq2seq import append_eos
 
 
-def fast_output_nll(
-    h_tilde: Tensor,
-    weight: Tensor,
-    bias: Tensor | None,
-    targets: Tensor,
-    label_smoothing: float = 0.0,
-    ignore_index: int = -100,
-) -> Tensor:
-    """:func:`luong_lit.nn.loss.output_nll`, fused and chunked (:mod:`.loss`)."""
-    return linear_cross_entropy(
-        h_tilde, weight, bias, targets, label_smoothing=label_smoothing, ignore_index=ignore_index
-    )
+def drop(x: Tensor, module: nn.Dropout) -> Tensor:
+    """``module(x)`` with the mask drawn by :func:`~.dropout.dropout` (same ``p``, same mode)."""
+    return dropout(x, module.p, module.training)
 
 
-class FastEncoder(Encoder):
-    """:class:`~luong_lit.nn.encoder.Encoder` over the real tokens only."""
+def fast_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """:meth:`Encoder.forward` over the real tokens only: ``h_bar_s`` (B, S, d), ``(h, c)``."""
+    S = src.size(1)
+    if enc.reverse_source:
+        rev = reverse_index(src_len - int(enc.eos_last), S)  # (B, S), its own inverse
+        src = src.gather(1, rev)  # (B, S) reversed words, then </s> if eos_last, pads last
+    ids, flat_index = pack_ids(src, src_len)  # real tokens only, time-major
+    packed = ids._replace(data=drop(enc.embedding(ids.data), enc.dropout))  # (N, e)
+    if src.is_cuda:
+        out, (h, c) = enc.rnn(packed)  # cuDNN
+    else:
+        out, (h, c) = ragged_lstm(packed, enc.rnn)  # the same result, faster on CPU
+    h_bar_s = unpack(out.data, flat_index, src.size(0), S)  # (B, S, d), zeros at padding
+    return enc._original_order(h_bar_s, src_len), (h, c)
 
-    Dropout = Dropout
 
-    def forward(self, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        S = src.size(1)
-        if self.reverse_source:
-            rev = reverse_index(src_len - int(self.eos_last), S)  # (B, S), its own inverse
-            src = src.gather(1, rev)  # (B, S) reversed words, then </s> if eos_last, pads last
-        ids, flat_index = pack_ids(src, src_len)  # real tokens only, time-major
-        packed = ids._replace(data=self.dropout(self.embedding(ids.data)))  # (N, e)
-        if src.is_cuda:
-            out, (h, c) = self.rnn(packed)  # cuDNN
-        else:
-            out, (h, c) = ragged_lstm(packed, self.rnn)  # the same result, faster on CPU
-        h_bar_s = unpack(out.data, flat_index, src.size(0), S)  # (B, S, d), zeros at padding
-        return self._original_order(h_bar_s, src_len), (h, c)
+def fast_memory(net, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
+    """:meth:`Seq2Seq.encode <luong_lit.nn.Seq2Seq.encode>` with :func:`fast_encode`."""
+    if net.src_eos:
+        src, src_len = append_eos(src, src_len, net.eos_id, net.pad_id)  # (B, S+1), (B,)
+    h_bar_s, (h, c) = fast_encode(net.encoder, src, src_len)  # (B, S, d), (L, B, d) x2
+    return net.initial(h_bar_s, h, c, src_len)
+
+
+def fast_attend(
+    dec: Decoder, h_t: Tensor, memory: Memory, step: int, W_c=None
+) -> tuple[Tensor, Alignment | None]:
+    """:meth:`Decoder.attend` (Eq. 5) with this module's dropout; ``W_c`` may replace
+    ``dec.W_c`` (an 8-bit copy when decoding with int8)."""
+    if dec.attention is None:
+        return h_t, None
+    c_t, align = dec.attention(h_t, memory, step)  # (B, T, d)
+    c_h = drop(torch.cat([c_t, h_t], -1), dec.hidden_dropout)  # (B, T, 2d)
+    return torch.tanh((W_c or dec.W_c)(c_h)), align  # (B, T, d)
 
 
 def layer_weights(dec: Decoder) -> list[tuple[Tensor, Tensor | None]]:
@@ -86,6 +96,11 @@ def project_embeddings(dec: Decoder, x: Tensor) -> Tensor:
     return F.linear(x, dec.rnn.weight_ih_l0[:, : dec.embed_size], summed_bias(dec.rnn, 0))
 
 
+def embed_proj(dec: Decoder, y: Tensor) -> Tensor:
+    """Layer-1 input projection of the (dropped-out) embeddings: (...,) ids -> (..., 4d)."""
+    return project_embeddings(dec, drop(dec.embedding(y), dec.dropout))  # (..., 4d)
+
+
 def cell_stack(
     dec: Decoder, x0: Tensor, h_tilde: Tensor, h: list[Tensor], c: list[Tensor], weights
 ) -> tuple[list[Tensor], list[Tensor]]:
@@ -95,14 +110,14 @@ def cell_stack(
     full-size zero fill per index in the backward pass.
     """
     hs, cs = [], []
-    inp = dec.dropout(h_tilde) if dec.feed_input else None
+    inp = drop(h_tilde, dec.dropout) if dec.feed_input else None
     for layer, (W, b) in enumerate(weights):
         h_prev = h[layer]  # (n, d)
         if layer == 0:
             rec = h_prev if inp is None else torch.cat([inp, h_prev], 1)  # (n, d|2d)
             gates = W.addmm(x0, rec)  # (n, 4d)
         else:
-            rec = torch.cat([dec.dropout(hs[-1]), h_prev], 1)  # (n, 2d)
+            rec = torch.cat([drop(hs[-1], dec.dropout), h_prev], 1)  # (n, 2d)
             gates = W.addmm(b, rec)  # (n, 4d)
         h_new, c_new = lstm_cell(gates, c[layer])
         hs.append(h_new)
@@ -110,87 +125,74 @@ def cell_stack(
     return hs, cs
 
 
-class FastDecoder(Decoder):
-    """:class:`~luong_lit.nn.decoder.Decoder` with the unrolled stack described above."""
+def step_weights(dec: Decoder) -> list[tuple[RecurrentWeight, Tensor | None]]:
+    """:func:`layer_weights` as :class:`~.lstm.RecurrentWeight` products for one pass."""
+    return [(RecurrentWeight(W), b) for W, b in layer_weights(dec)]
 
-    Dropout = Dropout
 
-    def _embed_proj(self, y: Tensor) -> Tensor:
-        """Layer-1 input projection of the (dropped-out) embeddings: (...,) ids -> (..., 4d)."""
-        return project_embeddings(self, self.dropout(self.embedding(y)))  # (..., 4d)
+def decode_all_at_once(
+    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool
+) -> tuple[Tensor, Tensor | None]:
+    """:meth:`Decoder.forward` without input feeding: every step in one LSTM call."""
+    h_t, _ = dec.rnn(drop(dec.embedding(y_in), dec.dropout), (state.h, state.c))  # (B, T, d)
+    h_tilde, align = fast_attend(dec, h_t, memory, 0)  # (B, T, d)
+    dense = align.dense(memory.h_bar_s.size(1)) if return_attention and align is not None else None
+    return drop(h_tilde, dec.output_dropout), dense
 
-    def _step_weights(self) -> list[tuple[RecurrentWeight, Tensor | None]]:
-        return [(RecurrentWeight(W), b) for W, b in layer_weights(self)]
 
-    def step(
-        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
-    ) -> tuple[Tensor, DecoderState, Alignment | None]:
-        x0 = self._embed_proj(y_prev)  # (B, 4d)
-        h, c = cell_stack(
-            self, x0, state.h_tilde, list(state.h), list(state.c), self._step_weights()
-        )
-        h_tilde, align = self.attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d)
-        h_tilde = h_tilde.squeeze(1)  # (B, d)
-        return h_tilde, DecoderState(torch.stack(h), torch.stack(c), h_tilde), align
+def fast_decode(
+    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory, return_attention=False
+) -> tuple[Tensor, Tensor | None]:
+    """:meth:`Decoder.forward`: ``h_tilde`` (B, T, d), zeros at padded positions, and with
+    ``return_attention`` the dense ``a_t`` (B, T, S)."""
+    if not dec.feed_input:
+        return decode_all_at_once(dec, y_in, state, memory, return_attention)
+    h_tilde, dense = _unrolled(dec, y_in, state, memory, return_attention)
+    return drop(h_tilde, dec.output_dropout), dense
 
-    def forward(
-        self, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        """As :meth:`Decoder.forward`; outputs at padded positions are zeros."""
-        if not self.feed_input:
-            return super().forward(y_in, state, memory, return_attention)
-        h_tilde, dense = self._forward_feed(y_in, state, memory, return_attention)
-        return self.output_dropout(h_tilde), dense
 
-    def _sorted(self, y_in: Tensor, state: DecoderState, memory: Memory):
-        """Rows by target length, longest first: ``y_in, lengths, state, memory, order``.
+def _sorted(dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory):
+    """Rows by target length, longest first: ``y_in, lengths, state, memory, order``.
 
-        ``order`` is None when the rows are in that order already."""
-        B = y_in.size(0)
-        lengths = (y_in != self.embedding.padding_idx).sum(1).clamp_min(1)  # (B,) steps per row
-        order = torch.argsort(lengths, descending=True, stable=True)  # (B,)
-        if not bool((order != torch.arange(B, device=order.device)).any()):
-            return y_in, lengths, state, memory, None
-        return (
-            y_in[order],
-            lengths[order],
-            state.index_select(order),
-            memory.index_select(order),
-            order,
-        )
+    ``order`` is None when the rows are in that order already."""
+    B = y_in.size(0)
+    lengths = (y_in != dec.embedding.padding_idx).sum(1).clamp_min(1)  # (B,) steps per row
+    order = torch.argsort(lengths, descending=True, stable=True)  # (B,)
+    if not bool((order != torch.arange(B, device=order.device)).any()):
+        return y_in, lengths, state, memory, None
+    return y_in[order], lengths[order], state.index_select(order), memory.index_select(order), order
 
-    def _forward_feed(
-        self, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool
-    ) -> tuple[Tensor, Tensor | None]:
-        """The unrolled input-feeding path. Sentences that have ended drop out of the batch."""
-        B, T = y_in.shape
-        y_in, lengths, state, memory, order = self._sorted(y_in, state, memory)
-        ids, flat_index = pack_ids(y_in, lengths, sorted_rows=True)  # real tokens, time-major
-        if order is not None:  # unpack straight into the original row order
-            flat_index = order[flat_index // T] * T + flat_index % T  # (N,)
-        running = ids.batch_sizes.tolist()  # n_t: rows still running at step t
-        weights = self._step_weights()
-        x_proj = self._embed_proj(ids.data).split(
-            running
-        )  # T x (n_t, 4d); split's backward is one cat
-        h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
-        outs, attns = [], []
-        for t, (x_t, n) in enumerate(zip(x_proj, running)):
-            if n < h_tilde.size(0):
-                h, c, h_tilde = [x[:n] for x in h], [x[:n] for x in c], h_tilde[:n]
-                memory = Memory(*(x[:n] for x in memory))
-            h, c = cell_stack(self, x_t, h_tilde, h, c, weights)
-            h_tilde, align = self.attend(h[-1].unsqueeze(1), memory, t)  # (n, 1, d)
-            h_tilde = h_tilde.squeeze(1)  # (n, d)
-            outs.append(h_tilde)
-            if return_attention:
-                attns.append(_pad_rows(align.dense(memory.h_bar_s.size(1)), B))  # (B, 1, S)
-        out = unpack(torch.cat(outs), flat_index, B, T)  # (B, T, d)
-        if not return_attention:
-            return out, None
-        attns += [attns[0].new_zeros(B, 1, attns[0].size(-1))] * (T - len(attns))
-        dense = torch.cat(attns, 1)  # (B, T, S)
-        return out, dense if order is None else dense[torch.argsort(order)]
+
+def _unrolled(
+    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool
+) -> tuple[Tensor, Tensor | None]:
+    """The input-feeding decoder unrolled; sentences that have ended drop out of the batch."""
+    B, T = y_in.shape
+    y_in, lengths, state, memory, order = _sorted(dec, y_in, state, memory)
+    ids, flat_index = pack_ids(y_in, lengths, sorted_rows=True)  # real tokens, time-major
+    if order is not None:  # unpack straight into the original row order
+        flat_index = order[flat_index // T] * T + flat_index % T  # (N,)
+    running = ids.batch_sizes.tolist()  # n_t: rows still running at step t
+    weights = step_weights(dec)
+    x_proj = embed_proj(dec, ids.data).split(running)  # T x (n_t, 4d); backward: one cat
+    h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
+    outs, attns = [], []
+    for t, (x_t, n) in enumerate(zip(x_proj, running)):
+        if n < h_tilde.size(0):
+            h, c, h_tilde = [x[:n] for x in h], [x[:n] for x in c], h_tilde[:n]
+            memory = Memory(*(x[:n] for x in memory))
+        h, c = cell_stack(dec, x_t, h_tilde, h, c, weights)
+        h_tilde, align = fast_attend(dec, h[-1].unsqueeze(1), memory, t)  # (n, 1, d)
+        h_tilde = h_tilde.squeeze(1)  # (n, d)
+        outs.append(h_tilde)
+        if return_attention:
+            attns.append(_pad_rows(align.dense(memory.h_bar_s.size(1)), B))  # (B, 1, S)
+    out = unpack(torch.cat(outs), flat_index, B, T)  # (B, T, d)
+    if not return_attention:
+        return out, None
+    attns += [attns[0].new_zeros(B, 1, attns[0].size(-1))] * (T - len(attns))
+    dense = torch.cat(attns, 1)  # (B, T, S)
+    return out, dense if order is None else dense[torch.argsort(order)]
 
 
 def _pad_rows(x: Tensor, B: int) -> Tensor:
@@ -198,3 +200,31 @@ def _pad_rows(x: Tensor, B: int) -> Tensor:
     if x.size(0) == B:
         return x
     return torch.cat([x, x.new_zeros(B - x.size(0), *x.shape[1:])], 0)
+
+
+def fast_forward(
+    net, src: Tensor, src_len: Tensor, tgt_in: Tensor, return_attention: bool = False
+) -> tuple[Tensor, Tensor | None]:
+    """:meth:`Seq2Seq.forward <luong_lit.nn.Seq2Seq.forward>`: ``h_tilde`` (B, T, d), ``a_t``."""
+    memory, state = fast_memory(net, src, src_len)
+    return fast_decode(net.decoder, tgt_in, state, memory, return_attention)
+
+
+def fast_output_nll(
+    net, h_tilde: Tensor, targets: Tensor, label_smoothing: float = 0.0, ignore_index=-100
+) -> Tensor:
+    """:meth:`Seq2Seq.output_nll <luong_lit.nn.Seq2Seq.output_nll>` (Eq. 6), fused and chunked
+    (:mod:`.loss`)."""
+    W_s = net.decoder.W_s
+    return linear_cross_entropy(
+        h_tilde, W_s.weight, W_s.bias, targets, label_smoothing=label_smoothing,
+        ignore_index=ignore_index,
+    )  # fmt: skip
+
+
+def fast_nll(net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, int]:
+    """:func:`luong_lit.nn.loss.token_nll` computed by the functions above."""
+    h_tilde, _ = fast_forward(net, batch.src, batch.src_len, batch.tgt_in)  # (B, T, d)
+    mask = batch.tgt_out != net.pad_id  # (B, T)
+    nll = fast_output_nll(net, h_tilde[mask], batch.tgt_out[mask], label_smoothing)  # Eq. 6
+    return nll, int(mask.sum())

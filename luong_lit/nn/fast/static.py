@@ -33,7 +33,15 @@ from luong_lit.nn.attention import Memory
 from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder, reverse_index
 from luong_lit.nn.fast.lstm import RecurrentWeight, lstm_cell, summed_bias
-from luong_lit.nn.fast.model import cell_stack, layer_weights, project_embeddings
+from luong_lit.nn.fast.model import (
+    cell_stack,
+    decode_all_at_once,
+    drop,
+    embed_proj,
+    fast_attend,
+    fast_output_nll,
+    step_weights,
+)
 from luong_lit.nn.seq2seq import append_eos
 
 
@@ -61,7 +69,7 @@ def static_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, t
         rev = reverse_index(src_len - int(enc.eos_last), S)  # (B, S)
         src = src.gather(1, rev)  # (B, S) reversed words, </s> last if eos_last, pads last
     valid = torch.arange(S, device=src.device) < src_len.unsqueeze(1)  # (B, S)
-    x = enc.dropout(enc.embedding(src))  # (B, S, e)
+    x = drop(enc.embedding(src), enc.dropout)  # (B, S, e)
     hs, cs = [], []
     for l in range(enc.rnn.num_layers):
         if l > 0:
@@ -75,17 +83,17 @@ def static_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, t
 def static_decode(dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory) -> Tensor:
     """:meth:`Decoder.forward` with input feeding over all rows and steps: (B, T, d)."""
     if not dec.feed_input:  # every step at once already; nothing depends on lengths
-        return Decoder.forward(dec, y_in, state, memory)[0]
-    weights = [(RecurrentWeight(W), b) for W, b in layer_weights(dec)]
-    x0 = project_embeddings(dec, dec.dropout(dec.embedding(y_in)))  # (B, T, 4d), all steps
+        return decode_all_at_once(dec, y_in, state, memory, False)[0]
+    weights = step_weights(dec)
+    x0 = embed_proj(dec, y_in)  # (B, T, 4d), all steps
     h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
     outs = []
     for t, x_t in enumerate(x0.unbind(1)):  # (B, 4d)
         h, c = cell_stack(dec, x_t, h_tilde, h, c, weights)  # L x (B, d)
-        h_tilde, _ = dec.attend(h[-1].unsqueeze(1), memory, t)  # (B, 1, d) Eq. 5
+        h_tilde, _ = fast_attend(dec, h[-1].unsqueeze(1), memory, t)  # (B, 1, d) Eq. 5
         h_tilde = h_tilde.squeeze(1)  # (B, d)
         outs.append(h_tilde)
-    return dec.output_dropout(torch.stack(outs, 1))  # (B, T, d)
+    return drop(torch.stack(outs, 1), dec.output_dropout)  # (B, T, d)
 
 
 def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple]:
@@ -105,7 +113,7 @@ def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tens
     shift = S - src_len.unsqueeze(1)  # (B, 1) padding slots in front of each row
     real = (pos >= shift).unsqueeze(-1)  # (B, S, 1) real words once left-padded
     left = order.gather(1, (pos - shift).clamp(min=0))  # (B, S) source slot of each left slot
-    x = enc.dropout(enc.embedding(src.gather(1, left)) * real)  # (B, S, e), zero at the front
+    x = drop(enc.embedding(src.gather(1, left)) * real, enc.dropout)  # (B, S, e), zero at the front
     zeros = x.new_zeros(1, src.size(0), d)  # (1, B, d)
     hs, cs = [], []
     for l in range(enc.rnn.num_layers):
@@ -182,7 +190,6 @@ def static_nll(
     memory, state = static_memory(net, src, src_len, encoder)
     h_tilde = static_decode(net.decoder, tgt_in, state, memory)  # (B, T, d)
     targets = tgt_out.reshape(-1)  # (B*T,)
-    nll = net.output_nll(
-        h_tilde.reshape(-1, h_tilde.size(-1)), targets, label_smoothing, ignore_index=net.pad_id
-    )
+    h_tilde = h_tilde.reshape(-1, h_tilde.size(-1))  # (B*T, d)
+    nll = fast_output_nll(net, h_tilde, targets, label_smoothing, ignore_index=net.pad_id)
     return nll, (targets != net.pad_id).sum()

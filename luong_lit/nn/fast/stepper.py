@@ -1,9 +1,11 @@
 """A trained model wrapped for decoding: each step's constants computed once.
 
 :class:`FastStepper` offers the decoding interface of :class:`~luong_lit.nn.Seq2Seq`
-(``encode``, ``step``, ``logits``). It is built by the decoding code from the model's current
-weights, for one decoding run, and computes without autograd:
+(``encode``, ``step``, ``logits``). The ``fast`` engine builds it from the model's current
+weights, for one decoding run (:meth:`luong_lit.engines.FastEngine.for_decoding`), and it
+computes without autograd:
 
+* the encoder over the real tokens only (:func:`~.model.fast_encode`);
 * layer 1's product with every target word's embedding, as a (V, 4d) table: each step looks
   its rows up instead of multiplying;
 * each layer's input and recurrent weights joined into one matrix;
@@ -23,7 +25,13 @@ from torch import Tensor, nn
 from luong_lit.nn.attention import Alignment, Memory
 from luong_lit.nn.decoder import DecoderState
 from luong_lit.nn.fast.lstm import RecurrentWeight
-from luong_lit.nn.fast.model import cell_stack, layer_weights, project_embeddings
+from luong_lit.nn.fast.model import (
+    cell_stack,
+    fast_attend,
+    fast_memory,
+    layer_weights,
+    project_embeddings,
+)
 from luong_lit.nn.fast.projection import project_rows
 from luong_lit.nn.fast.quantize import PARTS, Int8Linear, Int8Recurrent
 
@@ -61,7 +69,7 @@ class FastStepper(nn.Module):
         return self.net.tgt_vocab_size
 
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
-        return self.net.encode(src, src_len)
+        return fast_memory(self.net, src, src_len)  # the ragged encoder on a CPU
 
     def step(
         self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
@@ -70,7 +78,7 @@ class FastStepper(nn.Module):
         dec = self.net.decoder
         x0 = self.table.index_select(0, y_prev)  # (B, 4d) layer 1's product with emb(y_{t-1})
         h, c = cell_stack(dec, x0, state.h_tilde, list(state.h), list(state.c), self.layers)
-        h_tilde, align = dec.attend(h[-1].unsqueeze(1), memory, t, self.int8_W_c)  # (B, 1, d)
+        h_tilde, align = fast_attend(dec, h[-1].unsqueeze(1), memory, t, self.int8_W_c)  # (B, 1, d)
         h_tilde = h_tilde.squeeze(1)  # (B, d)
         return self.logits(h_tilde), DecoderState(torch.stack(h), torch.stack(c), h_tilde), align
 

@@ -5,15 +5,17 @@ loss computed by :func:`luong_lit.nn.fast.static.static_nll`, which reads nothin
 On a GPU, the forward pass over every target step, the loss and the backward pass of a bucket
 are captured once in a CUDA graph and replayed for every later batch of that bucket: one
 launch instead of thousands. Dropout draws new masks at every replay (the graph advances the
-generator's offset). The optimizer step, gradient clipping and the learning-rate schedule
-stay outside the graph, so halving and annealing act as in eager training.
+generator's offset).
+
+The trainer still runs its own loop: :func:`replayed_loss` hands the replayed loss to it as an
+ordinary autograd result whose backward pass gives the replayed gradients, so Lightning's
+``zero_grad``, ``backward``, gradient clipping, optimizer step and learning-rate schedule act
+as in eager training.
 
 All graphs share one memory pool. That is safe here although buckets come in any order:
 a graph's outputs (its loss and gradients) are read right after its replay, before any other
 graph runs, and the tensors fed in are allocated outside the pool. Each graph keeps its own
 gradient tensors, so memory grows with the number of buckets by one gradient per bucket.
-
-On a CPU the same steps run without capture (what the tests check).
 """
 
 from __future__ import annotations
@@ -26,13 +28,12 @@ from torch import Tensor
 
 
 def auto_graphs(device: str, precision: str, accumulate: int, world_size: int, buckets) -> str:
-    """What ``model.graphs=auto`` runs: ``capture`` where it was measured to pay and checked to
-    be exact (one CUDA device, bf16-mixed, no gradient accumulation, buckets given), else
-    ``off``.
+    """What ``graphs=auto`` runs: ``capture`` where it was measured to pay and checked to be
+    exact (one CUDA device, bf16-mixed, no gradient accumulation, buckets given), else ``off``.
 
     In fp32 a captured step was no faster than an eager one on an H100 (the step is bound by
     the GPU's fp32 arithmetic, not by launches) and held more memory, so fp32 stays eager;
-    ``model.graphs=capture`` still captures it. Data-parallel runs stay eager: their gradient
+    ``graphs=capture`` still captures it. Data-parallel runs stay eager: their gradient
     all-reduce hooks would be recorded in the graph, which is not checked.
     """
     ok = (
@@ -43,6 +44,30 @@ def auto_graphs(device: str, precision: str, accumulate: int, world_size: int, b
         and bool(buckets)
     )
     return "capture" if ok else "off"
+
+
+class _Replayed(torch.autograd.Function):
+    """The replayed loss as an autograd result; its backward gives the replayed gradients.
+
+    The trainer differentiates the loss itself (``accumulate_grad_batches=1`` and no loss
+    scaling, which capture requires), so the incoming gradient is 1 and each parameter's
+    gradient is the graph's own tensor, handed over as a view rather than copied.
+    """
+
+    @staticmethod
+    def forward(ctx, loss: Tensor, grads: list, *params: Tensor) -> Tensor:
+        ctx.grads = grads
+        return loss.detach().clone()  # the graph's own tensor is rewritten at its next replay
+
+    @staticmethod
+    def backward(ctx, grad_out: Tensor):
+        grads = [None if g is None else g.view_as(g) for g in ctx.grads]
+        return None, None, *grads
+
+
+def replayed_loss(loss: Tensor, grads: Sequence[Tensor | None], params: Sequence[Tensor]) -> Tensor:
+    """``loss`` whose ``backward()`` leaves ``grads`` in ``p.grad`` of ``params``."""
+    return _Replayed.apply(loss, list(grads), *params)
 
 
 @dataclass
@@ -56,33 +81,22 @@ class Captured:
 
 
 class GraphedSteps:
-    """``loss_fn(**inputs) -> loss`` and its backward, one graph per set of input shapes.
+    """``loss_fn(**inputs) -> loss`` and its backward, one CUDA graph per set of input shapes.
 
-    ``__call__(inputs)`` takes a dict of device tensors (a padded batch and anything the loss
-    reads that changes from batch to batch, such as its normaliser as a 0-dim tensor), leaves
-    the gradients in ``p.grad`` of ``params`` and returns the loss. ``capture=False`` (or
-    inputs on the CPU) runs the same function eagerly.
+    ``__call__(inputs)`` takes a dict of CUDA tensors (a padded batch and anything the loss
+    reads that changes from batch to batch, such as its normaliser as a 0-dim tensor), replays
+    (capturing it first) the bucket's graph, and returns its loss and its gradients, one per
+    parameter of ``params``.
     """
 
     def __init__(
-        self,
-        loss_fn: Callable[..., Tensor],
-        params: Sequence[torch.nn.Parameter],
-        capture: bool = True,
-        warmup: int = 3,
+        self, loss_fn: Callable[..., Tensor], params: Sequence[torch.nn.Parameter], warmup: int = 3
     ) -> None:
-        self.loss_fn, self.params = loss_fn, list(params)
-        self.capture, self.warmup = capture, warmup
+        self.loss_fn, self.params, self.warmup = loss_fn, list(params), warmup
         self.graphs: dict[tuple, Captured] = {}
         self.pool = None
 
-    def __call__(self, inputs: dict[str, Tensor]) -> Tensor:
-        if not (self.capture and next(iter(inputs.values())).is_cuda):
-            for p in self.params:
-                p.grad = None
-            loss = self.loss_fn(**inputs)
-            loss.backward()
-            return loss.detach()
+    def __call__(self, inputs: dict[str, Tensor]) -> tuple[Tensor, list[Tensor | None]]:
         key = tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items()))
         if key not in self.graphs:
             self.graphs[key] = self._capture(inputs)
@@ -90,9 +104,7 @@ class GraphedSteps:
         for k, v in inputs.items():
             cap.inputs[k].copy_(v, non_blocking=True)
         cap.graph.replay()
-        for p, g in zip(self.params, cap.grads):
-            p.grad = g
-        return cap.loss.detach().clone()  # the graph's own tensor is rewritten at its next replay
+        return cap.loss, cap.grads
 
     def _run(self, inputs: dict[str, Tensor]) -> Tensor:
         with _autocast_for_capture():
@@ -107,18 +119,22 @@ class GraphedSteps:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(self.warmup):
-                for p in self.params:
-                    p.grad = None
+                self._clear_grads()
                 self._run(inputs)
         torch.cuda.current_stream().wait_stream(side)
-        for p in self.params:
-            p.grad = None
+        self._clear_grads()
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
             loss = self._run(inputs)
-        return Captured(graph, inputs, loss, [p.grad for p in self.params])
+        grads = [p.grad for p in self.params]
+        self._clear_grads()  # the trainer's backward hands them over (:func:`replayed_loss`)
+        return Captured(graph, inputs, loss, grads)
+
+    def _clear_grads(self) -> None:
+        for p in self.params:
+            p.grad = None
 
 
 class _autocast_for_capture:

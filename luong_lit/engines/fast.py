@@ -1,0 +1,154 @@
+"""The ``fast`` engine: the model's parameters computed by :mod:`luong_lit.nn.fast`.
+
+Training: the eager fast path (ragged encoder, unrolled input-feeding decoder, fused loss), or,
+with ``graphs``, the same loss in fixed shapes, each batch padded up to one of ``buckets``:
+``static`` computes it without host synchronisation; ``capture`` also records it in one CUDA
+graph per bucket (:mod:`.graphs`); ``auto`` captures on one GPU in bf16-mixed and runs ``off``
+elsewhere. Decoding: :class:`~luong_lit.nn.fast.stepper.FastStepper`, with 8-bit products
+where ``int8`` asks for them (``output``: ``W_s``; ``all``: every decoder product; CPU only,
+approximate).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from luong_lit.data.batching import bucket_shape, pad_batch
+from luong_lit.decoding.ensemble import Ensemble
+from luong_lit.engines.graphs import GraphedSteps, auto_graphs, replayed_loss
+from luong_lit.engines.reference import Denominator, ReferenceEngine
+from luong_lit.errors import ConfigError
+from luong_lit.nn.fast.model import fast_nll
+from luong_lit.nn.fast.quantize import PARTS, QuantizationUnavailable
+from luong_lit.nn.fast.static import STATIC_ENCODERS, check_static_encoder, static_nll
+from luong_lit.nn.fast.stepper import FastStepper
+from luong_lit.validate import OptionError, integer, one_of
+
+log = logging.getLogger(__name__)
+GRAPH_MODES = ("auto", "capture", "static", "off")
+INT8_PARTS = PARTS  # 8-bit decoding products: the output layer, or every decoder product
+BUCKETS = (10, 15, 20, 25, 30, 40, 52)
+
+
+def _check_options(graphs: str, buckets: Sequence[int], static_encoder: str, int8) -> None:
+    one_of("graphs", graphs, GRAPH_MODES)
+    one_of("static_encoder", static_encoder, STATIC_ENCODERS)
+    if int8 is not None:
+        one_of("int8", int8, PARTS)
+    for n in buckets:
+        integer("buckets", n, 1)
+    if graphs in ("capture", "static") and not buckets:
+        raise OptionError("buckets", list(buckets), f"is empty: graphs={graphs} pads to buckets")
+
+
+class FastEngine(ReferenceEngine):
+    """The reference model's results, computed faster (see the module docstring).
+
+    Args:
+        graphs: ``off``, ``static``, ``capture`` or ``auto`` (see above).
+        buckets: the source/target lengths a batch is padded up to; a longer batch, or one with
+            more rows than ``rows``, runs in its own shape.
+        rows: the rows of a bucket (the configured batch size).
+        static_encoder: how the fixed-shape step encodes: ``auto`` (one whole-sequence LSTM
+            call per layer under bf16-mixed when the encoder has no biases, else a masked step
+            loop), ``masked`` or ``left_padded`` (:func:`~luong_lit.nn.fast.static.static_memory`).
+        int8: 8-bit decoding products: None, ``output`` or ``all``.
+    """
+
+    name = "fast"
+
+    def __init__(
+        self,
+        graphs: str = "auto",
+        buckets: Sequence[int] = BUCKETS,
+        rows: int = 128,
+        static_encoder: str = "auto",
+        int8: str | None = None,
+    ) -> None:
+        buckets = sorted(buckets or [])
+        _check_options(graphs, buckets, static_encoder, int8)
+        integer("rows", rows, 1)
+        self.graphs, self.buckets, self.rows = graphs, buckets, rows
+        self.static_encoder, self.int8 = static_encoder, int8
+        self.mode = "off" if graphs == "auto" else graphs  # what runs; auto is resolved in setup
+        self._graphed: GraphedSteps | None = None
+
+    def setup(
+        self, device: str = "cpu", precision: str = "32-true", accumulate: int = 1, world_size=1
+    ) -> None:
+        """Resolve ``graphs=auto`` (:func:`~.graphs.auto_graphs`) and check ``capture``."""
+        args = (device, precision, accumulate, world_size, self.buckets)
+        self.mode = auto_graphs(*args) if self.graphs == "auto" else self.graphs
+        if self.mode != "capture":
+            return
+        if str(precision) not in ("32-true", "bf16-mixed"):
+            raise ConfigError(
+                f"engine.graphs=capture works with 32-true or bf16-mixed, not {precision}"
+            )
+        if accumulate != 1:
+            raise ConfigError("engine.graphs=capture needs trainer.accumulate_grad_batches=1")
+        if device != "cuda":
+            log.warning(
+                "engine.graphs=capture on a CPU: the same fixed-shape steps run, uncaptured"
+            )
+            self.mode = "static"
+
+    def nll(self, net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
+        return fast_nll(net, batch, label_smoothing)
+
+    def training_loss(self, net, batch, label_smoothing: float, denominator: Denominator) -> Tensor:
+        """The eager fast loss, or the batch padded to its bucket (static or captured)."""
+        shape = bucket_shape(batch, self.rows, self.buckets) if self.mode != "off" else None
+        if shape is None:  # no bucket holds it: its own shape
+            return super().training_loss(net, batch, label_smoothing, denominator)
+        padded = pad_batch(batch, *shape)
+        inputs = {k: getattr(padded, k) for k in ("src", "src_len", "tgt_in", "tgt_out")}
+        if self.mode == "static":
+            nll, tokens = self._static_nll(net, label_smoothing, **inputs)
+            return nll / denominator(batch, tokens)
+        if self._graphed is None:
+            params = [p for p in net.parameters() if p.requires_grad]
+            self._graphed = GraphedSteps(partial(self._scaled_nll, net, label_smoothing), params)
+        tokens = (batch.tgt_out != net.pad_id).sum()  # a device tensor: no host sync
+        scale = torch.ones((), device=batch.src.device) / denominator(batch, tokens)
+        loss, grads = self._graphed({**inputs, "scale": scale})
+        return replayed_loss(loss, grads, self._graphed.params)
+
+    def _static_nll(self, net, label_smoothing, src, src_len, tgt_in, tgt_out):
+        try:
+            check_static_encoder(self.static_encoder, net)
+        except ValueError as err:
+            raise ConfigError(f"engine.static_encoder={self.static_encoder}: {err}") from None
+        args = (src, src_len, tgt_in, tgt_out, label_smoothing, self.static_encoder)
+        return static_nll(net, *args)
+
+    def _scaled_nll(self, net, label_smoothing, src, src_len, tgt_in, tgt_out, scale) -> Tensor:
+        nll, _ = self._static_nll(net, label_smoothing, src, src_len, tgt_in, tgt_out)
+        return nll * scale  # scale = 1 / the loss's denominator, an input of the graph
+
+    def for_decoding(self, model, int8: str | None = None):
+        """Each model (each ensemble member) as a :class:`FastStepper`; a model in training
+        mode (dropout on) steps by itself."""
+        int8 = int8 or self.int8
+        members = getattr(model, "members", None)
+        if members is not None:
+            return Ensemble([self.for_decoding(m, int8) for m in members], model.combine)
+        if not hasattr(model, "decoder"):  # already a decode-time form
+            return model
+        if model.training:
+            if int8:
+                raise ConfigError("int8 decoding needs a model in eval mode")
+            return model
+        try:
+            return FastStepper(model, int8)
+        except QuantizationUnavailable as err:
+            raise ConfigError(f"int8={int8}: {err}") from None
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": self.name, "graphs": self.mode, "int8": self.int8}

@@ -1,0 +1,62 @@
+"""The ``reference`` engine: the plain modules of :mod:`luong_lit.nn`, as the paper reads.
+
+An engine is how the same parameters are computed. It offers what the rest of the kit needs,
+for training and decoding alike:
+
+* :meth:`nll`: a batch's summed token NLL (paper Eq. 6) and its token count, in the batch's
+  own shape (validation, test perplexity);
+* :meth:`training_loss`: the training loss of a batch, which the trainer differentiates;
+* :meth:`for_decoding`: the model in its decode-time form, offering ``encode``/``step``/
+  ``logits`` (:mod:`luong_lit.decoding` needs nothing else);
+* :meth:`setup`: called once the trainer knows its device and precision.
+
+Every engine gives the reference engine's losses, gradients and translations (parity tests in
+``tests/test_parity.py``), except where an option says it is approximate (``int8``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from torch import Tensor
+
+from luong_lit.errors import ConfigError
+from luong_lit.nn.loss import token_nll
+
+#: ``denominator(batch, tokens)``: what a batch's summed NLL is divided by (the loss norm).
+Denominator = Callable[[Any, Any], Any]
+
+
+class ReferenceEngine:
+    """``nn.LSTM`` over packed batches, a step loop for input feeding, ``F.cross_entropy``."""
+
+    name = "reference"
+    int8: str | None = None
+
+    def setup(
+        self, device: str = "cpu", precision: str = "32-true", accumulate: int = 1, world_size=1
+    ) -> None:
+        """Nothing to choose: the reference runs the same way everywhere."""
+
+    def nll(self, net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
+        """Summed token NLL of ``batch`` under teacher forcing, and its token count."""
+        return token_nll(net, batch, label_smoothing)
+
+    def training_loss(self, net, batch, label_smoothing: float, denominator: Denominator) -> Tensor:
+        """``nll / denominator(batch, tokens)``, to be differentiated by the trainer."""
+        nll, tokens = self.nll(net, batch, label_smoothing)
+        return nll / denominator(batch, tokens)
+
+    def for_decoding(self, model, int8: str | None = None):
+        """The model itself: its own ``encode``/``step``/``logits`` (an ensemble likewise)."""
+        if int8:
+            raise ConfigError(
+                f"int8={int8}: 8-bit decoding is a form of the fast engine; use engine=fast "
+                "(--engine fast)"
+            )
+        return model
+
+    def describe(self) -> dict[str, Any]:
+        """What a run records about how it computed (``job.json``, logs)."""
+        return {"engine": self.name}

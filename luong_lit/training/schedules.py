@@ -1,0 +1,103 @@
+"""The paper's learning-rate schedule, and one alternative, as scheduler objects for Lightning.
+
+Each schedule is built from the config (its options checked then) and called with the optimizer
+and the trainer's plan of the run (:class:`Plan`); it returns Lightning's scheduler description
+(``{"scheduler": ..., "interval": ...}``), and Lightning steps it.
+The multipliers are plain functions of the epoch or step, so a resumed run recomputes them
+from its own plan (a run resumed with a larger ``trainer.max_epochs`` anneals over the new one).
+
+* :class:`Halving`: "after 5 epochs, we begin to halve the learning rate every epoch" (§4.1);
+* :class:`LinearDecay`: a constant rate, then linear to 0, step by step, over the last epochs
+  (warmup-stable-decay without the warmup, Hägele et al. 2024).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any
+
+from torch.optim.lr_scheduler import LambdaLR
+
+from luong_lit.errors import ConfigError
+from luong_lit.validate import integer, one_of, positive
+
+CONVENTIONS = ("paper", "code")
+
+
+class Plan:
+    """How many optimizer steps the run will take, in all and per epoch, read from the trainer's
+    public estimates when a schedule asks (only :class:`LinearDecay` does, after the first
+    optimizer step: asked earlier, the trainer would load its training batches before a resumed
+    run has restored its position)."""
+
+    def __init__(self, trainer) -> None:
+        self.trainer = trainer
+
+    @property
+    def total_steps(self) -> int:
+        if not self.trainer.max_epochs or self.trainer.max_epochs < 1:
+            raise ConfigError("this learning-rate schedule needs trainer.max_epochs")
+        return int(self.trainer.estimated_stepping_batches)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        t = self.trainer  # read after total_steps, whose estimate counts the batches
+        return max(1, math.ceil(t.num_training_batches / t.accumulate_grad_batches))
+
+
+def halving_factor(epoch: int, after: int, convention: str = "paper") -> float:
+    """LR multiplier for 0-based ``epoch``: halve every epoch after ``after`` epochs.
+
+    ``paper``: epoch 6 runs at 0.5 after 5 epochs at the full rate (§4.1). ``code``: nmt.matlab
+    first halves at the end of epoch 6, so epoch 7 runs at 0.5 (docs/paper_notes.md §8).
+    """
+    first_halved = after + (1 if convention == "code" else 0)  # 0-based epoch index
+    return 0.5 ** max(0, epoch - first_halved + 1)
+
+
+class Halving:
+    """The paper's schedule, stepped by Lightning once per epoch.
+
+    ``after``: epochs at the full rate (paper: 5, or 8 with dropout); ``convention``: ``paper``
+    or ``code`` (:func:`halving_factor`).
+    """
+
+    def __init__(self, after: int = 5, convention: str = "paper") -> None:
+        integer("after", after, 0)
+        one_of("convention", convention, CONVENTIONS)
+        self.after, self.convention = after, convention
+
+    def __call__(self, optimizer, plan: Plan | None = None) -> dict[str, Any]:
+        factor = partial(halving_factor, after=self.after, convention=self.convention)
+        return {"scheduler": LambdaLR(optimizer, factor), "interval": "epoch"}
+
+
+def anneal_factor(step: int, total_steps: int, anneal_steps: int) -> float:
+    """LR multiplier for 0-based optimizer ``step``: 1, then linear down to 0 over the last
+    ``anneal_steps`` of ``total_steps``. Step ``total_steps - anneal_steps`` is the last one at
+    the full rate; the final step runs at ``1 / anneal_steps`` of it.
+    """
+    return min(1.0, (total_steps - step) / anneal_steps)
+
+
+class LinearDecay:
+    """A constant rate, then linear to 0 over the last ``epochs`` epochs, stepped by Lightning
+    after every optimizer step (``interval: step``)."""
+
+    def __init__(self, epochs: float = 2.0) -> None:
+        positive("epochs", epochs)
+        self.epochs = epochs
+
+    def __call__(self, optimizer, plan: Plan) -> dict[str, Any]:
+        known: list[tuple[int, int]] = []  # (total steps, annealed steps), once asked
+
+        def factor(step: int) -> float:  # a function: LambdaLR keeps no state of it
+            if step == 0:  # the full rate whatever the plan; the trainer has not started yet
+                return 1.0
+            if not known:
+                total = plan.total_steps
+                known.append((total, min(total, max(1, round(self.epochs * plan.steps_per_epoch)))))
+            return anneal_factor(step, *known[0])
+
+        return {"scheduler": LambdaLR(optimizer, factor), "interval": "step"}
