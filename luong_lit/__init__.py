@@ -1,0 +1,23 @@
+"""luong_lit: Luong, Pham & Manning (2015) with PyTorch Lightning and Hydra.
+
+From Python, ``luong_lit.load(checkpoint_or_list, **options)`` gives a translator
+(:class:`luong_lit.translator.Translator`; options: :class:`luong_lit.options.DecodeOptions`).
+It is imported on first use, so that ``import luong_lit.nn`` stays light.
+"""
+
+from __future__ import annotations
+
+_API = {
+    "load": "luong_lit.translator",
+    "Translator": "luong_lit.translator",
+    "DecodeOptions": "luong_lit.options",
+}
+__all__ = list(_API)
+
+
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'luong_lit' has no attribute {name!r}")

@@ -18,6 +18,7 @@ COMMANDS = {
     "align": "word alignments by forced decoding, and AER",
     "average": "average the weights of several checkpoints of one model",
     "report": "runs beside the paper's tables",
+    "notebook": "write the analysis notebook into a folder (figures and tables of its runs)",
     "dictionary": "a word dictionary for unknown-word replacement, from aligned text",
 }
 

@@ -48,9 +48,10 @@ class Scored(NamedTuple):
 class AttentionMap:
     """What the model attended to while translating one sentence.
 
-    ``source``: the source words; ``target``: the output words, then ``</s>``, both as the user
-    sees them (cased, unescaped, unknown words replaced). ``weights[t][s]``: ``a_t`` of step
-    ``t``, the step that predicted ``target[t]``, over source word ``s``. ``p_t``: each step's
+    ``source``: the source words (then ``</s>`` for a model that reads it, ``src_eos``);
+    ``target``: the output words, then ``</s>``, both as the user sees them (cased, unescaped,
+    unknown words replaced). ``weights[t][s]``: ``a_t`` of step ``t``, the step that predicted
+    ``target[t]``, over source word ``s``. ``p_t``: each step's
     window centre (local attention; None for global), with window half-width ``D``.
     ``links``: ``(source, target)`` word pairs under footnote 14's convention, as ``align``
     takes them. ``replaced``: for each target word that ``replace_unk`` filled in, the source
@@ -212,7 +213,8 @@ class Translator:
 
     def _attach_attention(self, lines, sources, ids, out, results) -> None:
         """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``."""
-        forced = forced_pass(self.stepper, ids, [tr.ids for tr in out])
+        eos = bool(getattr(self.model, "src_eos", False))  # (an ensemble: its words only)
+        forced = forced_pass(self.stepper, ids, [tr.ids for tr in out], eos_slot=eos)
         D = getattr(getattr(self.model, "attention", None), "D", None)
         for line, src, tr, f, res in zip(lines, sources, out, forced, results):
             _, words, replaced = self._render(line, src, tr)
@@ -220,8 +222,10 @@ class Translator:
 
     def _attention_map(self, line, src, words, replaced, f: Forced, D) -> AttentionMap:
         shown_src = self._display_source(line, src)
+        shown_src += [EOS] * (f.attention.size(1) - len(shown_src))  # the </s> the model reads
         shown_tgt = self._display_target(words, line) + [EOS]
-        links = self._links(f.attention, len(words)) if self.model_has_attention else []
+        on_words = f.attention[:, : len(src)]  # links go to words, never to </s>
+        links = self._links(on_words, len(words)) if self.model_has_attention else []
         return AttentionMap(
             shown_src, shown_tgt, f.attention.tolist(),
             None if f.p_t is None else f.p_t.tolist(), D if f.p_t is not None else None,

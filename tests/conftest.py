@@ -68,3 +68,27 @@ def tiny_overrides(corpus: dict[str, dict[str, str]]) -> list[str]:
         "trainer.enable_progress_bar=false",
         "callbacks.attention_heatmaps.every_n_epochs=0",  # pictures are tested on their own
     ]
+
+
+@pytest.fixture(scope="session")
+def lowercase_model(toy_corpus, tmp_path_factory) -> Path:
+    """A toy model whose corpus is lowercased and Moses-tokenised, with a cased target text
+    (its best checkpoint)."""
+    from luong_lit.commands.train import train
+
+    out = tmp_path_factory.mktemp("lc")
+    cased = out / "cased.tgt"
+    cased.write_text("x B c\ny B d\nz b\n", encoding="utf-8")  # "b" is usually "B"
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + [
+            "trainer.max_epochs=3",
+            "data.preprocess={lowercase:true,moses:true}",
+            f"data.recase_from={cased}",
+            "data.src_lang=en",
+            "data.tgt_lang=de",
+        ],
+        out,
+    )
+    train(cfg)
+    return out / "checkpoints" / "best.ckpt"

@@ -355,3 +355,15 @@ def test_each_epoch_of_a_training_run_draws_its_own_batch_order(toy_corpus, tmp_
     flat = [sorted(i for b in seen[e] for i in b) for e in range(3)]
     assert flat[0] == flat[1] == flat[2] == list(range(64))  # every pair once an epoch...
     assert seen[0] != seen[1] != seen[2]  # ...in a new order each epoch
+
+
+def test_a_users_own_config_folder_joins_the_search_path(tmp_path):
+    """``hydra.searchpath`` adds a folder of configs beside the shipped ones."""
+    from luong_lit.config import compose
+
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "mine.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - m30k_small\nmodel:\n  net:\n    hidden_size: 64\n"
+    )
+    cfg = compose([f"hydra.searchpath=[file://{tmp_path}]", "experiment=mine"])
+    assert cfg.model.net.hidden_size == 64 and cfg.model.net.embed_size == 256

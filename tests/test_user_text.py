@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import SHARED_DATA, compose_cfg, tiny_overrides
+from conftest import SHARED_DATA
 
-from luong_lit.commands.train import train
 from luong_lit.data.preprocess import RECIPES, Preprocessing, recipe_for
 from luong_lit.data.recase import Recaser
 from luong_lit.errors import ConfigError
@@ -82,27 +81,6 @@ def test_recaser_takes_the_usual_form_and_copies_the_source_casing():
     # the source's first word is capitalised by position only: it lends no casing
     out = recaser(["der", "mann", "in", "obama"], ['"', "In", "the", "Obama"])
     assert out == ["Der", "Mann", "in", "Obama"]
-
-
-@pytest.fixture(scope="module")
-def lowercase_model(toy_corpus, tmp_path_factory):
-    """A toy model whose corpus is lowercased and Moses-tokenised, with a cased target text."""
-    out = tmp_path_factory.mktemp("lc")
-    cased = out / "cased.tgt"
-    cased.write_text("x B c\ny B d\nz b\n", encoding="utf-8")  # "b" is usually "B"
-    cfg = compose_cfg(
-        tiny_overrides(toy_corpus)
-        + [
-            "trainer.max_epochs=3",
-            "data.preprocess={lowercase:true,moses:true}",
-            f"data.recase_from={cased}",
-            "data.src_lang=en",
-            "data.tgt_lang=de",
-        ],
-        out,
-    )
-    train(cfg)
-    return out / "checkpoints" / "best.ckpt"
 
 
 def translate(ckpt: Path, text: str, *args: str) -> list[str]:

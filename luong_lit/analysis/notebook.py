@@ -21,10 +21,9 @@ DEFAULT_RUNS = "logs/train/runs/*,logs/train/multiruns/*/*"
 def search_folders() -> list[Path]:
     """Where relative patterns are resolved, in order: the folder the user started Jupyter
     from (``$PWD``: a kernel's own working directory is the notebook's folder), the working
-    directory, and the repository (where ``python -m luong_lit train`` writes ``logs/``)."""
-    from luong_lit.config import CONF_DIR
-
-    folders = [os.environ.get("PWD"), os.getcwd(), str(CONF_DIR.parent)]
+    directory, and the source tree the kit runs from (where ``python -m luong_lit train``
+    writes ``logs/`` in a checkout)."""
+    folders = [os.environ.get("PWD"), os.getcwd(), str(Path(__file__).resolve().parents[2])]
     out: list[Path] = []
     for f in folders:
         if f and Path(f).resolve() not in out:
@@ -111,16 +110,20 @@ def table4(runs: Sequence[Path]) -> str:
     return markdown_cells(cells) if any(c["n"] > 1 for c in cells) else markdown(rows)
 
 
-def load_run_model(run: Path):
-    """``(net, datamodule)`` of a run's best checkpoint, with its dev split loaded."""
-    from luong_lit.checkpoint import load_model
-    from luong_lit.data.model_data import datamodule_for
+def checkpoint_of(run: Path) -> Path:
+    """A run's best checkpoint (its last one while it has no best yet)."""
+    best = Path(run) / "checkpoints" / "best.ckpt"
+    return best if best.is_file() else Path(run) / "checkpoints" / "last.ckpt"
 
-    ckpt = run / "checkpoints" / "best.ckpt"
-    if not ckpt.is_file():
-        ckpt = run / "checkpoints" / "last.ckpt"
-    net, _, _, meta = load_model(ckpt)
-    return net, datamodule_for(meta)
+
+def load_run_model(run: Path):
+    """``(translator, datamodule)`` of a run's best checkpoint (:func:`luong_lit.load`), the
+    datamodule with the run's dev split loaded."""
+    from luong_lit.data.model_data import datamodule_for
+    from luong_lit.translator import load
+
+    model = load(checkpoint_of(run))
+    return model, datamodule_for(model.meta)
 
 
 def buckets_source(run: Path) -> str:
@@ -142,9 +145,11 @@ def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     from luong_lit.metrics.bleu import bleu_lines
     from luong_lit.metrics.buckets import bleu_by_length
 
-    net, dm = load_run_model(run)
+    model, dm = load_run_model(run)
     dev = dm.splits["dev"]
-    words = translate_split(net, dev, dm.tgt_vocab, max_sentences=max_sentences).words
+    words = translate_split(
+        model.model, dev, dm.tgt_vocab, max_sentences=max_sentences, engine=model.engine
+    ).words
     hyps = bleu_lines(words, dm.tokenizers.get("tgt"))
     refs = bleu_lines(dev.tgt_tokens[: len(hyps)], dm.tokenizers.get("tgt"))
     return bleu_by_length(hyps, refs, [len(s) for s in dev.src_tokens[: len(hyps)]])
@@ -198,12 +203,12 @@ def heatmaps_side_by_side(runs: Sequence[Path], sentence: int = 0, max_len: int 
 
     panels, words = [], None
     for run in runs:
-        net, dm = load_run_model(run)
-        if net.attention is None:
+        model, dm = load_run_model(run)
+        if not model.stepper.has_attention:
             continue
         dev = dm.splits["dev"]
         src_ids, tgt_ids = dev.src_ids[sentence][:max_len], dev.tgt_ids[sentence][:max_len]
-        panels += heatmap_panels({run_label(run): net}, src_ids, tgt_ids)
+        panels += heatmap_panels({run_label(run): model.stepper}, src_ids, tgt_ids)
         words = (dev.src_tokens[sentence][:max_len], dev.tgt_tokens[sentence][:max_len])
     if not panels:
         raise ValueError("none of the runs has an attention model")

@@ -42,17 +42,18 @@ class Forced(NamedTuple):
 @torch.no_grad()
 def forced_pass(
     model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], batch_size: int = 32,
-    scores: bool = False,
+    scores: bool = False, eos_slot: bool = False,
 ) -> list[Forced]:  # fmt: skip
     """Per sentence, the attention of every step, ``p_t`` where the attention has one, and with
     ``scores`` the log-probability of each reference token (Eq. 6; the combined scores of an
-    ensemble). ``model``: anything with ``encode`` and ``step``."""
+    ensemble). ``eos_slot``: one more source column, the ``</s>`` a ``src_eos`` model reads.
+    ``model``: anything with ``encode`` and ``step``."""
     out: list[Forced | None] = [None] * len(src_ids)
     device = next(model.parameters()).device
     for start in range(0, len(src_ids), batch_size):
         idx = list(range(start, min(start + batch_size, len(src_ids))))
         batch = collate([(i, src_ids[i], tgt_ids[i]) for i in idx]).to(device)
-        S, att, p_t, logp = batch.src.size(1), [], [], []
+        S, att, p_t, logp = batch.src.size(1) + int(eos_slot), [], [], []
         for t, (step_scores, align) in enumerate(forced_steps(model, batch)):
             if align is None:  # no attention: all-zero rows
                 att.append(torch.zeros(len(batch), S, device=device))  # (B, S)
@@ -66,7 +67,7 @@ def forced_pass(
         p_all = torch.cat(p_t, 1) if p_t[0] is not None else None  # (B, T+1)
         lp_all = torch.stack(logp, 1) if scores else None  # (B, T+1)
         for row, i in enumerate(batch.index.tolist()):
-            n, m = len(tgt_ids[i]) + 1, len(src_ids[i])
+            n, m = len(tgt_ids[i]) + 1, len(src_ids[i]) + int(eos_slot)
             out[i] = Forced(
                 att_all[row, :n, :m].cpu(),
                 None if p_all is None else p_all[row, :n].float().cpu(),
