@@ -31,9 +31,12 @@ def usage() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
+    if argv[:1] in (["-h"], ["--help"]):
         sys.stdout.write(usage())
         return 0
+    if not argv:
+        sys.stderr.write("error: name a command\n\n" + usage())
+        return 2
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         sys.stderr.write(f"error: unknown command {name!r}\n\n" + usage())

@@ -131,8 +131,9 @@ def _unpickling_error(path: Path, message: str) -> CheckpointError:
     )
 
 
-def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu") -> dict:
-    """A luong_lit checkpoint as a dict, read with ``torch.load(weights_only=True)``.
+def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=False) -> dict:
+    """A luong_lit checkpoint as a dict, read with ``torch.load(weights_only=True)``
+    (``mmap``: its tensors mapped from the file, not read, for a look at its description).
 
     Raises :class:`CheckpointError` for a missing, unreadable or foreign file.
     """
@@ -140,7 +141,7 @@ def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu") -> dict:
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint does not exist")
     try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+        ckpt = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:  # what loading only tensors and plain data refused
         raise _unpickling_error(path, str(err)) from None
     except Exception as err:  # torch raises many types for corrupt files

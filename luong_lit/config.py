@@ -1,28 +1,164 @@
-"""The kit's Hydra configs (``luong_lit/conf/``, shipped inside the package), and composing them
-outside a Hydra app."""
+"""The kit's Hydra configs (``luong_lit/conf/``, shipped inside the package): composing them
+outside a Hydra app, naming a mistyped override's nearest match, and ``train --help``."""
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.errors import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"  # the kit's Hydra configs
+HIDDEN_GROUPS = ("hydra", "paths", "recipes")  # plumbing and shared parts of experiments
 
 
-def compose(overrides: Sequence[str], config_name: str = "train"):
-    """``conf/<name>.yaml`` with ``overrides``, composed as ``python -m luong_lit train`` does."""
+def groups() -> dict[str, list[str]]:
+    """Each config group a user chooses from, with its options (files starting with ``_`` and
+    the groups of :data:`HIDDEN_GROUPS` are internal)."""
+    found = {}
+    for d in sorted(p for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in HIDDEN_GROUPS):
+        found[d.name] = sorted(f.stem for f in d.glob("*.yaml") if not f.stem.startswith("_"))
+    return found
+
+
+def _raw_compose(overrides: Sequence[str], config_name: str = "train"):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
-    from hydra.errors import HydraException
 
     from luong_lit.sweeps.job import register_resolvers
 
     register_resolvers()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name, overrides=list(overrides))
+
+
+def _nearest(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _paths(node, prefix: str = "") -> list[str]:
+    """Every key path of a config node (``model.net.hidden_size``, ...)."""
+    out = []
+    for key in node.keys() if hasattr(node, "keys") else []:
+        path = f"{prefix}{key}"
+        out.append(path)
+        out += _paths(node[key], path + ".") if hasattr(node[key], "keys") else []
+    return out
+
+
+def _suggestion(path: str) -> str:
+    """The default config's nearest key path to ``path``, part by part (``model.net.hiden_size``:
+    ``model.net.hidden_size``), else among all key paths (``modle.lr``:
+    ``model.optimizer.lr``); the top level's names include the group names."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.to_container(_raw_compose([]), resolve=False)
+    node, fixed = cfg, []
+    for i, part in enumerate(path.split(".")):
+        keys = list(node) if isinstance(node, dict) else []
+        keys += list(groups()) if i == 0 else []
+        close = [part] if part in keys else difflib.get_close_matches(part, keys, n=1, cutoff=0.6)
+        if not close or not isinstance(node, dict):
+            break
+        fixed.append(close[0])
+        node = node.get(close[0], {})
+    else:
+        return ".".join(fixed)
+    close = difflib.get_close_matches(path, _paths(cfg), n=1, cutoff=0.6)
+    return close[0] if close else ""
+
+
+def explain(message: str) -> str:
+    """Hydra's complaint about an override, with the nearest name that exists."""
+    first = message.strip().splitlines()[0]
+    missing = re.search(r"Could not find '([\w.]+)/([\w.]+)'", first)
+    if missing and missing.group(1) in groups():
+        group, option = missing.groups()
+        options = groups()[group]
+        return (
+            f"{group}={option} is not an option of {group}{_nearest(option, options)} "
+            f"(options: {', '.join(options)})"
+        )
+    unknown = re.search(r"Could not override '([\w.]+)'", first)
+    if unknown:
+        key = unknown.group(1)
+        try:
+            near = _suggestion(key)
+        except Exception:  # noqa: BLE001 - a hint is a bonus; the error stands without it
+            near = ""
+        hint = f"; did you mean {near}?" if near else ""
+        return (
+            f"{key} is neither a config group nor a key of the config{hint} "
+            f"(+{key}=VALUE adds a new key)"
+        )
+    return first
+
+
+def compose(overrides: Sequence[str], config_name: str = "train"):
+    """``conf/<name>.yaml`` with ``overrides``, composed as ``python -m luong_lit train`` does;
+    a bad override is one :class:`ConfigError` that names it and its nearest match."""
+    from hydra.errors import HydraException
+
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return hydra_compose(config_name, overrides=list(overrides))
+        return _raw_compose(overrides, config_name)
     except HydraException as err:
-        first = str(err).strip().splitlines()[0]  # the rest is Hydra's search path
-        raise ConfigError(f"cannot compose the config: {first}") from None
+        raise ConfigError(f"cannot compose the config: {explain(str(err))}") from None
+
+
+def _first_comment(path: Path, width: int = 76) -> str:
+    """The first sentence of a config file's opening comment, at most ``width`` characters."""
+    words = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        if "@package" not in line:
+            words += line.lstrip("# ").split()
+    text = " ".join(words).split(". ")[0].split(" (see ")[0].rstrip(".:")
+    return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _defaults() -> dict[str, str]:
+    """The default option of each group, from ``train.yaml``'s defaults list."""
+    import yaml
+
+    listed = yaml.safe_load((CONF_DIR / "train.yaml").read_text(encoding="utf-8"))["defaults"]
+    return {k: str(v) for item in listed if isinstance(item, dict) for k, v in item.items()}
+
+
+EXAMPLES = """\
+  python -m luong_lit.train experiment=table4_local_p_general trainer=gpu
+  python -m luong_lit.train -m attention=local_p,global score=dot,general   # a sweep: 4 runs
+  python -m luong_lit.train hydra.run.dir=logs/train/runs/RUN ckpt_path=last   # resume RUN"""
+
+
+def help_text() -> str:
+    """``python -m luong_lit.train --help``: the groups and their options, the experiments, and
+    three example commands."""
+    defaults = _defaults()
+    lines = [
+        "usage: python -m luong_lit.train [-m] [GROUP=OPTION | KEY=VALUE ...]",
+        "",
+        "Train a model of Luong, Pham & Manning (2015); also python -m luong_lit train and",
+        "luong-lit train. Each override picks a group's option or sets a key; -m sweeps over",
+        "comma-separated values. A run writes its config, logs, checkpoints and results.json",
+        "under logs/train/runs/<date_time>/.",
+        "",
+        "config groups (* the default):",
+    ]
+    for group, options in groups().items():
+        if group == "experiment":
+            continue
+        shown = [o + ("*" if defaults.get(group) == o else "") for o in options]
+        lines.append(f"  {group:<11} {', '.join(shown)}")
+    lines += ["", f"experiments (experiment=NAME; * the default, {defaults.get('experiment')}):"]
+    for name in groups()["experiment"]:
+        star = "*" if name == defaults.get("experiment") else " "
+        lines.append(
+            f"  {name + star:<26} {_first_comment(CONF_DIR / 'experiment' / (name + '.yaml'))}"
+        )
+    lines += ["", "examples:", EXAMPLES, ""]
+    lines.append("The composed config: --cfg job. Hydra's own options: --hydra-help.")
+    return "\n".join(lines) + "\n"

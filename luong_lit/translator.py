@@ -136,12 +136,20 @@ class Translator:
 
     # ------------------------------------------------------------------ the work
     def run(
-        self, lines: Sequence[str], n: int = 1, attention: bool = False, progress: bool = False
+        self,
+        lines: Sequence[str],
+        n: int = 1,
+        attention: bool = False,
+        progress: bool = False,
+        options: DecodeOptions | None = None,
     ) -> list[Output]:
-        """Translate ``lines``, keeping ``n`` hypotheses each, and the attention if asked."""
-        opts = self.options
+        """Translate ``lines``, keeping ``n`` hypotheses each, and the attention if asked.
+
+        ``options``: this call's search and unknown-word options, instead of the translator's
+        (its model, engine and dictionary stay as loaded)."""
+        opts = options or self.options
         search = opts.search(n_best=n)
-        sources, cut = self._sources(lines)
+        sources, cut = self._sources(lines, opts)
         keep = opts.replace_unk or attention
         ids = [self.src_vocab.encode(s) for s in sources]
         out = decode_corpus(
@@ -152,16 +160,15 @@ class Translator:
             hyps = (
                 [tr] if n == 1 else [Translation(h.tokens, h.attention, h.score) for h in tr.n_best]
             )
-            scored = [Scored(self._render(line, src, h)[0], h.score) for h in hyps[:n]]
+            scored = [Scored(self._render(line, src, h, opts)[0], h.score) for h in hyps[:n]]
             scored += [Scored("", 0.0)] * (n - len(scored))  # an empty input, a short list
             results.append(Output(scored[0].text, scored, was_cut))
         if attention:
-            self._attach_attention(lines, sources, ids, out, results)
+            self._attach_attention(lines, sources, ids, out, results, opts)
         return results
 
-    def _sources(self, lines: Sequence[str]) -> tuple[list[list[str]], list[bool]]:
+    def _sources(self, lines: Sequence[str], opts: DecodeOptions) -> tuple[list, list[bool]]:
         """Source tokens of each line, cut (or dropped) beyond ``max_src_len``."""
-        opts = self.options
         tokens = [self.text.source.tokenize(x) for x in lines]
         limit = opts.max_src_len
         cut = [bool(limit) and opts.overlong != "keep" and len(t) > limit for t in tokens]
@@ -175,13 +182,13 @@ class Translator:
             tokens = [[] if c else t for t, c in zip(tokens, cut)]
         return tokens, cut
 
-    def _render(self, line: str, src: list[str], hyp) -> tuple[str, list[str], dict[int, int]]:
+    def _render(self, line: str, src: list[str], hyp, opts: DecodeOptions):
         """The text of a hypothesis, its words and where replaced words came from."""
         words = [self.tgt_vocab.itos[i] for i in hyp.ids]
         replaced = {}
-        if self.options.replace_unk and UNK in words and hyp.attention is not None and src:
+        if opts.replace_unk and UNK in words and hyp.attention is not None and src:
             where = word_alignment(
-                hyp.attention, len(words), self._content_based(), self.options.align_convention
+                hyp.attention, len(words), self._content_based(), opts.align_convention
             )
             replaced = {
                 i: where[i] for i, w in enumerate(words) if w == UNK and 0 <= where[i] < len(src)
@@ -211,13 +218,13 @@ class Translator:
         )
         return [(s, j) for j, s in enumerate(where)]
 
-    def _attach_attention(self, lines, sources, ids, out, results) -> None:
+    def _attach_attention(self, lines, sources, ids, out, results, opts) -> None:
         """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``."""
         eos = bool(getattr(self.model, "src_eos", False))  # (an ensemble: its words only)
         forced = forced_pass(self.stepper, ids, [tr.ids for tr in out], eos_slot=eos)
         D = getattr(getattr(self.model, "attention", None), "D", None)
         for line, src, tr, f, res in zip(lines, sources, out, forced, results):
-            _, words, replaced = self._render(line, src, tr)
+            _, words, replaced = self._render(line, src, tr, opts)
             res.attention = self._attention_map(line, src, words, replaced, f, D)
 
     def _attention_map(self, line, src, words, replaced, f: Forced, D) -> AttentionMap:

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from luong_lit.checkpoint import atomic_save, read_checkpoint
+from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.errors import CheckpointError
 
@@ -72,13 +73,15 @@ def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Path:
     return atomic_save({"state_dict": state, "luong_lit": meta}, out)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m luong_lit average", description=__doc__.split("\n\n")[0]
-    )
+def parser() -> argparse.ArgumentParser:
+    ap = make_parser("average", __doc__)
     ap.add_argument("checkpoints", nargs="+", help="checkpoints of one model, e.g. its last epochs")
     ap.add_argument("-o", "--output", required=True, help="where to write the averaged checkpoint")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
 
     def body() -> None:
         out = average_checkpoints(args.checkpoints, args.output)

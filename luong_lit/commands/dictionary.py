@@ -13,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.data.dictionary import (
     dictionary_from_links,
@@ -24,18 +25,20 @@ from luong_lit.data.io import read_lines
 from luong_lit.errors import DataError
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m luong_lit dictionary", description=__doc__.split("\n")[0]
-    )
+def parser() -> argparse.ArgumentParser:
+    ap = make_parser("dictionary", __doc__)
     ap.add_argument("--src", required=True, help="tokenised source file")
     ap.add_argument("--tgt", required=True, help="tokenised target file")
-    ap.add_argument("--links", help="Pharaoh i-j links per line (default: run eflomal)")
+    ap.add_argument("--links", help="Pharaoh i-j links per line (unset: run eflomal)")
     ap.add_argument(
         "--min-count", type=int, default=10, help="keep pairs linked at least this often"
     )
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args(argv)
+    ap.add_argument("--out", required=True, help="where to write the 'src tgt prob' lines")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
 
     def body() -> None:
         src = [x.split() for x in read_lines(args.src)]

@@ -18,23 +18,22 @@ from pathlib import Path
 
 from luong_lit.analysis.cells import csv_cells, group, markdown_cells, read_run, run_dirs
 from luong_lit.analysis.runs import markdown
+from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.errors import DataError
 
 
-def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
-        prog="python -m luong_lit report", description=__doc__.split("\n")[0]
-    )
+def parser() -> argparse.ArgumentParser:
+    ap = make_parser("report", __doc__)
     ap.add_argument("runs", nargs="+", help="run directories, or sweep directories")
     ap.add_argument("--out", help="write the Markdown here as well")
     ap.add_argument("--csv", help="write the table as CSV here")
     ap.add_argument("--per-run", action="store_true", help="one line per run, never grouped")
-    return ap.parse_args(argv)
+    return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse(argv)
+    args = parser().parse_args(argv)
 
     def body() -> None:
         try:

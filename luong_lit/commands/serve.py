@@ -1,18 +1,21 @@
-"""Serve a model (or an ensemble) over HTTP: ``pip install -e ".[serve]"``, then
+"""Serve models over HTTP, with a page that shows what they attend to (pip install -e ".[serve]").
 
     python -m luong_lit serve CKPT [CKPT ...] [--port 8080] [--beam 5] [--replace-unk] ...
+    python -m luong_lit serve global=A.ckpt local_p=B.ckpt      # two models, side by side
     curl -s localhost:8080/translate -d '{"text": ["A man is riding a bike."]}'
 
-Raw text in, natural text out, as ``translate`` does, with the same decoding options. Requests
-arriving together are decoded as one batch (``--max-batch`` sentences, ``--max-wait-ms``).
-SIGTERM or Ctrl-C: the server stops accepting, answers what it holds, and exits.
-See :mod:`luong_lit.serving` for the API.
+Open http://localhost:8080/ for the page: type a sentence, choose the decoding, and see each
+model's translation and its attention. Raw text in, natural text out, as translate does, with
+the same decoding options (each request may ask for its own beam, n-best and unknown-word
+replacement). Unnamed checkpoints are one model (several: an ensemble); NAME=CKPT names a model,
+and NAME=A.ckpt,B.ckpt an ensemble. Requests arriving together are decoded as one batch
+(--max-batch sentences, --max-wait-ms). SIGTERM or Ctrl-C: the server stops accepting, answers
+what it holds, and exits. The API: luong_lit/serving/app.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 
@@ -27,23 +30,26 @@ from luong_lit.cli import (
 from luong_lit.cli import parser as make_parser
 from luong_lit.errors import UsageError
 from luong_lit.runtime import configure_cpu
-from luong_lit.serving import Limits, make_app
-from luong_lit.translator import Translator
-
-log = logging.getLogger("luong_lit.serve")
+from luong_lit.serving import Limits, load_served, make_app
 
 
 def parser() -> argparse.ArgumentParser:
     ap = make_parser("serve", __doc__)
-    add_decoding_args(ap)
+    ap.add_argument(
+        "checkpoints",
+        nargs="+",
+        metavar="[NAME=]CKPT",
+        help="a checkpoint (several: an ensemble), or NAME=CKPT[,CKPT] for each of several models",
+    )
+    add_decoding_args(ap, checkpoints=False)
     add_input_args(ap, max_src_len=100)
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on")
     ap.add_argument("--port", type=int, default=8080, help="port to listen on")
     ap.add_argument(
         "--n-best", type=int, default=1, help='N > 1: each answer is N {"text", "score"} objects'
     )
-    ap.add_argument("--max-sentences", type=int, default=64, help="per request")
-    ap.add_argument("--max-chars", type=int, default=1000, help="per sentence")
+    ap.add_argument("--max-sentences", type=int, default=64, help="sentences in one request")
+    ap.add_argument("--max-chars", type=int, default=1000, help="characters in one sentence")
     ap.add_argument("--max-batch", type=int, default=64, help="sentences decoded together")
     ap.add_argument(
         "--max-wait-ms", type=float, default=10.0, help="how long a batch waits to fill up"
@@ -60,6 +66,20 @@ def limits_of(args) -> Limits:
     return Limits(args.max_sentences, args.max_chars, args.max_batch, args.max_wait_ms)
 
 
+def banner(args, models) -> str:
+    """What ``serve`` prints once it listens: where, the models, the decoding."""
+    names = "; ".join(f"{m.name} = {' + '.join(m.checkpoints)}" for m in models)
+    search = "the authors' decoder" if args.authors_decoder else f"beam {args.beam}"
+    extras = [f"n-best {args.n_best}"] if args.n_best > 1 else []
+    extras += ["unk replacement"] if args.replace_unk else []
+    extras += [f"engine {args.engine}" + (f", int8 {args.int8}" if args.int8 else "")]
+    return (
+        f"serving on http://{args.host}:{args.port}/ (the page; POST /translate, POST /attention, "
+        f"GET /health)\nmodels: {names}\ndecoding: {search}, {', '.join(extras)}; sources over "
+        f"{args.max_src_len} tokens: {args.overlong}; Ctrl-C or SIGTERM stops it"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
@@ -73,20 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_threads(args.threads)
         limits = limits_of(args)
         configure_cpu(args.threads)
-        translator = Translator.load(args.checkpoints, options)
-        info = {"checkpoints": [str(c) for c in args.checkpoints], "beam": args.beam}
-        info["n_best"] = args.n_best
-        if args.n_best > 1:
-            n = args.n_best
-
-            def translate(lines):
-                lists = translator.n_best(lines, n)
-                return [[{"text": t, "score": round(sc, 4)} for t, sc in hyps] for hyps in lists]
-        else:
-            translate = translator.translate
-        app = make_app(translate, limits, info)
-        log.info("serving on http://%s:%d", args.host, args.port)
-        web.run_app(app, host=args.host, port=args.port, print=None, handle_signals=True)
+        models = load_served(args.checkpoints, options, args.n_best)
+        info = {"beam": args.beam, "n_best": args.n_best, "replace_unk": args.replace_unk}
+        app = make_app(models, limits, info)
+        show = lambda _: print(banner(args, models), flush=True)  # noqa: E731 - once it listens
+        web.run_app(app, host=args.host, port=args.port, print=show, handle_signals=True)
 
     return run_command(body)
 

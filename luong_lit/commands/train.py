@@ -19,11 +19,11 @@ import hydra
 from omegaconf import DictConfig
 
 from luong_lit.cli import user_error_message
-from luong_lit.config import CONF_DIR, compose
+from luong_lit.config import CONF_DIR, compose, help_text
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.runtime import configure_cpu_from
 from luong_lit.sweeps.job import earlier_work, job_resources, register_resolvers
-from luong_lit.training.resume import SignalCheckpoint
+from luong_lit.training.resume import SignalCheckpoint, check_resumable
 
 log = logging.getLogger(__name__)
 register_resolvers()  # before Hydra composes: conf/hydra/launcher/ and conf/logger/ use them
@@ -87,10 +87,11 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     if earlier and earlier[0] == "done":  # no GPU slot taken, its job.json left as it was
         log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
         return {"test": earlier[1], "objective": earlier[1].get("objective_value")}
+    ckpt_path = earlier[1] if earlier else cfg.get("ckpt_path")
+    check_resumable(cfg, ckpt_path)  # another model's checkpoint: one line, before any work
     with job_resources(cfg) as record:  # in a sweep: the job's GPU and threads
         configure_cpu_from(cfg)
         dm, model, trainer = build(cfg)
-        ckpt_path = earlier[1] if earlier else cfg.get("ckpt_path")
         if earlier:
             log.info("resuming this sweep job from %s", ckpt_path)
         _fit(model, dm, trainer, ckpt_path)
@@ -162,7 +163,11 @@ def main(cfg: DictConfig) -> float | None:
 
 def run(argv: list[str]) -> None:
     """``python -m luong_lit train ARGS``: the overrides are checked to compose (a one-line error
-    and exit status 2 if they do not) before the Hydra app runs with them."""
+    and exit status 2 if they do not) before the Hydra app runs with them. ``--help`` is the
+    kit's own page (:func:`luong_lit.config.help_text`; Hydra's: ``--hydra-help``)."""
+    if "--help" in argv or "-h" in argv:
+        sys.stdout.write(help_text())
+        sys.exit(0)
     if not any(a.startswith("-") for a in argv):  # a single run (sweeps and Hydra's flags: Hydra)
         try:
             compose(argv)

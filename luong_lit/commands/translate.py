@@ -28,15 +28,30 @@ from luong_lit.cli import (
     parser as make_parser,
 )
 from luong_lit.data.io import decode_lines, read_lines
-from luong_lit.errors import DataError
+from luong_lit.errors import DataError, UsageError
 from luong_lit.runtime import configure_cpu
 from luong_lit.translator import Output, Translator
 
 
 def read_input(path: str | None) -> tuple[list[str], str]:
+    """The lines to translate (space-like characters read as spaces, other control characters
+    named with their line: :func:`luong_lit.data.io.user_line`)."""
     if path in (None, "-"):
-        return decode_lines(sys.stdin.buffer, "<stdin>"), "<stdin>"
-    return read_lines(path, allow_empty_file=True), path
+        return decode_lines(sys.stdin.buffer, "<stdin>", user=True), "<stdin>"
+    return read_lines(path, allow_empty_file=True, user=True), path
+
+
+def check_output(path: str | None) -> None:
+    """``-o FILE`` can be written: its folder exists (checked before any decoding)."""
+    if path and not Path(path).parent.is_dir():
+        raise UsageError(f"-o {path}: the folder {Path(path).parent} does not exist")
+
+
+def write_output(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"-o {path}: cannot write it ({err.strerror or err})") from None
 
 
 def parser():
@@ -94,18 +109,22 @@ def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
     """One line in, its translation out at once (and flushed), until the input ends."""
     stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
     number = 0
-    while True:
-        raw = stdin.readline()
-        if not raw:
-            return
-        number += 1
-        try:
-            (line,) = decode_lines([raw], "<stdin>", number)
-        except DataError as err:  # one bad line is reported, and the session goes on
-            print(f"error: {err}", file=sys.stderr, flush=True)
-            continue
-        outs = translator.run([line], args.n_best, attention=args.show_attention)
-        stdout.write("".join(x + "\n" for x in render(outs, args, number - 1)))
+    try:
+        while True:
+            raw = stdin.readline()
+            if not raw:
+                return
+            number += 1
+            try:
+                (line,) = decode_lines([raw], "<stdin>", number, user=True)
+            except DataError as err:  # one bad line is reported, and the session goes on
+                print(f"error: {err}", file=sys.stderr, flush=True)
+                continue
+            outs = translator.run([line], args.n_best, attention=args.show_attention)
+            stdout.write("".join(x + "\n" for x in render(outs, args, number - 1)))
+            stdout.flush()
+    except KeyboardInterrupt:  # Ctrl-C ends the session as Ctrl-D does
+        stdout.write("\n")
         stdout.flush()
 
 
@@ -116,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = decode_options(args)  # bad options fail before any input is read
         check_n_best(options, args.n_best)
         check_threads(args.threads)
+        check_output(args.output)
         configure_cpu(args.threads)
         translator = Translator.load(args.checkpoints, options)  # a bad checkpoint, likewise
         from_terminal = args.input in (None, "-") and sys.stdin.isatty()
@@ -126,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         outs = translator.run(lines, args.n_best, want_attention, progress=not args.quiet)
         text = "".join(x + "\n" for x in render(outs, args))
         if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
+            write_output(args.output, text)
         else:
             sys.stdout.write(text)
 

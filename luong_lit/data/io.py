@@ -17,6 +17,7 @@ __all__ = [
     "read_lines",
     "read_parallel",
     "text_lines",
+    "user_line",
 ]
 
 
@@ -28,6 +29,25 @@ def _open_binary(path: Path):
 
 #: Control characters other than tab (line ends are stripped first): in text, a broken file.
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+#: In text a user gives to translate (``translate``, ``serve``): characters that separate words
+#: as a space does (tab, vertical tab, form feed, next line, line and paragraph separators, zero
+#: width space) count as spaces; any other control character, C1 ones included, is named.
+SPACE_LIKE = re.compile("[\t\x0b\x0c\x85\u2028\u2029\u200b]")
+USER_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def user_line(text: str, where: str) -> str:
+    """A line of a user's text with :data:`SPACE_LIKE` characters as spaces; another control
+    character raises a DataError that names ``where`` (``file:line``, ``sentence 3``)."""
+    text = SPACE_LIKE.sub(" ", text)
+    found = USER_CONTROL.search(text)
+    if found is not None:
+        raise DataError(
+            f"{where}: control character U+{ord(found.group()):04X} at column "
+            f"{found.start() + 1}; text to translate may hold spaces, tabs and line separators, "
+            "not other control characters"
+        )
+    return text
 
 
 def _control(text: str, name: str, lineno: int, clean: bool) -> str:
@@ -44,11 +64,12 @@ def _control(text: str, name: str, lineno: int, clean: bool) -> str:
 
 
 def decode_lines(
-    raw_lines: Iterable[bytes], name: str, start: int = 1, clean: bool = False
+    raw_lines: Iterable[bytes], name: str, start: int = 1, clean: bool = False, user=False
 ) -> list[str]:
     """UTF-8 lines without terminators; a bad byte or a control character (other than tab)
     raises a DataError naming ``name:line`` (``start``: the number of the first line;
-    ``clean``: replace control characters by spaces instead)."""
+    ``clean``: replace control characters by spaces instead; ``user``: text to translate,
+    read by :func:`user_line`)."""
     lines = []
     for lineno, raw in enumerate(raw_lines, start=start):
         try:
@@ -58,7 +79,10 @@ def decode_lines(
             raise DataError(
                 f"{name}:{lineno}: not valid UTF-8 (byte 0x{bad} at column {err.start + 1})"
             ) from None
-        lines.append(_control(text.rstrip("\r\n"), name, lineno, clean))
+        text = text.rstrip("\r\n")
+        lines.append(
+            user_line(text, f"{name}:{lineno}") if user else _control(text, name, lineno, clean)
+        )
     return lines
 
 
@@ -75,8 +99,11 @@ def text_lines(text: str) -> list[str]:
     return [line.rstrip("\r") for line in lines]
 
 
-def read_lines(path: str | Path, allow_empty_file: bool = False, clean: bool = False) -> list[str]:
-    """All lines of a UTF-8 text file (plain or ``.gz``), without line terminators.
+def read_lines(
+    path: str | Path, allow_empty_file: bool = False, clean: bool = False, user: bool = False
+) -> list[str]:
+    """All lines of a UTF-8 text file (plain or ``.gz``), without line terminators
+    (``user``: text to translate, see :func:`user_line`).
 
     Raises:
         DataError: the file is missing or empty, is not valid gzip, or a line is not UTF-8.
@@ -87,7 +114,7 @@ def read_lines(path: str | Path, allow_empty_file: bool = False, clean: bool = F
     lines: list[str] = []
     try:
         with _open_binary(path) as fh:
-            lines = decode_lines(fh, str(path), clean=clean)
+            lines = decode_lines(fh, str(path), clean=clean, user=user)
     except (OSError, EOFError) as err:  # e.g. a truncated or fake .gz file
         raise DataError(f"{path}: cannot be read: {err}") from None
     if not lines and not allow_empty_file:

@@ -40,6 +40,9 @@ def config_error(path: str, node: Any, err: BaseException) -> BaseException:
         return ours.within(path)
     if isinstance(ours, UserError):
         return ours
+    lightning = _misconfiguration(err)
+    if lightning is not None:  # Lightning's word on a trainer option: ours, in one line
+        return ConfigError(f"{path}: {lightning}")
     found = re.search(r"unexpected keyword argument '(\w+)'", str(err)) or re.search(
         r"unexpected keyword argument '(\w+)'", str(err.__cause__ or "")
     )
@@ -50,6 +53,15 @@ def config_error(path: str, node: Any, err: BaseException) -> BaseException:
             f"{path}.{found.group(1)} is not an option of {target or path}; its options: {known}"
         )
     return err
+
+
+def _misconfiguration(err: BaseException | None) -> BaseException | None:
+    """Lightning's ``MisconfigurationException`` behind ``err``, if there is one."""
+    while err is not None:
+        if type(err).__name__ == "MisconfigurationException":
+            return err
+        err = err.__cause__ or err.__context__
+    return None
 
 
 def instantiate_at(path: str, node: Any, **kwargs) -> Any:
@@ -89,9 +101,19 @@ def checkpoint_extras(cfg: DictConfig, dm) -> dict[str, Any]:
         "data": OmegaConf.to_container(cfg.data, resolve=True),
     }
     extra.update(user_text(extra["data"]))  # translate: raw text in, natural text out
+    extra["overrides"] = _overrides()  # how the run was asked for (to resume it as it was)
     if dm.tokenizer_kind == "sentencepiece":  # translating later needs the same pieces
         extra["sentencepiece"] = {side: tok.proto() for side, tok in dm.tokenizers.items()}
     return extra
+
+
+def _overrides() -> list[str]:
+    """The command line's overrides of this Hydra run (none outside a Hydra app)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return []
+    return [o for o in HydraConfig.get().overrides.task if not o.startswith("ckpt_path=")]
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -147,16 +169,25 @@ def _model_parts(cfg: DictConfig) -> tuple[Any, dict[str, Any]]:
 
 
 def _trainer(cfg: DictConfig):
+    if str(cfg.trainer.get("accelerator")) in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ConfigError(
+            "trainer=gpu asks for a CUDA GPU, and torch finds none here "
+            "(torch.cuda.is_available() is false): train on the CPU with trainer=cpu, or "
+            "install a CUDA build of torch (README, Installing)"
+        )
     max_epochs = cfg.trainer.get("max_epochs")
     if max_epochs != -1:  # -1: no limit (Lightning's convention)
         integer("trainer.max_epochs", max_epochs, 1, nullable=True)
-    return instantiate_at(
-        "trainer",
-        cfg.trainer,
-        callbacks=instantiate_all("callbacks", cfg.get("callbacks")),
-        logger=instantiate_all("logger", cfg.get("logger")) or False,
-        plugins=plugins(),
-    )
+    callbacks = instantiate_all("callbacks", cfg.get("callbacks"))
+    loggers = instantiate_all("logger", cfg.get("logger")) or False
+    try:
+        return instantiate_at("trainer", cfg.trainer, callbacks=callbacks, logger=loggers,
+                              plugins=plugins())  # fmt: skip
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - Lightning refused a trainer option: say which
+        cause = err.__cause__ or err
+        raise ConfigError(f"trainer: {type(cause).__name__}: {cause}") from None
 
 
 def build(cfg: DictConfig):

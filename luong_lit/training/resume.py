@@ -24,6 +24,7 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
 
+from luong_lit.errors import ConfigError
 from luong_lit.validate import integer, positive
 
 
@@ -153,3 +154,59 @@ class SignalCheckpoint(L.Callback):
             if previous is not None:
                 signal.signal(signum, previous)
         self._previous = {}
+
+
+def resumed_checkpoint(cfg, ckpt_path) -> Path | None:
+    """The file ``ckpt_path`` names (``last``: the run's ``checkpoints/last.ckpt``), if any."""
+    if not ckpt_path:
+        return None
+    if ckpt_path == "last":
+        return Path(cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
+    return Path(ckpt_path) if ckpt_path not in ("best", "hpc", "registry") else None
+
+
+def _described(value) -> str:
+    if isinstance(value, dict) and "name" in value:
+        opts = ", ".join(f"{k}={v}" for k, v in value.items() if k != "name")
+        return value["name"] + (f" ({opts})" if opts else "")
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _as_override(key: str, value) -> str:
+    if isinstance(value, dict) and "name" in value:  # an attention or a score: its group
+        return f"{key}={value['name']}"
+    return f"model.net.{key}={_described(value)}"
+
+
+def _shapes(net) -> dict[str, tuple]:
+    return {k: tuple(v.shape) for k, v in net.state_dict().items()}
+
+
+def check_resumable(cfg, ckpt_path) -> None:
+    """Refuse to resume a checkpoint into another model: say what it was trained with, what
+    the command asks for, and how to resume it as it was (before any weight is loaded)."""
+    import hydra
+    import torch
+    from omegaconf import OmegaConf
+
+    from luong_lit.checkpoint import build_net, read_checkpoint
+
+    path = resumed_checkpoint(cfg, ckpt_path)
+    if path is None or not path.is_file():
+        return
+    meta = read_checkpoint(path, mmap=True)["luong_lit"]
+    was, now = meta["net"], OmegaConf.to_container(cfg.model.net, resolve=True)
+    with torch.device("meta"):  # the two models' weights, none allocated
+        same = _shapes(build_net(was, 8, 8)) == _shapes(hydra.utils.instantiate(now)(8, 8))
+    if same:
+        return  # the same weights (another dropout, say): Lightning resumes it
+    skip = {"_target_", "_partial_", "impl"}
+    keys = sorted(k for k in set(was) | set(now) if k not in skip and was.get(k) != now.get(k))
+    trained = ", ".join(f"{k}={_described(was.get(k))}" for k in keys)
+    asked = ", ".join(f"{k}={_described(now.get(k))}" for k in keys)
+    fix = meta.get("overrides") or [_as_override(k, was.get(k)) for k in keys if k in was]
+    raise ConfigError(
+        f"{path} was trained with {trained}, and this command asks for {asked}: its weights "
+        f"would not fit. Resume it as it was: python -m luong_lit.train "
+        f"hydra.run.dir={path.parent.parent} ckpt_path={ckpt_path} {' '.join(fix)}"
+    )

@@ -1,0 +1,77 @@
+"""Sentences of concurrent requests, decoded together.
+
+The batcher collects requests for up to ``max_batch`` sentences, or for what has come within
+``max_wait_ms`` of the first, then decodes each group of requests that ask for the same model
+and decoding in one call, in a worker thread, so the event loop keeps accepting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Hashable
+
+log = logging.getLogger("luong_lit.serve")
+Job = Callable[[list[str]], list]  # lines in, one result per line out
+
+
+class Batcher:
+    """``await submit(key, job, sentences)``: the results of ``job`` for ``sentences``, computed
+    with those of other requests of the same ``key``."""
+
+    def __init__(self, max_batch: int, max_wait_ms: float) -> None:
+        self.max_batch, self.max_wait = max_batch, max_wait_ms / 1000
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.batches = 0  # decodes run, for the health endpoint and the load benchmark
+        self._task: asyncio.Task | None = None
+
+    async def submit(self, key: Hashable, job: Job, sentences: list[str]) -> list:
+        future = asyncio.get_running_loop().create_future()
+        await self.queue.put((key, job, sentences, future))
+        return await future
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _collect(self) -> list[tuple]:
+        loop = asyncio.get_running_loop()
+        first = await self.queue.get()
+        items, size, deadline = [first], len(first[2]), loop.time() + self.max_wait
+        while size < self.max_batch:
+            timeout = deadline - loop.time()
+            if timeout <= 0:
+                break
+            try:
+                item = await asyncio.wait_for(self.queue.get(), timeout)
+            except asyncio.TimeoutError:
+                break
+            items.append(item)
+            size += len(item[2])
+        return items
+
+    async def _run(self) -> None:
+        while True:
+            groups: dict[Hashable, list[tuple]] = {}
+            for item in await self._collect():
+                groups.setdefault(item[0], []).append(item)
+            for items in groups.values():
+                await self._decode(items)
+
+    async def _decode(self, items: list[tuple]) -> None:
+        lines = [s for _, _, sentences, _ in items for s in sentences]
+        try:
+            out = await asyncio.to_thread(items[0][1], lines)
+        except Exception as err:  # noqa: BLE001 - one failed batch must not stop the server
+            log.exception("decoding failed")
+            for *_, future in items:
+                future.set_exception(err)
+            return
+        self.batches += 1
+        start = 0
+        for _, _, sentences, future in items:
+            future.set_result(out[start : start + len(sentences)])
+            start += len(sentences)

@@ -1,0 +1,100 @@
+"""The models a server holds, each under a name, and what a request's decoding gives as JSON.
+
+``serve A.ckpt`` serves one model (several unnamed checkpoints: one ensemble, as ``translate``
+takes them); ``serve global=A.ckpt local_p=B.ckpt`` serves two, side by side, and
+``NAME=A.ckpt,B.ckpt`` names an ensemble. Requests choose one with ``"model"`` (default: the
+first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from luong_lit.errors import UsageError
+from luong_lit.options import DecodeOptions
+from luong_lit.serving.requests import Settings
+from luong_lit.translator import AttentionMap, Output, Translator
+
+NAMED = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
+
+
+@dataclass
+class ServedModel:
+    name: str
+    checkpoints: list[str]
+    translator: Translator
+    n_best: int = 1  # the server's own --n-best
+
+
+def parse_model_specs(specs: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``[(name, checkpoints)]`` from ``serve``'s arguments: all named (``NAME=CKPT[,CKPT]``),
+    or all plain paths (one model named ``model``). A path that exists is a path, ``=`` or not."""
+    named = [None if Path(s).exists() else NAMED.match(s) for s in specs]
+    if not any(named):
+        return [("model", list(specs))]
+    if not all(named):
+        plain = [s for s, m in zip(specs, named) if m is None]
+        raise UsageError(f"name every checkpoint (NAME=CKPT) or none; not named: {' '.join(plain)}")
+    names = [m.group(1) for m in named]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"model names must differ: {', '.join(twice)} given twice")
+    return [(m.group(1), m.group(2).split(",")) for m in named]
+
+
+def load_served(specs: Sequence[str], options: DecodeOptions, n_best: int = 1) -> list[ServedModel]:
+    """Every model ``specs`` names, loaded with the server's decoding options."""
+    return [
+        ServedModel(name, paths, Translator.load(paths, options), n_best)
+        for name, paths in parse_model_specs(specs)
+    ]
+
+
+def _options(model: ServedModel, s: Settings) -> tuple[DecodeOptions, int]:
+    """The decoding options and n-best size of a request."""
+    base = model.translator.options
+    changes = {k: v for k, v in (("beam", s.beam), ("replace_unk", s.replace_unk)) if v is not None}
+    n = s.n_best or model.n_best
+    if "beam" in changes and changes["beam"] > 1:
+        changes["authors_decoder"] = False  # a beam asked for is the beam decoded
+    opts = dataclasses.replace(base, **changes) if changes else base
+    return opts, n
+
+
+def translations(model: ServedModel, lines: list[str], s: Settings) -> list[Output]:
+    """The request's lines translated as it asks."""
+    opts, n = _options(model, s)
+    return model.translator.run(lines, n, options=opts)
+
+
+def attentions(model: ServedModel, lines: list[str], s: Settings) -> list[Output]:
+    """The request's lines translated, each with the attention of its best translation."""
+    opts, n = _options(model, s)
+    return model.translator.run(lines, n, attention=True, options=opts)
+
+
+def translation_json(out: Output, n: int) -> Any:
+    """One translation: its text, or ``n > 1`` ``{"text", "score"}`` objects, best first."""
+    if n == 1:
+        return out.text
+    return [{"text": h.text, "score": round(h.score or 0.0, 4)} for h in out.hypotheses]
+
+
+def attention_json(model: ServedModel, out: Output) -> dict[str, Any]:
+    """``POST /attention``'s answer for one sentence: the :class:`AttentionMap` of its best
+    translation, with the translation, the n best and whether the source was cut."""
+    att: AttentionMap = out.attention
+    return {
+        "model": model.name,
+        "translation": out.text,
+        "hypotheses": [{"text": h.text, "score": h.score} for h in out.hypotheses],
+        "truncated": out.truncated,
+        **dataclasses.asdict(att),
+        "links": [list(x) for x in att.links],
+        "replaced": [{"target": t, "source": s} for t, s in sorted(att.replaced.items())],
+    }

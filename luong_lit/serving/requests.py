@@ -1,0 +1,104 @@
+"""What a request may ask, checked: its sentences, its model and its decoding options.
+
+A request that is not JSON, has no text, too many sentences, too long a sentence, a control
+character or a decoding option out of range gets a :class:`BadRequest` (a 4xx with a message).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from luong_lit.data.io import user_line
+from luong_lit.errors import DataError
+
+
+@dataclass
+class Limits:
+    max_sentences: int = 64  # per request
+    max_chars: int = 1000  # per sentence
+    max_batch: int = 64  # sentences decoded together
+    max_wait_ms: float = 10.0  # how long the first sentence of a batch waits for company
+    max_body: int = 1 << 20  # bytes
+    max_beam: int = 50  # the largest beam or n-best list a request may ask for
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def parse_body(body: bytes) -> dict[str, Any]:
+    """The JSON object of a request body."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise BadRequest(400, f"the body is not JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise BadRequest(400, 'expected a JSON object such as {"text": "a sentence"}')
+    return data
+
+
+def sentences(data: dict[str, Any], limits: Limits) -> list[str]:
+    """The sentences of ``{"text": "one"}`` or ``{"text": ["a", "b", ...]}``, each one line of
+    text to translate (space-like characters read as spaces)."""
+    text = data.get("text")
+    if isinstance(text, str):
+        text = [text]
+    if not isinstance(text, list) or not all(isinstance(t, str) for t in text):
+        raise BadRequest(400, 'expected {"text": "a sentence"} or {"text": ["a", "b", ...]}')
+    if not text:
+        raise BadRequest(400, "no sentences to translate")
+    if len(text) > limits.max_sentences:
+        raise BadRequest(413, f"{len(text)} sentences; at most {limits.max_sentences} a request")
+    out = []
+    for i, t in enumerate(text):
+        if len(t) > limits.max_chars:
+            raise BadRequest(
+                413, f"sentence {i} has {len(t)} characters; at most {limits.max_chars}"
+            )
+        if "\n" in t or "\r" in t:
+            raise BadRequest(400, f"sentence {i} holds a line break; send one sentence per item")
+        try:
+            out.append(user_line(t, f"sentence {i}"))
+        except DataError as err:
+            raise BadRequest(400, str(err)) from None
+    return out
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A request's model and decoding: requests with equal settings are decoded together."""
+
+    model: str
+    beam: int | None = None  # None: the server's own (1: greedy)
+    n_best: int | None = None
+    replace_unk: bool | None = None
+
+
+def _count(data: dict, key: str, limits: Limits) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limits.max_beam:
+        raise BadRequest(
+            400, f'"{key}" must be an integer from 1 to {limits.max_beam}, got {value!r}'
+        )
+    return value
+
+
+def settings(data: dict[str, Any], models: list[str], limits: Limits) -> Settings:
+    """The model (``"model"``, else the first one served) and the decoding options a request
+    asks for: ``"beam"`` (1: greedy), ``"n_best"``, ``"replace_unk"``."""
+    model = data.get("model", models[0])
+    if model not in models:
+        raise BadRequest(404, f"no model {model!r}; this server has {', '.join(map(repr, models))}")
+    replace = data.get("replace_unk")
+    if replace is not None and not isinstance(replace, bool):
+        raise BadRequest(400, f'"replace_unk" must be true or false, got {replace!r}')
+    beam, n_best = _count(data, "beam", limits), _count(data, "n_best", limits)
+    if n_best is not None and beam is not None and n_best > beam:
+        raise BadRequest(400, f'"n_best" {n_best} needs a "beam" of at least {n_best}')
+    return Settings(model, beam, n_best, replace)
