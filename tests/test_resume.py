@@ -31,13 +31,15 @@ def corpus(tmp_path_factory):
     }
 
 
-def command(corpus, run_dir: Path, *extra: str) -> list[str]:
+PAPER_SCHEDULE = ("optim=sgd_paper", "schedule=halving", "model.scheduler.after=1")
+MAIN_JOB_SCHEDULE = ("optim=adam", "schedule=linear_decay")  # m30k_small's
+
+
+def command(corpus, run_dir: Path, *extra: str, schedule=PAPER_SCHEDULE) -> list[str]:
     overrides = tiny_overrides(corpus) + [
         "trainer.max_epochs=3",
         "dropout=0.3",
-        "optim=sgd_paper",
-        "schedule=halving",
-        "model.scheduler.after=1",
+        *schedule,
         "test_after_training=false",
         "logger=csv",
         "threads=1",
@@ -63,12 +65,16 @@ def step_of(ckpt: Path) -> int:
         return -1
 
 
-def stop_during_epoch_2(corpus, run_dir: Path, signum: int) -> subprocess.Popen:
-    """Start a run and send ``signum`` once its checkpoint shows a random step of epoch 2."""
-    steps_per_epoch = 480 // 8
+def stop_during_epoch_2(
+    corpus, run_dir: Path, signum: int, steps_per_epoch: int = 60, extra=(), schedule=PAPER_SCHEDULE
+) -> subprocess.Popen:
+    """Start a run and send ``signum`` once its checkpoint shows a random step of epoch 2 (with
+    checkpoints at epoch ends only: in epoch 2, after epoch 1's checkpoint)."""
     target = random.Random(signum).randrange(steps_per_epoch + 1, 2 * steps_per_epoch - 5)
+    if "callbacks.checkpoint.every_n_train_steps=0" in extra:
+        target = steps_per_epoch
     proc = subprocess.Popen(
-        command(corpus, run_dir),
+        command(corpus, run_dir, *extra, schedule=schedule),
         cwd=REPO,
         env=env(),
         stdout=subprocess.PIPE,
@@ -79,17 +85,19 @@ def stop_during_epoch_2(corpus, run_dir: Path, signum: int) -> subprocess.Popen:
     deadline = time.time() + 300
     while step_of(ckpt) < target and proc.poll() is None and time.time() < deadline:
         time.sleep(0.01)
+    if target == steps_per_epoch:
+        time.sleep(0.5)  # some steps into epoch 2
     proc.send_signal(signum)
     proc.wait(timeout=120)
     step = step_of(ckpt)
-    assert steps_per_epoch < step < 2 * steps_per_epoch, f"stopped at step {step}, not in epoch 2"
+    assert steps_per_epoch <= step < 2 * steps_per_epoch, f"stopped at step {step}, not in epoch 2"
     return proc
 
 
-def resume(corpus, run_dir: Path) -> None:
+def resume(corpus, run_dir: Path, extra=(), schedule=PAPER_SCHEDULE) -> None:
     """Resume the stopped run in ``run_dir`` with ``ckpt_path=last``, to its end."""
     res = subprocess.run(
-        command(corpus, run_dir, "ckpt_path=last"),
+        command(corpus, run_dir, *extra, "ckpt_path=last", schedule=schedule),
         cwd=REPO,
         env=env(),
         capture_output=True,
@@ -139,6 +147,41 @@ def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(corpus, unbroken
         == len(set(steps))
         == len([r for r in metrics_rows(unbroken) if r.get("train/loss")])
     )
+
+
+SHORT_EPOCHS = {
+    "limit 40 batches": (40, ["+trainer.limit_train_batches=40"]),
+    "limit 40 batches, checkpoints at epoch ends only, the main job's schedule": (
+        40,
+        ["+trainer.limit_train_batches=40", "callbacks.checkpoint.every_n_train_steps=0"],
+    ),
+    "limit a fraction, validation twice an epoch": (
+        30,
+        ["+trainer.limit_train_batches=0.5", "+trainer.val_check_interval=0.5"],
+    ),
+}
+
+
+@pytest.mark.parametrize("setting", list(SHORT_EPOCHS))
+def test_short_epochs_killed_in_epoch_2_resume_as_the_unbroken_run(corpus, tmp_path, setting):
+    """Epochs cut short (``limit_train_batches``, as for a large corpus) and validated in their
+    middle (``val_check_interval``): a run killed in epoch 2 goes on as the unbroken one."""
+    steps, extra = SHORT_EPOCHS[setting]
+    schedule = MAIN_JOB_SCHEDULE if "main job" in setting else PAPER_SCHEDULE
+    full = tmp_path / "unbroken"
+    res = subprocess.run(command(corpus, full, *extra, schedule=schedule), cwd=REPO, env=env(),
+                         capture_output=True, text=True)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    stop_during_epoch_2(corpus, tmp_path / "run", signal.SIGKILL, steps, extra, schedule)
+    resume(corpus, tmp_path / "run", extra, schedule)
+    a = torch.load(full / "checkpoints" / "last.ckpt", weights_only=True)
+    b = torch.load(tmp_path / "run" / "checkpoints" / "last.ckpt", weights_only=True)
+    assert a["global_step"] == b["global_step"] == 3 * steps
+    for key, value in a["state_dict"].items():
+        assert torch.equal(b["state_dict"][key], value), key
+    dev = [(r["epoch"], r["step"], r["val/ppl"]) for r in metrics_rows(full) if r.get("val/ppl")]
+    got = [(r["epoch"], r["step"], r["val/ppl"]) for r in metrics_rows(tmp_path / "run")]
+    assert [x for x in got if x[2]] == dev, ([x for x in got if x[2]], dev)
 
 
 def test_stopped_during_validation_validates_that_epoch_again(corpus, unbroken, tmp_path):

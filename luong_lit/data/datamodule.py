@@ -290,6 +290,7 @@ class TranslationDataModule(L.LightningDataModule):
             num_workers=self.num_workers,
             epoch=self._epoch,
             trained=self._trained_batches,
+            limit=self._limit_batches,
             generator=generator,
         )
 
@@ -304,6 +305,11 @@ class TranslationDataModule(L.LightningDataModule):
         if trainer is None:
             return None
         return int(trainer.fit_loop.epoch_loop.batch_progress.current.processed)
+
+    def _limit_batches(self) -> int | float | None:
+        """The trainer's ``limit_train_batches`` (None outside a trainer)."""
+        trainer = getattr(self, "trainer", None)
+        return None if trainer is None else trainer.limit_train_batches
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(self.train_store, train=True)

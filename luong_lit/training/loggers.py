@@ -68,12 +68,18 @@ class ResumableWandbLogger(WandbLogger):
 
 class ResumedLogs(L.Callback):
     """When training starts, a CSV log is cut back to the rows up to the current step: all of it
-    is kept on resume up to the checkpoint, and a fresh run starts from an empty file."""
+    is kept on resume up to the checkpoint, and a fresh run starts from an empty file. Every
+    checkpoint flushes the logs first, so a run killed after it keeps what it had logged."""
 
     def on_train_start(self, trainer, pl_module) -> None:
         for logger in trainer.loggers:
             if isinstance(logger, ResumableCSVLogger) and trainer.is_global_zero:
                 logger.experiment.keep_until(trainer.global_step if trainer.global_step else -1)
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint) -> None:
+        for logger in trainer.loggers:
+            if trainer.is_global_zero:
+                logger.save()
 
 
 def _kind(logger) -> str:

@@ -51,11 +51,24 @@ class StepCheckpoint(ModelCheckpoint):
         self.active = bool(every_n_train_steps or every_n_minutes)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if self.active:
+        if self.active and not validation_follows(trainer, batch_idx):
             super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
     def on_validation_end(self, trainer, pl_module) -> None:  # epoch ends: ``model_checkpoint``'s
         return
+
+
+def validation_follows(trainer, batch_idx: int) -> bool:
+    """Whether a validation runs right after training batch ``batch_idx`` (in the middle of the
+    epoch with ``val_check_interval``, or at its end). A checkpoint written before it would be
+    resumed past it, the validation never run; the one written after it (``save_last``) holds
+    both. From the trainer's public settings."""
+    epoch_validates = (trainer.current_epoch + 1) % (trainer.check_val_every_n_epoch or 1) == 0
+    if not (trainer.enable_validation and epoch_validates):
+        return False
+    done, every = batch_idx + 1, trainer.val_check_batch
+    mid = isinstance(every, int) and every > 0 and done % every == 0
+    return mid or done >= trainer.num_training_batches
 
 
 VAL_PROGRESS = "epoch_loop.val_loop.batch_progress"  # Lightning's key in checkpoint["loops"]
