@@ -284,10 +284,8 @@ def test_report_puts_runs_beside_the_paper(runs, tmp_path):
     assert res.returncode == 0, res.stderr
     lines = (tmp_path / "r.md").read_text().splitlines()
     assert len(lines) == 5
-    assert (
-        "| local_p | general |" in lines[4]
-        and "Table 4: local_p (general) | 5.9 | 19.0 | 20.9 | 0.36 |" in lines[4]
-    )
+    other = "Table 4: local_p (general) (measured on WMT'14 En→De; this run: files) | – | – | – |"
+    assert "| local_p | general |" in lines[4] and f"{other} 0.36 |" in lines[4]
     res = subprocess.run(
         [sys.executable, "-m", "luong_lit", "report", str(tmp_path)],
         capture_output=True,
@@ -536,3 +534,30 @@ def test_figure6_and_table6_say_what_they_read_or_what_is_missing(runs, tmp_path
     ]
     (run / "align_ensemble.json").write_text(json.dumps({**ens, "convention": "per member: a,b"}))
     assert "| ensemble of 2 (with global (general)), per member: a,b | 0.400 |" in aer_table([run])
+
+
+def test_the_paper_row_stands_beside_runs_of_its_own_corpus_only(runs, tmp_path):
+    """Table 4's WMT'14 perplexity and BLEU beside a WMT'14 run, not beside another corpus's
+    (that row says where the paper measured them); Table 6's AER is on one gold set for all."""
+    from omegaconf import OmegaConf
+
+    from luong_lit.analysis.runs import collect
+
+    run = tmp_path / "wmt"
+    shutil.copytree(runs["local_p"], run)
+    cfg = OmegaConf.load(run / ".hydra" / "config.yaml")
+    cfg.data.dataset = "wmt14_ende"
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    same, other = collect(run)["paper"], collect(runs["local_p"])["paper"]
+    assert (same["ppl"], same["bleu"], same["row"]) == (5.9, 19.0, "local_p (general)")
+    assert "ppl" not in other and other["aer"] == same["aer"] == 0.36
+    assert other["row"] == "local_p (general) (measured on WMT'14 En→De; this run: files)"
+
+
+def test_no_sweeps_yet_is_said_as_information_not_a_warning(runs, tmp_path, capsys, recwarn):
+    from luong_lit.analysis.notebook import DEFAULT_RUNS, find_runs
+
+    shutil.copytree(runs["global"], tmp_path / "logs" / "train" / "runs" / "2026-01-01_00-00-00")
+    assert len(find_runs(DEFAULT_RUNS, folders=[tmp_path])) == 1
+    assert not [w for w in recwarn if "matches no run directory" in str(w.message)]
+    assert "no sweeps yet (logs/train/multiruns/*/* is empty" in capsys.readouterr().out

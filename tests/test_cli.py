@@ -277,6 +277,8 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
     assert sum(r["n"] for r in report["length_buckets"]) == 10
     md = (tmp_path / "eval_toy.md").read_text()
     assert "detokenised sacreBLEU 13a" in md and "tokenised (multi-bleu.perl equivalent" in md
+    assert "| BLEU on cased text |" in md  # the toy corpus keeps its case
+    assert f"wrote {tmp_path / 'eval_toy.md'}, {tmp_path / 'eval_toy.json'}" in res.stdout.decode()
     assert (tmp_path / "eval_toy_bleu_by_length.png").stat().st_size > 1000
     res = run(
         "evaluate",
@@ -410,3 +412,16 @@ def test_sentencepiece_model_translates_raw_text(toy_corpus, tmp_path, monkeypat
             len(lines) == 4 and lines[1] == "" and "\u2581" not in outputs[-1]
         )  # words, not pieces
     assert outputs[0] == outputs[1] and not (tmp_path / "empty").exists()
+
+
+def test_evaluate_says_bleu_compares_lowercased_text_for_a_lowercased_corpus():
+    from luong_lit.commands.evaluate import compared, markdown
+
+    meta = {"data": {"dataset": "multi30k", "variant": "tok", "tokenizer": "none"}}
+    assert compared(meta).startswith("lowercased text")
+    assert compared({"data": {"dataset": "multi30k", "variant": "raw"}}) == "cased text"
+    report = {"test": "t", "checkpoints": ["a.ckpt"], "ppl": [2.0], "decoding": {},
+              "bleu": {"bleu_tok": 1.0, "bleu_detok": 1.0}, "unk_in_output": 0,
+              "bleu_unk_replaced": {"bleu_tok": 1.0, "bleu_detok": 1.0}, "length_buckets": [],
+              "unk_replacement": {"unk": 0}, "samples": [], "compared": compared(meta)}  # fmt: skip
+    assert "| BLEU on lowercased text (the model's corpus is lowercased) |" in markdown(report)

@@ -1,13 +1,20 @@
 """Bad input, one table: every case runs the command as a user would and expects either a
 clear error (exit status 2, the file, line or option named, no traceback) or a correct result,
-and nothing already on disk is lost (the files made beforehand are unchanged afterwards)."""
+and nothing already on disk is lost (the files made beforehand are unchanged afterwards).
+
+The table's commands run in this process (``python -m luong_lit``'s own ``main``, with its
+standard streams captured): what a user sees, without a new interpreter for each case. What
+needs a terminal runs in a pseudo-terminal."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
+import io
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +26,8 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides, write_corpus
+
+import luong_lit
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,6 +42,7 @@ class Case:
     )  # substrings of stderr ({dir} is the case's files)
     prepare: Callable[[Path], None] | None = None  # writes the case's own files
     stdin: bytes | None = None
+    needs_no_gpu: bool = False  # what a machine without a GPU says
 
 
 def train(*extra: str) -> Callable[[dict], list[str]]:
@@ -299,7 +309,58 @@ CASES = [
         says=["{dir}/none.txt: file does not exist"],
     ),
     Case("an unknown command", lambda ctx: ["frobnicate"], says=["unknown command 'frobnicate'"]),
+    Case("no command at all", lambda ctx: [], says=["error: name a command"]),
     Case("good input translates", translate("--beam", "2"), status=0, stdin=b"a b c\n\nd e\n"),
+    # ------------------------------------------------------------------ a new user's first hour
+    Case(
+        "an output file in a folder that does not exist",
+        lambda ctx: translate("-o", f"{ctx['dir']}/no/such/out.txt")(ctx),
+        says=["-o {dir}/no/such/out.txt: the folder {dir}/no/such does not exist"],
+        stdin=b"a b\n",
+    ),
+    Case(
+        "a key the model does not take",
+        train("+model.net.no_such_key=3"),
+        says=["model.net.no_such_key is not an option of luong_lit.nn.Seq2Seq", "its options:"],
+    ),
+    Case(
+        "a misspelt group",
+        train("atention=global"),
+        says=["atention is neither a config group nor a key", "did you mean attention?"],
+    ),
+    Case(
+        "a misspelt option of a group",
+        train("attention=globl"),
+        says=["attention=globl is not an option of attention; did you mean global?"],
+    ),
+    Case(
+        "resuming a run with another model",
+        train("ckpt_path=last", "attention=local_p"),
+        says=[
+            "run/checkpoints/last.ckpt was trained with attention=global",
+            "asks for attention=local_p",
+            "Resume it as it was: python -m luong_lit.train",
+        ],  # fmt: skip
+        prepare=lambda d: shutil.copytree(PRECIOUS / "run", d / "run"),
+    ),
+    Case(
+        "trainer=gpu on a machine without one",
+        train("trainer=gpu"),
+        says=["trainer=gpu asks for a CUDA GPU", "train on the CPU with trainer=cpu"],
+        needs_no_gpu=True,
+    ),
+    Case(
+        "a control character in the text to translate",
+        translate(),
+        says=["<stdin>:2: control character U+0001 at column 2"],
+        stdin=b"a b\nc\x01d\n",
+    ),
+    Case(
+        "space-like characters in the text to translate",
+        translate("--beam", "2"),
+        status=0,
+        stdin="a\tb\x0bc\x0cd\u0085e\u2028f\u2029g\u200bh\n".encode(),
+    ),
 ]
 
 
@@ -351,11 +412,38 @@ def run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProc
     )
 
 
+def run_here(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """``python -m luong_lit ARGS`` in this process: its exit status and standard streams."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from luong_lit.__main__ import main
+
+    GlobalHydra.instance().clear()
+    out, err = io.StringIO(), io.StringIO()
+    given = io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8")
+    saved = sys.stdin, sys.argv
+    sys.stdin = given
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as stop:
+                status = stop.code if isinstance(stop.code, int) else 1
+    finally:
+        sys.stdin, sys.argv = saved
+        GlobalHydra.instance().clear()
+    return subprocess.CompletedProcess(
+        args, status, out.getvalue().encode(), err.getvalue().encode()
+    )
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_robustness(case: Case, ctx, tmp_path):
+    if case.needs_no_gpu and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: trainer=gpu is no mistake here")
     if case.prepare:
         case.prepare(tmp_path)
-    res = run(case.args({**ctx, "dir": tmp_path}), case.stdin)
+    res = run_here(case.args({**ctx, "dir": tmp_path}), case.stdin)
     err = res.stderr.decode("utf-8", "replace")
     assert res.returncode == case.status, err[-3000:]
     assert "Traceback" not in err
@@ -404,3 +492,140 @@ def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
 
 def test_the_table_has_at_least_30_cases():
     assert len(CASES) >= 30 and len({c.name for c in CASES}) == len(CASES)
+
+
+# ------------------------------------------------------------------------ at a terminal
+def in_terminal(args: list[str], typed: list[bytes], wait_for: list[int], timeout=120) -> tuple:
+    """``python -m luong_lit ARGS`` with a pseudo-terminal as its standard streams: type each
+    of ``typed`` once the output holds ``wait_for[i]`` answer lines (``|||`` or translated
+    lines ending the previous input); returns the exit status and everything it printed."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
+        os.environ.update(PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
+        os.chdir(REPO)
+        os.execv(sys.executable, [sys.executable, "-m", "luong_lit", *args])
+    out, deadline = b"", time.time() + timeout
+    for keys, want in zip(typed, wait_for):
+        while out.count(b"\n") < want and time.time() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    out += os.read(fd, 65536)
+                except OSError:
+                    break
+        os.write(fd, keys)
+    while time.time() < deadline:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child has gone: the terminal is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
+
+
+def test_ctrl_c_ends_an_interactive_session_quietly(ctx):
+    status, out = in_terminal(["translate", ctx["ckpt"], "--beam", "2"], [b"a b c\n", b"\x03"],
+                              [0, 2])  # fmt: skip
+    assert status == 0 and "Traceback" not in out and "KeyboardInterrupt" not in out, out
+
+
+def test_an_interactive_n_best_list_numbers_each_sentence_and_holds_n_hypotheses(ctx):
+    typed = [b"a b c\n", b"d e\n", b"\x04"]
+    status, out = in_terminal(["translate", ctx["ckpt"], "--beam", "3", "--n-best", "3"], typed,
+                              [0, 4, 8])  # fmt: skip
+    lines = [line for line in out.splitlines() if " ||| " in line]
+    assert status == 0 and [line.split(" ||| ")[0] for line in lines] == ["0"] * 3 + ["1"] * 3
+
+
+# ------------------------------------------------------------------------ options that do less
+def test_every_option_of_every_command_has_a_help_line_and_shows_its_default():
+    import argparse
+    import importlib
+    import re
+
+    from luong_lit.__main__ import COMMANDS
+
+    for name in sorted(set(COMMANDS) - {"train", "prepare"}):  # those two take Hydra overrides
+        ap = importlib.import_module(f"luong_lit.commands.{name}").parser()
+        page = " ".join(ap.format_help().split())
+        first = ap.description.strip().splitlines()[0]
+        assert re.search(r"[.:]$", first), f"{name}: the help page starts with {first!r}"
+        for action in ap._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"{name} {action.option_strings or action.dest}: no help line"
+            if action.option_strings and action.default not in (None, False):
+                assert f"(default: {action.default})" in page, f"{name} {action.option_strings}"
+
+
+def test_train_help_is_the_kits_own_page_without_internal_fragments():
+    res = run_here(["train", "--help"])
+    page = res.stdout.decode()
+    assert res.returncode == 0 and "powered by Hydra" not in page
+    assert "attention   global*, local_m, local_p, none" in page and "m30k_small*" in page
+    assert page.count("python -m luong_lit.train ") >= 3  # the examples
+    assert "_align_ende" not in page and "recipes" not in page and "wmt14_paper" not in page
+
+
+def test_space_like_characters_translate_as_spaces(ctx, tmp_path):
+    vt = "a b c\nd\u000be\tf\u2028g\n"
+    spaces = "a b c\nd e f g\n"
+    outs = [
+        run_here(["translate", ctx["ckpt"], "--beam", "2", "--quiet"], t.encode())
+        for t in (vt, spaces)
+    ]
+    assert outs[0].returncode == 0 and outs[0].stdout == outs[1].stdout
+
+
+def test_an_output_file_that_cannot_be_written_is_named(ctx, tmp_path):
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / "out.txt").mkdir()  # a folder where the file should go
+    res = run_here(
+        ["translate", ctx["ckpt"], "--quiet", "-o", str(tmp_path / "ro" / "out.txt")], b"a b\n"
+    )
+    assert (
+        res.returncode == 2
+        and f"-o {tmp_path / 'ro' / 'out.txt'}: cannot write it" in res.stderr.decode()
+    )
+
+
+def test_shown_attention_and_n_best_lists_show_the_words_the_user_sees(
+    lowercase_model, monkeypatch
+):
+    """Unknown words replaced and copied as typed, Moses escapes undone: in the one best, in
+    every hypothesis of an n-best list, and in ``--show-attention``'s ``word→source`` line."""
+    import luong_lit.translator as api
+    from luong_lit.commands.translate import attention_line
+    from luong_lit.data.vocab import UNK_ID
+    from luong_lit.decoding.beam import Hypothesis
+    from luong_lit.decoding.corpus import Translation
+
+    plain = luong_lit.load(lowercase_model, beam=3, replace_unk=True)
+    meta = {**plain.meta, "preprocess": {**plain.meta["preprocess"], "escape": True}}
+    tr = api.Translator(plain.model, plain.src_vocab, plain.tgt_vocab, meta, plain.options)
+    typed = '"Mary" b'  # tokens: &quot; mary &quot; b; the model knows only b
+    assert tr.text.source.tokenize(typed) == ["&quot;", "mary", "&quot;", "b"]
+    ids = [UNK_ID, UNK_ID, tr.tgt_vocab.stoi["B"]]  # the toy targets are upper-case
+    rows = torch.zeros(4, 4)  # footnote 14: word i takes step i + 1's a_t
+    rows[1, 0] = rows[2, 1] = rows[3, 3] = rows[0, 0] = 1.0
+    hyps = [Hypothesis(ids, -1.0, rows), Hypothesis(ids, -2.0, rows)]
+
+    def decoded(stepper, src_ids, batch_size, search, keep, progress, workers):
+        return [Translation(ids, rows, -1.0, hyps) for _ in src_ids]
+
+    monkeypatch.setattr(api, "decode_corpus", decoded)
+    one = tr.run([typed], 1, attention=True)[0]
+    two = tr.run([typed], 2)[0]
+    assert "Mary" in one.text and all("Mary" in h.text for h in two.hypotheses)  # as typed
+    assert "&quot;" not in one.text and "<unk>" not in one.text
+    pairs = [x.split("→") for x in attention_line(one).split()]
+    assert [w for w, _ in pairs] == ['"', "Mary", "B"]  # not <unk>, &quot; or mary
+    assert all(src in ['"', "Mary", "b"] for _, src in pairs)  # the source words as typed
+    assert one.attention.source == ['"', "Mary", '"', "b", "</s>"]  # the model reads </s>
+    assert one.attention.replaced == {0: 0, 1: 1}

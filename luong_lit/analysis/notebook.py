@@ -15,7 +15,8 @@ from pathlib import Path
 
 from luong_lit.analysis.runs import run_label
 
-DEFAULT_RUNS = "logs/train/runs/*,logs/train/multiruns/*/*"
+SWEEPS = "logs/train/multiruns/*/*"
+DEFAULT_RUNS = f"logs/train/runs/*,{SWEEPS}"
 
 
 def search_folders() -> list[Path]:
@@ -71,6 +72,9 @@ def find_runs(patterns: str | Sequence[str], folders: Sequence[Path] | None = No
             "directories or globs, e.g. LUONG_LIT_RUNS='logs/train/runs/*'"
         )
     for pattern in empty:
+        if pattern.strip() == SWEEPS:  # the default's sweeps: none run yet, nothing amiss
+            print(f"no sweeps yet ({SWEEPS} is empty in {where})")
+            continue
         warnings.warn(f"{pattern!r} matches no run directory (looked in: {where})", stacklevel=2)
     return runs
 

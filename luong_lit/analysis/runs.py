@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.analysis.paper_numbers import paper_row
+from luong_lit.analysis.paper_numbers import like_with_like, paper_row
 from luong_lit.nn.names import attention_name, score_name
 
 
@@ -37,6 +37,7 @@ def describe(run_dir: Path) -> dict:
         "score": score_name(net.get("score")) if attention != "none" else None,
         "feed_input": cfg.get("feed_input"),
         "seed": cfg.get("seed"),
+        "dataset": (cfg.get("data") or {}).get("dataset"),
     }
 
 
@@ -60,7 +61,8 @@ def collect(run_dir: Path) -> dict:
         )
     if (run_dir / "align.json").is_file():
         row["aer"] = json.loads((run_dir / "align.json").read_text()).get("aer")
-    row["paper"] = paper_row(row["experiment"], row["attention"], row["score"])
+    paper = paper_row(row["experiment"], row["attention"], row["score"])
+    row["paper"] = like_with_like(paper, row["dataset"])
     return row
 
 

@@ -88,6 +88,7 @@ def evaluate(args) -> dict:
         replaced, refs, test.lang, test.tokenizer, test.raw_refs
     )
     report["detok_references"] = "raw" if test.raw_refs else "detokenised tokenised references"
+    report["compared"] = compared(tr.meta)
     report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
     report["unk_replacement"] = {
         "by": "dictionary, else copy" if args.dictionary else "copy",
@@ -110,6 +111,15 @@ def unk_quality_line(q: dict) -> str:
     )
 
 
+def compared(meta: dict) -> str:
+    """What BLEU compares: lowercased text when the model's corpus is lowercased (both the
+    output and the references are then), else the text as cased."""
+    from luong_lit.data.model_data import model_recipe
+
+    lowercase = model_recipe(meta).lowercase
+    return "lowercased text (the model's corpus is lowercased)" if lowercase else "cased text"
+
+
 def markdown(report: dict) -> str:
     b, u = report["bleu"], report["bleu_unk_replaced"]
     ppl = ", ".join(f"{p:.2f}" for p in report["ppl"])
@@ -124,7 +134,7 @@ def markdown(report: dict) -> str:
         "",
         f"Decoding: {json.dumps(report['decoding'])}",
         "",
-        "| BLEU (case-sensitive) | before unk replacement | after |",
+        f"| BLEU on {report.get('compared', 'cased text')} | before unk replacement | after |",
         "|---|---:|---:|",
         "| tokenised (multi-bleu.perl equivalent, ##AT## rejoined) "
         f"| {b['bleu_tok']:.2f} | {u['bleu_tok']:.2f} |",
@@ -183,6 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out / f"{stem}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
         (out / f"{stem}.md").write_text(markdown(report), encoding="utf-8")
         print(markdown(report))
+        written = ", ".join(
+            str(out / f"{stem}{x}") for x in (".md", ".json", "_bleu_by_length.png")
+        )
+        print(f"wrote {written}")
 
     return run_command(body)
 
