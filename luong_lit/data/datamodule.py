@@ -160,7 +160,9 @@ class TranslationDataModule(L.LightningDataModule):
             for n in names
         ]
 
-    def _read(self, spec: Any) -> tuple[list[str], list[str]]:
+    def read_pairs(self, spec: Any) -> tuple[list[str], list[str]]:
+        """The source and target lines of a split spec (``train``, ``cfg.data.dev``, a list of
+        corpora, ``{src: PATH, tgt: PATH}``), read as training reads them: checked, untokenised."""
         src, tgt = [], []
         for sp, tp in self._paths(spec):
             s, t = read_parallel(sp, tp, self.clean_control)
@@ -203,9 +205,9 @@ class TranslationDataModule(L.LightningDataModule):
         self.src_vocab, self.tgt_vocab = store.vocabs["src"], store.vocabs["tgt"]
         protos = {side: store.sentencepiece(side) for side in SIDES}
         self.tokenizers = make_tokenizers(self.corpus_spec(), protos)
-        self.splits = {"dev": self._tokenize("dev", *self._read(self.dev_spec))}
+        self.splits = {"dev": self._tokenize("dev", *self.read_pairs(self.dev_spec))}
         for name, spec in self.test_spec.items():
-            self.splits[name] = self._tokenize(name, *self._read(spec))
+            self.splits[name] = self._tokenize(name, *self.read_pairs(spec))
         for split in self.splits.values():
             self._encode(split)
         log.info(
@@ -219,7 +221,7 @@ class TranslationDataModule(L.LightningDataModule):
     def read_train_split(self) -> Split:
         """The training split read, tokenised and encoded in memory, without the store (for
         aligning the corpus or building dictionaries from it). Needs :meth:`setup` first."""
-        src, tgt = self._read(self.train_spec)
+        src, tgt = self.read_pairs(self.train_spec)
         train = self._tokenize("train", src, tgt)
         train.src_tokens, train.tgt_tokens = length_filter(
             train.src_tokens, train.tgt_tokens, self.max_len, self.length_mode
@@ -250,7 +252,7 @@ class TranslationDataModule(L.LightningDataModule):
             )
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         for name, spec in self.test_spec.items():
-            self.splits[name] = self._tokenize(name, *self._read(spec))
+            self.splits[name] = self._tokenize(name, *self.read_pairs(spec))
             self._encode(self.splits[name])
 
     # ------------------------------------------------------------------ loaders
