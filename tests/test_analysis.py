@@ -457,7 +457,7 @@ def test_runs_are_found_from_the_folder_jupyter_started_in_and_empty_patterns_na
         assert find_runs(["logs/train/runs/*", "nothing/*"], folders=[project]) == found
 
 
-def test_patterns_resolve_in_one_folder_only(runs, tmp_path):
+def test_patterns_resolve_in_one_folder_only(runs, tmp_path, capsys):
     """The user's folder has single runs, the repository a sweep: the default patterns
     (runs and multiruns) must not add the repository's sweep to the user's runs."""
     from luong_lit.analysis.notebook import find_runs
@@ -466,8 +466,10 @@ def test_patterns_resolve_in_one_folder_only(runs, tmp_path):
     shutil.copytree(runs["global"], user / "logs" / "train" / "runs" / "a")
     shutil.copytree(runs["global"], repo / "logs" / "train" / "multiruns" / "s" / "0_x")
     patterns = ["logs/train/runs/*", "logs/train/multiruns/*/*"]
-    with pytest.warns(UserWarning, match="multiruns"):
-        assert find_runs(patterns, folders=[user, repo]) == [user / "logs/train/runs/a"]
+    assert find_runs(patterns, folders=[user, repo]) == [user / "logs/train/runs/a"]
+    assert "no sweeps yet" in capsys.readouterr().out
+    with pytest.warns(UserWarning, match="logs/other"):  # a pattern of the user's own: a warning
+        find_runs(["logs/train/runs/*", "logs/other/*"], folders=[user, repo])
     assert find_runs(patterns, folders=[tmp_path / "none", repo]) == [
         repo / "logs/train/multiruns/s/0_x"
     ]

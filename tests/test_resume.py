@@ -150,7 +150,6 @@ def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(corpus, unbroken
 
 
 SHORT_EPOCHS = {
-    "limit 40 batches": (40, ["+trainer.limit_train_batches=40"]),
     "limit 40 batches, checkpoints at epoch ends only, the main job's schedule": (
         40,
         ["+trainer.limit_train_batches=40", "callbacks.checkpoint.every_n_train_steps=0"],
