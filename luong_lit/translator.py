@@ -19,16 +19,17 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
+from luong_lit.attention_map import EMPTY, AttentionMap, attention_map, links_of
 from luong_lit.checkpoint import load_models
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.model_data import tokenizers
 from luong_lit.data.preprocess import RecipeDetokenizer, RecipeTokenizer
-from luong_lit.data.vocab import BOS, EOS, PAD, UNK
+from luong_lit.data.vocab import BOS, PAD, UNK
 from luong_lit.decoding.corpus import Translation, decode_corpus
-from luong_lit.decoding.forced import Forced, forced_pass
+from luong_lit.decoding.forced import forced_pass
 from luong_lit.decoding.unk import replace_unks, word_alignment
 from luong_lit.engines import make_engine
 from luong_lit.errors import UsageError
@@ -42,29 +43,6 @@ class Scored(NamedTuple):
 
     text: str
     score: float | None
-
-
-@dataclass
-class AttentionMap:
-    """What the model attended to while translating one sentence.
-
-    ``source``: the source words (then ``</s>`` for a model that reads it, ``src_eos``);
-    ``target``: the output words, then ``</s>``, both as the user sees them (cased, unescaped,
-    unknown words replaced). ``weights[t][s]``: ``a_t`` of step ``t``, the step that predicted
-    ``target[t]``, over source word ``s``. ``p_t``: each step's
-    window centre (local attention; None for global), with window half-width ``D``.
-    ``links``: ``(source, target)`` word pairs under footnote 14's convention, as ``align``
-    takes them. ``replaced``: for each target word that ``replace_unk`` filled in, the source
-    word it came from.
-    """
-
-    source: list[str]
-    target: list[str]
-    weights: list[list[float]]
-    p_t: list[float] | None = None
-    D: int | None = None
-    links: list[tuple[int, int]] = field(default_factory=list)
-    replaced: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -94,6 +72,7 @@ class Translator:
         self.text = tokenizers(meta, options.pretokenized, src_vocab, tgt_vocab)
         self.engine = make_engine(options.engine)
         self.stepper = self.engine.for_decoding(model, options.int8)  # constants computed once
+        self._forced_stepper = None  # forced passes keep the float weights (int8 is for search)
         beam = options.search().beam_size
         if beam > len(tgt_vocab):
             raise UsageError(
@@ -131,8 +110,22 @@ class Translator:
     ) -> list[list[tuple[int, int]]]:
         """``(source, target)`` word links of each pair by forced decoding (footnote 14's
         convention, or ``align_convention``), in the tokens the model reads."""
-        forced, _, tgt_words = self._forced(src, tgt)
-        return [self._links(f.attention, len(t)) for f, t in zip(forced, tgt_words)]
+        forced, src_words, tgt_words = self._forced(src, tgt)
+        based, convention = self._content_based(), self.options.align_convention
+        return [
+            links_of(f.attention[:, : len(w)], len(t), based, convention) if t and w else []
+            for f, w, t in zip(forced, src_words, tgt_words)
+        ]
+
+    @property
+    def float_stepper(self):
+        """The model in its decode-time form without 8-bit products: forced passes (scores,
+        alignments, attention) read the float weights, as perplexity does."""
+        if self._forced_stepper is None:
+            self._forced_stepper = (
+                self.engine.for_decoding(self.model) if self.options.int8 else self.stepper
+            )
+        return self._forced_stepper
 
     # ------------------------------------------------------------------ the work
     def run(
@@ -155,16 +148,18 @@ class Translator:
         out = decode_corpus(
             self.stepper, ids, opts.batch_size, search, keep, progress, opts.workers
         )
-        results = []
+        results, best = [], []
         for line, src, tr, was_cut in zip(lines, sources, out, cut):
             hyps = (
                 [tr] if n == 1 else [Translation(h.tokens, h.attention, h.score) for h in tr.n_best]
             )
-            scored = [Scored(self._render(line, src, h, opts)[0], h.score) for h in hyps[:n]]
+            rendered = [self._render(line, src, h, opts) for h in hyps[:n]]
+            scored = [Scored(text, h.score) for (text, _, _), h in zip(rendered, hyps)]
             scored += [Scored("", 0.0)] * (n - len(scored))  # an empty input, a short list
             results.append(Output(scored[0].text, scored, was_cut))
+            best.append(self._render(line, src, tr, opts) if n > 1 else rendered[0])
         if attention:
-            self._attach_attention(lines, sources, ids, out, results, opts)
+            self._attach_attention(lines, sources, best, results, opts)
         return results
 
     def _sources(self, lines: Sequence[str], opts: DecodeOptions) -> tuple[list, list[bool]]:
@@ -210,34 +205,26 @@ class Translator:
     def _content_based(self) -> bool:
         return getattr(self.model, "content_based", True)
 
-    def _links(self, weights, n_words: int) -> list[tuple[int, int]]:
-        if n_words == 0 or weights.size(1) == 0:
-            return []
-        where = word_alignment(
-            weights, n_words, self._content_based(), self.options.align_convention
-        )
-        return [(s, j) for j, s in enumerate(where)]
-
-    def _attach_attention(self, lines, sources, ids, out, results, opts) -> None:
-        """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``."""
+    def _attach_attention(self, lines, sources, best, results, opts) -> None:
+        """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``
+        (over the words shown: stray ``<s>``/``<pad>`` symbols left out)."""
+        rows = [i for i, (src, (_, words, _)) in enumerate(zip(sources, best)) if src]
+        src_ids = [self.src_vocab.encode(sources[i]) for i in rows]
+        tgt_ids = [self.tgt_vocab.encode(best[i][1]) for i in rows]
         eos = bool(getattr(self.model, "src_eos", False))  # (an ensemble: its words only)
-        forced = forced_pass(self.stepper, ids, [tr.ids for tr in out], eos_slot=eos)
+        forced = dict(zip(rows, forced_pass(self.float_stepper, src_ids, tgt_ids, eos_slot=eos)))
         D = getattr(getattr(self.model, "attention", None), "D", None)
-        for line, src, tr, f, res in zip(lines, sources, out, forced, results):
-            _, words, replaced = self._render(line, src, tr, opts)
-            res.attention = self._attention_map(line, src, words, replaced, f, D)
-
-    def _attention_map(self, line, src, words, replaced, f: Forced, D) -> AttentionMap:
-        shown_src = self._display_source(line, src)
-        shown_src += [EOS] * (f.attention.size(1) - len(shown_src))  # the </s> the model reads
-        shown_tgt = self._display_target(words, line) + [EOS]
-        on_words = f.attention[:, : len(src)]  # links go to words, never to </s>
-        links = self._links(on_words, len(words)) if self.model_has_attention else []
-        return AttentionMap(
-            shown_src, shown_tgt, f.attention.tolist(),
-            None if f.p_t is None else f.p_t.tolist(), D if f.p_t is not None else None,
-            links, replaced,
-        )  # fmt: skip
+        for i, (line, src, (_, words, replaced), res) in enumerate(
+            zip(lines, sources, best, results)
+        ):
+            if i not in forced:
+                res.attention = EMPTY
+                continue
+            res.attention = attention_map(
+                forced[i], self._display_source(line, src), self._display_target(words, line),
+                len(src), content_based=self._content_based(), convention=opts.align_convention,
+                replaced=replaced, D=D, has_attention=self.model_has_attention,
+            )  # fmt: skip
 
     @property
     def model_has_attention(self) -> bool:
@@ -266,7 +253,8 @@ class Translator:
         tgt_ids = [self.tgt_vocab.encode(t) for t in tgt_words]
         if any(not s for s in src_ids):
             raise UsageError("every source needs at least one word")
-        return forced_pass(self.stepper, src_ids, tgt_ids, scores=scores), src_words, tgt_words
+        forced = forced_pass(self.float_stepper, src_ids, tgt_ids, scores=scores)
+        return forced, src_words, tgt_words
 
 
 def _lines(texts: str | Sequence[str]) -> list[str]:

@@ -39,7 +39,7 @@ def integer(option: str, value: Any, low: int = 1, nullable: bool = False) -> No
     """An integer ``>= low`` (or None where ``nullable``)."""
     if nullable and value is None:
         return
-    if not (_number(value) and float(value).is_integer() and value >= low):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
         allowed = f"an integer >= {low}" + (", or null" if nullable else "")
         raise OptionError(option, value, _range(allowed))
 

@@ -105,6 +105,13 @@ def test_attention_of_the_best_translation(lowercase_model):
     assert att.links == model.align(["A B C D"], [model.translate(["A B C D"])[0]])[0]
 
 
+def test_attention_of_an_empty_text_is_empty(lowercase_model):
+    model = luong_lit.load(lowercase_model)
+    att = model.attention("")
+    assert (att.source, att.target, att.weights, att.links) == ([], [], [], [])
+    assert model.translate([""]) == [""]
+
+
 def test_options_are_typed_and_checked_by_name(lowercase_model):
     with pytest.raises(UsageError, match="^beam must be an integer >= 1, got 0"):
         luong_lit.load(lowercase_model, beam=0)

@@ -82,6 +82,7 @@ LAYERS = [
     "checkpoint",  # checkpoint files
     "evaluation",  # scoring a split's translations
     "options",  # typed decoding options
+    "attention_map",  # what a model attended to, as shown
     "translator",  # the Python API
     "sweeps",  # a sweep job's GPU, threads and resume
     "config",  # composing the Hydra configs

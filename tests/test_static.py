@@ -174,6 +174,17 @@ def test_replayed_gradients_reach_the_parameters_through_an_ordinary_backward():
     assert float(p1.grad.norm()) == pytest.approx(0.1, rel=1e-4)
 
 
+def test_a_replayed_loss_does_not_reach_back_into_the_graphs_own_backward():
+    """A captured step's loss still carries the graph's autograd history (its backward was
+    already run, its buffers freed): the handed-over loss must not follow it a second time."""
+    p = torch.nn.Parameter(torch.randn(3))
+    graph_loss = (p * p).sum()
+    (g,) = torch.autograd.grad(graph_loss, [p])  # the graph's own backward: buffers freed
+    loss = replayed_loss(graph_loss, [g], [p])
+    loss.backward()  # would raise "backward through the graph a second time" if it followed
+    assert torch.equal(p.grad, 2 * p.detach())
+
+
 @pytest.mark.parametrize("reverse", [True, False])
 @pytest.mark.parametrize("eos_last", [True, False])
 def test_the_left_padded_encoder_gives_the_masked_loops_states_and_gradients(reverse, eos_last):

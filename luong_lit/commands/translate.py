@@ -120,7 +120,8 @@ def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
             except DataError as err:  # one bad line is reported, and the session goes on
                 print(f"error: {err}", file=sys.stderr, flush=True)
                 continue
-            outs = translator.run([line], args.n_best, attention=args.show_attention)
+            want_attention = args.show_attention and args.n_best == 1
+            outs = translator.run([line], args.n_best, attention=want_attention)
             stdout.write("".join(x + "\n" for x in render(outs, args, number - 1)))
             stdout.flush()
     except KeyboardInterrupt:  # Ctrl-C ends the session as Ctrl-D does

@@ -83,6 +83,8 @@ class FastEngine(ReferenceEngine):
         self, device: str = "cpu", precision: str = "32-true", accumulate: int = 1, world_size=1
     ) -> None:
         """Resolve ``graphs=auto`` (:func:`~.graphs.auto_graphs`) and check ``capture``."""
+        if self.int8 and device != "cpu":
+            raise ConfigError(f"engine.int8={self.int8}: 8-bit decoding runs on the CPU only")
         args = (device, precision, accumulate, world_size, self.buckets)
         self.mode = auto_graphs(*args) if self.graphs == "auto" else self.graphs
         if self.mode != "capture":
@@ -93,6 +95,8 @@ class FastEngine(ReferenceEngine):
             )
         if accumulate != 1:
             raise ConfigError("engine.graphs=capture needs trainer.accumulate_grad_batches=1")
+        if world_size > 1:  # the all-reduce hooks would be recorded in the graph: not checked
+            raise ConfigError("engine.graphs=capture runs on one device; data-parallel runs: off")
         if device != "cuda":
             log.warning(
                 "engine.graphs=capture on a CPU: the same fixed-shape steps run, uncaptured"

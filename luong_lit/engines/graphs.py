@@ -66,8 +66,13 @@ class _Replayed(torch.autograd.Function):
 
 
 def replayed_loss(loss: Tensor, grads: Sequence[Tensor | None], params: Sequence[Tensor]) -> Tensor:
-    """``loss`` whose ``backward()`` leaves ``grads`` in ``p.grad`` of ``params``."""
-    return _Replayed.apply(loss, list(grads), *params)
+    """``loss`` whose ``backward()`` leaves ``grads`` in ``p.grad`` of ``params``.
+
+    The graph's own ``loss`` comes in detached: its backward pass was recorded in the graph, and
+    autograd must not follow it again. The trainer must clear gradients by setting them to None
+    (Lightning's ``zero_grad`` does), or the handed-over views would be added to themselves.
+    """
+    return _Replayed.apply(loss.detach(), list(grads), *params)
 
 
 @dataclass

@@ -13,11 +13,10 @@ import lightning as L
 from luong_lit.data.batching import Batch
 from luong_lit.data.dictionary import load_dictionary
 from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
-from luong_lit.errors import ConfigError
 from luong_lit.evaluation import split_bleu, translate_split
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
 from luong_lit.training.loggers import log_samples
-from luong_lit.validate import integer
+from luong_lit.validate import OptionError, integer
 
 
 class ThroughputMonitor(L.Callback):
@@ -138,8 +137,9 @@ class BeamBleuCallback(L.Callback):
         integer("beam_size", beam_size, 1)
         try:
             penalty = parse_length_penalty(length_penalty)
-        except ValueError as err:
-            raise ConfigError(f"length_penalty={length_penalty!r}: {err}") from None
+        except ValueError:
+            why = "is not none, avg or a number"
+            raise OptionError("length_penalty", length_penalty, why) from None
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
         self.beam = BeamConfig(beam_size=beam_size, length_penalty=penalty)
         self.replace_unk, self.dictionary_path, self.on_test = replace_unk, dictionary, on_test

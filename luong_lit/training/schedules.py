@@ -36,9 +36,11 @@ class Plan:
 
     @property
     def total_steps(self) -> int:
-        if not self.trainer.max_epochs or self.trainer.max_epochs < 1:
-            raise ConfigError("this learning-rate schedule needs trainer.max_epochs")
-        return int(self.trainer.estimated_stepping_batches)
+        t = self.trainer
+        no_epochs = not t.max_epochs or t.max_epochs < 1
+        if no_epochs and not (t.max_steps and t.max_steps > 0):
+            raise ConfigError("this learning-rate schedule needs trainer.max_epochs or max_steps")
+        return int(t.estimated_stepping_batches)
 
     @property
     def steps_per_epoch(self) -> int:
