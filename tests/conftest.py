@@ -92,3 +92,16 @@ def lowercase_model(toy_corpus, tmp_path_factory) -> Path:
     )
     train(cfg)
     return out / "checkpoints" / "best.ckpt"
+
+
+@pytest.fixture(scope="session")
+def local_p_model(toy_corpus, tmp_path_factory) -> Path:
+    """A toy local-p model with the lowercase recipe: its attention has a p_t per step."""
+    from luong_lit.commands.train import train
+
+    out = tmp_path_factory.mktemp("local_p")
+    recipe = ["data.preprocess={lowercase:true,moses:true}", "data.src_lang=en", "data.tgt_lang=de"]
+    local = ["attention=local_p", "model.net.attention.D=2", "trainer.max_epochs=2"]
+    cfg = compose_cfg(tiny_overrides(toy_corpus) + recipe + local, out)
+    train(cfg)
+    return out / "checkpoints" / "best.ckpt"

@@ -1,102 +1,22 @@
-"""The translation server: its JSON API, several models side by side, and the attention page in
-a real browser (headless Chromium; ``.ci/run`` installs Debian's package when it is missing)."""
+"""The translation server: its JSON API, several models side by side, its options checked
+before a request is queued (the page, in a browser: ``test_serve_page.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
-from conftest import compose_cfg, tiny_overrides
+from serve_helpers import call, load, post, start_server, two_model_args
 
 import luong_lit
-
-REPO = Path(__file__).resolve().parents[1]
-SCREENSHOTS = Path(
-    os.environ.get("LUONG_LIT_SCREENSHOTS", Path(tempfile.gettempdir()) / "luong_lit_screenshots")
-)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def call(port: int, path: str, body: bytes | None = None) -> tuple[int, dict]:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body,
-                                 method="POST" if body is not None else "GET")  # fmt: skip
-    try:
-        with urllib.request.urlopen(req, timeout=60) as res:
-            return res.status, json.loads(res.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-
-
-def post(port: int, body: bytes, path: str = "/translate") -> tuple[int, dict]:
-    return call(port, path, body)
-
-
-def start_server(*args: str) -> tuple[subprocess.Popen, int, str]:
-    """``python -m luong_lit serve ARGS`` on a free port, once it answers; and what it printed."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "luong_lit", "serve", *args, "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )  # fmt: skip
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        assert proc.poll() is None, proc.stderr.read()
-        try:
-            if call(port, "/health")[1]["status"] == "ok":
-                break
-        except OSError:
-            time.sleep(0.2)
-    banner = [proc.stdout.readline() for _ in range(3)]
-    return proc, port, "".join(banner)
-
-
-@pytest.fixture(scope="module")
-def local_p_model(toy_corpus, tmp_path_factory) -> Path:
-    """A toy local-p model with the lowercase recipe: its attention has a p_t per step."""
-    from luong_lit.commands.train import train
-
-    out = tmp_path_factory.mktemp("local_p")
-    recipe = ["data.preprocess={lowercase:true,moses:true}", "data.src_lang=en", "data.tgt_lang=de"]
-    local = ["attention=local_p", "model.net.attention.D=2", "trainer.max_epochs=2"]
-    cfg = compose_cfg(tiny_overrides(toy_corpus) + recipe + local, out)
-    train(cfg)
-    return out / "checkpoints" / "best.ckpt"
-
-
-#: the decoding of the module's server (a toy model's outputs are at least as long as its input)
-OPTS = {"beam": 2, "max_src_len": 5, "min_len_ratio": 1.0}
-
-
-def load(ckpt, **changes):
-    return luong_lit.load(ckpt, **{**OPTS, **changes})
 
 
 @pytest.fixture(scope="module")
 def server(lowercase_model, local_p_model):
-    proc, port, banner = start_server(
-        f"global={lowercase_model}", f"local_p={local_p_model}", "--beam", "2",
-        "--max-sentences", "3", "--max-chars", "40", "--max-wait-ms", "300", "--max-src-len", "5",
-        "--min-len-ratio", "1.0",
-    )  # fmt: skip
+    proc, port, banner = start_server(*two_model_args(lowercase_model, local_p_model))
     yield proc, port, banner
     proc.kill()
 
@@ -173,6 +93,7 @@ def test_post_attention_is_the_apis_attention(lowercase_model, local_p_model, se
             'needs a "beam" of at least 3',
         ),
         ("/attention", b'{"text": "a", "replace_unk": "yes"}', 400, '"replace_unk" must be true'),
+        ("/translate", b'{"text": "a", "n_best": 3}', 400, "n_best 3 needs a beam of at least 3"),
     ],
 )
 def test_bad_requests_get_a_4xx_and_the_server_goes_on(server, path, body, status, says):
@@ -241,65 +162,64 @@ def test_names_are_given_to_every_checkpoint_or_to_none(lowercase_model):
         parse_model_specs(["a=x.ckpt", "a=y.ckpt"])
 
 
-# ------------------------------------------------------------------------ the page, in a browser
-def page_panels(browser) -> list[dict]:
-    return browser.eval("""[...document.querySelectorAll('#panels .panel')].map(p => ({
-        model: p.dataset.model,
-        translation: p.querySelector('.translation').textContent,
-        cells: p.querySelectorAll('rect.cell').length,
-        source: [...p.querySelectorAll('text.src')].map(t => t.textContent),
-        target: [...p.querySelectorAll('text.tgt')].map(t => t.textContent),
-        p_t: p.querySelectorAll('line.p_t').length,
-        windows: p.querySelectorAll('rect.window').length}))""")
+def test_a_request_is_checked_against_the_servers_own_decoding_before_it_is_queued():
+    """A beam in a request is the beam decoded, even under the authors' decoder (beam 1:
+    greedy), and an n-best list longer than the server's beam is a 400, not a failed batch."""
+    from types import SimpleNamespace
+
+    from luong_lit.options import DecodeOptions
+    from luong_lit.serving import BadRequest, ServedModel
+    from luong_lit.serving.models import request_options
+    from luong_lit.serving.requests import Settings
+
+    authors = ServedModel("m", [], SimpleNamespace(options=DecodeOptions(authors_decoder=True)))
+    opts, n = request_options(authors, Settings("m", beam=1))
+    assert not opts.authors_decoder and opts.search().beam_size == 1 and n == 1
+    opts, _ = request_options(authors, Settings("m"))
+    assert opts.search().beam_size == 12  # the authors' beam
+    greedy = ServedModel("m", [], SimpleNamespace(options=DecodeOptions(beam=1, cli=True)))
+    with pytest.raises(BadRequest, match=r"^n_best 2 needs a beam of at least 2 \(the beam is 1\)"):
+        request_options(greedy, Settings("m", n_best=2))
 
 
-SAFE = """typeof pwned === "undefined" && document.scripts.length === 1
-    && document.querySelectorAll("#panels img, #panels script").length === 0"""
-SOURCE_SHOWN = (
-    "[...document.querySelectorAll('text.src')].some(t => t.textContent.includes('script'))"
-)
+def test_health_tells_the_page_the_beam_a_request_gets_by_default():
+    from luong_lit.commands.serve import health_info
+    from luong_lit.options import DecodeOptions
+
+    assert health_info(DecodeOptions(authors_decoder=True), 1)["beam"] == 12
+    assert health_info(DecodeOptions(beam=1), 1) == {
+        "search": "greedy", "beam": 1, "n_best": 1, "replace_unk": False
+    }  # fmt: skip
 
 
-def test_the_page_shows_each_models_translation_and_attention_in_a_browser(server):
-    from benchmarks.browser import Browser, chromium
+def test_serve_refuses_decoding_workers(lowercase_model, capsys):
+    from luong_lit.commands.serve import main
 
-    if chromium() is None and os.environ.get("CI"):
-        pytest.fail("no chromium: .ci/run installs Debian's chromium package")
-    if chromium() is None:
-        pytest.skip("needs Debian's chromium (apt-get install chromium)")
-    _, port, _ = server
-    typed = "<script>pwned=1</script><img src=x>"  # within the server's 40 characters
+    assert main([str(lowercase_model), "--workers", "2"]) == 2
+    assert "serve decodes in its own process: leave out --workers" in capsys.readouterr().err
 
-    async def session():
-        async with Browser() as b:
-            await b.open(f"http://127.0.0.1:{port}/")
-            await b.type_into("#text", "A B C D")
-            await b.click("#go")
-            await b.wait_for("document.querySelectorAll('#panels .panel svg').length === 2")
-            first = await page_panels(b)
-            await b.screenshot(SCREENSHOTS / "serve_page.png")
-            await b.eval("document.getElementById('text').value = ''")
-            await b.type_into("#text", typed)
-            await b.click("#go")
-            await b.wait_for(SOURCE_SHOWN)
-            second = await page_panels(b)
-            pwned = await b.eval(SAFE)
-            return first, second, pwned
 
-    first, second, safe = asyncio.run(session())
-    for panel in first:
-        want = post(
-            server[1],
-            json.dumps({"text": "A B C D", "model": panel["model"]}).encode(),
-            "/attention",
-        )[1]
-        assert panel["translation"] == want["translation"] and panel["translation"]
-        assert (panel["source"], panel["target"]) == (want["source"], want["target"])
-        assert panel["cells"] == len(want["source"]) * len(want["target"])
-    assert [p["model"] for p in first] == ["global", "local_p"]
-    assert first[0]["p_t"] == 0 and first[1]["p_t"] == first[1]["windows"] == len(
-        first[1]["target"]
-    )
-    assert safe, "typed markup ran or became page elements"
-    assert any("<" in w for p in second for w in p["source"])  # shown as the text it is
-    assert (SCREENSHOTS / "serve_page.png").stat().st_size > 10_000
+def test_a_request_whose_client_left_does_not_stop_the_batcher():
+    """A cancelled request (its client hung up) in a batch: the others get their answers, and
+    the next batch is decoded."""
+    from luong_lit.serving.batcher import Batcher
+
+    def job(lines):
+        import time
+
+        time.sleep(0.05)
+        return [x.upper() for x in lines]
+
+    async def scenario():
+        batcher = Batcher(max_batch=8, max_wait_ms=50)
+        batcher.start()
+        gone = asyncio.ensure_future(batcher.submit("k", job, ["a"]))
+        kept = asyncio.ensure_future(batcher.submit("k", job, ["b", "c"]))
+        await asyncio.sleep(0.06)  # both are in the batch being decoded
+        gone.cancel()
+        first = await asyncio.wait_for(kept, 5)
+        later = await asyncio.wait_for(batcher.submit("k", job, ["d"]), 5)
+        await batcher.stop()
+        return first, later, gone.cancelled()
+
+    assert asyncio.run(scenario()) == (["B", "C"], ["D"], True)

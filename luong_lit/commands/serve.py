@@ -66,6 +66,15 @@ def limits_of(args) -> Limits:
     return Limits(args.max_sentences, args.max_chars, args.max_batch, args.max_wait_ms)
 
 
+def health_info(options, n_best: int) -> dict:
+    """The decoding a request gets by default, as ``/health`` tells the page: the beam decoded
+    (12 under the authors' decoder; 1: greedy), n-best and unknown-word replacement."""
+    search = options.search(n_best=n_best)
+    kind = "authors" if options.authors_decoder else "beam" if search.beam_size > 1 else "greedy"
+    return {"search": kind, "beam": search.beam_size, "n_best": n_best,
+            "replace_unk": options.replace_unk}  # fmt: skip
+
+
 def banner(args, models) -> str:
     """What ``serve`` prints once it listens: where, the models, the decoding."""
     names = "; ".join(f"{m.name} = {' + '.join(m.checkpoints)}" for m in models)
@@ -91,10 +100,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = decode_options(args)
         check_n_best(options, args.n_best)
         check_threads(args.threads)
+        if options.workers > 1:
+            raise UsageError("serve decodes in its own process: leave out --workers")
         limits = limits_of(args)
         configure_cpu(args.threads)
         models = load_served(args.checkpoints, options, args.n_best)
-        info = {"beam": args.beam, "n_best": args.n_best, "replace_unk": args.replace_unk}
+        info = health_info(options, args.n_best)
         app = make_app(models, limits, info)
         show = lambda _: print(banner(args, models), flush=True)  # noqa: E731 - once it listens
         web.run_app(app, host=args.host, port=args.port, print=show, handle_signals=True)

@@ -25,9 +25,9 @@ from luong_lit.serving.batcher import Batcher
 from luong_lit.serving.models import (
     ServedModel,
     attention_json,
-    attentions,
+    decode_lines,
+    request_options,
     translation_json,
-    translations,
 )
 from luong_lit.serving.requests import BadRequest, Limits, parse_body, sentences, settings
 
@@ -54,67 +54,86 @@ def describe(model: ServedModel) -> dict[str, Any]:
     }
 
 
-def make_app(models: list[ServedModel], limits: Limits, info: dict[str, Any]):
-    """The aiohttp application over ``models`` (``info``: decoding defaults, for ``/health``)."""
-    from aiohttp import web
+class Api:
+    """The handlers of the HTTP API over ``models`` (``info``: decoding defaults, for
+    ``/health``); requests wait in one :class:`Batcher`."""
 
-    batcher = Batcher(limits.max_batch, limits.max_wait_ms)
-    by_name = {m.name: m for m in models}
+    def __init__(self, models: list[ServedModel], limits: Limits, info: dict[str, Any]) -> None:
+        self.models, self.limits, self.info = models, limits, info
+        self.by_name = {m.name: m for m in models}
+        self.batcher = Batcher(limits.max_batch, limits.max_wait_ms)
 
-    async def decode(request, kind: str, one_sentence: bool):
+    async def decode(self, request, attention: bool):
+        """A request's model, n-best size and outputs (checked before it is queued)."""
         data = parse_body(await request.read())
-        if one_sentence and not isinstance(data.get("text"), str):
+        if attention and not isinstance(data.get("text"), str):
             raise BadRequest(400, 'expected {"text": "one sentence"}')
-        lines, s = sentences(data, limits), settings(data, list(by_name), limits)
-        model = by_name[s.model]
-        job = partial(attentions if kind == "attention" else translations, model, s=s)
-        return model, s, await batcher.submit((kind, s), job, lines)
+        lines = sentences(data, self.limits)
+        s = settings(data, list(self.by_name), self.limits)
+        model = self.by_name[s.model]
+        opts, n = request_options(model, s)
+        job = partial(decode_lines, model, opts=opts, n=n, attention=attention)
+        return model, n, await self.batcher.submit((attention, s), job, lines)
 
-    def answer(handler):
-        async def wrapped(request: web.Request) -> web.Response:
-            try:
-                return web.json_response(await handler(request))
-            except BadRequest as err:
-                return web.json_response({"error": str(err)}, status=err.status)
-            except Exception as err:  # noqa: BLE001 - the batch failed; the server goes on
-                return web.json_response({"error": f"decoding failed: {err}"}, status=500)
-
-        return wrapped
-
-    async def on_translate(request) -> dict:
-        model, s, outs = await decode(request, "translate", False)
-        n = s.n_best or model.n_best
+    async def translate(self, request) -> dict:
+        model, n, outs = await self.decode(request, attention=False)
         return {
             "model": model.name,
             "translations": [translation_json(o, n) for o in outs],
             "truncated": [i for i, o in enumerate(outs) if o.truncated],
         }
 
-    async def on_attention(request) -> dict:
-        model, _, outs = await decode(request, "attention", True)
+    async def attention(self, request) -> dict:
+        model, _, outs = await self.decode(request, attention=True)
         return attention_json(model, outs[0])
 
-    async def on_health(request) -> dict:
-        return {"status": "ok", "batches": batcher.batches, **info,
-                "models": [describe(m) for m in models]}  # fmt: skip
+    async def health(self, request) -> dict:
+        return {"status": "ok", "batches": self.batcher.batches, **self.info,
+                "models": [describe(m) for m in self.models]}  # fmt: skip
 
-    async def on_static(request: web.Request) -> web.Response:
-        name, kind = STATIC[request.path]
-        body = (PAGE / name).read_bytes()
-        return web.Response(body=body, content_type=kind, charset="utf-8", headers=SECURITY)
 
-    async def on_startup(app) -> None:
-        batcher.start()
+def as_json(handler):
+    """``handler``'s dict as a JSON answer; a bad request a 4xx, a failed batch a 500."""
+    from aiohttp import web
 
-    async def on_cleanup(app) -> None:
-        await batcher.stop()
+    async def wrapped(request: web.Request) -> web.Response:
+        try:
+            return web.json_response(await handler(request))
+        except BadRequest as err:
+            return web.json_response({"error": str(err)}, status=err.status)
+        except Exception as err:  # noqa: BLE001 - the batch failed; the server goes on
+            return web.json_response({"error": f"decoding failed: {err}"}, status=500)
 
+    return wrapped
+
+
+async def page_file(request):
+    """The page's files, each with the security headers."""
+    from aiohttp import web
+
+    name, kind = STATIC[request.path]
+    body = (PAGE / name).read_bytes()
+    return web.Response(body=body, content_type=kind, charset="utf-8", headers=SECURITY)
+
+
+def make_app(models: list[ServedModel], limits: Limits, info: dict[str, Any]):
+    """The aiohttp application over ``models`` (``info``: decoding defaults, for ``/health``)."""
+    from aiohttp import web
+
+    api = Api(models, limits, info)
     app = web.Application(client_max_size=limits.max_body)
-    app.router.add_post("/translate", answer(on_translate))
-    app.router.add_post("/attention", answer(on_attention))
-    app.router.add_get("/health", answer(on_health))
+    app.router.add_post("/translate", as_json(api.translate))
+    app.router.add_post("/attention", as_json(api.attention))
+    app.router.add_get("/health", as_json(api.health))
     for path in STATIC:
-        app.router.add_get(path, on_static)
-    app.on_startup.append(on_startup)
-    app.on_cleanup.append(on_cleanup)
+        app.router.add_get(path, page_file)
+
+    async def start(app) -> None:
+        api.batcher.start()
+
+    async def stop(app) -> None:
+        await api.batcher.stop()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
     return app

@@ -59,7 +59,10 @@ class Batcher:
             for item in await self._collect():
                 groups.setdefault(item[0], []).append(item)
             for items in groups.values():
-                await self._decode(items)
+                try:
+                    await self._decode(items)
+                except Exception:  # noqa: BLE001 - the loop must outlive any one batch
+                    log.exception("a batch could not be answered")
 
     async def _decode(self, items: list[tuple]) -> None:
         lines = [s for _, _, sentences, _ in items for s in sentences]
@@ -68,10 +71,12 @@ class Batcher:
         except Exception as err:  # noqa: BLE001 - one failed batch must not stop the server
             log.exception("decoding failed")
             for *_, future in items:
-                future.set_exception(err)
+                if not future.done():  # a request whose client left is cancelled
+                    future.set_exception(err)
             return
         self.batches += 1
         start = 0
         for _, _, sentences, future in items:
-            future.set_result(out[start : start + len(sentences)])
+            if not future.done():
+                future.set_result(out[start : start + len(sentences)])
             start += len(sentences)

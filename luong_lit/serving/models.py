@@ -17,7 +17,7 @@ from typing import Any
 
 from luong_lit.errors import UsageError
 from luong_lit.options import DecodeOptions
-from luong_lit.serving.requests import Settings
+from luong_lit.serving.requests import BadRequest, Settings
 from luong_lit.translator import AttentionMap, Output, Translator
 
 NAMED = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
@@ -55,27 +55,27 @@ def load_served(specs: Sequence[str], options: DecodeOptions, n_best: int = 1) -
     ]
 
 
-def _options(model: ServedModel, s: Settings) -> tuple[DecodeOptions, int]:
-    """The decoding options and n-best size of a request."""
+def request_options(model: ServedModel, s: Settings) -> tuple[DecodeOptions, int]:
+    """The decoding options and n-best size of a request, checked before it is queued (a
+    request's beam is the beam decoded, even where the server runs the authors' decoder)."""
     base = model.translator.options
     changes = {k: v for k, v in (("beam", s.beam), ("replace_unk", s.replace_unk)) if v is not None}
+    if s.beam is not None:
+        changes["authors_decoder"] = False
     n = s.n_best or model.n_best
-    if "beam" in changes and changes["beam"] > 1:
-        changes["authors_decoder"] = False  # a beam asked for is the beam decoded
-    opts = dataclasses.replace(base, **changes) if changes else base
+    try:
+        opts = dataclasses.replace(base, cli=False, **changes)
+        opts.search(n_best=n)
+    except UsageError as err:
+        raise BadRequest(400, str(err)) from None
     return opts, n
 
 
-def translations(model: ServedModel, lines: list[str], s: Settings) -> list[Output]:
-    """The request's lines translated as it asks."""
-    opts, n = _options(model, s)
-    return model.translator.run(lines, n, options=opts)
-
-
-def attentions(model: ServedModel, lines: list[str], s: Settings) -> list[Output]:
-    """The request's lines translated, each with the attention of its best translation."""
-    opts, n = _options(model, s)
-    return model.translator.run(lines, n, attention=True, options=opts)
+def decode_lines(
+    model: ServedModel, lines: list[str], opts: DecodeOptions, n: int, attention: bool
+) -> list[Output]:
+    """The request's lines translated with its options (and the attention, if asked)."""
+    return model.translator.run(lines, n, attention=attention, options=opts)
 
 
 def translation_json(out: Output, n: int) -> Any:

@@ -163,7 +163,9 @@ async function start() {
   } catch (err) {
     setStatus(`The server does not answer: ${err.message}`, true);
   }
-  $("search").addEventListener("change", () => { $("beam").disabled = $("search").value === "greedy"; });
+  const showBeam = () => { $("beam").disabled = $("search").value === "greedy"; };
+  showBeam();
+  $("search").addEventListener("change", showBeam);
   $("form").addEventListener("submit", translate);
   document.body.dataset.ready = "yes";
 }

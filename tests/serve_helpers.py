@@ -1,0 +1,75 @@
+"""Starting ``serve`` in a subprocess and calling its JSON API, for the server's tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import luong_lit
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(port: int, path: str, body: bytes | None = None) -> tuple[int, dict]:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body,
+                                 method="POST" if body is not None else "GET")  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=60) as res:
+            return res.status, json.loads(res.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def post(port: int, body: bytes, path: str = "/translate") -> tuple[int, dict]:
+    return call(port, path, body)
+
+
+def start_server(*args: str) -> tuple[subprocess.Popen, int, str]:
+    """``python -m luong_lit serve ARGS`` on a free port, once it answers; and what it printed."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "luong_lit", "serve", *args, "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )  # fmt: skip
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            if call(port, "/health")[1]["status"] == "ok":
+                break
+        except OSError:
+            time.sleep(0.2)
+    banner = [proc.stdout.readline() for _ in range(3)]
+    return proc, port, "".join(banner)
+
+
+#: the decoding of the module's server (a toy model's outputs are at least as long as its input)
+OPTS = {"beam": 2, "max_src_len": 5, "min_len_ratio": 1.0}
+
+
+def load(ckpt, **changes):
+    return luong_lit.load(ckpt, **{**OPTS, **changes})
+
+
+#: the arguments of the server the modules share: two models side by side, decoding as OPTS
+def two_model_args(lowercase_model, local_p_model) -> list[str]:
+    return [
+        f"global={lowercase_model}", f"local_p={local_p_model}", "--beam", "2",
+        "--max-sentences", "3", "--max-chars", "40", "--max-wait-ms", "300", "--max-src-len", "5",
+        "--min-len-ratio", "1.0",
+    ]  # fmt: skip
