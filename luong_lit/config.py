@@ -49,13 +49,14 @@ def _paths(node, prefix: str = "") -> list[str]:
     return out
 
 
-def _suggestion(path: str) -> str:
-    """The default config's nearest key path to ``path``, part by part (``model.net.hiden_size``:
-    ``model.net.hidden_size``), else among all key paths (``modle.lr``:
-    ``model.optimizer.lr``); the top level's names include the group names."""
+def _suggestion(path: str, choices: Sequence[str] = ()) -> str:
+    """The nearest key path to ``path`` in the config of the user's group ``choices``
+    (``schedule=linear_decay``), part by part (``model.net.hiden_size``:
+    ``model.net.hidden_size``), else among all key paths (``modle.lr``: ``model.optimizer.lr``);
+    the top level's names include the group names."""
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.to_container(_raw_compose([]), resolve=False)
+    cfg = OmegaConf.to_container(_raw_compose(list(choices)), resolve=False)
     node, fixed = cfg, []
     for i, part in enumerate(path.split(".")):
         keys = list(node) if isinstance(node, dict) else []
@@ -71,8 +72,15 @@ def _suggestion(path: str) -> str:
     return close[0] if close else ""
 
 
-def explain(message: str) -> str:
-    """Hydra's complaint about an override, with the nearest name that exists."""
+def _group_choices(overrides: Sequence[str]) -> list[str]:
+    """The overrides that choose a group's option (``schedule=linear_decay``)."""
+    names = groups()
+    return [o for o in overrides if o.split("=", 1)[0].lstrip("+~") in names and "=" in o]
+
+
+def explain(message: str, overrides: Sequence[str] = ()) -> str:
+    """Hydra's complaint about an override, with the nearest name that exists (in the config
+    the user's group choices among ``overrides`` make)."""
     first = message.strip().splitlines()[0]
     missing = re.search(r"Could not find '([\w.]+)/([\w.]+)'", first)
     if missing and missing.group(1) in groups():
@@ -86,7 +94,7 @@ def explain(message: str) -> str:
     if unknown:
         key = unknown.group(1)
         try:
-            near = _suggestion(key)
+            near = _suggestion(key, _group_choices(overrides))
         except Exception:  # noqa: BLE001 - a hint is a bonus; the error stands without it
             near = ""
         hint = f"; did you mean {near}?" if near else ""
@@ -98,14 +106,15 @@ def explain(message: str) -> str:
 
 
 def compose(overrides: Sequence[str], config_name: str = "train"):
-    """``conf/<name>.yaml`` with ``overrides``, composed as ``python -m luong_lit train`` does;
-    a bad override is one :class:`ConfigError` that names it and its nearest match."""
+    """``luong_lit/conf/<name>.yaml`` with ``overrides``, composed as ``python -m luong_lit
+    train`` does; a bad override is one :class:`ConfigError` that names it and its nearest
+    match."""
     from hydra.errors import HydraException
 
     try:
         return _raw_compose(overrides, config_name)
     except HydraException as err:
-        raise ConfigError(f"cannot compose the config: {explain(str(err))}") from None
+        raise ConfigError(f"cannot compose the config: {explain(str(err), overrides)}") from None
 
 
 def _first_comment(path: Path, width: int = 76) -> str:

@@ -329,6 +329,11 @@ CASES = [
         says=["atention is neither a config group nor a key", "did you mean attention?"],
     ),
     Case(
+        "a misspelt key of the group the user chose",
+        train("schedule=halving", "model.scheduler.aftr=3"),  # the main job decays linearly
+        says=["model.scheduler.aftr is neither", "did you mean model.scheduler.after?"],
+    ),
+    Case(
         "a misspelt option of a group",
         train("attention=globl"),
         says=["attention=globl is not an option of attention; did you mean global?"],

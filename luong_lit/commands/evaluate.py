@@ -67,7 +67,7 @@ def evaluate(args) -> dict:
         tr.dictionary,
         args.align_convention,
         engine=engine,
-        int8=args.int8,
+        stepper=tr.stepper,  # the translator's, quantised once under --int8
         progress=not args.quiet,
         workers=args.workers,
     )

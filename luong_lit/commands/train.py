@@ -26,7 +26,7 @@ from luong_lit.sweeps.job import earlier_work, job_resources, register_resolvers
 from luong_lit.training.resume import SignalCheckpoint, check_resumable
 
 log = logging.getLogger(__name__)
-register_resolvers()  # before Hydra composes: conf/hydra/launcher/ and conf/logger/ use them
+register_resolvers()  # before Hydra composes: its launcher and logger configs use them
 warnings.filterwarnings("ignore", message="(?s).*is validated against ConfigStore schema")
 
 

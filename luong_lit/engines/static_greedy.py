@@ -1,6 +1,10 @@
 """Greedy decoding in fixed shapes, with no value read on the host (a step that CUDA graphs
 can capture). Every row runs the same number of steps; :func:`greedy_decode_static` gives the
-words of :func:`luong_lit.decoding.greedy.greedy_decode` (``tests/test_static.py``)."""
+words of :func:`luong_lit.decoding.greedy.greedy_decode` (``tests/test_static.py``).
+
+No command decodes with it yet: it is the piece a graph-captured greedy search on a GPU
+(validation BLEU in one replay per batch shape) is built from, kept exact against the eager
+search on the CPU until then."""
 
 from __future__ import annotations
 
