@@ -29,9 +29,9 @@ def ragged(seed: int):
     return pad_batch(toy_batch(seed), 4, 12, 12).to("cuda")
 
 
-def graphed(net, label_smoothing=0.1):
+def graphed(net, label_smoothing=0.1, step=None):
     def loss_fn(src, src_len, tgt_in, tgt_out):
-        return static_nll(net, src, src_len, tgt_in, tgt_out, label_smoothing)[0]
+        return static_nll(net, src, src_len, tgt_in, tgt_out, label_smoothing, step=step)[0]
 
     return GraphedSteps(loss_fn, list(net.parameters()))
 
@@ -60,6 +60,29 @@ def test_replayed_graph_gives_the_eager_loss_and_gradients(att, dtype, bias):
         for (name, _), g, q in zip(net.named_parameters(), grads, eager.parameters()):
             torch.testing.assert_close(g, q.grad, **tol, msg=name)
     assert len(steps.graphs) == 1  # one bucket, one graph
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_a_compiled_step_in_the_graph_gives_the_eager_loss_and_gradients(dtype):
+    """``engine.compile=step`` inside the captured iteration (the paper's local-p, no biases)."""
+    from luong_lit.nn.fast.static import decoder_step
+
+    torch.manual_seed(0)
+    net = Seq2Seq(V, V, 32, 32, 2, 0.0, "local_p", "general", True, bias=False).cuda()
+    eager = copy.deepcopy(net)
+    steps = graphed(net, step=torch.compile(decoder_step))
+    tol = {"fp32": {"rtol": 1e-4, "atol": 1e-4}, "bf16": {"rtol": 2e-2, "atol": 2e-2}}[dtype]
+    for seed in (1, 2, 3):
+        b = ragged(seed)
+        with torch.autocast("cuda", torch.bfloat16, enabled=dtype == "bf16"):
+            loss, grads = steps(inputs(b))
+            ref, _ = FastEngine().nll(eager, b, 0.1)
+        eager.zero_grad()
+        ref.backward()
+        torch.testing.assert_close(loss, ref.detach(), **tol)
+        for (name, _), g, q in zip(net.named_parameters(), grads, eager.parameters()):
+            torch.testing.assert_close(g, q.grad, **tol, msg=name)
+    assert len(steps.graphs) == 1
 
 
 def test_dropout_masks_differ_between_replays():

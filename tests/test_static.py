@@ -88,15 +88,16 @@ def test_windows_clamped_to_the_padded_length_select_the_same_slots():
 
 
 # ---------------------------------------------------------------- in training
-def trained_weights(toy_corpus, tmp_path, mode: str, schedule: list[str]) -> dict:
+def trained_weights(toy_corpus, tmp_path, mode: str, schedule: list[str], compile_="off") -> dict:
     from conftest import compose_cfg, tiny_overrides
 
     from luong_lit.commands.train import train
 
-    out = tmp_path / mode
+    out = tmp_path / f"{mode}-{compile_}"
     overrides = tiny_overrides(toy_corpus) + [
         f"engine.graphs={mode}",
-        "engine.buckets=[4,8,16,64]",
+        f"engine.compile={compile_}",
+        "engine.buckets=[4,8,16,64]" if compile_ == "off" else "engine.buckets=[16]",
         "dropout=0",
         "model.net.hidden_dropout=0",
         "trainer.max_epochs=2",
@@ -127,6 +128,16 @@ def test_training_with_fixed_shapes_or_by_hand_makes_the_same_updates(
         got = trained_weights(toy_corpus, tmp_path, mode, schedule)
         for name, value in ref.items():
             torch.testing.assert_close(got[name], value, atol=2e-5, rtol=1e-4, msg=mode + name)
+
+
+def test_training_with_a_compiled_step_makes_the_same_updates(toy_corpus, tmp_path):
+    """``engine.compile=step`` through Lightning: the weights ``off`` trains (one bucket, so
+    the step compiles for one shape)."""
+    schedule = ["model.scheduler.epochs=1"]
+    ref = trained_weights(toy_corpus, tmp_path, "off", schedule)
+    got = trained_weights(toy_corpus, tmp_path, "static", schedule, "step")
+    for name, value in ref.items():
+        torch.testing.assert_close(got[name], value, atol=2e-5, rtol=1e-4, msg=name)
 
 
 @pytest.mark.parametrize(
@@ -247,3 +258,38 @@ def test_auto_reads_left_padded_only_under_cuda_autocast_without_biases(monkeypa
     assert not static.use_left_padded("auto", plain, src)  # fp16: not checked on a GPU
     with pytest.raises(ValueError, match="without biases"):
         static.use_left_padded("left_padded", biased, src)
+
+
+@pytest.mark.parametrize("att,score", [("local_p", "general"), ("global", "dot")])
+def test_the_compiled_decoder_step_gives_the_same_loss_and_gradients(att, score):
+    """``engine.compile=step``: the fixed-shape step with its decoder step through
+    ``torch.compile`` (inductor, on the CPU here) against the same step uncompiled, in float64,
+    with the paper's encoder (no biases, reversed source)."""
+    from torch._dynamo.utils import counters
+
+    net = model(att, score, True, reverse_source=True, bias=False).train()
+    p = pad_batch(ragged_batch(), 8, 11, 11)
+    inputs = (p.src, p.src_len, p.tgt_in, p.tgt_out)
+    counters.clear()
+    losses = [
+        FastEngine(graphs="static", compile=c)._static_nll(net, 0.1, *inputs)[0]
+        for c in ("off", "step")
+    ]
+    assert not counters["graph_break"], dict(counters["graph_break"])  # one graph per step
+    assert counters["stats"]["unique_graphs"] >= 1  # it did compile
+    torch.testing.assert_close(losses[1], losses[0])
+    for (name, _), a, b in zip(
+        net.named_parameters(), grads_of(net, losses[1]), grads_of(net, losses[0])
+    ):
+        torch.testing.assert_close(a, b, msg=name)
+
+
+def test_compiling_needs_the_fixed_shape_step():
+    from luong_lit.errors import ConfigError
+    from luong_lit.validate import OptionError
+
+    with pytest.raises(OptionError, match="compile='yes' is unknown; choose one of off, step"):
+        FastEngine(compile="yes")
+    with pytest.raises(ConfigError, match="engine.compile=step compiles the fixed-shape step"):
+        FastEngine(graphs="auto", compile="step").setup("cpu")
+    FastEngine(graphs="static", compile="step").setup("cpu")  # no error

@@ -6,7 +6,8 @@ with ``graphs``, the same loss in fixed shapes, each batch padded up to one of `
 graph per bucket (:mod:`.graphs`); ``auto`` captures on one GPU in bf16-mixed and runs ``off``
 elsewhere. Decoding: :class:`~luong_lit.nn.fast.stepper.FastStepper`, with 8-bit products
 where ``int8`` asks for them (``output``: ``W_s``; ``all``: every decoder product; CPU only,
-approximate).
+approximate). ``compile=step`` runs the fixed-shape step's input-feeding decoder step through
+``torch.compile`` (its LSTM cells and attention fused into fewer, larger kernels).
 """
 
 from __future__ import annotations
@@ -26,18 +27,27 @@ from luong_lit.engines.reference import Denominator, ReferenceEngine
 from luong_lit.errors import ConfigError
 from luong_lit.nn.fast.model import fast_nll
 from luong_lit.nn.fast.quantize import PARTS, QuantizationUnavailable
-from luong_lit.nn.fast.static import STATIC_ENCODERS, check_static_encoder, static_nll
+from luong_lit.nn.fast.static import (
+    STATIC_ENCODERS,
+    check_static_encoder,
+    decoder_step,
+    static_nll,
+)
 from luong_lit.nn.fast.stepper import FastStepper
 from luong_lit.validate import OptionError, integer, one_of
 
 log = logging.getLogger(__name__)
 GRAPH_MODES = ("auto", "capture", "static", "off")
+COMPILE = ("off", "step")  # torch.compile: nothing, or the fixed-shape decoder step
 INT8_PARTS = PARTS  # 8-bit decoding products: the output layer, or every decoder product
 BUCKETS = (10, 15, 20, 25, 30, 40, 52)
 
 
-def _check_options(graphs: str, buckets: Sequence[int], static_encoder: str, int8) -> None:
+def _check_options(
+    graphs: str, buckets: Sequence[int], static_encoder: str, int8, compile_
+) -> None:
     one_of("graphs", graphs, GRAPH_MODES)
+    one_of("compile", compile_, COMPILE)
     one_of("static_encoder", static_encoder, STATIC_ENCODERS)
     if int8 is not None:
         one_of("int8", int8, PARTS)
@@ -59,6 +69,9 @@ class FastEngine(ReferenceEngine):
             call per layer under bf16-mixed when the encoder has no biases, else a masked step
             loop), ``masked`` or ``left_padded`` (:func:`~luong_lit.nn.fast.static.static_memory`).
         int8: 8-bit decoding products: None, ``output`` or ``all``.
+        compile: ``off``, or ``step``: the fixed-shape step's decoder step compiled with
+            ``torch.compile`` (with ``graphs`` ``static`` or ``capture``, or ``auto`` where it
+            captures).
     """
 
     name = "fast"
@@ -70,12 +83,14 @@ class FastEngine(ReferenceEngine):
         rows: int = 128,
         static_encoder: str = "auto",
         int8: str | None = None,
+        compile: str = "off",  # noqa: A002 - the config's key
     ) -> None:
         buckets = sorted(buckets or [])
-        _check_options(graphs, buckets, static_encoder, int8)
+        _check_options(graphs, buckets, static_encoder, int8, compile)
         integer("rows", rows, 1)
         self.graphs, self.buckets, self.rows = graphs, buckets, rows
-        self.static_encoder, self.int8 = static_encoder, int8
+        self.static_encoder, self.int8, self.compile = static_encoder, int8, compile
+        self._step = None  # the compiled decoder step, made at its first use
         self.mode = "off" if graphs == "auto" else graphs  # what runs; auto is resolved in setup
         self._graphed: GraphedSteps | None = None
 
@@ -87,6 +102,11 @@ class FastEngine(ReferenceEngine):
             raise ConfigError(f"engine.int8={self.int8}: 8-bit decoding runs on the CPU only")
         args = (device, precision, accumulate, world_size, self.buckets)
         self.mode = auto_graphs(*args) if self.graphs == "auto" else self.graphs
+        if self.compile != "off" and self.mode == "off":
+            raise ConfigError(
+                f"engine.compile={self.compile} compiles the fixed-shape step: set "
+                f"engine.graphs=static or capture (graphs={self.graphs} runs off here)"
+            )
         if self.mode != "capture":
             return
         if str(precision) not in ("32-true", "bf16-mixed"):
@@ -129,7 +149,9 @@ class FastEngine(ReferenceEngine):
             check_static_encoder(self.static_encoder, net)
         except ValueError as err:
             raise ConfigError(f"engine.static_encoder={self.static_encoder}: {err}") from None
-        args = (src, src_len, tgt_in, tgt_out, label_smoothing, self.static_encoder)
+        if self.compile == "step" and self._step is None:
+            self._step = torch.compile(decoder_step)  # shapes per bucket; t becomes dynamic
+        args = (src, src_len, tgt_in, tgt_out, label_smoothing, self.static_encoder, self._step)
         return static_nll(net, *args)
 
     def _scaled_nll(self, net, label_smoothing, src, src_len, tgt_in, tgt_out, scale) -> Tensor:
@@ -155,4 +177,9 @@ class FastEngine(ReferenceEngine):
             raise ConfigError(f"int8={int8}: {err}") from None
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": self.name, "graphs": self.mode, "int8": self.int8}
+        return {
+            "engine": self.name,
+            "graphs": self.mode,
+            "compile": self.compile,
+            "int8": self.int8,
+        }

@@ -67,14 +67,15 @@ class RecurrentWeight:
     with only ``n_t`` rows, are replaced by one product over all steps, as fused RNN
     kernels do, and the gradient is no longer accumulated step by step. The result is the
     same sum (``tests/test_training_paths.py``). Without autograd it is a plain ``addmm``.
-    Under autocast ``W`` is cast once to the autocast dtype, not at every step.
+    Under autocast ``W`` is cast once to the autocast dtype, not at every step. ``defer=False``
+    keeps autograd's own step-by-step sum (a compiled step cannot hold the deferred products).
     """
 
-    def __init__(self, W: Tensor) -> None:
+    def __init__(self, W: Tensor, defer: bool = True) -> None:
         if torch.is_autocast_enabled(W.device.type):
             W = W.to(torch.get_autocast_dtype(W.device.type))  # (in, out) bf16/fp16 copy
         self._pairs: list = []
-        self.deferred = torch.is_grad_enabled() and W.requires_grad
+        self.deferred = defer and torch.is_grad_enabled() and W.requires_grad
         self.W = _CollectGrad.apply(W, self._pairs) if self.deferred else W
 
     def addmm(self, base: Tensor | None, x: Tensor) -> Tensor:

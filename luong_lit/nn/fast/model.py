@@ -125,9 +125,9 @@ def cell_stack(
     return hs, cs
 
 
-def step_weights(dec: Decoder) -> list[tuple[RecurrentWeight, Tensor | None]]:
+def step_weights(dec: Decoder, defer: bool = True) -> list[tuple[RecurrentWeight, Tensor | None]]:
     """:func:`layer_weights` as :class:`~.lstm.RecurrentWeight` products for one pass."""
-    return [(RecurrentWeight(W), b) for W, b in layer_weights(dec)]
+    return [(RecurrentWeight(W, defer), b) for W, b in layer_weights(dec)]
 
 
 def decode_all_at_once(

@@ -80,18 +80,33 @@ def static_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, t
     return enc._original_order(x, src_len), (torch.stack(hs), torch.stack(cs))
 
 
-def static_decode(dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory) -> Tensor:
-    """:meth:`Decoder.forward` with input feeding over all rows and steps: (B, T, d)."""
+def decoder_step(dec: Decoder, x_t: Tensor, h_tilde: Tensor, h: list, c: list, weights, memory,
+                 t: int) -> tuple[list, list, Tensor]:  # fmt: skip
+    """One input-feeding step: every LSTM layer on ``[x_t; h_tilde_{t-1}]`` (paper §3.3), then
+    ``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5). ``x_t`` (B, 4d): layer 1's embedding
+    projection; returns the new ``h``, ``c`` (L x (B, d)) and ``h_tilde_t`` (B, d)."""
+    h, c = cell_stack(dec, x_t, h_tilde, h, c, weights)  # L x (B, d)
+    h_tilde, _ = fast_attend(dec, h[-1].unsqueeze(1), memory, t)  # (B, 1, d) Eq. 5
+    return h, c, h_tilde.squeeze(1)
+
+
+def static_decode(
+    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory, step=None
+) -> Tensor:
+    """:meth:`Decoder.forward` with input feeding over all rows and steps: (B, T, d).
+
+    ``step``: the one-step function, :func:`decoder_step` compiled (``engine.compile=step``);
+    its recurrent weights' gradients then add up step by step in autograd, not in one product.
+    """
     if not dec.feed_input:  # every step at once already; nothing depends on lengths
         return decode_all_at_once(dec, y_in, state, memory, False)[0]
-    weights = step_weights(dec)
+    weights = step_weights(dec, defer=step is None)
+    step = step or decoder_step
     x0 = embed_proj(dec, y_in)  # (B, T, 4d), all steps
     h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
     outs = []
     for t, x_t in enumerate(x0.unbind(1)):  # (B, 4d)
-        h, c = cell_stack(dec, x_t, h_tilde, h, c, weights)  # L x (B, d)
-        h_tilde, _ = fast_attend(dec, h[-1].unsqueeze(1), memory, t)  # (B, 1, d) Eq. 5
-        h_tilde = h_tilde.squeeze(1)  # (B, d)
+        h, c, h_tilde = step(dec, x_t, h_tilde, h, c, weights, memory, t)  # (B, d) h_tilde_t
         outs.append(h_tilde)
     return drop(torch.stack(outs, 1), dec.output_dropout)  # (B, T, d)
 
@@ -181,14 +196,15 @@ def static_nll(
     tgt_out: Tensor,
     label_smoothing=0.0,
     encoder: str = "auto",
+    step=None,
 ) -> tuple[Tensor, Tensor]:
     """Summed token NLL (Eq. 6) of a padded batch and its token count, both device tensors.
 
     The same sums as :func:`luong_lit.nn.loss.token_nll`; no value is read on the host.
-    ``encoder``: see :func:`static_memory`.
+    ``encoder``: see :func:`static_memory`; ``step``: see :func:`static_decode`.
     """
     memory, state = static_memory(net, src, src_len, encoder)
-    h_tilde = static_decode(net.decoder, tgt_in, state, memory)  # (B, T, d)
+    h_tilde = static_decode(net.decoder, tgt_in, state, memory, step)  # (B, T, d)
     targets = tgt_out.reshape(-1)  # (B*T,)
     h_tilde = h_tilde.reshape(-1, h_tilde.size(-1))  # (B*T, d)
     nll = fast_output_nll(net, h_tilde, targets, label_smoothing, ignore_index=net.pad_id)
