@@ -1,13 +1,16 @@
 """The design card's sweep, one launcher after another: wall time and each job's span.
 
     python -m benchmarks.sweep_wall --out DIR                    # basic, then joblib (2 jobs)
-    python -m benchmarks.sweep_wall --out DIR --gpu --launchers joblib --jobs 2
+    python -m benchmarks.sweep_wall --out DIR --gpu --launchers basic,joblib --jobs-per-gpu 2,1
 
 Runs ``python -m luong_lit train -m attention=local_p,global score=dot,general`` (the main
 job's model, short runs: ``--steps`` training batches, a few dev batches, no test) with each
 launcher in turn, side by side in one process tree, and prints one JSON line per launcher: its
 wall time and, from each job's ``job.json``, the job's device, threads and start/end times
-(seconds from the sweep's start). The corpus store is prepared first, so no launcher pays for it.
+(seconds from the sweep's start), and the most jobs that ran at once on each device.
+``--jobs-per-gpu 2,1`` runs each launcher once per value of ``sweep.jobs_per_gpu`` (joblib's
+``n_jobs`` then follows from it unless ``--jobs`` is given). The corpus store is prepared first,
+so no launcher pays for it.
 """
 
 from __future__ import annotations
@@ -58,9 +61,22 @@ def spans(sweep_dir: Path, t0: float) -> list[dict]:
     return sorted(out, key=lambda r: r["job"])
 
 
-def run_sweep(name: str, args, out: Path) -> dict:
-    sweep_dir = out / name
-    extra = LAUNCHERS[name] + ([f"hydra.launcher.n_jobs={args.jobs}"] if name == "joblib" else [])
+def most_at_once(jobs: list[dict]) -> dict[str, int]:
+    """Per device, the largest number of jobs whose [start, end) spans overlap."""
+    most: dict[str, int] = {}
+    for dev in {j["device"] for j in jobs}:
+        mine = [j for j in jobs if j["device"] == dev]
+        most[dev] = max(sum(o["start_s"] <= j["start_s"] < o["end_s"] for o in mine) for j in mine)
+    return most
+
+
+def run_sweep(name: str, args, out: Path, per_gpu: int | None) -> dict:
+    sweep_dir = out / (name if per_gpu is None else f"{name}_per_gpu{per_gpu}")
+    extra = list(LAUNCHERS[name])
+    if name == "joblib" and args.jobs:
+        extra.append(f"hydra.launcher.n_jobs={args.jobs}")
+    if per_gpu is not None:
+        extra.append(f"sweep.jobs_per_gpu={per_gpu}")
     cmd = [sys.executable, "-m", "luong_lit", "train", "-m", *SWEEP]
     cmd += short_run(args.steps, args.gpu) + extra + [f"hydra.sweep.dir={sweep_dir}"]
     t0 = time.time()
@@ -68,21 +84,35 @@ def run_sweep(name: str, args, out: Path) -> dict:
     wall = time.time() - t0
     if res.returncode != 0:
         sys.exit(f"{name} failed:\n{res.stderr[-3000:]}")
-    return {"launcher": name, "wall_s": round(wall, 1), "jobs": spans(sweep_dir, t0)}
+    jobs = spans(sweep_dir, t0)
+    return {
+        "launcher": name,
+        "jobs_per_gpu": per_gpu,
+        "wall_s": round(wall, 1),
+        "most_at_once": most_at_once(jobs),
+        "jobs": jobs,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="sweep directories go here")
     ap.add_argument("--steps", type=int, default=150, help="training batches per job")
-    ap.add_argument("--jobs", type=int, default=2, help="joblib's n_jobs")
+    ap.add_argument(
+        "--jobs", type=int, default=None, help="joblib's n_jobs (default: the config's)"
+    )
+    ap.add_argument(
+        "--jobs-per-gpu", default=None, help="comma-separated sweep.jobs_per_gpu values"
+    )
     ap.add_argument("--gpu", action="store_true", help="trainer=gpu (the pool shares the GPUs)")
     ap.add_argument("--launchers", default="basic,joblib", help=f"of {','.join(LAUNCHERS)}")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "luong_lit", "prepare"], cwd=REPO, check=True)
-    results = [run_sweep(name, args, out) for name in args.launchers.split(",")]
+    per_gpu = [int(n) for n in args.jobs_per_gpu.split(",")] if args.jobs_per_gpu else [None]
+    names = args.launchers.split(",")
+    results = [run_sweep(name, args, out, n) for n in per_gpu for name in names]
     for r in results:
         print(json.dumps(r))
     (out / "sweep_wall.json").write_text(json.dumps(results, indent=1))

@@ -114,3 +114,22 @@ def test_startup_times_a_run_to_its_first_batch(toy_corpus):
         "startup", "--rounds", "1", "data.batch_size=0", *tiny_overrides(toy_corpus)[:5]
     )
     assert bad.returncode != 0 and "did not start" in bad.stderr
+
+
+def test_sweep_wall_counts_the_jobs_that_overlap_on_each_device():
+    import random
+
+    from benchmarks.sweep_wall import most_at_once
+
+    rng = random.Random(0)
+    for _ in range(50):
+        jobs = []
+        for _ in range(rng.randrange(1, 7)):
+            start = rng.randrange(0, 20)
+            jobs.append(
+                {"device": rng.choice("ab"), "start_s": start, "end_s": start + rng.randrange(1, 8)}
+            )
+        for dev, most in most_at_once(jobs).items():
+            mine = [j for j in jobs if j["device"] == dev]
+            by_second = max(sum(j["start_s"] <= t < j["end_s"] for j in mine) for t in range(0, 30))
+            assert most == by_second

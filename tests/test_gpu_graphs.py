@@ -112,10 +112,17 @@ def test_captured_training_tracks_the_eager_run(toy_corpus, tmp_path):
             "trainer.log_every_n_steps=1",
             "logger=csv",
             "test_after_training=false",
+            "callbacks.throughput.every_n_steps=10",
         ]
         train(compose_cfg(overrides, out))
         with next(out.glob("**/metrics.csv")).open() as f:
-            rows = [r["train/loss"] for r in csv.DictReader(f) if r.get("train/loss")]
+            table = list(csv.DictReader(f))
+        rows = [r["train/loss"] for r in table if r.get("train/loss")]
         runs[mode] = torch.tensor([float(x) for x in rows])
+        peaks = [float(r["train/gpu_peak_mib"]) for r in table if r.get("train/gpu_peak_mib")]
+        assert len(peaks) >= 4 and min(peaks) > 0  # the throughput callback's memory figure
+        if mode == "capture":  # one graph per bucket met: at most the three buckets
+            graphs = [float(r["train/graphs"]) for r in table if r.get("train/graphs")]
+            assert graphs and 1 <= graphs[-1] <= 3
     assert len(runs["capture"]) == len(runs["off"]) >= 45
     torch.testing.assert_close(runs["capture"], runs["off"], rtol=1e-3, atol=1e-3)

@@ -10,6 +10,11 @@
 #                   (default: <repo>/../shared/data)
 #   PYTHON          interpreter used to create the venvs (default: python3)
 #   FORCE=1         delete existing venvs / prepared data first
+#   OFFLINE_PYTHON  an interpreter that already imports torch, OpenNMT-py 3.5.1 and its
+#                   runtime needs (a GPU machine without a package index, the wheels of
+#                   benchmarks/gpu/wheelhouse.sh on its PYTHONPATH): no venvs are made and
+#                   nothing is installed; onmt-venv/bin/python runs that interpreter, and
+#                   Joey NMT is left out
 #
 # Layout produced:
 #   $PEERS_DIR/constraints.txt           torch==2.13.0 (passed to EVERY pip call)
@@ -80,12 +85,19 @@ make_venv() {  # make_venv NAME TOOLKIT_PIN REQUIREMENTS_FILE
     "$venv/bin/python" -m pip freeze --disable-pip-version-check > "$venv/installed.txt"
 }
 
-make_venv onmt "$ONMT_PIN" "$HERE/onmt_requirements.txt"
-make_venv joey "$JOEY_PIN" "$HERE/joey_requirements.txt"
 ONMT_PY="$PEERS_DIR/onmt-venv/bin/python"
 JOEY_PY="$PEERS_DIR/joey-venv/bin/python"
-"$ONMT_PY" -W ignore -c "import onmt.bin.train, onmt.bin.build_vocab"
-"$JOEY_PY" -W ignore -c "import joeynmt.training, joeynmt.data"
+if [[ -n "${OFFLINE_PYTHON:-}" ]]; then
+    mkdir -p "$PEERS_DIR/onmt-venv/bin"
+    printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v "$OFFLINE_PYTHON")" > "$ONMT_PY"
+    chmod +x "$ONMT_PY"
+    log "onmt: $OFFLINE_PYTHON as it is (PYTHONPATH=${PYTHONPATH:-}); Joey NMT left out"
+else
+    make_venv onmt "$ONMT_PIN" "$HERE/onmt_requirements.txt"
+    make_venv joey "$JOEY_PIN" "$HERE/joey_requirements.txt"
+    "$JOEY_PY" -W ignore -c "import joeynmt.training, joeynmt.data"
+fi
+"$ONMT_PY" -W ignore "$HERE/peer_boot.py" 1 onmt.bin.train -h > /dev/null
 
 # ------------------------------------------------------------------ data
 DATA="$PEERS_DIR/data"
@@ -115,10 +127,11 @@ fill "$HERE/joey_m30k_small.yaml" "$DATA/configs/joey_vocab.yaml" "$DATA/joey/vo
 # the min-frequency-2 cut is applied at training time (src/tgt_words_min_frequency).
 rm -f "$DATA/onmt/vocab.en" "$DATA/onmt/vocab.de"
 mkdir -p "$DATA/onmt/vocab_run"
-( cd "$DATA/onmt/vocab_run" && OMP_NUM_THREADS=1 "$ONMT_PY" -W ignore -m onmt.bin.build_vocab \
+( cd "$DATA/onmt/vocab_run" && OMP_NUM_THREADS=1 "$ONMT_PY" -W ignore "$HERE/peer_boot.py" 1 onmt.bin.build_vocab \
     -config "$DATA/configs/onmt_vocab.yaml" -n_sample -1 -num_threads 1 )
 log "onmt vocab: $(wc -l < "$DATA/onmt/vocab.en") en / $(wc -l < "$DATA/onmt/vocab.de") de word types (before the >=2 cut)"
 
+if [[ -z "${OFFLINE_PYTHON:-}" ]]; then
 # Joey NMT: its own load_data() builds the vocabularies from the training set
 # (after max_length filtering) with voc_min_freq; written with Vocabulary.to_file.
 rm -f "$DATA/joey/src_vocab.txt" "$DATA/joey/trg_vocab.txt"
@@ -141,5 +154,6 @@ src_vocab.to_file(out / "src_vocab.txt")
 trg_vocab.to_file(out / "trg_vocab.txt")
 print(f"joey vocab: {len(src_vocab)} src / {len(trg_vocab)} trg entries (incl. specials)")
 EOF
+fi
 rm -rf "$DATA/onmt/vocab_run" "$DATA/joey/vocab_run" "$DATA/configs/onmt_vocab.yaml" "$DATA/configs/joey_vocab.yaml"
 log "done: PEERS_DIR=$PEERS_DIR"

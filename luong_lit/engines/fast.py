@@ -123,6 +123,11 @@ class FastEngine(ReferenceEngine):
             )
             self.mode = "static"
 
+    @property
+    def captured_graphs(self) -> int:
+        """How many CUDA graphs (one per bucket met so far) the captured step holds."""
+        return len(self._graphed.graphs) if self._graphed is not None else 0
+
     def nll(self, net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
         return fast_nll(net, batch, label_smoothing)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import lightning as L
+import torch
 
 from luong_lit.data.batching import Batch
 from luong_lit.data.dictionary import load_dictionary
@@ -23,7 +24,9 @@ class ThroughputMonitor(L.Callback):
     """Logs ``train/tgt_tok_per_s``: non-pad target tokens (``</s>`` included) per wall second.
 
     The window runs from one log point to the next, so it covers data loading, the forward
-    and backward passes and the optimizer step.
+    and backward passes and the optimizer step. On a GPU it also logs ``train/gpu_peak_mib``,
+    the most memory torch held allocated during the window, and, with captured steps,
+    ``train/graphs``, the CUDA graphs captured so far.
     """
 
     def __init__(self, every_n_steps: int = 50) -> None:
@@ -44,7 +47,21 @@ class ThroughputMonitor(L.Callback):
         if self._steps >= self.every:
             dt = time.perf_counter() - self._t0
             pl_module.log("train/tgt_tok_per_s", self._tokens / dt, on_step=True, on_epoch=False)
+            for name, value in _device_figures(pl_module).items():
+                pl_module.log(name, value, on_step=True, on_epoch=False)
             self._t0, self._tokens, self._steps = time.perf_counter(), 0, 0
+
+
+def _device_figures(pl_module) -> dict[str, float]:
+    """The window's peak GPU memory (MiB; the peak is reset) and the graphs captured."""
+    if pl_module.device.type != "cuda":
+        return {}
+    out = {"train/gpu_peak_mib": torch.cuda.max_memory_allocated(pl_module.device) / 2**20}
+    torch.cuda.reset_peak_memory_stats(pl_module.device)
+    graphs = getattr(getattr(pl_module, "engine", None), "captured_graphs", None)
+    if graphs is not None:
+        out["train/graphs"] = float(graphs)
+    return out
 
 
 def _check_every(every_n_epochs, batch_size, max_sentences) -> None:

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The GPU checks and figures, in stages, on a machine with one CUDA GPU, a python3 that holds
+# torch and Lightning, and no package index. Each stage has a time limit and writes its log
+# and JSON under $OUT (default: gpu_out).
+#
+#   bash benchmarks/gpu/run.sh STAGE [STAGE ...]
+#
+# Stages (in the order worth running when GPU time is short):
+#   tests   pytest -m gpu: eager, captured and compiled steps against the reference (CPU)
+#   feed    the paper's model (4x1000, local-p, 50K vocabularies, batch 128), bf16-mixed:
+#           eager without input feeding (the cuDNN figure to reach), captured with input
+#           feeding, captured with the compiled decoder step; launches counted
+#   m30k    the main job trained to its end on the GPU (time to results.json, BLEU), then
+#           beam-5 and the authors' decoder on test_2016_flickr, batch 64 and 128
+#   peers   OpenNMT-py 3.5.1 beside us: m30k_small and the paper's shape, target tokens/s
+#   sweep   the design card's sweep: basic launcher, then joblib with 2 and 1 jobs per GPU
+#   long    4.5M-pair store, the paper's model for about 5 minutes captured, then a resume
+#
+# Set-up, done by the first stage: the wheels of benchmarks/gpu/wheelhouse.sh in .whl (carried
+# beside the repository) are installed into /tmp/site; the corpora are read from
+# $LUONG_LIT_DATA (default: shared/data inside the repository).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-gpu_out}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
+export LUONG_LIT_DATA="${LUONG_LIT_DATA:-$PWD/shared/data}"
+export LUONG_LIT_CACHE="${LUONG_LIT_CACHE:-/tmp/luong_lit_cache}"
+PY="${PY:-python3}"
+
+setup() {
+    if [[ -d .whl && ! -f /tmp/site/.done ]]; then
+        $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target /tmp/site .whl/*.whl && touch /tmp/site/.done || exit 1
+    fi
+    export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+    $PY -c "import torch, lightning, hydra, sacrebleu, luong_lit; print('torch', torch.__version__, \
+'lightning', lightning.__version__, 'cuda', torch.cuda.is_available())" | tee -a "$OUT/gpu.txt"
+}
+
+stage() {  # stage NAME SECONDS CMD...: run with a limit, log to $OUT/NAME.log
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name ($(date +%T), limit ${limit}s): $*" | tee -a "$OUT/stages.txt"
+    local t0=$SECONDS
+    timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+    local rc=$?
+    echo "   rc=$rc in $((SECONDS - t0))s" | tee -a "$OUT/stages.txt"
+    grep -h '^{' "$OUT/$name.log" | tail -n 3
+}
+
+PAPER=(--pad-vocab 50000 experiment=wmt14_sample_local_p trainer=gpu trainer.precision=bf16-mixed)
+
+run_tests() {
+    stage tests 420 $PY -m pytest -m gpu tests/test_gpu_graphs.py tests/test_gpu.py \
+        -o addopts="" -q -p no:cacheprovider
+    tail -n 3 "$OUT/tests.log"
+}
+
+run_feed() {
+    local win=(--steps 300 --warmup 60 --launches)
+    stage feed_nofeed_eager 240 $PY -m benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \
+        feed_input=false engine.graphs=off
+    stage feed_capture 240 $PY -m benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \
+        engine.graphs=capture
+    stage feed_capture_compiled 360 $PY -m benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \
+        engine.graphs=capture engine.compile=step
+}
+
+run_m30k() {
+    local dir="$OUT/m30k"
+    stage m30k_train 900 $PY -m luong_lit train trainer=gpu "hydra.run.dir=$dir"
+    local ckpt="$dir/checkpoints/best.ckpt"
+    cp "$dir/results.json" "$OUT/m30k_results.json" 2>/dev/null
+    for b in 64 128; do
+        stage "m30k_beam5_b$b" 180 $PY -m benchmarks.beam_speed "$ckpt" --device cuda \
+            --batch-size "$b" --single-limit 0
+        stage "m30k_authors_b$b" 180 $PY -m benchmarks.beam_speed "$ckpt" --device cuda \
+            --batch-size "$b" --single-limit 0 --authors
+    done
+}
+
+run_peers() {
+    local peers=/tmp/peers
+    stage peers_setup 300 env OFFLINE_PYTHON=$PY PEERS_DIR=$peers \
+        bash benchmarks/peers/setup_peers.sh
+    local common=(--systems onmt,ours --rounds 1 --steps 300 --warmup 30 --threads 4
+        --peers-dir "$peers" --ours-python "$(command -v $PY)"
+        --onmt-arg=-gpu_ranks --onmt-arg=0 --onmt-arg=-world_size --onmt-arg=1 --ours-arg=trainer=gpu)
+    stage peers_m30k 600 $PY -m benchmarks.peer_throughput "${common[@]}" --out "$OUT/peers_m30k"
+    # The paper's shape where OpenNMT-py has it: 4x1000, global general attention, input
+    # feeding, batch 128, dropout 0.2; both on the Multi30k vocabularies, both in bf16.
+    local shape=(-enc_layers 4 -dec_layers 4 -hidden_size 1000 -word_vec_size 1000 -batch_size 128
+        -model_dtype fp16)
+    local onmt=() a
+    for a in "${shape[@]}"; do onmt+=("--onmt-arg=$a"); done
+    stage peers_paper_shape 600 $PY -m benchmarks.peer_throughput "${common[@]}" "${onmt[@]}" \
+        --ours-arg=model.net.num_layers=4 --ours-arg=model.net.hidden_size=1000 \
+        --ours-arg=model.net.embed_size=1000 --ours-arg=data.batch_size=128 \
+        --ours-arg=model.net.tie_output=false --ours-arg=trainer.precision=bf16-mixed \
+        --out "$OUT/peers_paper_shape"
+}
+
+run_sweep() {
+    stage sweep_2 600 $PY -m benchmarks.sweep_wall --gpu --launchers basic,joblib \
+        --jobs-per-gpu 2 --out "$OUT/sweep_2"
+    stage sweep_1 400 $PY -m benchmarks.sweep_wall --gpu --launchers joblib \
+        --jobs-per-gpu 1 --out "$OUT/sweep_1"
+}
+
+run_long() {
+    local corpus=/tmp/scale_corpus
+    [[ -f $corpus/train.de.gz ]] || stage long_corpus 300 $PY -m benchmarks.scale corpus \
+        --pairs 4500000 --out "$corpus"
+    stage long_run 900 $PY -m benchmarks.gpu.long_run --corpus "$corpus" --out "$OUT/long" \
+        --steps 4500 --resume-at 4000 --every 250 --window 900
+}
+
+setup
+for s in "$@"; do
+    case "$s" in
+        tests | feed | m30k | peers | sweep | long) "run_$s" ;;
+        *) echo "unknown stage $s (tests feed m30k peers sweep long)" >&2; exit 2 ;;
+    esac
+done
