@@ -293,3 +293,25 @@ def test_compiling_needs_the_fixed_shape_step():
     with pytest.raises(ConfigError, match="engine.compile=step compiles the fixed-shape step"):
         FastEngine(graphs="auto", compile="step").setup("cpu")
     FastEngine(graphs="static", compile="step").setup("cpu")  # no error
+
+
+def test_tf32_is_an_explicit_gpu_setting():
+    """``engine.tf32=true`` sets fp32 products to TensorFloat-32 when the run is on a GPU, is
+    refused elsewhere, and ``false`` leaves torch's setting alone."""
+    from luong_lit.errors import ConfigError
+    from luong_lit.validate import OptionError
+
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        FastEngine().setup("cuda")  # tf32=false: untouched
+        assert torch.get_float32_matmul_precision() == "highest"
+        FastEngine(tf32=True).setup("cuda")  # only the setting: nothing runs on the device
+        assert torch.get_float32_matmul_precision() == "high"
+        with pytest.raises(ConfigError, match="engine.tf32=true is a setting of CUDA GPUs"):
+            FastEngine(tf32=True).setup("cpu")
+        with pytest.raises(OptionError, match="tf32"):
+            FastEngine(tf32="yes")
+        assert FastEngine(tf32=True).describe()["tf32"] is True
+    finally:
+        torch.set_float32_matmul_precision(before)

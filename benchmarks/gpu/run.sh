@@ -10,11 +10,15 @@
 #   feed    the paper's model (4x1000, local-p, 50K vocabularies, batch 128), bf16-mixed:
 #           eager without input feeding (the cuDNN figure to reach), captured with input
 #           feeding, captured with the compiled decoder step; launches counted
+#   tf32    the same model in fp32, eager, with and without engine.tf32=true
 #   m30k    the main job trained to its end on the GPU (time to results.json, BLEU), then
 #           beam-5 and the authors' decoder on test_2016_flickr, batch 64 and 128
 #   peers   OpenNMT-py 3.5.1 beside us: m30k_small and the paper's shape, target tokens/s
 #   sweep   the design card's sweep: basic launcher, then joblib with 2 and 1 jobs per GPU
 #   long    4.5M-pair store, the paper's model for about 5 minutes captured, then a resume
+#
+# A stage's limit is at most 560 s, so that one stage fits a call of 10 minutes; on a machine
+# lent for short spells run `tests feed` first, then `m30k`, then `peers sweep`, then `long`.
 #
 # Set-up, done by the first stage: the wheels of benchmarks/gpu/wheelhouse.sh in .whl (carried
 # beside the repository) are installed into /tmp/site; the corpora are read from
@@ -68,9 +72,16 @@ run_feed() {
         engine.graphs=capture engine.compile=step
 }
 
+run_tf32() {
+    local fp32=(--steps 100 --warmup 30 --pad-vocab 50000 experiment=wmt14_sample_local_p
+        trainer=gpu trainer.precision=32-true engine.graphs=off)
+    stage tf32_off 200 $PY -m benchmarks.ours_window "${fp32[@]}"
+    stage tf32_on 200 $PY -m benchmarks.ours_window "${fp32[@]}" engine.tf32=true
+}
+
 run_m30k() {
     local dir="$OUT/m30k"
-    stage m30k_train 900 $PY -m luong_lit train trainer=gpu "hydra.run.dir=$dir"
+    stage m30k_train 560 $PY -m luong_lit train trainer=gpu "hydra.run.dir=$dir"
     local ckpt="$dir/checkpoints/best.ckpt"
     cp "$dir/results.json" "$OUT/m30k_results.json" 2>/dev/null
     for b in 64 128; do
@@ -109,18 +120,18 @@ run_sweep() {
         --jobs-per-gpu 1 --out "$OUT/sweep_1"
 }
 
-run_long() {
+run_long() {  # the corpus is built once per machine, its store once per cache
     local corpus=/tmp/scale_corpus
-    [[ -f $corpus/train.de.gz ]] || stage long_corpus 300 $PY -m benchmarks.scale corpus \
+    [[ -f $corpus/train.de.gz ]] || stage long_corpus 200 $PY -m benchmarks.scale corpus \
         --pairs 4500000 --out "$corpus"
-    stage long_run 900 $PY -m benchmarks.gpu.long_run --corpus "$corpus" --out "$OUT/long" \
-        --steps 4500 --resume-at 4000 --every 250 --window 900
+    stage long_run 560 $PY -m benchmarks.gpu.long_run \
+        --corpus "$corpus" --out "$OUT/long" --steps 4000 --resume-at 3750 --every 250 --window 900
 }
 
 setup
 for s in "$@"; do
     case "$s" in
-        tests | feed | m30k | peers | sweep | long) "run_$s" ;;
-        *) echo "unknown stage $s (tests feed m30k peers sweep long)" >&2; exit 2 ;;
+        tests | feed | tf32 | m30k | peers | sweep | long) "run_$s" ;;
+        *) echo "unknown stage $s (tests feed tf32 m30k peers sweep long)" >&2; exit 2 ;;
     esac
 done

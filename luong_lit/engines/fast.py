@@ -57,6 +57,14 @@ def _check_options(
         raise OptionError("buckets", list(buckets), f"is empty: graphs={graphs} pads to buckets")
 
 
+def _use_tf32(device: str) -> None:
+    """fp32 matrix products in TensorFloat-32 on a GPU (``engine.tf32=true``)."""
+    if device != "cuda":
+        raise ConfigError("engine.tf32=true is a setting of CUDA GPUs; this run is on " + device)
+    torch.set_float32_matmul_precision("high")
+    log.info("engine.tf32=true: fp32 matrix products in TensorFloat-32")
+
+
 class FastEngine(ReferenceEngine):
     """The reference model's results, computed faster (see the module docstring).
 
@@ -72,6 +80,9 @@ class FastEngine(ReferenceEngine):
         compile: ``off``, or ``step``: the fixed-shape step's decoder step compiled with
             ``torch.compile`` (with ``graphs`` ``static`` or ``capture``, or ``auto`` where it
             captures).
+        tf32: on a GPU, fp32 matrix products in TensorFloat-32
+            (``torch.set_float32_matmul_precision("high")``, process-wide; 10-bit mantissas, so
+            approximate); False leaves torch's setting as it is.
     """
 
     name = "fast"
@@ -84,10 +95,14 @@ class FastEngine(ReferenceEngine):
         static_encoder: str = "auto",
         int8: str | None = None,
         compile: str = "off",  # noqa: A002 - the config's key
+        tf32: bool = False,
     ) -> None:
         buckets = sorted(buckets or [])
         _check_options(graphs, buckets, static_encoder, int8, compile)
         integer("rows", rows, 1)
+        if not isinstance(tf32, bool):
+            raise OptionError("tf32", tf32, "must be true or false")
+        self.tf32 = tf32
         self.graphs, self.buckets, self.rows = graphs, buckets, rows
         self.static_encoder, self.int8, self.compile = static_encoder, int8, compile
         self._step = None  # the compiled decoder step, made at its first use
@@ -100,6 +115,8 @@ class FastEngine(ReferenceEngine):
         """Resolve ``graphs=auto`` (:func:`~.graphs.auto_graphs`) and check ``capture``."""
         if self.int8 and device != "cpu":
             raise ConfigError(f"engine.int8={self.int8}: 8-bit decoding runs on the CPU only")
+        if self.tf32:
+            _use_tf32(device)
         args = (device, precision, accumulate, world_size, self.buckets)
         self.mode = auto_graphs(*args) if self.graphs == "auto" else self.graphs
         if self.compile != "off" and self.mode == "off":
@@ -187,4 +204,5 @@ class FastEngine(ReferenceEngine):
             "graphs": self.mode,
             "compile": self.compile,
             "int8": self.int8,
+            "tf32": self.tf32,
         }
