@@ -3,7 +3,7 @@
 
     python -m benchmarks.peer_beam_speed --out results/beam_peers --peers-dir PEERS_DIR \
         [--train-epochs 1] [--rounds 3] [--beam 5] [--systems onmt,ours_b30,ours_b30_int8]
-        [--ours-ckpt RUN/checkpoints/best.ckpt]
+        [--ours-ckpt RUN/checkpoints/best.ckpt] [--gpu]
 
 Models
 ------
@@ -109,6 +109,7 @@ def train_models(args) -> dict:
                 f"trainer.max_epochs={args.train_epochs}",
                 "test_after_training=false",
                 f"hydra.run.dir={run_dir}",
+                *(["trainer=gpu"] if args.gpu else []),
             ]
         else:
             cfg = run_dir / f"{system}_m30k_small.yaml"
@@ -130,6 +131,7 @@ def train_models(args) -> dict:
                     str(steps),
                     "-save_model",
                     str(run_dir / "model"),
+                    *(["-gpu_ranks", "0", "-world_size", "1"] if args.gpu else []),
                 ]
             else:
                 cfg.write_text(
@@ -180,6 +182,7 @@ def decode_peer(system: str, args, ckpt: Path, run_dir: Path) -> dict:
             "-batch_type",
             "sents",
             "-report_time",
+            *(["-gpu", "0"] if args.gpu else []),
         ]
         out = _run(cmd, run_dir / "stdout.log", args.threads)
         seconds = float(ONMT_AVG_MS.findall(out)[-1]) * n / 1000.0
@@ -234,6 +237,7 @@ def decode_ours(system: str, args, ckpt: Path, run_dir: Path) -> dict:
         str(args.threads),
         "--output",
         str(hyp),
+        *(["--device", "cuda"] if args.gpu else []),
     ]
     extra = {
         "int8": ["--int8", "output"],
@@ -292,6 +296,7 @@ def write_summary(args, runs: list, versions: dict) -> dict:
         "train_epochs": args.train_epochs,
         "rounds": args.rounds,
         "threads": args.threads,
+        "device": "cuda" if args.gpu else "cpu",
         "versions": versions,
         "median_sent_per_s": med,
         "ratios": ratios,
@@ -337,10 +342,15 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--ours-ckpt", type=Path, help="decode this checkpoint instead of training ours"
     )
+    ap.add_argument("--gpu", action="store_true", help="train and decode on CUDA device 0")
     args = ap.parse_args(argv)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if unknown := sorted(set(args.systems) - set(SYSTEMS)):
         ap.error(f"--systems: unknown {unknown}; choose from {', '.join(SYSTEMS)}")
+    if args.gpu and ({"joey"} | {s for s in args.systems if "int8" in s or "w2" in s}) & set(
+        args.systems
+    ):
+        ap.error("--gpu: onmt and ours_b<N> only (int8 and worker processes are CPU forms)")
     args.out, args.peers_dir = args.out.resolve(), args.peers_dir.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     for peer in sorted({"onmt", "joey"} & set(args.systems)):

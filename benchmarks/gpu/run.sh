@@ -14,11 +14,12 @@
 #   m30k    the main job trained to its end on the GPU (time to results.json, BLEU), then
 #           beam-5 and the authors' decoder on test_2016_flickr, batch 64 and 128
 #   peers   OpenNMT-py 3.5.1 beside us: m30k_small and the paper's shape, target tokens/s
+#   peers_beam  OpenNMT-py and us, beam 5 on test_2016_flickr (one epoch's model each)
 #   sweep   the design card's sweep: basic launcher, then joblib with 2 and 1 jobs per GPU
 #   long    4.5M-pair store, the paper's model for about 5 minutes captured, then a resume
 #
 # A stage's limit is at most 560 s, so that one stage fits a call of 10 minutes; on a machine
-# lent for short spells run `tests feed` first, then `m30k`, then `peers sweep`, then `long`.
+# lent for short spells run `tests feed` first, then `m30k`, `peers`, `peers_beam sweep`, `long`.
 #
 # Set-up, done by the first stage: the wheels of benchmarks/gpu/wheelhouse.sh in .whl (carried
 # beside the repository) are installed into /tmp/site; the corpora are read from
@@ -92,10 +93,16 @@ run_m30k() {
     done
 }
 
-run_peers() {
-    local peers=/tmp/peers
-    stage peers_setup 300 env OFFLINE_PYTHON=$PY PEERS_DIR=$peers \
+PEERS=/tmp/peers
+peers_setup() {  # once per machine
+    [[ -x $PEERS/onmt-venv/bin/python && -f $PEERS/data/onmt/vocab.en ]] && return
+    stage peers_setup 300 env OFFLINE_PYTHON=$PY PEERS_DIR=$PEERS \
         bash benchmarks/peers/setup_peers.sh
+}
+
+run_peers() {
+    local peers=$PEERS
+    peers_setup
     local common=(--systems onmt,ours --rounds 1 --steps 300 --warmup 30 --threads 4
         --peers-dir "$peers" --ours-python "$(command -v $PY)"
         --onmt-arg=-gpu_ranks --onmt-arg=0 --onmt-arg=-world_size --onmt-arg=1 --ours-arg=trainer=gpu)
@@ -111,6 +118,13 @@ run_peers() {
         --ours-arg=model.net.embed_size=1000 --ours-arg=data.batch_size=128 \
         --ours-arg=model.net.tie_output=false --ours-arg=trainer.precision=bf16-mixed \
         --out "$OUT/peers_paper_shape"
+}
+
+run_peers_beam() {  # each system's model trained one epoch on the GPU, then beam 5
+    peers_setup
+    stage peers_beam 560 $PY -m benchmarks.peer_beam_speed --gpu --peers-dir "$PEERS" \
+        --systems onmt,ours_b30,ours_b64 --train-epochs 1 --rounds 2 --threads 4 \
+        --ours-python "$(command -v $PY)" --out "$OUT/peers_beam"
 }
 
 run_sweep() {
@@ -131,7 +145,7 @@ run_long() {  # the corpus is built once per machine, its store once per cache
 setup
 for s in "$@"; do
     case "$s" in
-        tests | feed | tf32 | m30k | peers | sweep | long) "run_$s" ;;
-        *) echo "unknown stage $s (tests feed tf32 m30k peers sweep long)" >&2; exit 2 ;;
+        tests | feed | tf32 | m30k | peers | peers_beam | sweep | long) "run_$s" ;;
+        *) echo "unknown stage $s (tests feed tf32 m30k peers peers_beam sweep long)" >&2; exit 2 ;;
     esac
 done
