@@ -133,3 +133,24 @@ def test_sweep_wall_counts_the_jobs_that_overlap_on_each_device():
             mine = [j for j in jobs if j["device"] == dev]
             by_second = max(sum(j["start_s"] <= t < j["end_s"] for j in mine) for t in range(0, 30))
             assert most == by_second
+
+
+def test_bucket_padding_counts_decoder_steps_and_positions_of_both_shapes():
+    from benchmarks.bucket_padding import Tally
+    from luong_lit.data.batching import collate
+
+    def batch(src_len: int, tgt_len: int, rows: int = 2):
+        return collate([(i, [5] * src_len, [6] * tgt_len) for i in range(rows)])
+
+    batches = [batch(9, 3), batch(3, 9), batch(30, 2)]  # own target steps: 4, 10, 3
+    square, pair = Tally([4, 8, 16], 4, True), Tally([4, 8, 16], 4, False)
+    for b in batches:
+        square.add(b)
+        pair.add(b)
+    sq, pr = square.report(), pair.report()
+    assert sq["own_shape_batches"] == pr["own_shape_batches"] == 1  # 30 fits no bucket
+    assert sq["decoder_steps_vs_own"] == round((16 + 16 + 3) / 17, 3)  # square: 9 -> 16
+    assert pr["decoder_steps_vs_own"] == round((4 + 16 + 3) / 17, 3)  # pair: 4 for (9, 3)
+    tokens = 2 * (4 + 10 + 3)  # words and </s>
+    assert pr["real_target_share"] == round(tokens / (4 * 4 + 4 * 16 + 2 * 3), 3)
+    assert (sq["graphs"], pr["graphs"]) == (1, 2)

@@ -4,6 +4,8 @@ greedy translations, for every attention, with and without input feeding."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from test_parity import VARIANTS, model, ragged_batch
@@ -36,7 +38,7 @@ def test_padded_static_loss_and_gradients_equal_the_eager_path(att, score, feed,
     net = model(att, score, feed, **extra).train()
     batch = ragged_batch()
     nll, tokens = engine.nll(net, batch, label_smoothing=0.1)
-    p = pad_batch(batch, 8, 11, 11)  # three more rows, longer sources and targets
+    p = pad_batch(batch, 8, 11, 9)  # three more rows, longer sources and targets
     enc = "auto" if net.encoder.rnn.bias else "left_padded"  # exact on a CPU in float64
     s_nll, s_tokens = static_nll(net, p.src, p.src_len, p.tgt_in, p.tgt_out, 0.1, enc)
     assert int(s_tokens) == tokens
@@ -74,6 +76,13 @@ def test_a_batch_goes_to_the_smallest_bucket_that_holds_it():
     assert bucket_shape(batch, 8, [4, 16, 8, 32]) == (8, 8, 8)
     assert bucket_shape(batch, 8, [4, 6]) is None  # too long for every bucket
     assert bucket_shape(batch, 4, [8]) is None  # more rows than the bucket
+    assert bucket_shape(batch, 8, [4, 16, 8, 32], square=False) == (8, 8, 8)  # 7 and 7 (<s>)
+    assert bucket_shape(batch, 8, [7, 8, 16], square=False) == (8, 7, 7)
+    short = dataclasses.replace(batch, tgt_in=batch.tgt_in[:, :3], tgt_out=batch.tgt_out[:, :3])
+    assert bucket_shape(short, 8, [4, 8, 16]) == (8, 8, 8)  # the source decides both
+    assert bucket_shape(short, 8, [4, 8, 16], square=False) == (8, 8, 4)  # 4 decoder steps
+    assert bucket_shape(short, 8, [8, 16], square=False) == (8, 8, 8)
+    assert bucket_shape(short, 8, [2, 3], square=False) is None  # the source fits none
 
 
 def test_windows_clamped_to_the_padded_length_select_the_same_slots():
@@ -88,15 +97,18 @@ def test_windows_clamped_to_the_padded_length_select_the_same_slots():
 
 
 # ---------------------------------------------------------------- in training
-def trained_weights(toy_corpus, tmp_path, mode: str, schedule: list[str], compile_="off") -> dict:
+def trained_weights(
+    toy_corpus, tmp_path, mode: str, schedule: list[str], compile_="off", shapes="square"
+) -> dict:
     from conftest import compose_cfg, tiny_overrides
 
     from luong_lit.commands.train import train
 
-    out = tmp_path / f"{mode}-{compile_}"
+    out = tmp_path / f"{mode}-{compile_}-{shapes}"
     overrides = tiny_overrides(toy_corpus) + [
         f"engine.graphs={mode}",
         f"engine.compile={compile_}",
+        f"engine.shapes={shapes}",
         "engine.buckets=[4,8,16,64]" if compile_ == "off" else "engine.buckets=[16]",
         "dropout=0",
         "model.net.hidden_dropout=0",
@@ -121,13 +133,15 @@ def trained_weights(toy_corpus, tmp_path, mode: str, schedule: list[str], compil
 def test_training_with_fixed_shapes_or_by_hand_makes_the_same_updates(
     schedule, toy_corpus, tmp_path
 ):
-    """``static`` and ``capture`` (on a CPU: the same fixed-shape steps, uncaptured) train the
-    weights ``off`` trains, through Lightning's clipping, steps and schedules."""
+    """``static`` and ``capture`` (on a CPU: the same fixed-shape steps, uncaptured), with
+    square buckets or a bucket each for source and target, train the weights ``off`` trains,
+    through Lightning's clipping, steps and schedules."""
     ref = trained_weights(toy_corpus, tmp_path, "off", schedule)
-    for mode in ("static", "capture"):
-        got = trained_weights(toy_corpus, tmp_path, mode, schedule)
+    for mode, shapes in (("static", "square"), ("capture", "square"), ("static", "pair")):
+        got = trained_weights(toy_corpus, tmp_path, mode, schedule, shapes=shapes)
         for name, value in ref.items():
-            torch.testing.assert_close(got[name], value, atol=2e-5, rtol=1e-4, msg=mode + name)
+            msg = f"{mode} {shapes} {name}"
+            torch.testing.assert_close(got[name], value, atol=2e-5, rtol=1e-4, msg=msg)
 
 
 def test_training_with_a_compiled_step_makes_the_same_updates(toy_corpus, tmp_path):

@@ -10,6 +10,8 @@
 #   feed    the paper's model (4x1000, local-p, 50K vocabularies, batch 128), bf16-mixed:
 #           eager without input feeding (the cuDNN figure to reach), captured with input
 #           feeding, captured with the compiled decoder step; launches counted
+#   shapes  the same, captured, with engine.shapes=pair (own bucket lengths for source and
+#           target), without and with the compiled step
 #   tf32    the same model in fp32, eager, with and without engine.tf32=true
 #   m30k    the main job trained to its end on the GPU (time to results.json, BLEU), then
 #           beam-5 and the authors' decoder on test_2016_flickr, batch 64 and 128
@@ -19,7 +21,8 @@
 #   long    4.5M-pair store, the paper's model for about 5 minutes captured, then a resume
 #
 # A stage's limit is at most 560 s, so that one stage fits a call of 10 minutes; on a machine
-# lent for short spells run `tests feed` first, then `m30k`, `peers`, `peers_beam sweep`, `long`.
+# lent for short spells run `tests feed` first, then `shapes tf32`, `m30k`, `peers`,
+# `peers_beam sweep`, `long`.
 #
 # Set-up, done by the first stage: the wheels of benchmarks/gpu/wheelhouse.sh in .whl (carried
 # beside the repository) are installed into /tmp/site; the corpora are read from
@@ -71,6 +74,14 @@ run_feed() {
         engine.graphs=capture
     stage feed_capture_compiled 360 $PY -m benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \
         engine.graphs=capture engine.compile=step
+}
+
+run_shapes() {  # a bucket each for source and target: fewer decoder steps, more graphs
+    local win=(--steps 300 --warmup 60 --launches)
+    stage shapes_pair 240 $PY -m benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \
+        engine.graphs=capture engine.shapes=pair
+    stage shapes_pair_compiled 300 $PY -m benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \
+        engine.graphs=capture engine.shapes=pair engine.compile=step
 }
 
 run_tf32() {
@@ -145,7 +156,8 @@ run_long() {  # the corpus is built once per machine, its store once per cache
 setup
 for s in "$@"; do
     case "$s" in
-        tests | feed | tf32 | m30k | peers | peers_beam | sweep | long) "run_$s" ;;
-        *) echo "unknown stage $s (tests feed tf32 m30k peers peers_beam sweep long)" >&2; exit 2 ;;
+        tests | feed | shapes | tf32 | m30k | peers | peers_beam | sweep | long) "run_$s" ;;
+        *) echo "unknown stage $s: tests feed shapes tf32 m30k peers peers_beam sweep long" >&2
+           exit 2 ;;
     esac
 done

@@ -64,15 +64,22 @@ def collate(examples: Sequence[tuple[int, Sequence[int], Sequence[int]]]) -> Bat
     )
 
 
-def bucket_shape(batch: Batch, rows: int, lengths: Sequence[int]) -> tuple[int, int, int] | None:
+def bucket_shape(
+    batch: Batch, rows: int, lengths: Sequence[int], square: bool = True
+) -> tuple[int, int, int] | None:
     """The bucket ``(B, S, T)`` a batch is padded up to for a fixed-shape training step:
     ``rows`` rows, and the smallest of ``lengths`` that holds the longest source and the
-    longest target; None when the batch fits none (it then runs with its own shape)."""
+    longest target (``square``: one length for both; else each its own, which runs fewer
+    decoder steps and needs more shapes); None when the batch fits none (it then runs with
+    its own shape)."""
     src, tgt = batch.src.size(1), batch.tgt_in.size(1)
-    fit = [n for n in sorted(lengths) if n >= max(src, tgt)]
-    if len(batch) > rows or not fit:
+    if square:
+        src = tgt = max(src, tgt)
+    fit_s = [n for n in sorted(lengths) if n >= src]
+    fit_t = [n for n in sorted(lengths) if n >= tgt]
+    if len(batch) > rows or not fit_s or not fit_t:
         return None
-    return rows, fit[0], fit[0]
+    return rows, fit_s[0], fit_t[0]
 
 
 def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:

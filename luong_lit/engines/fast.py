@@ -39,6 +39,7 @@ from luong_lit.validate import OptionError, integer, one_of
 log = logging.getLogger(__name__)
 GRAPH_MODES = ("auto", "capture", "static", "off")
 COMPILE = ("off", "step")  # torch.compile: nothing, or the fixed-shape decoder step
+SHAPES = ("square", "pair")  # a bucket: one length for source and target, or one each
 INT8_PARTS = PARTS  # 8-bit decoding products: the output layer, or every decoder product
 BUCKETS = (10, 15, 20, 25, 30, 40, 52)
 
@@ -73,6 +74,9 @@ class FastEngine(ReferenceEngine):
         buckets: the source/target lengths a batch is padded up to; a longer batch, or one with
             more rows than ``rows``, runs in its own shape.
         rows: the rows of a bucket (the configured batch size).
+        shapes: ``square`` (a batch's source and target padded to one bucket length, the
+            fewest shapes and graphs) or ``pair`` (each to its own: fewer decoder steps, more
+            graphs, each holding its own gradients).
         static_encoder: how the fixed-shape step encodes: ``auto`` (one whole-sequence LSTM
             call per layer under bf16-mixed when the encoder has no biases, else a masked step
             loop), ``masked`` or ``left_padded`` (:func:`~luong_lit.nn.fast.static.static_memory`).
@@ -92,6 +96,7 @@ class FastEngine(ReferenceEngine):
         graphs: str = "auto",
         buckets: Sequence[int] = BUCKETS,
         rows: int = 128,
+        shapes: str = "square",
         static_encoder: str = "auto",
         int8: str | None = None,
         compile: str = "off",  # noqa: A002 - the config's key
@@ -100,6 +105,8 @@ class FastEngine(ReferenceEngine):
         buckets = sorted(buckets or [])
         _check_options(graphs, buckets, static_encoder, int8, compile)
         integer("rows", rows, 1)
+        one_of("shapes", shapes, SHAPES)
+        self.square = shapes == "square"
         if not isinstance(tf32, bool):
             raise OptionError("tf32", tf32, "must be true or false")
         self.tf32 = tf32
@@ -150,7 +157,9 @@ class FastEngine(ReferenceEngine):
 
     def training_loss(self, net, batch, label_smoothing: float, denominator: Denominator) -> Tensor:
         """The eager fast loss, or the batch padded to its bucket (static or captured)."""
-        shape = bucket_shape(batch, self.rows, self.buckets) if self.mode != "off" else None
+        shape = None
+        if self.mode != "off":
+            shape = bucket_shape(batch, self.rows, self.buckets, self.square)
         if shape is None:  # no bucket holds it: its own shape
             return super().training_loss(net, batch, label_smoothing, denominator)
         padded = pad_batch(batch, *shape)
@@ -202,6 +211,7 @@ class FastEngine(ReferenceEngine):
         return {
             "engine": self.name,
             "graphs": self.mode,
+            "shapes": "square" if self.square else "pair",
             "compile": self.compile,
             "int8": self.int8,
             "tf32": self.tf32,
