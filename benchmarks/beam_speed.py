@@ -3,7 +3,7 @@
     LUONG_LIT_DATA=../shared/data python -m benchmarks.beam_speed RUN/checkpoints/best.ckpt \
         [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--limit N]
         [--output FILE] [--engine fast|reference] [--int8 [output|all]] [--workers 1] [--authors]
-        [--device cuda]
+        [--device cuda [--launches]]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
 of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
@@ -12,6 +12,10 @@ ratio, the tokenised BLEU and mean length (words) of the batched output.
 rules (beam 12, docs/paper_notes.md §11) instead of ``--beam``; ``--device cuda`` decodes on
 a GPU (the clock waits for it). Both runs use the same process, threads
 and search settings, back to back; each includes building the engine's decode-time form.
+``--launches`` (on a GPU) then profiles the search of the first batch once more and adds its
+kernel launches (in all and per decoder step), host waits and the share of its wall time the
+GPU ran kernels (:mod:`benchmarks.launches`): a small share means the search is bound by
+launching kernels, as the training step with input feeding was.
 """
 
 from __future__ import annotations
@@ -27,6 +31,27 @@ from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.engines import ENGINES, make_engine
 from luong_lit.metrics import corpus_bleu_tok
 from luong_lit.runtime import configure_cpu
+
+
+def launches_of_one_batch(stepper, src_ids, batch_size: int, cfg, tgt_vocab) -> dict:
+    """The first batch's search, profiled (after one unprofiled run of it)."""
+    import torch
+
+    from benchmarks.launches import counts
+
+    few = src_ids[:batch_size]
+    decode_corpus(stepper, few, batch_size, cfg)
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts) as prof:
+        t0 = time.perf_counter()
+        out = decode_corpus(stepper, few, batch_size, cfg)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    res = counts(prof, wall)
+    steps = max(map(len, output_words(out, tgt_vocab))) + 1  # the longest output and its </s>
+    res.update(decoder_steps=steps, kernel_launches_per_step=round(res["kernel_launches"] / steps))
+    return {"launches": res}
 
 
 def main() -> None:
@@ -51,7 +76,10 @@ def main() -> None:
         choices=("output", "all"),
         help="int8 output layer, or (all) every decoder product (luong_lit.nn.fast.quantize)",
     )
+    ap.add_argument("--launches", action="store_true", help="profile one batch's launches (GPU)")
     args = ap.parse_args()
+    if args.launches and not args.device.startswith("cuda"):
+        ap.error("--launches counts CUDA kernel launches: use it with --device cuda")
     configure_cpu(args.threads)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     split = load_split(meta, args.test, src_vocab, tgt_vocab).split
@@ -89,6 +117,8 @@ def main() -> None:
         res.update(
             single_sent_per_s=round(single, 1), batched_over_single=round(batched / single, 2)
         )
+    if args.launches:
+        res.update(launches_of_one_batch(stepper, src_ids, args.batch_size, cfg, tgt_vocab))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)

@@ -15,8 +15,10 @@ Under data-parallel training (``trainer.strategy=ddp trainer.devices=2``) the to
 ranks are summed over rank 0's window.
 
 ``--launches`` (on a GPU) profiles one more step after the window and adds how many kernels
-and CUDA graphs that step launched and how many times the host waited for the device
-(``engine.graphs=capture`` against ``engine.graphs=off`` shows what capture saves).
+and CUDA graphs that step launched, how many times the host waited for the device, and the
+share of the step's wall time the GPU ran kernels (under the profiler, which slows the host:
+a lower bound) (``engine.graphs=capture`` against ``engine.graphs=off`` shows what capture
+saves).
 
 ``--save PATH`` writes a checkpoint of the model after its last step, for decoding benchmarks.
 
@@ -38,6 +40,8 @@ from pathlib import Path
 
 import lightning as L
 import torch
+
+from benchmarks.launches import counts as launch_counts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,12 +68,9 @@ class Window(L.Callback):
             self.t1 = time.perf_counter()
 
 
-LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
-WAITS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
-
-
 class LaunchCount(L.Callback):
-    """Kernel and graph launches, and host waits, of the training step at global step ``at``."""
+    """Kernel and graph launches, host waits and the GPU's busy share of the training step at
+    global step ``at`` (:mod:`benchmarks.launches`)."""
 
     def __init__(self, at: int) -> None:
         self.at, self.prof, self.result = at, None, None
@@ -79,18 +80,15 @@ class LaunchCount(L.Callback):
             acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
             self.prof = torch.profiler.profile(activities=acts)
             self.prof.__enter__()
+            self.t0 = time.perf_counter()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if self.prof is None or self.result is not None:
             return
         torch.cuda.synchronize()
+        wall = time.perf_counter() - self.t0
         self.prof.__exit__(None, None, None)
-        names = [e.name for e in self.prof.events()]
-        self.result = {
-            "kernel_launches": sum(n in LAUNCHES for n in names),
-            "graph_launches": names.count("cudaGraphLaunch"),
-            "host_waits": sum(n in WAITS for n in names),
-        }
+        self.result = launch_counts(self.prof, wall)
 
 
 def pad_vocab(size: int) -> None:

@@ -1,6 +1,6 @@
 """The design card's sweep, one launcher after another: wall time and each job's span.
 
-    python -m benchmarks.sweep_wall --out DIR                    # basic, then joblib (2 jobs)
+    python -m benchmarks.sweep_wall --out DIR                    # basic, then joblib
     python -m benchmarks.sweep_wall --out DIR --gpu --launchers basic,joblib --jobs-per-gpu 2,1
 
 Runs ``python -m luong_lit train -m attention=local_p,global score=dot,general`` (the main

@@ -105,6 +105,19 @@ def test_beam_speed_decodes_a_test_set(toy_corpus, tmp_path):
         run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0", "--int8", "all")
     )
     assert int8["int8"] == "all" and "single_sent_per_s" not in int8
+    from benchmarks.beam_speed import launches_of_one_batch
+    from luong_lit.checkpoint import load_model
+    from luong_lit.data.model_data import load_split
+    from luong_lit.decoding.beam import BeamConfig
+    from luong_lit.engines import make_engine
+
+    net, src_vocab, tgt_vocab, meta = load_model(ckpt)
+    src_ids = load_split(meta, "toy", src_vocab, tgt_vocab).split.src_ids
+    stepper = make_engine("fast").for_decoding(net)
+    got = launches_of_one_batch(stepper, src_ids, 4, BeamConfig(beam_size=3), tgt_vocab)
+    launches = got["launches"]  # on a CPU the profile holds no CUDA launch
+    assert launches["kernel_launches"] == 0 and launches["gpu_busy_share"] == 0.0
+    assert launches["decoder_steps"] >= 1
 
 
 def test_startup_times_a_run_to_its_first_batch(toy_corpus):

@@ -94,6 +94,22 @@ def test_dropout_masks_differ_between_replays():
     assert len(set(losses)) == 4, losses
 
 
+def test_capturing_draws_no_dropout_masks():
+    """The first call (warm-ups, capture, replay) leaves the CUDA generator where one eager
+    step leaves it, with the eager step's masks: where graphs are captured (again after a
+    resume) does not change a run's dropout."""
+    torch.manual_seed(0)
+    net = Seq2Seq(V, V, 32, 32, 2, 0.5, "global", "general", True).cuda().train()
+    b = ragged(1)
+    torch.cuda.manual_seed(7)
+    ref = static_nll(net, *inputs(b).values(), 0.0)[0]  # the same fixed-shape loss, eager
+    after_eager = torch.cuda.get_rng_state()
+    torch.cuda.manual_seed(7)
+    loss, _ = graphed(net, 0.0)(inputs(b))
+    assert torch.equal(torch.cuda.get_rng_state(), after_eager)
+    torch.testing.assert_close(loss, ref.detach(), rtol=1e-5, atol=1e-5)
+
+
 def test_captured_training_tracks_the_eager_run(toy_corpus, tmp_path):
     """50 steps of ``train trainer=gpu`` captured and eager: the same losses, step by step."""
     import csv
@@ -121,6 +137,7 @@ def test_captured_training_tracks_the_eager_run(toy_corpus, tmp_path):
         runs[mode] = torch.tensor([float(x) for x in rows])
         peaks = [float(r["train/gpu_peak_mib"]) for r in table if r.get("train/gpu_peak_mib")]
         assert len(peaks) >= 4 and min(peaks) > 0  # the throughput callback's memory figure
+        assert peaks == sorted(peaks)  # the peak since the start: never reset
         if mode == "capture":  # one graph per bucket met: at most the three buckets
             graphs = [float(r["train/graphs"]) for r in table if r.get("train/graphs")]
             assert graphs and 1 <= graphs[-1] <= 3

@@ -48,6 +48,19 @@ def test_padded_static_loss_and_gradients_equal_the_eager_path(att, score, feed,
 
 
 @pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
+@pytest.mark.parametrize("S,T", [(7, 12), (13, 7)])  # engine.shapes=pair: S and T differ
+def test_padded_static_loss_equals_the_eager_path_where_source_and_target_differ(att, S, T):
+    net = model(att, "general", True).train()
+    batch = ragged_batch()  # longest source 7, target positions 7
+    nll, _ = FastEngine().nll(net, batch, label_smoothing=0.1)
+    p = pad_batch(batch, 8, S, T)
+    s_nll, _ = static_nll(net, p.src, p.src_len, p.tgt_in, p.tgt_out, 0.1, "auto")
+    torch.testing.assert_close(s_nll, nll)
+    for (name, _), a, b in zip(net.named_parameters(), grads_of(net, s_nll), grads_of(net, nll)):
+        torch.testing.assert_close(a, b, msg=name)
+
+
+@pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
 @pytest.mark.parametrize("src_eos", [False, True])
 def test_static_greedy_gives_the_eager_translations(att, src_eos):
     fast = model(att, "general", True, dtype=torch.float32, src_eos=src_eos).eval()
@@ -310,22 +323,26 @@ def test_compiling_needs_the_fixed_shape_step():
 
 
 def test_tf32_is_an_explicit_gpu_setting():
-    """``engine.tf32=true`` sets fp32 products to TensorFloat-32 when the run is on a GPU, is
-    refused elsewhere, and ``false`` leaves torch's setting alone."""
+    """``engine.tf32`` sets fp32 products and cuDNN to TensorFloat-32 or to full fp32 when the
+    run is on a GPU, is refused elsewhere, and ``null`` leaves torch's settings alone."""
     from luong_lit.errors import ConfigError
     from luong_lit.validate import OptionError
 
-    before = torch.get_float32_matmul_precision()
+    before = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
     try:
-        torch.set_float32_matmul_precision("highest")
-        FastEngine().setup("cuda")  # tf32=false: untouched
+        torch.set_float32_matmul_precision("medium")
+        FastEngine().setup("cuda")  # null: untouched (only settings: nothing runs on a device)
+        assert torch.get_float32_matmul_precision() == "medium"
+        FastEngine(tf32=True).setup("cuda")
+        assert torch.get_float32_matmul_precision() == "high" and torch.backends.cudnn.allow_tf32
+        FastEngine(tf32=False).setup("cuda")
         assert torch.get_float32_matmul_precision() == "highest"
-        FastEngine(tf32=True).setup("cuda")  # only the setting: nothing runs on the device
-        assert torch.get_float32_matmul_precision() == "high"
-        with pytest.raises(ConfigError, match="engine.tf32=true is a setting of CUDA GPUs"):
-            FastEngine(tf32=True).setup("cpu")
+        assert not torch.backends.cudnn.allow_tf32
+        with pytest.raises(ConfigError, match="engine.tf32=false is a setting of CUDA GPUs"):
+            FastEngine(tf32=False).setup("cpu")
         with pytest.raises(OptionError, match="tf32"):
             FastEngine(tf32="yes")
         assert FastEngine(tf32=True).describe()["tf32"] is True
     finally:
-        torch.set_float32_matmul_precision(before)
+        torch.set_float32_matmul_precision(before[0])
+        torch.backends.cudnn.allow_tf32 = before[1]

@@ -10,9 +10,10 @@ bf16-mixed and the captured step, ``--steps`` optimizer steps, writing ``last.ck
 second run resumes from that copy to ``--steps``. The store is prepared first
 (``python -m luong_lit prepare``, the same overrides), so neither run's clock includes it.
 Prints one JSON line: for each throughput window (``--window`` steps, about a minute on an
-H100 at the default) the target tokens/s and the peak GPU memory, the graphs captured, the
-run's wall time, and the largest difference between the unbroken and the resumed run's
-training losses over the steps after ``--resume-at``.
+H100 at the default) the target tokens/s, the peak GPU memory so far and the memory held; the
+graphs captured, the run's wall time, and the largest difference between the unbroken and the
+resumed run's training losses over the steps after ``--resume-at`` (dropout included: the
+checkpoint holds the CUDA generator's state, and capturing draws nothing from it).
 
 ``--device cpu`` runs the same plumbing with the fixed-shape step uncaptured and a small
 model, to try the script on a small corpus
@@ -71,18 +72,26 @@ def command(args, run_dir: Path, *extra: str) -> list[str]:
 
 def step_of(ckpt: Path) -> int:
     try:
-        return int(torch.load(ckpt, map_location="cpu", weights_only=True)["global_step"])
+        state = torch.load(ckpt, map_location="cpu", weights_only=True, mmap=True)
+        return int(state["global_step"])
     except Exception:  # noqa: BLE001 - not written yet, or being replaced
         return -1
 
 
 def keep_checkpoint(ckpt: Path, step: int, copy: Path, done: threading.Event) -> None:
-    """Copy ``ckpt`` to ``copy`` once it holds ``step`` (checked again after copying)."""
+    """Copy ``ckpt`` to ``copy`` once it holds ``step`` (checked again after copying). The
+    file is read only when its time or size changed, not to take the run's time."""
+    seen = None
     while not done.is_set():
-        if ckpt.exists() and step_of(ckpt) == step:
-            shutil.copyfile(ckpt, copy)
-            if step_of(copy) == step:
-                return
+        stat = ckpt.stat() if ckpt.exists() else None
+        key = stat and (stat.st_mtime_ns, stat.st_size)
+        if key and key != seen:
+            seen = key
+            if step_of(ckpt) == step:
+                shutil.copyfile(ckpt, copy)
+                if step_of(copy) == step:
+                    return
+                seen = None  # replaced while copied: look again
         time.sleep(0.05)
 
 
@@ -145,6 +154,7 @@ def main(argv: list[str] | None = None) -> None:
         "cache": env_cache,
         "tok_per_s": column(a, "train/tgt_tok_per_s"),
         "gpu_peak_mib": column(a, "train/gpu_peak_mib"),
+        "gpu_mib": column(a, "train/gpu_mib"),
         "graphs": max(column(a, "train/graphs").values(), default=0),
         "resumed_steps_compared": len(after),
         "max_abs_loss_diff": max((abs(la[s] - lb[s]) for s in after), default=None),

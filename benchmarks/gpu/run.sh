@@ -12,17 +12,20 @@
 #           feeding, captured with the compiled decoder step; launches counted
 #   shapes  the same, captured, with engine.shapes=pair (own bucket lengths for source and
 #           target), without and with the compiled step
-#   tf32    the same model in fp32, eager, with and without engine.tf32=true
+#   tf32    the same model in fp32, eager, engine.tf32=false against true
 #   m30k    the main job trained to its end on the GPU (time to results.json, BLEU), then
-#           beam-5 and the authors' decoder on test_2016_flickr, batch 64 and 128
+#           beam-5 and the authors' decoder on test_2016_flickr, batch 64 and 128 (beam 5 with
+#           its launches counted: is the search launch-bound?)
 #   peers   OpenNMT-py 3.5.1 beside us: m30k_small and the paper's shape, target tokens/s
 #   peers_beam  OpenNMT-py and us, beam 5 on test_2016_flickr (one epoch's model each)
 #   sweep   the design card's sweep: basic launcher, then joblib with 2 and 1 jobs per GPU
 #   long    4.5M-pair store, the paper's model for about 5 minutes captured, then a resume
 #
-# A stage's limit is at most 560 s, so that one stage fits a call of 10 minutes; on a machine
-# lent for short spells run `tests feed` first, then `shapes tf32`, `m30k`, `peers`,
-# `peers_beam sweep`, `long`.
+# Each stage has its own limit, and the whole script stops starting stages when less than 30 s
+# of $BUDGET (default 570 s) is left, cutting the last one's limit to what is left: one call
+# of 10 minutes holds it. On a machine lent in short spells, call it with `tests feed`, then
+# `shapes tf32`, `m30k`, `peers`, `peers_beam`, `sweep`, `long` (a stage skipped for time
+# says so in stages.txt and is run again by the next call).
 #
 # Set-up, done by the first stage: the wheels of benchmarks/gpu/wheelhouse.sh in .whl (carried
 # beside the repository) are installed into /tmp/site; the corpora are read from
@@ -47,9 +50,15 @@ setup() {
 'lightning', lightning.__version__, 'cuda', torch.cuda.is_available())" | tee -a "$OUT/gpu.txt"
 }
 
+BUDGET="${BUDGET:-570}"
 stage() {  # stage NAME SECONDS CMD...: run with a limit, log to $OUT/NAME.log
-    local name=$1 limit=$2
+    local name=$1 limit=$2 left=$((BUDGET - SECONDS))
     shift 2
+    if ((left < 30)); then
+        echo "== $name skipped: ${left}s of the budget left" | tee -a "$OUT/stages.txt"
+        return
+    fi
+    ((limit > left)) && limit=$left
     echo "== $name ($(date +%T), limit ${limit}s): $*" | tee -a "$OUT/stages.txt"
     local t0=$SECONDS
     timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
@@ -87,18 +96,18 @@ run_shapes() {  # a bucket each for source and target: fewer decoder steps, more
 run_tf32() {
     local fp32=(--steps 100 --warmup 30 --pad-vocab 50000 experiment=wmt14_sample_local_p
         trainer=gpu trainer.precision=32-true engine.graphs=off)
-    stage tf32_off 200 $PY -m benchmarks.ours_window "${fp32[@]}"
+    stage tf32_off 200 $PY -m benchmarks.ours_window "${fp32[@]}" engine.tf32=false
     stage tf32_on 200 $PY -m benchmarks.ours_window "${fp32[@]}" engine.tf32=true
 }
 
 run_m30k() {
     local dir="$OUT/m30k"
-    stage m30k_train 560 $PY -m luong_lit train trainer=gpu "hydra.run.dir=$dir"
+    stage m30k_train 540 $PY -m luong_lit train trainer=gpu "hydra.run.dir=$dir"
     local ckpt="$dir/checkpoints/best.ckpt"
     cp "$dir/results.json" "$OUT/m30k_results.json" 2>/dev/null
     for b in 64 128; do
         stage "m30k_beam5_b$b" 180 $PY -m benchmarks.beam_speed "$ckpt" --device cuda \
-            --batch-size "$b" --single-limit 0
+            --batch-size "$b" --single-limit 0 --launches
         stage "m30k_authors_b$b" 180 $PY -m benchmarks.beam_speed "$ckpt" --device cuda \
             --batch-size "$b" --single-limit 0 --authors
     done
@@ -117,14 +126,15 @@ run_peers() {
     local common=(--systems onmt,ours --rounds 1 --steps 300 --warmup 30 --threads 4
         --peers-dir "$peers" --ours-python "$(command -v $PY)"
         --onmt-arg=-gpu_ranks --onmt-arg=0 --onmt-arg=-world_size --onmt-arg=1 --ours-arg=trainer=gpu)
-    stage peers_m30k 600 $PY -m benchmarks.peer_throughput "${common[@]}" --out "$OUT/peers_m30k"
+    stage peers_m30k 540 $PY -m benchmarks.peer_throughput "${common[@]}" --out "$OUT/peers_m30k"
     # The paper's shape where OpenNMT-py has it: 4x1000, global general attention, input
-    # feeding, batch 128, dropout 0.2; both on the Multi30k vocabularies, both in bf16.
+    # feeding, batch 128, dropout 0.2; both on the Multi30k vocabularies. OpenNMT-py 3.5.1
+    # has fp32 and fp16 (its AMP, with loss scaling), no bf16: it runs fp16, we bf16-mixed.
     local shape=(-enc_layers 4 -dec_layers 4 -hidden_size 1000 -word_vec_size 1000 -batch_size 128
         -model_dtype fp16)
     local onmt=() a
     for a in "${shape[@]}"; do onmt+=("--onmt-arg=$a"); done
-    stage peers_paper_shape 600 $PY -m benchmarks.peer_throughput "${common[@]}" "${onmt[@]}" \
+    stage peers_paper_shape 540 $PY -m benchmarks.peer_throughput "${common[@]}" "${onmt[@]}" \
         --ours-arg=model.net.num_layers=4 --ours-arg=model.net.hidden_size=1000 \
         --ours-arg=model.net.embed_size=1000 --ours-arg=data.batch_size=128 \
         --ours-arg=model.net.tie_output=false --ours-arg=trainer.precision=bf16-mixed \
@@ -133,13 +143,13 @@ run_peers() {
 
 run_peers_beam() {  # each system's model trained one epoch on the GPU, then beam 5
     peers_setup
-    stage peers_beam 560 $PY -m benchmarks.peer_beam_speed --gpu --peers-dir "$PEERS" \
+    stage peers_beam 540 $PY -m benchmarks.peer_beam_speed --gpu --peers-dir "$PEERS" \
         --systems onmt,ours_b30,ours_b64 --train-epochs 1 --rounds 2 --threads 4 \
         --ours-python "$(command -v $PY)" --out "$OUT/peers_beam"
 }
 
 run_sweep() {
-    stage sweep_2 600 $PY -m benchmarks.sweep_wall --gpu --launchers basic,joblib \
+    stage sweep_2 540 $PY -m benchmarks.sweep_wall --gpu --launchers basic,joblib \
         --jobs-per-gpu 2 --out "$OUT/sweep_2"
     stage sweep_1 400 $PY -m benchmarks.sweep_wall --gpu --launchers joblib \
         --jobs-per-gpu 1 --out "$OUT/sweep_1"
@@ -147,9 +157,9 @@ run_sweep() {
 
 run_long() {  # the corpus is built once per machine, its store once per cache
     local corpus=/tmp/scale_corpus
-    [[ -f $corpus/train.de.gz ]] || stage long_corpus 200 $PY -m benchmarks.scale corpus \
+    [[ -f $corpus/dev.de.gz ]] || stage long_corpus 200 $PY -m benchmarks.scale corpus \
         --pairs 4500000 --out "$corpus"
-    stage long_run 560 $PY -m benchmarks.gpu.long_run \
+    stage long_run 540 $PY -m benchmarks.gpu.long_run \
         --corpus "$corpus" --out "$OUT/long" --steps 4000 --resume-at 3750 --every 250 --window 900
 }
 

@@ -58,12 +58,14 @@ def _check_options(
         raise OptionError("buckets", list(buckets), f"is empty: graphs={graphs} pads to buckets")
 
 
-def _use_tf32(device: str) -> None:
-    """fp32 matrix products in TensorFloat-32 on a GPU (``engine.tf32=true``)."""
+def _use_tf32(on: bool, device: str) -> None:
+    """fp32 products and cuDNN's LSTMs in TensorFloat-32 on a GPU, or neither."""
+    key = f"engine.tf32={str(on).lower()}"
     if device != "cuda":
-        raise ConfigError("engine.tf32=true is a setting of CUDA GPUs; this run is on " + device)
-    torch.set_float32_matmul_precision("high")
-    log.info("engine.tf32=true: fp32 matrix products in TensorFloat-32")
+        raise ConfigError(f"{key} is a setting of CUDA GPUs; this run is on {device}")
+    torch.set_float32_matmul_precision("high" if on else "highest")
+    torch.backends.cudnn.allow_tf32 = on
+    log.info("%s: fp32 matrix products and cuDNN %s TensorFloat-32", key, "in" if on else "without")
 
 
 class FastEngine(ReferenceEngine):
@@ -84,9 +86,10 @@ class FastEngine(ReferenceEngine):
         compile: ``off``, or ``step``: the fixed-shape step's decoder step compiled with
             ``torch.compile`` (with ``graphs`` ``static`` or ``capture``, or ``auto`` where it
             captures).
-        tf32: on a GPU, fp32 matrix products in TensorFloat-32
-            (``torch.set_float32_matmul_precision("high")``, process-wide; 10-bit mantissas, so
-            approximate); False leaves torch's setting as it is.
+        tf32: on a GPU, True runs fp32 matrix products and cuDNN's LSTMs in TensorFloat-32
+            (10-bit mantissas: approximate), False runs both in full fp32; None (the default)
+            leaves torch's settings, under which cuDNN uses TF32 and matrix products do not.
+            Process-wide (``torch.set_float32_matmul_precision``, ``torch.backends.cudnn``).
     """
 
     name = "fast"
@@ -100,15 +103,15 @@ class FastEngine(ReferenceEngine):
         static_encoder: str = "auto",
         int8: str | None = None,
         compile: str = "off",  # noqa: A002 - the config's key
-        tf32: bool = False,
+        tf32: bool | None = None,
     ) -> None:
         buckets = sorted(buckets or [])
         _check_options(graphs, buckets, static_encoder, int8, compile)
         integer("rows", rows, 1)
         one_of("shapes", shapes, SHAPES)
         self.square = shapes == "square"
-        if not isinstance(tf32, bool):
-            raise OptionError("tf32", tf32, "must be true or false")
+        if tf32 is not None and not isinstance(tf32, bool):
+            raise OptionError("tf32", tf32, "must be true, false or null")
         self.tf32 = tf32
         self.graphs, self.buckets, self.rows = graphs, buckets, rows
         self.static_encoder, self.int8, self.compile = static_encoder, int8, compile
@@ -122,8 +125,8 @@ class FastEngine(ReferenceEngine):
         """Resolve ``graphs=auto`` (:func:`~.graphs.auto_graphs`) and check ``capture``."""
         if self.int8 and device != "cpu":
             raise ConfigError(f"engine.int8={self.int8}: 8-bit decoding runs on the CPU only")
-        if self.tf32:
-            _use_tf32(device)
+        if self.tf32 is not None:
+            _use_tf32(self.tf32, device)
         args = (device, precision, accumulate, world_size, self.buckets)
         self.mode = auto_graphs(*args) if self.graphs == "auto" else self.graphs
         if self.compile != "off" and self.mode == "off":

@@ -5,7 +5,9 @@ loss computed by :func:`luong_lit.nn.fast.static.static_nll`, which reads nothin
 On a GPU, the forward pass over every target step, the loss and the backward pass of a bucket
 are captured once in a CUDA graph and replayed for every later batch of that bucket: one
 launch instead of thousands. Dropout draws new masks at every replay (the graph advances the
-generator's offset).
+generator's offset). Capturing draws nothing: the warm-up passes' draws are given back, and the
+capture itself does not advance the generator, so the masks of a run do not depend on where
+its graphs were captured (a run resumed from a checkpoint captures them again).
 
 The trainer still runs its own loop: :func:`replayed_loss` hands the replayed loss to it as an
 ordinary autograd result whose backward pass gives the replayed gradients, so Lightning's
@@ -120,6 +122,7 @@ class GraphedSteps:
     def _capture(self, inputs: dict[str, Tensor]) -> Captured:
         """Warm up on a side stream, then record forward, loss and backward."""
         inputs = {k: v.clone() for k, v in inputs.items()}  # the graph's own, outside its pool
+        rng = torch.cuda.get_rng_state()  # the warm-up passes draw dropout masks: give them back
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -127,6 +130,7 @@ class GraphedSteps:
                 self._clear_grads()
                 self._run(inputs)
         torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.set_rng_state(rng)
         self._clear_grads()
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()

@@ -25,7 +25,8 @@ class ThroughputMonitor(L.Callback):
 
     The window runs from one log point to the next, so it covers data loading, the forward
     and backward passes and the optimizer step. On a GPU it also logs ``train/gpu_peak_mib``,
-    the most memory torch held allocated during the window, and, with captured steps,
+    the most memory torch has held allocated since the start (flat once every shape has been
+    met), ``train/gpu_mib``, what it holds at the log point, and, with captured steps,
     ``train/graphs``, the CUDA graphs captured so far.
     """
 
@@ -53,11 +54,14 @@ class ThroughputMonitor(L.Callback):
 
 
 def _device_figures(pl_module) -> dict[str, float]:
-    """The window's peak GPU memory (MiB; the peak is reset) and the graphs captured."""
+    """GPU memory (MiB): the most torch has held allocated so far, and what it holds now; and
+    the graphs captured. Torch's peak is read, never reset (a benchmark may read it too)."""
     if pl_module.device.type != "cuda":
         return {}
-    out = {"train/gpu_peak_mib": torch.cuda.max_memory_allocated(pl_module.device) / 2**20}
-    torch.cuda.reset_peak_memory_stats(pl_module.device)
+    out = {
+        "train/gpu_peak_mib": torch.cuda.max_memory_allocated(pl_module.device) / 2**20,
+        "train/gpu_mib": torch.cuda.memory_allocated(pl_module.device) / 2**20,
+    }
     graphs = getattr(getattr(pl_module, "engine", None), "captured_graphs", None)
     if graphs is not None:
         out["train/graphs"] = float(graphs)

@@ -141,7 +141,12 @@ class LuongLitModule(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["luong_lit"] = self.extra_state
         checkpoint["rng_torch"] = torch.get_rng_state()
+        if torch.cuda.is_available():
+            checkpoint["rng_cuda"] = torch.cuda.get_rng_state_all()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         if "rng_torch" in checkpoint:  # dropout masks continue exactly as in an unbroken run
             torch.set_rng_state(checkpoint["rng_torch"])
+        cuda = checkpoint.get("rng_cuda")
+        if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(cuda)
