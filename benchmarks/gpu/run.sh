@@ -21,6 +21,9 @@
 #   sweep   the design card's sweep: basic launcher, then joblib with 2 and 1 jobs per GPU
 #   long    4.5M-pair store, the paper's model for about 5 minutes captured, then a resume
 #
+# Runs, checkpoints and models go to $WORK (default /tmp/gpu_work); their small text files
+# (JSON, Markdown, CSV, logs) are copied to $OUT.
+#
 # Each stage has its own limit, and the whole script stops starting stages when less than 30 s
 # of $BUDGET (default 570 s) is left, cutting the last one's limit to what is left: one call
 # of 10 minutes holds it. On a machine lent in short spells, call it with `tests feed`, then
@@ -33,7 +36,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-gpu_out}"
-mkdir -p "$OUT"
+WORK="${WORK:-/tmp/gpu_work}"  # runs, checkpoints, models: only their small text files go to $OUT
+mkdir -p "$OUT" "$WORK"
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 export LUONG_LIT_DATA="${LUONG_LIT_DATA:-$PWD/shared/data}"
 export LUONG_LIT_CACHE="${LUONG_LIT_CACHE:-/tmp/luong_lit_cache}"
@@ -65,6 +69,12 @@ stage() {  # stage NAME SECONDS CMD...: run with a limit, log to $OUT/NAME.log
     local rc=$?
     echo "   rc=$rc in $((SECONDS - t0))s" | tee -a "$OUT/stages.txt"
     grep -h '^{' "$OUT/$name.log" | tail -n 3
+}
+
+keep() {  # keep DIR: the small text files of $WORK/DIR (results, logs, metrics) under $OUT/DIR
+    [[ -d $WORK/$1 ]] || return
+    (cd "$WORK" && find "$1" -type f -size -4M \( -name '*.json' -o -name '*.md' -o -name '*.csv' \
+        -o -name '*.log' -o -name '*.txt' -o -name '*.yaml' \) -print0 | xargs -0 -r cp --parents -t "$OUT")
 }
 
 PAPER=(--pad-vocab 50000 experiment=wmt14_sample_local_p trainer=gpu trainer.precision=bf16-mixed)
@@ -101,10 +111,10 @@ run_tf32() {
 }
 
 run_m30k() {
-    local dir="$OUT/m30k"
+    local dir="$WORK/m30k"
     stage m30k_train 540 $PY -m luong_lit train trainer=gpu "hydra.run.dir=$dir"
+    keep m30k
     local ckpt="$dir/checkpoints/best.ckpt"
-    cp "$dir/results.json" "$OUT/m30k_results.json" 2>/dev/null
     for b in 64 128; do
         stage "m30k_beam5_b$b" 180 $PY -m benchmarks.beam_speed "$ckpt" --device cuda \
             --batch-size "$b" --single-limit 0 --launches
@@ -126,7 +136,8 @@ run_peers() {
     local common=(--systems onmt,ours --rounds 1 --steps 300 --warmup 30 --threads 4
         --peers-dir "$peers" --ours-python "$(command -v $PY)"
         --onmt-arg=-gpu_ranks --onmt-arg=0 --onmt-arg=-world_size --onmt-arg=1 --ours-arg=trainer=gpu)
-    stage peers_m30k 540 $PY -m benchmarks.peer_throughput "${common[@]}" --out "$OUT/peers_m30k"
+    stage peers_m30k 540 $PY -m benchmarks.peer_throughput "${common[@]}" --out "$WORK/peers_m30k"
+    keep peers_m30k
     # The paper's shape where OpenNMT-py has it: 4x1000, global general attention, input
     # feeding, batch 128, dropout 0.2; both on the Multi30k vocabularies. OpenNMT-py 3.5.1
     # has fp32 and fp16 (its AMP, with loss scaling), no bf16: it runs fp16, we bf16-mixed.
@@ -138,21 +149,25 @@ run_peers() {
         --ours-arg=model.net.num_layers=4 --ours-arg=model.net.hidden_size=1000 \
         --ours-arg=model.net.embed_size=1000 --ours-arg=data.batch_size=128 \
         --ours-arg=model.net.tie_output=false --ours-arg=trainer.precision=bf16-mixed \
-        --out "$OUT/peers_paper_shape"
+        --out "$WORK/peers_paper_shape"
+    keep peers_paper_shape
 }
 
 run_peers_beam() {  # each system's model trained one epoch on the GPU, then beam 5
     peers_setup
     stage peers_beam 540 $PY -m benchmarks.peer_beam_speed --gpu --peers-dir "$PEERS" \
         --systems onmt,ours_b30,ours_b64 --train-epochs 1 --rounds 2 --threads 4 \
-        --ours-python "$(command -v $PY)" --out "$OUT/peers_beam"
+        --ours-python "$(command -v $PY)" --out "$WORK/peers_beam"
+    keep peers_beam
 }
 
 run_sweep() {
     stage sweep_2 540 $PY -m benchmarks.sweep_wall --gpu --launchers basic,joblib \
-        --jobs-per-gpu 2 --out "$OUT/sweep_2"
+        --jobs-per-gpu 2 --out "$WORK/sweep_2"
+    keep sweep_2
     stage sweep_1 400 $PY -m benchmarks.sweep_wall --gpu --launchers joblib \
-        --jobs-per-gpu 1 --out "$OUT/sweep_1"
+        --jobs-per-gpu 1 --out "$WORK/sweep_1"
+    keep sweep_1
 }
 
 run_long() {  # the corpus is built once per machine, its store once per cache
@@ -160,7 +175,8 @@ run_long() {  # the corpus is built once per machine, its store once per cache
     [[ -f $corpus/dev.de.gz ]] || stage long_corpus 200 $PY -m benchmarks.scale corpus \
         --pairs 4500000 --out "$corpus"
     stage long_run 540 $PY -m benchmarks.gpu.long_run \
-        --corpus "$corpus" --out "$OUT/long" --steps 4000 --resume-at 3750 --every 250 --window 900
+        --corpus "$corpus" --out "$WORK/long" --steps 4000 --resume-at 3750 --every 250 --window 900
+    keep long
 }
 
 setup
