@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import subprocess
 import sys
-import time
-import urllib.request
 
 from benchmarks.browser import Browser
-from benchmarks.serve_load import REPO, free_port
+from benchmarks.serve_load import REPO, free_port, wait_until_up
 
 
 async def shoot(port: int, text: str, out: str, beam: int, replace_unk: bool) -> None:
@@ -46,13 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     cmd = [sys.executable, "-m", "luong_lit", "serve", *args.models, "--port", str(port)]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL)
     try:
-        for _ in range(600):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as res:
-                    json.loads(res.read())
-                break
-            except OSError:
-                time.sleep(0.2)
+        wait_until_up(proc, port)
         asyncio.run(shoot(port, args.text, args.out, args.beam, args.replace_unk))
     finally:
         proc.terminate()

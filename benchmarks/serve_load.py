@@ -57,14 +57,27 @@ def start(ckpt: str | list[str], extra: list[str], args) -> tuple[subprocess.Pop
     cmd = [sys.executable, "-m", "luong_lit", "serve", *models, "--port", str(port)]
     cmd += ["--beam", str(args.beam), "--threads", str(args.threads), *extra]
     proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.DEVNULL)
-    for _ in range(600):
+    try:
+        wait_until_up(proc, port)
+    except RuntimeError as err:
+        sys.exit(str(err))
+    return proc, port
+
+
+def wait_until_up(proc: subprocess.Popen, port: int, timeout: float = 120) -> None:
+    """Return once the server ``proc`` answers ``/health`` on ``port``; a ``RuntimeError``
+    (the process killed) if it ends or does not answer within ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server ended (exit {proc.returncode}) before it answered")
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
-            return proc, port
+            return
         except OSError:
             time.sleep(0.2)
     proc.kill()
-    sys.exit("the server did not start")
+    raise RuntimeError(f"the server did not answer on port {port} within {timeout:.0f} s")
 
 
 def one(port: int, text: str, path: str = "/translate", **fields) -> float:

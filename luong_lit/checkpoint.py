@@ -72,6 +72,11 @@ _SCALARS = (bool, int, float, str, type(None))
 _PARTS = {"attention": ATTENTIONS, "score": SCORES}
 
 
+#: Keys of a model description that are not :class:`Seq2Seq` arguments (``impl``: how earlier
+#: versions computed the model).
+NOT_NET_ARGS = frozenset({"_target_", "_partial_", "impl"})
+
+
 def _net_kwargs(net_cfg: dict[str, Any]) -> dict[str, Any]:
     """The arguments of :class:`Seq2Seq` in a checkpoint's model description, checked.
 
@@ -80,7 +85,7 @@ def _net_kwargs(net_cfg: dict[str, Any]) -> dict[str, Any]:
     """
     kwargs = {}
     for key, value in net_cfg.items():
-        if key in ("_target_", "_partial_", "impl"):  # impl: how earlier versions computed it
+        if key in NOT_NET_ARGS:
             continue
         if key in _PARTS:
             try:

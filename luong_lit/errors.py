@@ -28,13 +28,19 @@ class UsageError(UserError):
     """A bad command-line option value."""
 
 
-def find_user_error(err: BaseException | None) -> UserError | None:
-    """The :class:`UserError` behind ``err`` (itself, or one it was raised from: Hydra wraps the
-    errors of the constructors it calls), or None."""
+def find_cause(err: BaseException | None, match) -> BaseException | None:
+    """The first error in ``err``'s chain (itself, then what it was raised from) for which
+    ``match(error)`` holds, or None."""
     seen = set()
     while err is not None and id(err) not in seen:
-        if isinstance(err, UserError):
+        if match(err):
             return err
         seen.add(id(err))
         err = err.__cause__ or err.__context__
     return None
+
+
+def find_user_error(err: BaseException | None) -> UserError | None:
+    """The :class:`UserError` behind ``err`` (itself, or one it was raised from: Hydra wraps the
+    errors of the constructors it calls), or None."""
+    return find_cause(err, lambda e: isinstance(e, UserError))

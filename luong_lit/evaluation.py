@@ -36,19 +36,18 @@ def translate_split(
     dictionary: Mapping[str, str] | None = None,
     convention: str = "paper",
     engine=None,
-    int8: str | None = None,
     stepper=None,
     **decode_opts,
 ) -> SplitOutput:
     """Decode the first ``max_sentences`` sources of ``split`` (greedy when ``beam`` is None) in
-    eval mode, in the decode-time form of ``engine`` (default: ``fast``; ``int8``: its 8-bit
-    products, if it has them), or with ``stepper``, a decode-time form already made; with
+    eval mode, in the decode-time form of ``engine`` (default: ``fast``), or with ``stepper``,
+    a decode-time form already made (a translator's, 8-bit products included); with
     ``replace_unk``, also the words after unknown-word replacement. ``decode_opts`` go to
     :func:`~luong_lit.decoding.corpus.decode_corpus` (``workers``, ``progress``)."""
     src_ids = split.src_ids[:max_sentences]
     engine = make_engine() if engine is None else engine
     with evaluating(model):
-        stepper = engine.for_decoding(model, int8) if stepper is None else stepper
+        stepper = engine.for_decoding(model) if stepper is None else stepper
         out = decode_corpus(
             stepper, src_ids, batch_size, beam, keep_attention=replace_unk, **decode_opts
         )

@@ -28,6 +28,7 @@ from luong_lit.data.dictionary import load_dictionary
 from luong_lit.data.model_data import tokenizers
 from luong_lit.data.preprocess import RecipeDetokenizer, RecipeTokenizer
 from luong_lit.data.vocab import BOS, PAD, UNK
+from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import Translation, decode_corpus
 from luong_lit.decoding.forced import forced_pass
 from luong_lit.decoding.unk import replace_unks, word_alignment
@@ -73,12 +74,7 @@ class Translator:
         self.engine = make_engine(options.engine)
         self.stepper = self.engine.for_decoding(model, options.int8)  # constants computed once
         self._forced_stepper = None  # forced passes keep the float weights (int8 is for search)
-        beam = options.search().beam_size
-        if beam > len(tgt_vocab):
-            raise UsageError(
-                f"beam size {beam} is larger than the model's target vocabulary "
-                f"({len(tgt_vocab)} words)"
-            )
+        self.search(options)  # options this model cannot decode with are refused here
         self.dictionary = load_dictionary(options.dictionary) if options.dictionary else None
 
     @classmethod
@@ -128,6 +124,17 @@ class Translator:
         return self._forced_stepper
 
     # ------------------------------------------------------------------ the work
+    def search(self, opts: DecodeOptions, n_best: int = 1) -> BeamConfig:
+        """The search ``opts`` ask for (:meth:`DecodeOptions.search`), checked against this
+        model: the beam cannot be wider than the target vocabulary."""
+        search = opts.search(n_best=n_best)
+        if search.beam_size > len(self.tgt_vocab):
+            raise UsageError(
+                f"beam size {search.beam_size} is larger than the model's target vocabulary "
+                f"({len(self.tgt_vocab)} words)"
+            )
+        return search
+
     def run(
         self,
         lines: Sequence[str],
@@ -141,25 +148,26 @@ class Translator:
         ``options``: this call's search and unknown-word options, instead of the translator's
         (its model, engine and dictionary stay as loaded)."""
         opts = options or self.options
-        search = opts.search(n_best=n)
+        search = self.search(opts, n)
         sources, cut = self._sources(lines, opts)
-        keep = opts.replace_unk or attention
+        keep = opts.replace_unk  # the search's own attention places replaced words, nothing else
         ids = [self.src_vocab.encode(s) for s in sources]
         out = decode_corpus(
             self.stepper, ids, opts.batch_size, search, keep, progress, opts.workers
         )
-        results, best = [], []
-        for line, src, tr, was_cut in zip(lines, sources, out, cut):
+        results, best, cased = [], [], [self._cased(line) for line in lines]
+        for line_cased, src, tr, was_cut in zip(cased, sources, out, cut):
             hyps = (
                 [tr] if n == 1 else [Translation(h.tokens, h.attention, h.score) for h in tr.n_best]
             )
-            rendered = [self._render(line, src, h, opts) for h in hyps[:n]]
+            rendered = [self._render(line_cased, src, h, opts) for h in hyps[:n]]
             scored = [Scored(text, h.score) for (text, _, _), h in zip(rendered, hyps)]
             scored += [Scored("", 0.0)] * (n - len(scored))  # an empty input, a short list
             results.append(Output(scored[0].text, scored, was_cut))
-            best.append(self._render(line, src, tr, opts) if n > 1 else rendered[0])
+            if attention:  # the best is the n-best list's first (an empty input has none)
+                best.append(rendered[0] if rendered else self._render(line_cased, src, tr, opts))
         if attention:
-            self._attach_attention(lines, sources, best, results, opts)
+            self._attach_attention(cased, sources, best, results, opts)
         return results
 
     def _sources(self, lines: Sequence[str], opts: DecodeOptions) -> tuple[list, list[bool]]:
@@ -177,8 +185,9 @@ class Translator:
             tokens = [[] if c else t for t, c in zip(tokens, cut)]
         return tokens, cut
 
-    def _render(self, line: str, src: list[str], hyp, opts: DecodeOptions):
-        """The text of a hypothesis, its words and where replaced words came from."""
+    def _render(self, cased: list[str] | None, src: list[str], hyp, opts: DecodeOptions):
+        """The text of a hypothesis, its words and where replaced words came from (``cased``:
+        the source line's words as typed, from :meth:`_cased`)."""
         words = [self.tgt_vocab.itos[i] for i in hyp.ids]
         replaced = {}
         if opts.replace_unk and UNK in words and hyp.attention is not None and src:
@@ -195,17 +204,20 @@ class Translator:
         if not words:
             return "", words, replaced
         if isinstance(self.text.detokenizer, RecipeDetokenizer):  # copied words as typed
-            return self.text.detokenizer.detokenize(words, self._cased(line)), words, replaced
+            return self.text.detokenizer.detokenize(words, cased), words, replaced
         return self.text.detokenizer.detokenize(words), words, replaced
 
-    def _cased(self, line: str) -> list[str]:
+    def _cased(self, line: str) -> list[str] | None:
+        """The line's words as typed, where the output is made natural text (else None)."""
+        if not isinstance(self.text.detokenizer, RecipeDetokenizer):
+            return None
         tok = self.text.source
         return tok.cased(line) if isinstance(tok, RecipeTokenizer) else tok.tokenize(line)
 
     def _content_based(self) -> bool:
         return getattr(self.model, "content_based", True)
 
-    def _attach_attention(self, lines, sources, best, results, opts) -> None:
+    def _attach_attention(self, cased, sources, best, results, opts) -> None:
         """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``
         (over the words shown: stray ``<s>``/``<pad>`` symbols left out)."""
         rows = [i for i, (src, (_, words, _)) in enumerate(zip(sources, best)) if src]
@@ -214,14 +226,15 @@ class Translator:
         eos = bool(getattr(self.model, "src_eos", False))  # (an ensemble: its words only)
         forced = dict(zip(rows, forced_pass(self.float_stepper, src_ids, tgt_ids, eos_slot=eos)))
         D = getattr(getattr(self.model, "attention", None), "D", None)
-        for i, (line, src, (_, words, replaced), res) in enumerate(
-            zip(lines, sources, best, results)
+        for i, (line_cased, src, (_, words, replaced), res) in enumerate(
+            zip(cased, sources, best, results)
         ):
             if i not in forced:
                 res.attention = EMPTY
                 continue
             res.attention = attention_map(
-                forced[i], self._display_source(line, src), self._display_target(words, line),
+                forced[i], self._display_source(line_cased, src),
+                self._display_target(words, line_cased),
                 len(src), content_based=self._content_based(), convention=opts.align_convention,
                 replaced=replaced, D=D, has_attention=self.model_has_attention,
             )  # fmt: skip
@@ -230,18 +243,18 @@ class Translator:
     def model_has_attention(self) -> bool:
         return getattr(self.model, "has_attention", True)
 
-    def _display_source(self, line: str, src: list[str]) -> list[str]:
+    def _display_source(self, cased: list[str] | None, src: list[str]) -> list[str]:
         tok = self.text.source
-        if not isinstance(tok, RecipeTokenizer):
+        if not isinstance(tok, RecipeTokenizer) or cased is None:
             return list(src)
-        cased = tok.cased(line)[: len(src)]
+        cased = cased[: len(src)]
         return [tok.recipe.show(w) for w in cased] if len(cased) == len(src) else list(src)
 
-    def _display_target(self, words: list[str], line: str) -> list[str]:
+    def _display_target(self, words: list[str], cased: list[str] | None) -> list[str]:
         detok = self.text.detokenizer
         if not isinstance(detok, RecipeDetokenizer):
             return list(words)
-        return detok.words(words, self._cased(line))
+        return detok.words(words, cased)
 
     def _forced(self, src, tgt, scores: bool = False):
         srcs, tgts = _lines(src), _lines(tgt)

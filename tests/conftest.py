@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import random
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,7 +20,8 @@ os.environ.setdefault("LUONG_LIT_CACHE", tempfile.mkdtemp(prefix="luong_lit_test
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "luong_lit" / "conf"
+from luong_lit.config import CONF_DIR  # noqa: E402 - the kit's own configs
+
 SHARED_DATA = Path(
     os.environ.get("LUONG_LIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
 )
@@ -105,3 +110,39 @@ def local_p_model(toy_corpus, tmp_path_factory) -> Path:
     cfg = compose_cfg(tiny_overrides(toy_corpus) + recipe + local, out)
     train(cfg)
     return out / "checkpoints" / "best.ckpt"
+
+
+@pytest.fixture(scope="session")
+def server(lowercase_model, local_p_model):
+    """``serve global=... local_p=...`` (``serve_helpers.two_model_args``), started once for the
+    server's tests and the page's: ``(process, port, what it printed on starting)``."""
+    from serve_helpers import start_server, two_model_args
+
+    proc, port, banner = start_server(*two_model_args(lowercase_model, local_p_model))
+    yield proc, port, banner
+    proc.kill()
+
+
+def run_here(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """``python -m luong_lit ARGS`` in this process: its exit status and standard streams."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from luong_lit.__main__ import main
+
+    GlobalHydra.instance().clear()
+    out, err = io.StringIO(), io.StringIO()
+    given = io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8")
+    saved = sys.stdin, sys.argv
+    sys.stdin = given
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as stop:
+                status = stop.code if isinstance(stop.code, int) else 1
+    finally:
+        sys.stdin, sys.argv = saved
+        GlobalHydra.instance().clear()
+    return subprocess.CompletedProcess(
+        args, status, out.getvalue().encode(), err.getvalue().encode()
+    )

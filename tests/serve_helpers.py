@@ -6,22 +6,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import luong_lit
+from benchmarks.serve_load import free_port, wait_until_up
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def call(port: int, path: str, body: bytes | None = None) -> tuple[int, dict]:
@@ -46,14 +38,10 @@ def start_server(*args: str) -> tuple[subprocess.Popen, int, str]:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )  # fmt: skip
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        assert proc.poll() is None, proc.stderr.read()
-        try:
-            if call(port, "/health")[1]["status"] == "ok":
-                break
-        except OSError:
-            time.sleep(0.2)
+    try:
+        wait_until_up(proc, port)
+    except RuntimeError as err:
+        raise AssertionError(f"{err}: {proc.stderr.read()}") from None
     banner = [proc.stdout.readline() for _ in range(3)]
     return proc, port, "".join(banner)
 

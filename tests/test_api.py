@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_here
 
 import luong_lit
 from luong_lit.errors import UsageError
@@ -23,16 +24,6 @@ def readme_python_example() -> str:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text.split("## From Python", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
-
-
-def command(*args: str) -> tuple[int, str]:
-    """``python -m luong_lit ARGS`` run in this process; its status and standard output."""
-    from luong_lit.__main__ import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        status = main(list(args))
-    return status, out.getvalue()
 
 
 def test_the_readme_example_runs(lowercase_model):
@@ -52,8 +43,8 @@ def test_translate_and_n_best_give_what_the_command_writes(lowercase_model, tmp_
     model = luong_lit.load(lowercase_model, beam=3)
     (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n", encoding="utf-8")
     files = ["-i", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt")]
-    status, _ = command("translate", str(lowercase_model), "--beam", "3", "--quiet", *files)
-    assert status == 0
+    res = run_here(["translate", str(lowercase_model), "--beam", "3", "--quiet", *files])
+    assert res.returncode == 0, res.stderr
     written = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
     assert model.translate(LINES) == written and written[1] == ""
     lists = model.n_best(LINES, 3)
@@ -84,9 +75,9 @@ def test_align_gives_the_links_of_the_align_command(lowercase_model, tmp_path):
     src, tgt = ["a b c d", "e f g"], ["a b c d", "g f e"]
     for name, text in (("src", src), ("tgt", tgt)):
         (tmp_path / name).write_text("\n".join(text) + "\n", encoding="utf-8")
-    status, _ = command("align", str(lowercase_model), "--src", str(tmp_path / "src"),
-                        "--tgt", str(tmp_path / "tgt"), "--out", str(tmp_path / "out"))  # fmt: skip
-    assert status == 0
+    res = run_here(["align", str(lowercase_model), "--src", str(tmp_path / "src"),
+                    "--tgt", str(tmp_path / "tgt"), "--out", str(tmp_path / "out")])  # fmt: skip
+    assert res.returncode == 0, res.stderr
     written = (tmp_path / "out" / "alignments.txt").read_text().splitlines()
     links = model.align(src, tgt)
     assert [" ".join(f"{s}-{t}" for s, t in sorted(x)) for x in links] == written

@@ -66,13 +66,19 @@ def step_of(ckpt: Path) -> int:
 
 
 def stop_during_epoch_2(
-    corpus, run_dir: Path, signum: int, steps_per_epoch: int = 60, extra=(), schedule=PAPER_SCHEDULE
+    corpus,
+    run_dir: Path,
+    signum: int,
+    steps_per_epoch: int = 60,
+    extra=(),
+    schedule=PAPER_SCHEDULE,
+    target: int | None = None,
 ) -> subprocess.Popen:
-    """Start a run and send ``signum`` once its checkpoint shows a random step of epoch 2 (with
-    checkpoints at epoch ends only: in epoch 2, after epoch 1's checkpoint)."""
-    target = random.Random(signum).randrange(steps_per_epoch + 1, 2 * steps_per_epoch - 5)
-    if "callbacks.checkpoint.every_n_train_steps=0" in extra:
-        target = steps_per_epoch
+    """Start a run and send ``signum`` once its checkpoint shows step ``target`` or later (by
+    default a random step of epoch 2; with checkpoints at epoch ends only, give
+    ``steps_per_epoch``: the signal then comes as epoch 2 starts)."""
+    if target is None:
+        target = random.Random(signum).randrange(steps_per_epoch + 1, 2 * steps_per_epoch - 5)
     proc = subprocess.Popen(
         command(corpus, run_dir, *extra, schedule=schedule),
         cwd=REPO,
@@ -85,8 +91,6 @@ def stop_during_epoch_2(
     deadline = time.time() + 300
     while step_of(ckpt) < target and proc.poll() is None and time.time() < deadline:
         time.sleep(0.01)
-    if target == steps_per_epoch:
-        time.sleep(0.5)  # some steps into epoch 2
     proc.send_signal(signum)
     proc.wait(timeout=120)
     step = step_of(ckpt)
@@ -149,14 +153,19 @@ def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(corpus, unbroken
     )
 
 
+#: setting -> (steps per epoch, overrides, schedule, the checkpoint step the kill waits for)
 SHORT_EPOCHS = {
     "limit 40 batches, checkpoints at epoch ends only, the main job's schedule": (
         40,
         ["+trainer.limit_train_batches=40", "callbacks.checkpoint.every_n_train_steps=0"],
+        MAIN_JOB_SCHEDULE,
+        40,  # epoch 1's: the kill comes in epoch 2, which resumes from its start
     ),
     "limit a fraction, validation twice an epoch": (
         30,
         ["+trainer.limit_train_batches=0.5", "+trainer.val_check_interval=0.5"],
+        PAPER_SCHEDULE,
+        None,  # a random step of epoch 2
     ),
 }
 
@@ -165,13 +174,12 @@ SHORT_EPOCHS = {
 def test_short_epochs_killed_in_epoch_2_resume_as_the_unbroken_run(corpus, tmp_path, setting):
     """Epochs cut short (``limit_train_batches``, as for a large corpus) and validated in their
     middle (``val_check_interval``): a run killed in epoch 2 goes on as the unbroken one."""
-    steps, extra = SHORT_EPOCHS[setting]
-    schedule = MAIN_JOB_SCHEDULE if "main job" in setting else PAPER_SCHEDULE
+    steps, extra, schedule, target = SHORT_EPOCHS[setting]
     full = tmp_path / "unbroken"
     res = subprocess.run(command(corpus, full, *extra, schedule=schedule), cwd=REPO, env=env(),
                          capture_output=True, text=True)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
-    stop_during_epoch_2(corpus, tmp_path / "run", signal.SIGKILL, steps, extra, schedule)
+    stop_during_epoch_2(corpus, tmp_path / "run", signal.SIGKILL, steps, extra, schedule, target)
     resume(corpus, tmp_path / "run", extra, schedule)
     a = torch.load(full / "checkpoints" / "last.ckpt", weights_only=True)
     b = torch.load(tmp_path / "run" / "checkpoints" / "last.ckpt", weights_only=True)

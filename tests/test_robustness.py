@@ -8,10 +8,8 @@ needs a terminal runs in a pseudo-terminal."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
-import io
 import os
 import shlex
 import shutil
@@ -25,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import compose_cfg, tiny_overrides, write_corpus
+from conftest import compose_cfg, run_here, tiny_overrides, write_corpus
 
 import luong_lit
 
@@ -414,31 +412,6 @@ def run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProc
         input=stdin,
         capture_output=True,
         timeout=300,
-    )
-
-
-def run_here(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    """``python -m luong_lit ARGS`` in this process: its exit status and standard streams."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    from luong_lit.__main__ import main
-
-    GlobalHydra.instance().clear()
-    out, err = io.StringIO(), io.StringIO()
-    given = io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8")
-    saved = sys.stdin, sys.argv
-    sys.stdin = given
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                status = main(list(args))
-            except SystemExit as stop:
-                status = stop.code if isinstance(stop.code, int) else 1
-    finally:
-        sys.stdin, sys.argv = saved
-        GlobalHydra.instance().clear()
-    return subprocess.CompletedProcess(
-        args, status, out.getvalue().encode(), err.getvalue().encode()
     )
 
 

@@ -9,16 +9,9 @@ import signal
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from serve_helpers import call, load, post, start_server, two_model_args
+from serve_helpers import call, load, post, start_server
 
 import luong_lit
-
-
-@pytest.fixture(scope="module")
-def server(lowercase_model, local_p_model):
-    proc, port, banner = start_server(*two_model_args(lowercase_model, local_p_model))
-    yield proc, port, banner
-    proc.kill()
 
 
 # ------------------------------------------------------------------------ the JSON API
@@ -94,6 +87,7 @@ def test_post_attention_is_the_apis_attention(lowercase_model, local_p_model, se
         ),
         ("/attention", b'{"text": "a", "replace_unk": "yes"}', 400, '"replace_unk" must be true'),
         ("/translate", b'{"text": "a", "n_best": 3}', 400, "n_best 3 needs a beam of at least 3"),
+        ("/translate", b'{"text": "a", "beam": 50}', 400, "larger than the model's target vocab"),
     ],
 )
 def test_bad_requests_get_a_4xx_and_the_server_goes_on(server, path, body, status, says):
@@ -172,12 +166,15 @@ def test_a_request_is_checked_against_the_servers_own_decoding_before_it_is_queu
     from luong_lit.serving.models import request_options
     from luong_lit.serving.requests import Settings
 
-    authors = ServedModel("m", [], SimpleNamespace(options=DecodeOptions(authors_decoder=True)))
+    def translator(options):  # the part of a Translator that checks a request's search
+        return SimpleNamespace(options=options, search=lambda o, n: o.search(n_best=n))
+
+    authors = ServedModel("m", [], translator(DecodeOptions(authors_decoder=True)))
     opts, n = request_options(authors, Settings("m", beam=1))
     assert not opts.authors_decoder and opts.search().beam_size == 1 and n == 1
     opts, _ = request_options(authors, Settings("m"))
     assert opts.search().beam_size == 12  # the authors' beam
-    greedy = ServedModel("m", [], SimpleNamespace(options=DecodeOptions(beam=1, cli=True)))
+    greedy = ServedModel("m", [], translator(DecodeOptions(beam=1, cli=True)))
     with pytest.raises(BadRequest, match=r"^n_best 2 needs a beam of at least 2 \(the beam is 1\)"):
         request_options(greedy, Settings("m", n_best=2))
 

@@ -11,18 +11,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from serve_helpers import post, start_server, two_model_args
+from serve_helpers import post
 
 SCREENSHOTS = Path(
     os.environ.get("LUONG_LIT_SCREENSHOTS", Path(tempfile.gettempdir()) / "luong_lit_screenshots")
 )
-
-
-@pytest.fixture(scope="module")
-def server(lowercase_model, local_p_model):
-    proc, port, banner = start_server(*two_model_args(lowercase_model, local_p_model))
-    yield proc, port, banner
-    proc.kill()
 
 
 # ------------------------------------------------------------------------ the page, in a browser

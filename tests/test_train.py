@@ -14,6 +14,7 @@ from conftest import compose_cfg, tiny_overrides
 
 from luong_lit.checkpoint import CheckpointError, load_model
 from luong_lit.commands.train import train
+from luong_lit.config import CONF_DIR
 from luong_lit.engines import FastEngine
 from luong_lit.nn import ConfigError
 from luong_lit.training.module import LuongLitModule
@@ -289,9 +290,7 @@ def test_ddp_sim_two_cpu_processes(toy_corpus, tmp_path):
     assert net.decoder.W_s.out_features == len(tgt_vocab)
 
 
-EXPERIMENTS = sorted(
-    p.stem for p in (REPO / "luong_lit" / "conf" / "experiment").glob("[!_]*.yaml")
-)
+EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("[!_]*.yaml"))
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

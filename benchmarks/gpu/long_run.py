@@ -6,8 +6,8 @@
 Trains ``experiment=wmt14_sample_local_p`` (4x1000, local-p general, input feeding, dropout,
 batch 128, 50K vocabularies) on the corpus of ``benchmarks.scale`` with ``trainer=gpu``
 bf16-mixed and the captured step, ``--steps`` optimizer steps, writing ``last.ckpt`` every
-``--every`` steps. While it runs, the checkpoint of step ``--resume-at`` is copied aside; a
-second run resumes from that copy to ``--steps``. The store is prepared first
+``--every`` steps. The run also keeps its checkpoint of step ``--resume-at`` (a checkpoint
+callback of its own); a second run resumes from it to ``--steps``. The store is prepared first
 (``python -m luong_lit prepare``, the same overrides), so neither run's clock includes it.
 Prints one JSON line: for each throughput window (``--window`` steps, about a minute on an
 H100 at the default) the target tokens/s, the peak GPU memory so far and the memory held; the
@@ -23,24 +23,21 @@ model, to try the script on a small corpus
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-import torch
-
 from benchmarks.scale import overrides
+from luong_lit.analysis.figures import read_metrics
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def command(args, run_dir: Path, *extra: str) -> list[str]:
+    """The training command; the unbroken run also keeps its checkpoint of ``--resume-at``."""
     device = (
         ["trainer=gpu", "trainer.precision=bf16-mixed", "engine.graphs=capture"]
         if args.device == "cuda"
@@ -70,31 +67,6 @@ def command(args, run_dir: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "luong_lit", "train", *ovr, *extra]
 
 
-def step_of(ckpt: Path) -> int:
-    try:
-        state = torch.load(ckpt, map_location="cpu", weights_only=True, mmap=True)
-        return int(state["global_step"])
-    except Exception:  # noqa: BLE001 - not written yet, or being replaced
-        return -1
-
-
-def keep_checkpoint(ckpt: Path, step: int, copy: Path, done: threading.Event) -> None:
-    """Copy ``ckpt`` to ``copy`` once it holds ``step`` (checked again after copying). The
-    file is read only when its time or size changed, not to take the run's time."""
-    seen = None
-    while not done.is_set():
-        stat = ckpt.stat() if ckpt.exists() else None
-        key = stat and (stat.st_mtime_ns, stat.st_size)
-        if key and key != seen:
-            seen = key
-            if step_of(ckpt) == step:
-                shutil.copyfile(ckpt, copy)
-                if step_of(copy) == step:
-                    return
-                seen = None  # replaced while copied: look again
-        time.sleep(0.05)
-
-
 def run(cmd: list[str], log: Path) -> float:
     t0 = time.time()
     with open(log, "w") as fh:
@@ -104,13 +76,8 @@ def run(cmd: list[str], log: Path) -> float:
     return time.time() - t0
 
 
-def rows(run_dir: Path) -> list[dict]:
-    with open(run_dir / "csv" / "metrics.csv", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def column(table: list[dict], name: str) -> dict[int, float]:
-    return {int(r["step"]): float(r[name]) for r in table if r.get(name)}
+def column(metrics: dict, name: str) -> dict[int, float]:
+    return dict(metrics.get(name, []))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -119,32 +86,33 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--steps", type=int, default=4000)
     ap.add_argument("--resume-at", type=int, default=3750)
-    ap.add_argument("--every", type=int, default=250, help="last.ckpt every N steps")
+    ap.add_argument("--every", type=int, default=1000, help="last.ckpt every N steps")
     ap.add_argument("--window", type=int, default=900, help="throughput window, steps")
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     args = ap.parse_args(argv)
-    if args.resume_at % args.every or not 0 < args.resume_at < args.steps:
-        ap.error("--resume-at must be a multiple of --every, below --steps")
+    if not 0 < args.resume_at < args.steps:
+        ap.error("--resume-at must be below --steps")
     args.corpus, out = args.corpus.resolve(), args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     env_cache = os.environ.setdefault("LUONG_LIT_CACHE", str(args.corpus / "cache"))
-    unbroken, resumed, copy = out / "unbroken", out / "resumed", out / "resume_from.ckpt"
-    done = threading.Event()
-    watcher = threading.Thread(
-        target=keep_checkpoint,
-        args=(unbroken / "checkpoints" / "last.ckpt", args.resume_at, copy, done),
-        daemon=True,
-    )
+    unbroken, resumed = out / "unbroken", out / "resumed"
+    keep = unbroken / "kept"  # a checkpoint callback of its own, at --resume-at only
+    kept = [
+        "+callbacks.keep._target_=lightning.pytorch.callbacks.ModelCheckpoint",
+        f"+callbacks.keep.dirpath={keep}",
+        f"+callbacks.keep.every_n_train_steps={args.resume_at}",
+        "+callbacks.keep.save_top_k=-1",
+        "+callbacks.keep.filename='step{step}'",  # quoted for Hydra: stepN.ckpt
+        "+callbacks.keep.auto_insert_metric_name=false",
+    ]
     prepare = [a if a != "train" else "prepare" for a in command(args, unbroken)]
     prep_s = run([a for a in prepare if not a.startswith("hydra.")], out / "prepare.log")
-    watcher.start()
-    wall = run(command(args, unbroken), out / "unbroken.log")
-    done.set()
-    watcher.join()
-    if step_of(copy) != args.resume_at:
-        sys.exit(f"the checkpoint of step {args.resume_at} was not caught")
+    wall = run(command(args, unbroken, *kept), out / "unbroken.log")
+    copy = keep / f"step{args.resume_at}.ckpt"
+    if not copy.is_file():
+        sys.exit(f"{copy} was not written")
     run(command(args, resumed, f"ckpt_path={copy}"), out / "resumed.log")
-    a, b = rows(unbroken), rows(resumed)
+    a, b = read_metrics(unbroken), read_metrics(resumed)
     la, lb = column(a, "train/loss"), column(b, "train/loss")
     after = sorted(s for s in lb if s > args.resume_at and s in la)
     report = {

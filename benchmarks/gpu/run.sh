@@ -175,7 +175,7 @@ run_long() {  # the corpus is built once per machine, its store once per cache
     [[ -f $corpus/dev.de.gz ]] || stage long_corpus 200 $PY -m benchmarks.scale corpus \
         --pairs 4500000 --out "$corpus"
     stage long_run 540 $PY -m benchmarks.gpu.long_run \
-        --corpus "$corpus" --out "$WORK/long" --steps 4000 --resume-at 3750 --every 250 --window 900
+        --corpus "$corpus" --out "$WORK/long" --steps 4000 --resume-at 3750 --every 1000 --window 900
     keep long
 }
 

@@ -152,7 +152,7 @@ def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     model, dm = load_run_model(run)
     dev = dm.splits["dev"]
     words = translate_split(
-        model.model, dev, dm.tgt_vocab, max_sentences=max_sentences, engine=model.engine
+        model.model, dev, dm.tgt_vocab, max_sentences=max_sentences, stepper=model.stepper
     ).words
     hyps = bleu_lines(words, dm.tokenizers.get("tgt"))
     refs = bleu_lines(dev.tgt_tokens[: len(hyps)], dm.tokenizers.get("tgt"))

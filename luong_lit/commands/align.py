@@ -32,6 +32,7 @@ from luong_lit.data.model_data import model_recipe
 from luong_lit.data.sources import mirror_dir
 from luong_lit.data.vocab import UNK_ID
 from luong_lit.decoding.forced import attention_links, forced_attention, member_links
+from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.errors import CheckpointError, ConfigError, DataError
 from luong_lit.metrics.aer import (
     aer,
@@ -45,8 +46,6 @@ from luong_lit.metrics.aer import (
 )
 from luong_lit.options import DecodeOptions
 from luong_lit.translator import Translator
-
-CONVENTIONS = ("paper", "predicted")
 
 
 def rwth_files(root: Path | None, src_lang: str, tgt_lang: str) -> tuple[Path, Path, Path, bool]:

@@ -55,7 +55,7 @@ def evaluate(args) -> dict:
         "ppl": [perplexity(n, split.examples(), batch_nll=engine.nll) for n in nets],
     }
     if len(nets) > 1:  # the ensemble's own distribution (its combine rule), through its steps
-        report["ppl_ensemble"] = stepwise_perplexity(engine.for_decoding(model), split.examples())
+        report["ppl_ensemble"] = stepwise_perplexity(tr.float_stepper, split.examples())
     out = translate_split(
         model,
         split,

@@ -65,7 +65,7 @@ def request_options(model: ServedModel, s: Settings) -> tuple[DecodeOptions, int
     n = s.n_best or model.n_best
     try:
         opts = dataclasses.replace(base, cli=False, **changes)
-        opts.search(n_best=n)
+        model.translator.search(opts, n)
     except UsageError as err:
         raise BadRequest(400, str(err)) from None
     return opts, n

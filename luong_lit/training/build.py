@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from luong_lit.checkpoint import atomic_save
 from luong_lit.data.user_text import user_text
-from luong_lit.errors import ConfigError, UserError, find_user_error
+from luong_lit.errors import ConfigError, UserError, find_cause, find_user_error
 from luong_lit.validate import OptionError, integer
 
 
@@ -57,11 +57,7 @@ def config_error(path: str, node: Any, err: BaseException) -> BaseException:
 
 def _misconfiguration(err: BaseException | None) -> BaseException | None:
     """Lightning's ``MisconfigurationException`` behind ``err``, if there is one."""
-    while err is not None:
-        if type(err).__name__ == "MisconfigurationException":
-            return err
-        err = err.__cause__ or err.__context__
-    return None
+    return find_cause(err, lambda e: type(e).__name__ == "MisconfigurationException")
 
 
 def instantiate_at(path: str, node: Any, **kwargs) -> Any:

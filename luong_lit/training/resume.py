@@ -202,7 +202,7 @@ def check_resumable(cfg, ckpt_path) -> None:
     import torch
     from omegaconf import OmegaConf
 
-    from luong_lit.checkpoint import build_net, read_checkpoint
+    from luong_lit.checkpoint import NOT_NET_ARGS, build_net, read_checkpoint
 
     path = resumed_checkpoint(cfg, ckpt_path)
     if path is None or not path.is_file():
@@ -213,8 +213,9 @@ def check_resumable(cfg, ckpt_path) -> None:
         same = _shapes(build_net(was, 8, 8)) == _shapes(hydra.utils.instantiate(now)(8, 8))
     if same:
         return  # the same weights (another dropout, say): Lightning resumes it
-    skip = {"_target_", "_partial_", "impl"}
-    keys = sorted(k for k in set(was) | set(now) if k not in skip and was.get(k) != now.get(k))
+    keys = sorted(
+        k for k in set(was) | set(now) if k not in NOT_NET_ARGS and was.get(k) != now.get(k)
+    )
     trained = ", ".join(f"{k}={_described(was.get(k))}" for k in keys)
     asked = ", ".join(f"{k}={_described(now.get(k))}" for k in keys)
     fix = meta.get("overrides") or [_as_override(k, was.get(k)) for k in keys if k in was]
