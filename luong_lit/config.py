@@ -1,4 +1,4 @@
-"""The kit's Hydra configs (``luong_lit/conf/``, shipped inside the package): composing them
+"""The kit's Hydra configs (``conf/``, shipped inside every wheel): composing them
 outside a Hydra app, naming a mistyped override's nearest match, and ``train --help``."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.errors import ConfigError
+from luong_lit.resources import CONF_DIR
 
-CONF_DIR = Path(__file__).resolve().parent / "conf"  # the kit's Hydra configs
+__all__ = ["CONF_DIR", "compose", "groups", "help_text"]
 HIDDEN_GROUPS = ("hydra", "paths", "recipes")  # plumbing and shared parts of experiments
 
 
@@ -106,7 +107,7 @@ def explain(message: str, overrides: Sequence[str] = ()) -> str:
 
 
 def compose(overrides: Sequence[str], config_name: str = "train"):
-    """``luong_lit/conf/<name>.yaml`` with ``overrides``, composed as ``python -m luong_lit
+    """``conf/<name>.yaml`` with ``overrides``, composed as ``python -m luong_lit
     train`` does; a bad override is one :class:`ConfigError` that names it and its nearest
     match."""
     from hydra.errors import HydraException

@@ -423,7 +423,7 @@ def test_wandb_offline_writes_a_run_and_needs_no_network(toy_corpus, tmp_path):
 def test_notebook_executes_headless(runs, tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    nb = nbformat.read(REPO / "luong_lit" / "notebooks" / "analysis.ipynb", as_version=4)
+    nb = nbformat.read(REPO / "notebooks" / "analysis.ipynb", as_version=4)
     os.environ["LUONG_LIT_RUNS"] = ",".join(str(p) for p in runs.values())
     os.environ["LUONG_LIT_FIGURES"] = str(tmp_path / "figures")
     try:

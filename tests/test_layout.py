@@ -4,6 +4,7 @@ another, a plain nn/, and training and decoding that never reach into nn/fast/."
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "luong_lit"
@@ -71,6 +72,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 #: engines, the library knows nothing of the command line.
 LAYERS = [
     "errors",  # the one user-error base class
+    "resources",  # where conf/ and notebooks/ are
     "validate",  # option checks for constructors
     "runtime",  # process-wide CPU settings
     "data",  # corpora, tokenisers, vocabularies, batches, the datamodule
@@ -169,3 +171,13 @@ def test_the_model_never_imports_lightning_or_other_parts_of_the_kit():
                 if name.startswith("luong_lit"):
                     ok = ("luong_lit.nn", "luong_lit.errors", "luong_lit.validate")
                     assert name.startswith(ok), f"{path}: {name}"
+
+
+def test_every_package_is_in_the_wheel():
+    """``pyproject.toml`` lists the packages (it maps ``conf/`` and ``notebooks/`` in): a new
+    sub-package left off the list would be missing from every wheel."""
+    listed = re.findall(r'^\s*"(luong_lit[\w.]*)",', (PKG.parent / "pyproject.toml").read_text(), re.M)
+    found = {module_name(p.parent) for p in PKG.rglob("__init__.py")}
+    assert found | {"luong_lit.conf", "luong_lit.notebooks"} == set(listed)
+    assert (PKG.parent / "conf" / "train.yaml").is_file()
+    assert (PKG.parent / "notebooks" / "analysis.ipynb").is_file()

@@ -35,9 +35,8 @@ def installed(tmp_path_factory) -> Path:
     """The Python of a fresh virtual environment with the kit installed from its wheel."""
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"  # a copy: building writes build/ and egg-info beside the sources
-    shutil.copytree(
-        REPO / "luong_lit", source / "luong_lit", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for folder in ("luong_lit", "conf", "notebooks"):  # what the wheel is built from
+        shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
@@ -68,7 +67,13 @@ def test_the_wheel_holds_the_configs_and_every_experiment_composes(installed, tm
     where, count = run([str(installed), "-c", COMPOSE_ALL], cwd=tmp_path).stdout.split()
     conf = Path(where)
     assert REPO not in conf.parents and (conf / "train.yaml").is_file()
-    assert int(count) == len(list((REPO / "luong_lit" / "conf" / "experiment").glob("[!_]*.yaml")))
+    assert int(count) == len(list((REPO / "conf" / "experiment").glob("[!_]*.yaml")))
+
+
+def test_the_wheel_writes_its_notebook_outside_the_source_tree(installed, tmp_path):
+    out = run([str(installed), "-m", "luong_lit", "notebook", "nb"], cwd=tmp_path).stdout
+    written = tmp_path / "nb" / "analysis.ipynb"
+    assert written.read_bytes() == (REPO / "notebooks" / "analysis.ipynb").read_bytes(), out
 
 
 def test_installed_kit_trains_sweeps_and_translates_outside_the_source_tree(installed, tmp_path):

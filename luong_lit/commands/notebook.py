@@ -3,7 +3,7 @@
     python -m luong_lit notebook [FOLDER] [--force]
     jupyter nbconvert --to html --execute analysis.ipynb    # or: jupyter notebook analysis.ipynb
 
-The notebook (shipped inside the package) draws Figure 5 (learning curves), Figure 6 (BLEU by
+The notebook (``notebooks/analysis.ipynb``, shipped inside every wheel) draws Figure 5 (learning curves), Figure 6 (BLEU by
 length), a Table 4-style comparison, Table 6 (AER), global / local-m / local-p heatmaps side by
 side, and a sentence of your own through the Python API. It reads every run under
 logs/train/ of the folder it sits in (LUONG_LIT_RUNS=... to choose others).
@@ -19,8 +19,9 @@ from pathlib import Path
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.errors import UsageError
+from luong_lit.resources import NOTEBOOKS_DIR
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "analysis.ipynb"
+NOTEBOOK = NOTEBOOKS_DIR / "analysis.ipynb"
 
 
 def parser():

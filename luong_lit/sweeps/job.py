@@ -6,7 +6,7 @@
 * :func:`earlier_work`: a job launched again into the same directory (a requeued SLURM job, or
   a sweep run again with ``hydra.sweep.dir=<the sweep>``) resumes from its ``last.ckpt``, and a
   finished one (``results.json``) is not trained again.
-* Resolvers used by ``luong_lit/conf/hydra/launcher/`` and ``luong_lit/conf/logger/wandb.yaml``:
+* Resolvers used by ``conf/hydra/launcher/`` and ``conf/logger/wandb.yaml``:
   the number of parallel jobs, SLURM's GPU count, the W&B group, name and tags of a sweep's job.
 """
 

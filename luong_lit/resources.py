@@ -1,0 +1,24 @@
+"""Where the kit's shipped folders are: ``conf/`` (the Hydra configs) and ``notebooks/`` (the
+analysis notebook).
+
+In the repository both stand at the top level, beside ``luong_lit/``. A wheel carries them inside
+the package, as ``luong_lit/conf`` and ``luong_lit/notebooks`` (``pyproject.toml`` maps them
+in), so an installed kit needs no checkout; an editable install, or a checkout on
+``PYTHONPATH``, reads them where they stand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+def shipped(name: str) -> Path:
+    """The folder ``name`` inside an installed wheel, else the checkout's top-level one."""
+    inside = PACKAGE / name
+    return inside if inside.is_dir() else PACKAGE.parent / name
+
+
+CONF_DIR = shipped("conf")  # the Hydra configs
+NOTEBOOKS_DIR = shipped("notebooks")  # analysis.ipynb
