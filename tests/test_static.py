@@ -11,11 +11,8 @@ import torch
 from test_parity import VARIANTS, model, ragged_batch
 
 from luong_lit.data.batching import bucket_shape, pad_batch
-from luong_lit.data.vocab import EOS_ID
-from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.engines import FastEngine, ReferenceEngine
 from luong_lit.engines.graphs import auto_graphs, replayed_loss
-from luong_lit.engines.static_greedy import greedy_decode_static
 from luong_lit.nn.fast.static import static_nll
 from luong_lit.nn.window import window
 
@@ -58,20 +55,6 @@ def test_padded_static_loss_equals_the_eager_path_where_source_and_target_differ
     torch.testing.assert_close(s_nll, nll)
     for (name, _), a, b in zip(net.named_parameters(), grads_of(net, s_nll), grads_of(net, nll)):
         torch.testing.assert_close(a, b, msg=name)
-
-
-@pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
-@pytest.mark.parametrize("src_eos", [False, True])
-def test_static_greedy_gives_the_eager_translations(att, src_eos):
-    fast = model(att, "general", True, dtype=torch.float32, src_eos=src_eos).eval()
-    batch = ragged_batch(2)
-    hyps, _ = greedy_decode(fast, batch.src, batch.src_len)
-    padded = pad_batch(batch, 8, 9, 9)
-    ids = greedy_decode_static(fast, padded.src, padded.src_len, steps=20)  # (8, 20)
-    assert ids.shape == (8, 20)
-    for row, hyp in zip(ids.tolist(), hyps):
-        assert row[: len(hyp)] == hyp
-        assert all(y == EOS_ID for y in row[len(hyp) :])  # </s>, then </s> to the end
 
 
 def test_padding_adds_rows_and_positions_the_loss_ignores():
