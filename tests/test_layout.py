@@ -176,7 +176,8 @@ def test_the_model_never_imports_lightning_or_other_parts_of_the_kit():
 def test_every_package_is_in_the_wheel():
     """``pyproject.toml`` lists the packages (it maps ``conf/`` and ``notebooks/`` in): a new
     sub-package left off the list would be missing from every wheel."""
-    listed = re.findall(r'^\s*"(luong_lit[\w.]*)",', (PKG.parent / "pyproject.toml").read_text(), re.M)
+    toml = (PKG.parent / "pyproject.toml").read_text(encoding="utf-8")
+    listed = re.findall(r'^\s*"(luong_lit[\w.]*)",', toml, re.M)
     found = {module_name(p.parent) for p in PKG.rglob("__init__.py")}
     assert found | {"luong_lit.conf", "luong_lit.notebooks"} == set(listed)
     assert (PKG.parent / "conf" / "train.yaml").is_file()

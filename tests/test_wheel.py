@@ -36,7 +36,8 @@ def installed(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"  # a copy: building writes build/ and egg-info beside the sources
     for folder in ("luong_lit", "conf", "notebooks"):  # what the wheel is built from
-        shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+        skip = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(REPO / folder, source / folder, ignore=skip)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",

@@ -3,10 +3,11 @@
     python -m luong_lit notebook [FOLDER] [--force]
     jupyter nbconvert --to html --execute analysis.ipynb    # or: jupyter notebook analysis.ipynb
 
-The notebook (``notebooks/analysis.ipynb``, shipped inside every wheel) draws Figure 5 (learning curves), Figure 6 (BLEU by
-length), a Table 4-style comparison, Table 6 (AER), global / local-m / local-p heatmaps side by
-side, and a sentence of your own through the Python API. It reads every run under
-logs/train/ of the folder it sits in (LUONG_LIT_RUNS=... to choose others).
+The notebook (``notebooks/analysis.ipynb``, shipped inside every wheel) draws Figure 5
+(learning curves), Figure 6 (BLEU by length), a Table 4-style comparison, Table 6 (AER),
+global / local-m / local-p heatmaps side by side, and a sentence of your own through the
+Python API. It reads every run under logs/train/ of the folder it sits in (LUONG_LIT_RUNS=...
+to choose others).
 """
 
 from __future__ import annotations
