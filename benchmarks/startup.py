@@ -25,11 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CHILD = """
 import sys
-from hydra import compose, initialize_config_dir
-import luong_lit.commands.train  # registers the config's resolvers
+from luong_lit.config import compose  # the checkout's own configs and resolvers
 from luong_lit.training.build import build
-with initialize_config_dir(config_dir=sys.argv[1], version_base="1.3"):
-    cfg = compose("train", overrides=[f"paths.output_dir={sys.argv[2]}", *sys.argv[3:]])
+cfg = compose([f"paths.output_dir={sys.argv[1]}", *sys.argv[2:]])
 dm, model, trainer = build(cfg)
 batch = next(iter(dm.train_dataloader()))
 print("first batch", type(batch).__name__)
@@ -44,7 +42,6 @@ def one_start(repo: Path, overrides: list[str]) -> float:
             "ignore",
             "-c",
             CHILD,
-            str(repo / "luong_lit" / "conf"),
             out,
             *overrides,
         ]
