@@ -1,17 +1,20 @@
-"""Starting ``serve`` in a subprocess and calling its JSON API, for the server's tests."""
+"""Starting ``serve`` in a subprocess, calling its JSON API and opening its page in headless
+Chromium (Selenium with Debian's ``chromium`` and ``chromium-driver``), for the server's tests."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import luong_lit
-from benchmarks.serve_load import free_port, wait_until_up
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,6 +33,28 @@ def post(port: int, body: bytes, path: str = "/translate") -> tuple[int, dict]:
     return call(port, path, body)
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(proc: subprocess.Popen, port: int, timeout: float = 120) -> None:
+    """Return once the server ``proc`` answers ``/health`` on ``port``; an ``AssertionError``
+    (the process killed) if it ends first or does not answer within ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server ended (exit {proc.returncode}) before it answered")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"the server did not answer on port {port} within {timeout:.0f} s")
+
+
 def start_server(*args: str) -> tuple[subprocess.Popen, int, str]:
     """``python -m luong_lit serve ARGS`` on a free port, once it answers; and what it printed."""
     port = free_port()
@@ -40,7 +65,7 @@ def start_server(*args: str) -> tuple[subprocess.Popen, int, str]:
     )  # fmt: skip
     try:
         wait_until_up(proc, port)
-    except RuntimeError as err:
+    except AssertionError as err:
         raise AssertionError(f"{err}: {proc.stderr.read()}") from None
     banner = [proc.stdout.readline() for _ in range(3)]
     return proc, port, "".join(banner)
@@ -61,3 +86,31 @@ def two_model_args(lowercase_model, local_p_model) -> list[str]:
         "--max-sentences", "3", "--max-chars", "40", "--max-wait-ms", "300", "--max-src-len", "5",
         "--min-len-ratio", "1.0",
     ]  # fmt: skip
+
+
+#: Chromium's flags for a headless run on a machine with no network beyond localhost
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+def browser_programs() -> tuple[str | None, str | None]:
+    """The installed Chromium and its driver (Debian's ``chromium`` and ``chromium-driver``)."""
+    browser = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
+    return browser, shutil.which("chromedriver")
+
+
+def open_browser(width: int = 1400, height: int = 900):
+    """A headless Chromium under Selenium, driven through the system's ``chromedriver`` (nothing
+    is downloaded)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    browser, driver = browser_programs()
+    options = Options()
+    options.binary_location = browser
+    for flag in [*CHROMIUM_FLAGS, f"--window-size={width},{height}"]:
+        options.add_argument(flag)
+    return webdriver.Chrome(options=options, service=Service(executable_path=driver))

@@ -1,17 +1,16 @@
-"""The attention page in a real browser (headless Chromium; ``.ci/run`` installs Debian's
-package when it is missing): each model's translation and attention as the API gives them, typed
-markup shown as text, and a screenshot."""
+"""The attention page in a real browser (headless Chromium under Selenium; ``.ci/run`` installs
+Debian's ``chromium`` and ``chromium-driver`` when they are missing): each model's translation and
+attention as the API gives them, typed markup shown as text, and a screenshot."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import tempfile
 from pathlib import Path
 
 import pytest
-from serve_helpers import post
+from serve_helpers import browser_programs, open_browser, post
 
 SCREENSHOTS = Path(
     os.environ.get("LUONG_LIT_SCREENSHOTS", Path(tempfile.gettempdir()) / "luong_lit_screenshots")
@@ -19,51 +18,52 @@ SCREENSHOTS = Path(
 
 
 # ------------------------------------------------------------------------ the page, in a browser
-def page_panels(browser) -> list[dict]:
-    return browser.eval("""[...document.querySelectorAll('#panels .panel')].map(p => ({
-        model: p.dataset.model,
-        translation: p.querySelector('.translation').textContent,
-        cells: p.querySelectorAll('rect.cell').length,
-        source: [...p.querySelectorAll('text.src')].map(t => t.textContent),
-        target: [...p.querySelectorAll('text.tgt')].map(t => t.textContent),
-        p_t: p.querySelectorAll('line.p_t').length,
-        windows: p.querySelectorAll('rect.window').length}))""")
-
-
-SAFE = """typeof pwned === "undefined" && document.scripts.length === 1
+PANELS = """return [...document.querySelectorAll('#panels .panel')].map(p => ({
+    model: p.dataset.model,
+    translation: p.querySelector('.translation').textContent,
+    cells: p.querySelectorAll('rect.cell').length,
+    source: [...p.querySelectorAll('text.src')].map(t => t.textContent),
+    target: [...p.querySelectorAll('text.tgt')].map(t => t.textContent),
+    p_t: p.querySelectorAll('line.p_t').length,
+    windows: p.querySelectorAll('rect.window').length}))"""
+SAFE = """return typeof pwned === "undefined" && document.scripts.length === 1
     && document.querySelectorAll("#panels img, #panels script").length === 0"""
 SOURCE_SHOWN = (
-    "[...document.querySelectorAll('text.src')].some(t => t.textContent.includes('script'))"
+    "return [...document.querySelectorAll('text.src')].some(t => t.textContent.includes('script'))"
 )
+TWO_PANELS = "return document.querySelectorAll('#panels .panel svg').length === 2"
+
+
+def translate_on_page(driver, text: str, until: str) -> list[dict]:
+    """Type ``text``, press Translate, wait until the script ``until`` holds; the panels."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box = driver.find_element(By.CSS_SELECTOR, "#text")
+    box.clear()
+    box.send_keys(text)
+    driver.find_element(By.CSS_SELECTOR, "#go").click()
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script(until))
+    return driver.execute_script(PANELS)
 
 
 def test_the_page_shows_each_models_translation_and_attention_in_a_browser(server):
-    from benchmarks.browser import Browser, chromium
-
-    if chromium() is None and os.environ.get("CI"):
-        pytest.fail("no chromium: .ci/run installs Debian's chromium package")
-    if chromium() is None:
-        pytest.skip("needs Debian's chromium (apt-get install chromium)")
+    if None in browser_programs():
+        if os.environ.get("CI"):
+            pytest.fail("no chromium or chromedriver: .ci/run installs Debian's packages")
+        pytest.skip("needs Debian's chromium and chromium-driver")
     _, port, _ = server
     typed = "<script>pwned=1</script><img src=x>"  # within the server's 40 characters
-
-    async def session():
-        async with Browser() as b:
-            await b.open(f"http://127.0.0.1:{port}/")
-            await b.type_into("#text", "A B C D")
-            await b.click("#go")
-            await b.wait_for("document.querySelectorAll('#panels .panel svg').length === 2")
-            first = await page_panels(b)
-            await b.screenshot(SCREENSHOTS / "serve_page.png")
-            await b.eval("document.getElementById('text').value = ''")
-            await b.type_into("#text", typed)
-            await b.click("#go")
-            await b.wait_for(SOURCE_SHOWN)
-            second = await page_panels(b)
-            pwned = await b.eval(SAFE)
-            return first, second, pwned
-
-    first, second, safe = asyncio.run(session())
+    driver = open_browser()
+    try:
+        driver.get(f"http://127.0.0.1:{port}/")
+        first = translate_on_page(driver, "A B C D", TWO_PANELS)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(SCREENSHOTS / "serve_page.png"))
+        second = translate_on_page(driver, typed, SOURCE_SHOWN)
+        safe = driver.execute_script(SAFE)
+    finally:
+        driver.quit()
     for panel in first:
         want = post(
             server[1],
