@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from luong_lit.sweeps.job import most_at_once
+
 REPO = Path(__file__).resolve().parents[1]
 SWEEP = ["attention=local_p,global", "score=dot,general"]
 LAUNCHERS = {
@@ -59,15 +61,6 @@ def spans(sweep_dir: Path, t0: float) -> list[dict]:
             }
         )
     return sorted(out, key=lambda r: r["job"])
-
-
-def most_at_once(jobs: list[dict]) -> dict[str, int]:
-    """Per device, the largest number of jobs whose [start, end) spans overlap."""
-    most: dict[str, int] = {}
-    for dev in {j["device"] for j in jobs}:
-        mine = [j for j in jobs if j["device"] == dev]
-        most[dev] = max(sum(o["start_s"] <= j["start_s"] < o["end_s"] for o in mine) for j in mine)
-    return most
 
 
 def run_sweep(name: str, args, out: Path, per_gpu: int | None) -> dict:

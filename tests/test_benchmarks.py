@@ -1,4 +1,7 @@
-"""The maintained benchmarks run as ``python -m benchmarks.<name>`` and report what they claim."""
+"""The maintained benchmarks run as ``python -m benchmarks.<name>`` and report what they claim.
+
+Each is run as a user runs it, in a subprocess (the tests never import ``benchmarks``), and its
+JSON is checked against what the test counts itself."""
 
 from __future__ import annotations
 
@@ -105,19 +108,11 @@ def test_beam_speed_decodes_a_test_set(toy_corpus, tmp_path):
         run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0", "--int8", "all")
     )
     assert int8["int8"] == "all" and "single_sent_per_s" not in int8
-    from benchmarks.beam_speed import launches_of_one_batch
-    from luong_lit.checkpoint import load_model
-    from luong_lit.data.model_data import load_split
-    from luong_lit.decoding.beam import BeamConfig
-    from luong_lit.engines import make_engine
-
-    net, src_vocab, tgt_vocab, meta = load_model(ckpt)
-    src_ids = load_split(meta, "toy", src_vocab, tgt_vocab).split.src_ids
-    stepper = make_engine("fast").for_decoding(net)
-    got = launches_of_one_batch(stepper, src_ids, 4, BeamConfig(beam_size=3), tgt_vocab)
-    launches = got["launches"]  # on a CPU the profile holds no CUDA launch
-    assert launches["kernel_launches"] == 0 and launches["gpu_busy_share"] == 0.0
-    assert launches["decoder_steps"] >= 1
+    profiled = last_json(
+        run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0", "--launches")
+    )["launches"]
+    assert profiled["kernel_launches"] == 0 and profiled["gpu_busy_share"] == 0.0  # a CPU
+    assert profiled["decoder_steps"] >= 2  # the longest output of the first batch, and </s>
 
 
 def test_startup_times_a_run_to_its_first_batch(toy_corpus):
@@ -129,41 +124,31 @@ def test_startup_times_a_run_to_its_first_batch(toy_corpus):
     assert bad.returncode != 0 and "did not start" in bad.stderr
 
 
-def test_sweep_wall_counts_the_jobs_that_overlap_on_each_device():
-    import random
+def test_bucket_padding_counts_decoder_steps_and_positions_of_both_shapes(toy_corpus):
+    """The benchmark's counts over one epoch equal a count made here, batch by batch."""
+    from luong_lit.config import compose
+    from luong_lit.data.batching import bucket_shape
+    from luong_lit.data.datamodule import TranslationDataModule
 
-    from benchmarks.sweep_wall import most_at_once
-
-    rng = random.Random(0)
-    for _ in range(50):
-        jobs = []
-        for _ in range(rng.randrange(1, 7)):
-            start = rng.randrange(0, 20)
-            jobs.append(
-                {"device": rng.choice("ab"), "start_s": start, "end_s": start + rng.randrange(1, 8)}
-            )
-        for dev, most in most_at_once(jobs).items():
-            mine = [j for j in jobs if j["device"] == dev]
-            by_second = max(sum(j["start_s"] <= t < j["end_s"] for j in mine) for t in range(0, 30))
-            assert most == by_second
-
-
-def test_bucket_padding_counts_decoder_steps_and_positions_of_both_shapes():
-    from benchmarks.bucket_padding import Tally
-    from luong_lit.data.batching import collate
-
-    def batch(src_len: int, tgt_len: int, rows: int = 2):
-        return collate([(i, [5] * src_len, [6] * tgt_len) for i in range(rows)])
-
-    batches = [batch(9, 3), batch(3, 9), batch(30, 2)]  # own target steps: 4, 10, 3
-    square, pair = Tally([4, 8, 16], 4, True), Tally([4, 8, 16], 4, False)
-    for b in batches:
-        square.add(b)
-        pair.add(b)
-    sq, pr = square.report(), pair.report()
-    assert sq["own_shape_batches"] == pr["own_shape_batches"] == 1  # 30 fits no bucket
-    assert sq["decoder_steps_vs_own"] == round((16 + 16 + 3) / 17, 3)  # square: 9 -> 16
-    assert pr["decoder_steps_vs_own"] == round((4 + 16 + 3) / 17, 3)  # pair: 4 for (9, 3)
-    tokens = 2 * (4 + 10 + 3)  # words and </s>
-    assert pr["real_target_share"] == round(tokens / (4 * 4 + 4 * 16 + 2 * 3), 3)
-    assert (sq["graphs"], pr["graphs"]) == (1, 2)
+    overrides = window_overrides(toy_corpus)
+    res = run_module("bucket_padding", "--buckets", "4,6,9", *overrides)
+    assert res.returncode == 0, res.stderr[-2000:]
+    reports = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    cfg = compose(overrides)
+    dm = TranslationDataModule(**{k: v for k, v in cfg.data.items() if not k.startswith("_")})
+    dm.setup("fit")
+    batches, rows = list(dm.train_dataloader()), int(cfg.engine.rows)
+    own = sum(b.tgt_in.size(1) for b in batches)
+    tokens = sum(int((b.tgt_out != 0).sum()) for b in batches)
+    for report in reports:
+        square = report["shapes"] == "square"
+        shapes = [bucket_shape(b, rows, [4, 6, 9], square) for b in batches]
+        steps = sum(s[2] if s else b.tgt_in.size(1) for s, b in zip(shapes, batches))
+        positions = sum(s[0] * s[2] if s else b.tgt_out.numel() for s, b in zip(shapes, batches))
+        assert report["decoder_steps_vs_own"] == round(steps / own, 3)
+        assert report["real_target_share"] == round(tokens / positions, 3)
+        assert report["graphs"] == len({s for s in shapes if s})
+        assert report["own_shape_batches"] == shapes.count(None)
+        assert report["batches"] == len(batches)
+    assert [r["shapes"] for r in reports] == ["square", "pair"]
+    assert reports[1]["decoder_steps_vs_own"] <= reports[0]["decoder_steps_vs_own"]

@@ -150,6 +150,16 @@ def earlier_work(cfg: DictConfig) -> tuple[str, Any] | None:
 
 
 # ------------------------------------------------------------------ resolvers for the configs
+def most_at_once(jobs: list[dict]) -> dict[str, int]:
+    """Per device, the most jobs that ran at once: ``jobs`` are records with ``device``,
+    ``start_s`` and ``end_s`` (a sweep's ``job.json`` files), each running over [start, end)."""
+    most: dict[str, int] = {}
+    for dev in {j["device"] for j in jobs}:
+        mine = [j for j in jobs if j["device"] == dev]
+        most[dev] = max(sum(o["start_s"] <= j["start_s"] < o["end_s"] for o in mine) for j in mine)
+    return most
+
+
 def n_jobs(accelerator: str, jobs_per_gpu: int) -> int:
     """Jobs at once on this machine: GPUs × jobs per GPU, or one per CPU core."""
     import torch
