@@ -124,7 +124,7 @@ def test_raw_text_benchmark_rebuilds_the_kits_output_from_tokens(lowercase_model
 
     (tmp_path / "src.en").write_text("A B C.\nD, E F!\nG H\n", encoding="utf-8")
     (tmp_path / "ref.de").write_text("X B c.\nY B d!\nZ b\n", encoding="utf-8")
-    cmd = [sys.executable, "-m", "benchmarks.raw_text", str(lowercase_model), "--beam", "2"]
+    cmd = [sys.executable, "-m", "studies.raw_text", str(lowercase_model), "--beam", "2"]
     cmd += ["--out", str(tmp_path / "out"), "--src", str(tmp_path / "src.en")]
     cmd += ["--ref", str(tmp_path / "ref.de")]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}

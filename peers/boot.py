@@ -1,9 +1,9 @@
 """Start a peer toolkit's entry point with a fixed thread count.
 
-    python peer_boot.py THREADS MODULE [ARGS...]
+    python boot.py THREADS MODULE [ARGS...]
 
-e.g. ``python peer_boot.py 2 onmt.bin.train -config c.yaml`` or
-``python peer_boot.py 2 joeynmt train c.yaml --skip-test``; run with the
+e.g. ``python boot.py 2 onmt.bin.train -config c.yaml`` or
+``python boot.py 2 joeynmt train c.yaml --skip-test``; run with the
 peer's own venv interpreter.  It calls ``torch.set_num_threads(THREADS)`` (neither
 OpenNMT-py nor Joey NMT sets a thread count itself) and then runs MODULE as
 ``python -m MODULE ARGS...`` would.

@@ -1,7 +1,7 @@
 """The paper's model for minutes on the full-size store: steady speed and memory, and a resume.
 
     python -m benchmarks.scale corpus --pairs 4500000 --out CORPUS     # once (about a minute)
-    python -m benchmarks.gpu.long_run --corpus CORPUS --out DIR --steps 4000 --resume-at 3750
+    python -m gpu.long_run --corpus CORPUS --out DIR --steps 4000 --resume-at 3750
 
 Trains ``experiment=wmt14_sample_local_p`` (4x1000, local-p general, input feeding, dropout,
 batch 128, 50K vocabularies) on the corpus of ``benchmarks.scale`` with ``trainer=gpu``
@@ -33,7 +33,7 @@ from pathlib import Path
 from benchmarks.scale import overrides
 from luong_lit.analysis.figures import read_metrics
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def command(args, run_dir: Path, *extra: str) -> list[str]:

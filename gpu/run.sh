@@ -3,7 +3,7 @@
 # torch and Lightning, and no package index. Each stage has a time limit and writes its log
 # and JSON under $OUT (default: gpu_out).
 #
-#   bash benchmarks/gpu/run.sh STAGE [STAGE ...]
+#   bash gpu/run.sh STAGE [STAGE ...]
 #
 # Stages (in the order worth running when GPU time is short):
 #   tests   pytest -m gpu: eager, captured and compiled steps against the reference (CPU)
@@ -30,11 +30,11 @@
 # `shapes tf32`, `m30k`, `peers`, `peers_beam`, `sweep`, `long` (a stage skipped for time
 # says so in stages.txt and is run again by the next call).
 #
-# Set-up, done by the first stage: the wheels of benchmarks/gpu/wheelhouse.sh in .whl (carried
+# Set-up, done by the first stage: the wheels of gpu/wheelhouse.sh in .whl (carried
 # beside the repository) are installed into /tmp/site; the corpora are read from
 # $LUONG_LIT_DATA (default: shared/data inside the repository).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT="${OUT:-gpu_out}"
 WORK="${WORK:-/tmp/gpu_work}"  # runs, checkpoints, models: only their small text files go to $OUT
 mkdir -p "$OUT" "$WORK"
@@ -127,7 +127,7 @@ PEERS=/tmp/peers
 peers_setup() {  # once per machine
     [[ -x $PEERS/onmt-venv/bin/python && -f $PEERS/data/onmt/vocab.en ]] && return
     stage peers_setup 300 env OFFLINE_PYTHON=$PY PEERS_DIR=$PEERS \
-        bash benchmarks/peers/setup_peers.sh
+        bash peers/setup.sh
 }
 
 run_peers() {
@@ -136,7 +136,7 @@ run_peers() {
     local common=(--systems onmt,ours --rounds 1 --steps 300 --warmup 30 --threads 4
         --peers-dir "$peers" --ours-python "$(command -v $PY)"
         --onmt-arg=-gpu_ranks --onmt-arg=0 --onmt-arg=-world_size --onmt-arg=1 --ours-arg=trainer=gpu)
-    stage peers_m30k 540 $PY -m benchmarks.peer_throughput "${common[@]}" --out "$WORK/peers_m30k"
+    stage peers_m30k 540 $PY -m peers.throughput "${common[@]}" --out "$WORK/peers_m30k"
     keep peers_m30k
     # The paper's shape where OpenNMT-py has it: 4x1000, global general attention, input
     # feeding, batch 128, dropout 0.2; both on the Multi30k vocabularies. OpenNMT-py 3.5.1
@@ -145,7 +145,7 @@ run_peers() {
         -model_dtype fp16)
     local onmt=() a
     for a in "${shape[@]}"; do onmt+=("--onmt-arg=$a"); done
-    stage peers_paper_shape 540 $PY -m benchmarks.peer_throughput "${common[@]}" "${onmt[@]}" \
+    stage peers_paper_shape 540 $PY -m peers.throughput "${common[@]}" "${onmt[@]}" \
         --ours-arg=model.net.num_layers=4 --ours-arg=model.net.hidden_size=1000 \
         --ours-arg=model.net.embed_size=1000 --ours-arg=data.batch_size=128 \
         --ours-arg=model.net.tie_output=false --ours-arg=trainer.precision=bf16-mixed \
@@ -155,7 +155,7 @@ run_peers() {
 
 run_peers_beam() {  # each system's model trained one epoch on the GPU, then beam 5
     peers_setup
-    stage peers_beam 540 $PY -m benchmarks.peer_beam_speed --gpu --peers-dir "$PEERS" \
+    stage peers_beam 540 $PY -m peers.beam_speed --gpu --peers-dir "$PEERS" \
         --systems onmt,ours_b30,ours_b64 --train-epochs 1 --rounds 2 --threads 4 \
         --ours-python "$(command -v $PY)" --out "$WORK/peers_beam"
     keep peers_beam
@@ -174,7 +174,7 @@ run_long() {  # the corpus is built once per machine, its store once per cache
     local corpus=/tmp/scale_corpus
     [[ -f $corpus/dev.de.gz ]] || stage long_corpus 200 $PY -m benchmarks.scale corpus \
         --pairs 4500000 --out "$corpus"
-    stage long_run 540 $PY -m benchmarks.gpu.long_run \
+    stage long_run 540 $PY -m gpu.long_run \
         --corpus "$corpus" --out "$WORK/long" --steps 4000 --resume-at 3750 --every 1000 --window 900
     keep long
 }

@@ -3,11 +3,11 @@
 
 Systems
 -------
-``onmt``  OpenNMT-py 3.5.1, config ``benchmarks/peers/onmt_m30k_small.yaml``
-``joey``  Joey NMT 2.3.0,   config ``benchmarks/peers/joey_m30k_small.yaml``
+``onmt``  OpenNMT-py 3.5.1, config ``peers/onmt_m30k_small.yaml``
+``joey``  Joey NMT 2.3.0,   config ``peers/joey_m30k_small.yaml``
 ``ours``  this package, via ``python -m benchmarks.ours_window --steps N --warmup W``
 
-The peers are installed by ``benchmarks/peers/setup_peers.sh`` into
+The peers are installed by ``peers/setup.sh`` into
 ``$PEERS_DIR/{onmt,joey}-venv`` (data and vocabularies in ``$PEERS_DIR/data``).
 
 Protocol
@@ -19,7 +19,7 @@ round 1 = onmt, joey, ours; round 2 = the same; round 3 = the same.  The
 reported figure per system is the median of its ``--rounds`` windows, plus the
 ratios ours/onmt and ours/joey.  Every process gets ``OMP_NUM_THREADS`` =
 ``MKL_NUM_THREADS`` = ``--threads`` (default 2); the peers are started through
-``benchmarks/peers/peer_boot.py``, which calls ``torch.set_num_threads(--threads)``
+``peers/boot.py``, which calls ``torch.set_num_threads(--threads)``
 before the toolkit's entry point (neither toolkit sets a thread count itself)
 and fixes Joey NMT 2.3.0's crash on unidirectional RNN encoders (see there).
 The machine should otherwise be idle: each run records the 1-minute load
@@ -82,10 +82,10 @@ whose batching matches its own, or state the difference.
 
 Usage
 -----
-  python -m benchmarks.peer_throughput --out results/peers            # all three
-  python -m benchmarks.peer_throughput --systems onmt,joey --out ...  # peers only
-  python -m benchmarks.peer_throughput --rounds 1 --steps 20 --warmup 10 --out ...  # smoke test
-  PEERS_DIR=... python -m benchmarks.peer_throughput ...   (or --peers-dir; default <repo>/.peers)
+  python -m peers.throughput --out results/peers            # all three
+  python -m peers.throughput --systems onmt,joey --out ...  # peers only
+  python -m peers.throughput --rounds 1 --steps 20 --warmup 10 --out ...  # smoke test
+  PEERS_DIR=... python -m peers.throughput ...   (or --peers-dir; default <repo>/.peers)
 
 Only the Python standard library is used; run it with any Python >= 3.8.
 """
@@ -107,7 +107,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PEER_CFG_DIR = REPO / "benchmarks" / "peers"
+PEER_CFG_DIR = REPO / "peers"
 SYSTEMS = ("onmt", "joey", "ours")
 
 # --------------------------------------------------------------------- parsing
@@ -219,7 +219,7 @@ def check_window(system: str, text: str, warmup: int, steps: int) -> None:
 
 
 # --------------------------------------------------------------------- running
-PEER_BOOT = PEER_CFG_DIR / "peer_boot.py"  # sets torch threads (+ Joey unidirectional fix)
+PEER_BOOT = PEER_CFG_DIR / "boot.py"  # sets torch threads (+ Joey unidirectional fix)
 
 
 def _env(threads: int) -> dict:
@@ -485,7 +485,7 @@ def main(argv=None) -> int:
         else:
             py = args.peers_dir / f"{s}-venv" / "bin" / "python"
             if not py.exists():
-                sys.exit(f"{py} missing: run benchmarks/peers/setup_peers.sh (PEERS_DIR)")
+                sys.exit(f"{py} missing: run peers/setup.sh (PEERS_DIR)")
             versions[s] = _version(py, ["torch", "OpenNMT-py" if s == "onmt" else "joeynmt"])
             check_window(
                 s,

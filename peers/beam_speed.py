@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Beam-5 decoding speed beside OpenNMT-py 3.5.1 and Joey NMT 2.3.0 on "m30k_small".
 
-    python -m benchmarks.peer_beam_speed --out results/beam_peers --peers-dir PEERS_DIR \
+    python -m peers.beam_speed --out results/beam_peers --peers-dir PEERS_DIR \
         [--train-epochs 1] [--rounds 3] [--beam 5] [--systems onmt,ours_b30,ours_b30_int8]
         [--ours-ckpt RUN/checkpoints/best.ckpt] [--gpu]
 
 Models
 ------
 Each system first trains its own ``m30k_small`` model (the configs of
-``benchmarks/peers/`` and our ``conf/experiment/m30k_small.yaml``) for the same number of
+``peers/`` and our ``conf/experiment/m30k_small.yaml``) for the same number of
 epochs (``--train-epochs``, default 1: 454 steps of 64 sentences; Joey NMT keeps its
 step-450 checkpoint, where it validates).  The models are cached under ``OUT/models`` and
 reused by later invocations; ``--ours-ckpt`` decodes a model of ours trained elsewhere
@@ -46,7 +46,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.peer_throughput import PEER_BOOT, PEER_CFG_DIR, REPO, _env, _version, fill_config
+from peers.throughput import PEER_BOOT, PEER_CFG_DIR, REPO, _env, _version, fill_config
 
 ONMT_AVG_MS = re.compile(r"Average translation time \(ms\):\s*([\d.]+)")
 JOEY_GEN = re.compile(r"Generation took ([\d.]+)\[sec\]")
@@ -353,7 +353,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for peer in sorted({"onmt", "joey"} & set(args.systems)):
         if not (args.peers_dir / f"{peer}-venv" / "bin" / "python").exists():
-            sys.exit(f"{args.peers_dir}/{peer}-venv missing: run benchmarks/peers/setup_peers.sh")
+            sys.exit(f"{args.peers_dir}/{peer}-venv missing: run peers/setup.sh")
     pkgs = {"onmt": "OpenNMT-py", "joey": "joeynmt"}
     versions = {
         p: _version(args.peers_dir / f"{p}-venv/bin/python", ["torch", pkgs[p]])

@@ -3,8 +3,8 @@
 # index (an offline cluster node, a locked-down cloud image): what luong_lit and OpenNMT-py
 # 3.5.1 need beyond such an image, fetched here for its Python and platform.
 #
-#   bash benchmarks/gpu/wheelhouse.sh [DIR]          # default DIR: .whl (keep it out of git)
-#   PY_VERSION=3.11 bash benchmarks/gpu/wheelhouse.sh .whl311
+#   bash gpu/wheelhouse.sh [DIR]          # default DIR: .whl (keep it out of git)
+#   PY_VERSION=3.11 bash gpu/wheelhouse.sh .whl311
 #
 # There, with DIR copied beside the repository:
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site DIR/*.whl
@@ -12,7 +12,7 @@
 #
 # luong_lit: hydra-core, omegaconf, antlr4 (sdist only: built into a wheel here), sacremoses,
 # the joblib launcher. OpenNMT-py: itself, ConfigArgParse, pyonmttok, RapidFuzz, pyahocorasick
-# (spacy and fasttext are imported but unused: benchmarks/peers/peer_boot.py stands in for
+# (spacy and fasttext are imported but unused: peers/boot.py stands in for
 # them). Everything else is taken from the image: torch, lightning, torchmetrics, sacrebleu,
 # sentencepiece, matplotlib, numpy, pyyaml, regex, six, click, joblib, tqdm, aiohttp.
 set -euo pipefail

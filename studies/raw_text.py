@@ -1,6 +1,6 @@
 """BLEU of raw text in, natural text out, and what each recasing choice is worth.
 
-    python -m benchmarks.raw_text CKPT --out DIR [--beam 5] [--replace-unk] [--src F --ref F]
+    python -m studies.raw_text CKPT --out DIR [--beam 5] [--replace-unk] [--src F --ref F]
 
 Translates Multi30k's raw ``test_2016_flickr`` English with ``translate`` as a user would (raw
 lines in, detokenised and recased German out) and scores it against the raw German references

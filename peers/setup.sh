@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up the two peer toolkits for benchmarks/peer_throughput.py:
+# Set up the two peer toolkits for peers/throughput.py:
 #   OpenNMT-py 3.5.1 and Joey NMT 2.3.0, each in its own virtualenv,
 #   plus the Multi30k data / vocabularies they need.
 #
@@ -12,7 +12,7 @@
 #   FORCE=1         delete existing venvs / prepared data first
 #   OFFLINE_PYTHON  an interpreter that already imports torch, OpenNMT-py 3.5.1 and its
 #                   runtime needs (a GPU machine without a package index, the wheels of
-#                   benchmarks/gpu/wheelhouse.sh on its PYTHONPATH): no venvs are made and
+#                   gpu/wheelhouse.sh on its PYTHONPATH): no venvs are made and
 #                   nothing is installed; onmt-venv/bin/python runs that interpreter, and
 #                   Joey NMT is left out
 #
@@ -30,7 +30,7 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
+REPO="$(cd "$HERE/.." && pwd)"
 PEERS_DIR="${PEERS_DIR:-$REPO/.peers}"
 LUONG_LIT_DATA="${LUONG_LIT_DATA:-$REPO/../shared/data}"
 PYTHON="${PYTHON:-python3}"
@@ -49,7 +49,7 @@ fi
 CONSTRAINTS="$PEERS_DIR/constraints.txt"
 echo "$TORCH_PIN" > "$CONSTRAINTS"
 
-log() { echo "[setup_peers] $*"; }
+log() { echo "[peers/setup.sh] $*"; }
 
 pip_in() {  # pip_in VENV ARGS...  -- every install goes through the torch constraint
     local venv="$1"; shift
@@ -97,7 +97,7 @@ else
     make_venv joey "$JOEY_PIN" "$HERE/joey_requirements.txt"
     "$JOEY_PY" -W ignore -c "import joeynmt.training, joeynmt.data"
 fi
-"$ONMT_PY" -W ignore "$HERE/peer_boot.py" 1 onmt.bin.train -h > /dev/null
+"$ONMT_PY" -W ignore "$HERE/boot.py" 1 onmt.bin.train -h > /dev/null
 
 # ------------------------------------------------------------------ data
 DATA="$PEERS_DIR/data"
@@ -127,7 +127,7 @@ fill "$HERE/joey_m30k_small.yaml" "$DATA/configs/joey_vocab.yaml" "$DATA/joey/vo
 # the min-frequency-2 cut is applied at training time (src/tgt_words_min_frequency).
 rm -f "$DATA/onmt/vocab.en" "$DATA/onmt/vocab.de"
 mkdir -p "$DATA/onmt/vocab_run"
-( cd "$DATA/onmt/vocab_run" && OMP_NUM_THREADS=1 "$ONMT_PY" -W ignore "$HERE/peer_boot.py" 1 onmt.bin.build_vocab \
+( cd "$DATA/onmt/vocab_run" && OMP_NUM_THREADS=1 "$ONMT_PY" -W ignore "$HERE/boot.py" 1 onmt.bin.build_vocab \
     -config "$DATA/configs/onmt_vocab.yaml" -n_sample -1 -num_threads 1 )
 log "onmt vocab: $(wc -l < "$DATA/onmt/vocab.en") en / $(wc -l < "$DATA/onmt/vocab.de") de word types (before the >=2 cut)"
 
