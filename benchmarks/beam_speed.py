@@ -25,7 +25,7 @@ import json
 import time
 
 from luong_lit.checkpoint import load_model
-from luong_lit.data.model_data import load_split
+from luong_lit.data.loading.model_data import load_split
 from luong_lit.decoding.beam import AUTHORS, BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.engines import ENGINES, make_engine

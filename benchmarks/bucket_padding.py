@@ -21,7 +21,7 @@ import json
 import hydra
 
 from luong_lit.config import compose
-from luong_lit.data.batching import bucket_shape
+from luong_lit.data.loading.batching import bucket_shape
 
 
 class Tally:

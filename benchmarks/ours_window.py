@@ -93,7 +93,7 @@ class LaunchCount(L.Callback):
 
 def pad_vocab(size: int) -> None:
     """Make every ``TranslationDataModule`` pad its vocabularies to ``size`` symbols."""
-    from luong_lit.data.datamodule import TranslationDataModule
+    from luong_lit.data.loading.datamodule import TranslationDataModule
     from luong_lit.data.vocab import Vocab
 
     setup = TranslationDataModule.setup

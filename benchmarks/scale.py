@@ -112,7 +112,7 @@ def prepare_code(ovr: list[str], workers: int | None = None) -> str:
 import json, resource, time
 from luong_lit.commands.prepare import datamodule
 from luong_lit.config import compose
-from luong_lit.data.prepare import ensure_store
+from luong_lit.data.store.prepare import ensure_store
 t0 = time.perf_counter()
 dm = datamodule(compose({ovr + extra!r}))
 store = ensure_store(dm.corpus_spec(), dm.prepare_workers, progress=False)

@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from luong_lit.data.batching import collate
+from luong_lit.data.loading.batching import collate
 from luong_lit.nn import Seq2Seq
 from luong_lit.nn.loss import token_nll
 

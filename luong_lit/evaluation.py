@@ -1,6 +1,6 @@
 """Scoring a model's translations of a split: shared by training callbacks and ``evaluate``.
 
-Pure functions over a model, a split (:class:`~luong_lit.data.datamodule.Split`) and the
+Pure functions over a model, a split (:class:`~luong_lit.data.loading.splits.Split`) and the
 model's vocabularies; no Lightning. Tokenised BLEU is multi-bleu.perl's, the BLEU of the
 paper's Tables 1, 3 and 4; detokenised BLEU is sacreBLEU 13a (Table 2; docs/paper_notes.md §13).
 """

@@ -1,5 +1,5 @@
-"""Where the kit's shipped folders are: ``conf/`` (the Hydra configs) and ``notebooks/`` (the
-analysis notebook).
+"""Where the kit's folders are: ``conf/`` (the Hydra configs) and ``notebooks/`` (the analysis
+notebook), shipped with it, and the cache it writes (``LUONG_LIT_CACHE``).
 
 In the repository both stand at the top level, beside ``luong_lit/``. A wheel carries them inside
 the package, as ``luong_lit/conf`` and ``luong_lit/notebooks`` (``pyproject.toml`` maps them
@@ -9,6 +9,7 @@ in), so an installed kit needs no checkout; an editable install, or a checkout o
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -22,3 +23,9 @@ def shipped(name: str) -> Path:
 
 CONF_DIR = shipped("conf")  # the Hydra configs
 NOTEBOOKS_DIR = shipped("notebooks")  # analysis.ipynb
+
+
+def cache_dir() -> Path:
+    """Downloads, prepared stores, checksums and learned recasers: ``LUONG_LIT_CACHE``, else
+    ``~/.cache/luong_lit``."""
+    return Path(os.environ.get("LUONG_LIT_CACHE", Path.home() / ".cache" / "luong_lit"))

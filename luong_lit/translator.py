@@ -10,7 +10,7 @@
     model.align(["A man rides a bike."], ["Ein Mann fährt Fahrrad."])   # (source, target) links
 
 Text goes in as it is written and comes out natural: it is made the way the model's training
-text was (:mod:`luong_lit.data.model_data`), and the output detokenised and recased. The
+text was (:mod:`luong_lit.data.loading.model_data`), and the output detokenised and recased. The
 ``translate``, ``evaluate``, ``align`` and ``serve`` commands run through the same objects.
 """
 
@@ -24,9 +24,9 @@ from typing import NamedTuple
 
 from luong_lit.attention_map import EMPTY, AttentionMap, attention_map, links_of
 from luong_lit.checkpoint import load_models
-from luong_lit.data.dictionary import load_dictionary
-from luong_lit.data.model_data import tokenizers
-from luong_lit.data.preprocess import RecipeDetokenizer, RecipeTokenizer
+from luong_lit.data.loading.model_data import tokenizers
+from luong_lit.data.text.dictionary import load_dictionary
+from luong_lit.data.text.preprocess import RecipeDetokenizer, RecipeTokenizer
 from luong_lit.data.vocab import BOS, PAD, UNK
 from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import Translation, decode_corpus

@@ -26,8 +26,8 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from luong_lit.data.model_data import tokenizers
-from luong_lit.data.recase import Recaser
+from luong_lit.data.loading.model_data import tokenizers
+from luong_lit.data.text.recase import Recaser
 from luong_lit.data.vocab import UNK
 from luong_lit.metrics.bleu import UNK_DETOK
 

@@ -17,8 +17,8 @@ import json
 import torch
 
 from luong_lit.checkpoint import load_model
-from luong_lit.data.dictionary import dictionary_from_links, eflomal_links, load_dictionary
-from luong_lit.data.model_data import load_split, load_train_split
+from luong_lit.data.loading.model_data import load_split, load_train_split
+from luong_lit.data.text.dictionary import dictionary_from_links, eflomal_links, load_dictionary
 from luong_lit.decoding.beam import BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.evaluation import bleu_scores as score

@@ -57,7 +57,7 @@ def test_translate_and_n_best_give_what_the_command_writes(lowercase_model, tmp_
 
 
 def test_score_is_the_log_probability_of_the_forced_pass(lowercase_model):
-    from luong_lit.data.batching import collate
+    from luong_lit.data.loading.batching import collate
     from luong_lit.metrics.perplexity import stepwise_nll
 
     model = luong_lit.load(lowercase_model, engine="reference")

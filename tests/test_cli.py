@@ -327,8 +327,8 @@ def test_malloc_tuning_takes_on_glibc_and_can_be_switched_off(monkeypatch):
 
 def test_evaluate_reads_only_the_test_set_and_keeps_raw_references(trained, tmp_path):
     from luong_lit.checkpoint import load_model
-    from luong_lit.data.datamodule import TranslationDataModule
-    from luong_lit.data.model_data import load_split
+    from luong_lit.data.loading.datamodule import TranslationDataModule
+    from luong_lit.data.loading.model_data import load_split
 
     out, test, _ = trained
     _, src_vocab, tgt_vocab, meta = load_model(out / "checkpoints" / "best.ckpt")

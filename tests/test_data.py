@@ -15,9 +15,9 @@ from luong_lit.data import (
     read_lines,
     read_parallel,
 )
-from luong_lit.data.prepare import length_filter
-from luong_lit.data.sources import Remote, Source, resolve
-from luong_lit.data.tokenize import MosesTokenizer, make_tokenizer
+from luong_lit.data.sources.fetch import Remote, Source, resolve
+from luong_lit.data.store.prepare import length_filter
+from luong_lit.data.text.tokenize import MosesTokenizer, make_tokenizer
 from luong_lit.metrics.bleu import corpus_bleu_tok, rejoin_hyphens
 
 

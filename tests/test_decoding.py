@@ -10,13 +10,13 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from luong_lit.data.dictionary import (
+from luong_lit.data.io import DataError
+from luong_lit.data.text.dictionary import (
     dictionary_from_links,
     eflomal_links,
     load_dictionary,
     parse_links,
 )
-from luong_lit.data.io import DataError
 from luong_lit.data.vocab import Vocab
 from luong_lit.decoding import greedy_decode
 from luong_lit.decoding.beam import BeamConfig, beam_search
@@ -277,7 +277,7 @@ def test_decoding_and_metrics_never_import_lightning():
 
     code = (
         "import sys, luong_lit.nn, luong_lit.decoding.corpus, luong_lit.decoding.ensemble, "
-        "luong_lit.metrics, luong_lit.metrics.perplexity, luong_lit.data.dictionary\n"
+        "luong_lit.metrics, luong_lit.metrics.perplexity, luong_lit.data.text.dictionary\n"
         "print(sorted(m for m in sys.modules\n"
         "             if m.split('.')[0] in ('lightning', 'pytorch_lightning')))"
     )
@@ -288,7 +288,7 @@ def test_decoding_and_metrics_never_import_lightning():
 
 @pytest.mark.parametrize("min_ratio,max_ratio", [(0.0, 1.5), (1.0, 1.5), (2.0, 3.0), (0.0, 0.5)])
 def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
-    from luong_lit.data.batching import collate
+    from luong_lit.data.loading.batching import collate
     from luong_lit.decoding.corpus import is_greedy
 
     net = _net(5)

@@ -9,7 +9,7 @@ import torch
 from conftest import compose_cfg, tiny_overrides
 
 from luong_lit.commands.train import train
-from luong_lit.data.batching import Batch
+from luong_lit.data.loading.batching import Batch
 from luong_lit.decoding.beam import BeamConfig, beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.engines import ENGINES

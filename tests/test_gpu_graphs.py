@@ -10,7 +10,7 @@ import torch
 from conftest import compose_cfg, tiny_overrides
 
 from luong_lit.commands.train import train
-from luong_lit.data.batching import pad_batch
+from luong_lit.data.loading.batching import pad_batch
 from luong_lit.engines import FastEngine
 from luong_lit.engines.graphs import GraphedSteps
 from luong_lit.nn import Seq2Seq

@@ -75,7 +75,11 @@ LAYERS = [
     "resources",  # where conf/ and notebooks/ are
     "validate",  # option checks for constructors
     "runtime",  # process-wide CPU settings
-    "data",  # corpora, tokenisers, vocabularies, batches, the datamodule
+    "data",  # vocabularies and line reading, shared by the data's rooms
+    "data.text",  # tokenisers, recipes, the recaser, word dictionaries
+    "data.sources",  # the corpora registry, download, mirror and cache
+    "data.store",  # a training corpus prepared once into a memory-mapped store
+    "data.loading",  # batches, the resumable loader, the datamodule, a model's own data
     "nn",  # the paper's model in plain PyTorch
     "nn.fast",  # the same model computed faster
     "decoding",  # greedy, beam, ensembles, unk replacement, forced decoding
@@ -98,12 +102,16 @@ LAYERS = [
 ]
 
 
+SUB_UNITS = {("nn", "fast"), ("data", "text"), ("data", "sources"), ("data", "store"),
+             ("data", "loading")}  # fmt: skip
+
+
 def unit(module: str) -> str:
-    """The layer unit of a module: ``nn.fast`` for ``luong_lit.nn.fast.lstm``, else its package
-    (or the module itself at the top level)."""
+    """The layer unit of a module: a sub-package of :data:`SUB_UNITS` (``nn.fast`` for
+    ``luong_lit.nn.fast.lstm``), else its package (or the module itself at the top level)."""
     parts = module.split(".")[1:]
-    if parts[:2] == ["nn", "fast"]:
-        return "nn.fast"
+    if tuple(parts[:2]) in SUB_UNITS:
+        return ".".join(parts[:2])
     return parts[0]
 
 
@@ -122,12 +130,13 @@ def upward_imports(edges: dict[str, set[str]]) -> list[str]:
 
 
 def test_the_layer_check_finds_an_upward_import():
-    edges = {"luong_lit.data.datamodule": {"luong_lit.training.resume", "luong_lit.data.io"}}
+    edges = {"luong_lit.data.loading.datamodule": {"luong_lit.training.resume", "luong_lit.data"}}
     assert upward_imports(edges) == [
-        "luong_lit.data.datamodule (data) imports luong_lit.training.resume (training), "
-        "a higher layer"
+        "luong_lit.data.loading.datamodule (data.loading) imports luong_lit.training.resume "
+        "(training), a higher layer"
     ]
     assert upward_imports({"luong_lit.nn.fast.lstm": {"luong_lit.nn.encoder"}}) == []
+    assert upward_imports({"luong_lit.data.text.tokenize": {"luong_lit.data.store.prepare"}})
     assert "declare gui in LAYERS" in upward_imports({"luong_lit.gui": {"luong_lit.nn.x"}})[0]
 
 

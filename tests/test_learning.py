@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from luong_lit.data.batching import collate
+from luong_lit.data.loading.batching import collate
 from luong_lit.decoding import greedy_decode
 from luong_lit.nn import Seq2Seq
 from luong_lit.nn.loss import token_nll

@@ -10,7 +10,7 @@ import sacrebleu
 import torch
 from torch.nn import functional as F
 
-from luong_lit.data.batching import collate
+from luong_lit.data.loading.batching import collate
 from luong_lit.metrics import bleu_by_length, corpus_bleu_detok, corpus_bleu_tok
 from luong_lit.metrics.bleu import rejoin_hyphens
 from luong_lit.metrics.buckets import bucket_label, plot_bleu_by_length, tick_labels
@@ -145,7 +145,7 @@ def test_perplexity_is_exp_of_mean_token_nll():
 
 
 def test_bleu_counts_words_not_sentencepiece_pieces(tmp_path):
-    from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
+    from luong_lit.data.text.tokenize import WhitespaceTokenizer, make_tokenizer
     from luong_lit.metrics.bleu import bleu_words
 
     words = ["neighbourhood", "windowsill", "catastrophe", "mattress", "outstanding", "thereafter"]

@@ -13,7 +13,7 @@ import itertools
 import pytest
 import torch
 
-from luong_lit.data.batching import collate
+from luong_lit.data.loading.batching import collate
 from luong_lit.decoding.beam import AUTHORS, BeamConfig, beam_search
 from luong_lit.decoding.corpus import decode_corpus
 from luong_lit.decoding.ensemble import Ensemble

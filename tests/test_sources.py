@@ -10,7 +10,7 @@ import tarfile
 import pytest
 
 from luong_lit.data import DataError, read_lines
-from luong_lit.data.sources import Remote, Source, resolve
+from luong_lit.data.sources.fetch import Remote, Source, resolve
 
 
 def make_tgz(path, members: dict[str, str]) -> str:
@@ -69,7 +69,7 @@ def test_unreachable_source_says_how_to_work_offline(tmp_path, monkeypatch):
 
 
 def test_iwslt14_preparation_follows_fairseq(tmp_path, monkeypatch):
-    from luong_lit.data import iwslt
+    from luong_lit.data.sources import iwslt
 
     train_de = [
         "<url>http://x</url>",
@@ -116,7 +116,7 @@ def test_extracted_lines_split_at_newlines_only(tmp_path):
 
 
 def test_iwslt14_unknown_split_fails_before_any_download():
-    from luong_lit.data.corpora import corpus_source
+    from luong_lit.data.sources.registry import corpus_source
 
     with pytest.raises(
         DataError, match="iwslt14_deen has no split 'dev'; choose from train, valid, test"
@@ -126,7 +126,7 @@ def test_iwslt14_unknown_split_fails_before_any_download():
 
 def test_a_training_list_may_name_another_datasets_corpus():
     """``multi30k:train`` in a WMT list is Multi30k's raw training text, not a WMT corpus."""
-    from luong_lit.data.corpora import corpus_source
+    from luong_lit.data.sources.registry import corpus_source
 
     for lang in ("en", "de"):
         other = corpus_source("wmt14_ende", "multi30k:train", lang, "raw")
@@ -142,7 +142,7 @@ def test_a_training_list_may_name_another_datasets_corpus():
 def test_every_named_corpus_has_two_distinct_fully_formatted_sides():
     """For every dataset, split and direction: two local paths, two archive members (or two
     downloads), and no unformatted ``{placeholder}`` anywhere."""
-    from luong_lit.data.corpora import corpus_source, registry
+    from luong_lit.data.sources.registry import corpus_source, registry
 
     entries = registry()
     assert {d for d, _, _ in entries} == {"multi30k", "wmt14_ende", "iwslt14_deen"}
@@ -162,7 +162,7 @@ def test_every_named_corpus_has_two_distinct_fully_formatted_sides():
 
 
 def test_wmt14_training_files_are_named_as_released():
-    from luong_lit.data.corpora import corpus_source
+    from luong_lit.data.sources.registry import corpus_source
 
     src = corpus_source("wmt14_ende", "europarl_v7", "de")
     assert src.path == "wmt14/train/europarl_v7/europarl-v7.de-en.de.gz"
@@ -215,8 +215,8 @@ def _official_like_archive(tmp_path) -> tuple[str, dict[str, list[str]]]:
 
 
 def test_wmt14_training_corpus_downloads_both_sides_from_a_local_server(tmp_path, monkeypatch):
-    from luong_lit.data import corpora
-    from luong_lit.data.corpora import corpus_source
+    from luong_lit.data.sources import registry as corpora
+    from luong_lit.data.sources.registry import corpus_source
 
     monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path / "cache"))
     sha, text = _official_like_archive(tmp_path)
@@ -239,8 +239,8 @@ def test_wmt14_training_corpus_downloads_both_sides_from_a_local_server(tmp_path
 
 
 def test_a_damaged_extraction_or_short_mirror_file_is_detected(tmp_path, monkeypatch):
-    from luong_lit.data import corpora
-    from luong_lit.data.corpora import corpus_source
+    from luong_lit.data.sources import registry as corpora
+    from luong_lit.data.sources.registry import corpus_source
 
     monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path / "cache"))
     sha, _ = _official_like_archive(tmp_path)
@@ -273,7 +273,7 @@ def test_tokenised_text_restored_to_plain_text_tokenises_as_the_raw_text(lang):
     text give the same tokens as the raw lines, under the kit's Moses settings."""
     from conftest import SHARED_DATA
 
-    from luong_lit.data.tokenize import MosesTokenizer, PlainText
+    from luong_lit.data.text.tokenize import MosesTokenizer, PlainText
 
     path = SHARED_DATA / f"wmt14/train/europarl_v7_head20k/europarl-v7.de-en.head20k.{lang}.gz"
     raw = read_lines(path)[:200]
@@ -290,7 +290,7 @@ def test_a_corpus_released_tokenised_reaches_training_as_plain_text(monkeypatch,
     split-hyphen markers left, built once and rebuilt when its origin changes."""
     from conftest import SHARED_DATA
 
-    from luong_lit.data.corpora import corpus_source
+    from luong_lit.data.sources.registry import corpus_source
 
     monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path))
     for name, marker in (("opennmt_toy_ende", "&apos;"), ("nmt_hybrid_train10k", "##AT##")):

@@ -10,7 +10,7 @@ import pytest
 import torch
 from test_parity import VARIANTS, model, ragged_batch
 
-from luong_lit.data.batching import bucket_shape, pad_batch
+from luong_lit.data.loading.batching import bucket_shape, pad_batch
 from luong_lit.engines import FastEngine, ReferenceEngine
 from luong_lit.engines.graphs import auto_graphs, replayed_loss
 from luong_lit.nn.fast.static import static_nll

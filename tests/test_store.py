@@ -16,8 +16,9 @@ import pytest
 from conftest import SHARED_DATA, write_corpus
 
 from luong_lit.data import BucketBatchSampler, DataError, TranslationDataModule, Vocab, collate
-from luong_lit.data.prepare import CorpusSpec, ensure_store, store_root
-from luong_lit.data.store import TokenStore
+from luong_lit.data.store.prepare import ensure_store
+from luong_lit.data.store.spec import CorpusSpec, store_root
+from luong_lit.data.store.token_store import TokenStore
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -158,7 +159,7 @@ def test_a_killed_preparation_leaves_no_store_a_later_run_would_use(tmp_path, ca
     corpus = write_corpus(tmp_path, "train", 50, 4)
     kill = _script(f"""
         import signal
-        from luong_lit.data import prepare
+        from luong_lit.data.store import prepare
         from test_store import spec_of
         prepare._encode = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
         prepare.ensure_store(spec_of({corpus!r}), workers=1)
@@ -178,7 +179,7 @@ def test_two_processes_preparing_at_once_build_one_store(tmp_path, cache):
     corpus = write_corpus(tmp_path, "train", 3000, 5)
     log = tmp_path / "built.log"
     both = _script(f"""
-        from luong_lit.data import prepare
+        from luong_lit.data.store import prepare
         from test_store import spec_of
         build = prepare.build_store
         def logged(*a, **k):
@@ -278,7 +279,7 @@ def test_the_paper_recipe_reads_three_corpora_with_their_checks(tmp_path, cache,
     the hyphen marks, a 50-word filter, the paper's dev and test sets; every file checked."""
     from conftest import compose_cfg
 
-    from luong_lit.data import corpora
+    from luong_lit.data.sources import registry as corpora
 
     mirror = tmp_path / "mirror"
     for name in ("europarl_v7", "commoncrawl", "news_commentary_v9"):

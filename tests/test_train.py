@@ -74,7 +74,7 @@ def test_label_smoothing_shapes_the_training_loss_only():
     """The training loss is the smoothed loss / batch size; validation ppl stays the plain NLL."""
     from torch.nn import functional as F
 
-    from luong_lit.data.batching import collate
+    from luong_lit.data.loading.batching import collate
     from luong_lit.nn import Seq2Seq
 
     torch.manual_seed(0)

@@ -13,8 +13,8 @@ import pytest
 import torch
 from conftest import SHARED_DATA
 
-from luong_lit.data.preprocess import RECIPES, Preprocessing, recipe_for
-from luong_lit.data.recase import Recaser
+from luong_lit.data.text.preprocess import RECIPES, Preprocessing, recipe_for
+from luong_lit.data.text.recase import Recaser
 from luong_lit.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,7 +110,7 @@ def test_raw_input_translates_as_its_pretokenised_form_then_recased(lowercase_mo
     plain = translate(lowercase_model, "\n".join(pre) + "\n", "--pretokenized")
     natural = translate(lowercase_model, "\n".join(raw) + "\n")
     recaser = Recaser({"b": "B"})
-    from luong_lit.data.tokenize import MosesTokenizer
+    from luong_lit.data.text.tokenize import MosesTokenizer
 
     detok = MosesTokenizer("de")
     want = [detok.detokenize(recaser(p.split())) if p else "" for p in plain]

@@ -123,7 +123,7 @@ def checkpoint_of(run: Path) -> Path:
 def load_run_model(run: Path):
     """``(translator, datamodule)`` of a run's best checkpoint (:func:`luong_lit.load`), the
     datamodule with the run's dev split loaded."""
-    from luong_lit.data.model_data import datamodule_for
+    from luong_lit.data.loading.model_data import datamodule_for
     from luong_lit.translator import load
 
     model = load(checkpoint_of(run))

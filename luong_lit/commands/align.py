@@ -28,8 +28,8 @@ from luong_lit.checkpoint import run_directory
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.data.io import read_lines
-from luong_lit.data.model_data import model_recipe
-from luong_lit.data.sources import mirror_dir
+from luong_lit.data.loading.model_data import model_recipe
+from luong_lit.data.sources.fetch import mirror_dir
 from luong_lit.data.vocab import UNK_ID
 from luong_lit.decoding.forced import attention_links, forced_attention, member_links
 from luong_lit.decoding.unk import CONVENTIONS
@@ -125,7 +125,7 @@ def diagnostics(links: list, gold: list, src: list, tgt: list) -> dict:
 def baseline_links(src, tgt, extra_src=None, extra_tgt=None) -> dict[str, list]:
     """The diagonal aligner, the same blind to sentence lengths (target word ``j`` to source word
     ``j``), and eflomal trained on the same sentences (plus any extra text)."""
-    from luong_lit.data.dictionary import eflomal_links
+    from luong_lit.data.text.dictionary import eflomal_links
 
     out = {
         "diagonal": [diagonal_links(len(s), len(t)) for s, t in zip(src, tgt)],

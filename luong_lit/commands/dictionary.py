@@ -4,7 +4,7 @@
         --out dict.txt
 
 Links come from eflomal (``pip install eflomal``) unless ``--links`` gives Pharaoh ``i-j``
-lines; see :mod:`luong_lit.data.dictionary`.
+lines; see :mod:`luong_lit.data.text.dictionary`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
-from luong_lit.data.dictionary import (
+from luong_lit.data.io import read_lines
+from luong_lit.data.text.dictionary import (
     dictionary_from_links,
     eflomal_links,
     parse_links,
     write_dictionary,
 )
-from luong_lit.data.io import read_lines
 from luong_lit.errors import DataError
 
 

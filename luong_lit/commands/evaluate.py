@@ -18,7 +18,7 @@ from pathlib import Path
 from luong_lit.checkpoint import run_directory
 from luong_lit.cli import add_decoding_args, check_threads, decode_options, run_command
 from luong_lit.cli import parser as make_parser
-from luong_lit.data.model_data import load_split
+from luong_lit.data.loading.model_data import load_split
 from luong_lit.evaluation import bleu_scores, translate_split
 from luong_lit.metrics.bleu import bleu_lines
 from luong_lit.metrics.buckets import bleu_by_length, markdown_table, plot_bleu_by_length
@@ -114,7 +114,7 @@ def unk_quality_line(q: dict) -> str:
 def compared(meta: dict) -> str:
     """What BLEU compares: lowercased text when the model's corpus is lowercased (both the
     output and the references are then), else the text as cased."""
-    from luong_lit.data.model_data import model_recipe
+    from luong_lit.data.loading.model_data import model_recipe
 
     lowercase = model_recipe(meta).lowercase
     return "lowercased text (the model's corpus is lowercased)" if lowercase else "cased text"

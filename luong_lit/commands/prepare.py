@@ -2,7 +2,7 @@
 
 The config is composed as for training (``experiment=``, ``data=`` and any ``data.*`` key), and
 the training corpus is tokenised in parallel, filtered by length, given its vocabularies and
-written to a memory-mapped store in the cache (:mod:`luong_lit.data.prepare`). Training,
+written to a memory-mapped store in the cache (:mod:`luong_lit.data.store.prepare`). Training,
 ``evaluate`` and ``translate`` open it; they prepare it themselves if it does not exist yet.
 Prints where the store is and the corpus counts beside the paper's WMT'14 counts (§4.1).
 """
@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from luong_lit.cli import run_command
 from luong_lit.config import compose
-from luong_lit.data.prepare import PAPER_COUNTS, ensure_store
+from luong_lit.data.store.prepare import ensure_store
+from luong_lit.data.store.spec import PAPER_COUNTS
 from luong_lit.validate import OptionError
 
 LANGUAGES = {"en": "English", "de": "German"}
@@ -25,7 +26,7 @@ def datamodule(cfg):
     """The training data module of a composed config (its dev and test sets are not needed)."""
     from omegaconf import OmegaConf
 
-    from luong_lit.data.datamodule import TranslationDataModule
+    from luong_lit.data.loading.datamodule import TranslationDataModule
 
     data = OmegaConf.to_container(cfg.data, resolve=True, throw_on_missing=False)
     data = {k: v for k, v in data.items() if not k.startswith("_")}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from luong_lit.data.batching import collate
+from luong_lit.data.loading.batching import collate
 from luong_lit.data.vocab import BOS, PAD, UNK
 from luong_lit.decoding.beam import BeamConfig, Hypothesis, beam_search
 from luong_lit.decoding.greedy import greedy_decode

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from luong_lit.data.batching import Batch, collate
+from luong_lit.data.loading.batching import Batch, collate
 from luong_lit.decoding.unk import alignment_rows, word_alignment
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from luong_lit.data.batching import bucket_shape, pad_batch
+from luong_lit.data.loading.batching import bucket_shape, pad_batch
 from luong_lit.decoding.ensemble import Ensemble
 from luong_lit.engines.graphs import GraphedSteps, auto_graphs, replayed_loss
 from luong_lit.engines.reference import Denominator, ReferenceEngine

@@ -1,6 +1,6 @@
 """Fixed-shape training steps, captured in CUDA graphs (one per bucket) on a GPU.
 
-A batch is padded up to its bucket (:func:`~luong_lit.data.batching.bucket_shape`) and its
+A batch is padded up to its bucket (:func:`~luong_lit.data.loading.batching.bucket_shape`) and its
 loss computed by :func:`luong_lit.nn.fast.static.static_nll`, which reads nothing on the host.
 On a GPU, the forward pass over every target step, the loss and the backward pass of a bucket
 are captured once in a CUDA graph and replayed for every later batch of that bucket: one

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from luong_lit.data.tokenize import AT_SEP
+from luong_lit.data.text.tokenize import AT_SEP
 from luong_lit.data.vocab import UNK
 
 # What an output ``<unk>`` becomes before 13a scoring: one plain word, which references do not

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.nn import functional as F
 
-from luong_lit.data.batching import Batch, collate
+from luong_lit.data.loading.batching import Batch, collate
 from luong_lit.data.vocab import PAD_ID
 from luong_lit.decoding.forced import forced_steps
 from luong_lit.nn.loss import token_nll

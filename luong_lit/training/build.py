@@ -18,7 +18,8 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from omegaconf import DictConfig, OmegaConf
 
 from luong_lit.checkpoint import atomic_save
-from luong_lit.data.user_text import user_text
+from luong_lit.data.sources.registry import cased_target_file
+from luong_lit.data.text.user_text import user_text
 from luong_lit.errors import ConfigError, UserError, find_cause, find_user_error
 from luong_lit.validate import OptionError, integer
 
@@ -96,7 +97,8 @@ def checkpoint_extras(cfg: DictConfig, dm) -> dict[str, Any]:
         "tgt_vocab": dm.tgt_vocab.itos,
         "data": OmegaConf.to_container(cfg.data, resolve=True),
     }
-    extra.update(user_text(extra["data"]))  # translate: raw text in, natural text out
+    cased = cased_target_file(extra["data"])
+    extra.update(user_text(extra["data"], cased))  # translate: raw text in, natural text out
     extra["overrides"] = _overrides()  # how the run was asked for (to resume it as it was)
     if dm.tokenizer_kind == "sentencepiece":  # translating later needs the same pieces
         extra["sentencepiece"] = {side: tok.proto() for side, tok in dm.tokenizers.items()}

@@ -11,8 +11,8 @@ import time
 import lightning as L
 import torch
 
-from luong_lit.data.batching import Batch
-from luong_lit.data.dictionary import load_dictionary
+from luong_lit.data.loading.batching import Batch
+from luong_lit.data.text.dictionary import load_dictionary
 from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
 from luong_lit.evaluation import split_bleu, translate_split
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok

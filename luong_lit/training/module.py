@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 from torchmetrics import SumMetric
 
-from luong_lit.data.batching import Batch
+from luong_lit.data.loading.batching import Batch
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
 from luong_lit.training.schedules import Plan

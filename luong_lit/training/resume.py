@@ -1,7 +1,7 @@
 """Nothing lost on a crash: checkpoints in the middle of an epoch, and a clean stop on a signal.
 
 * The training batches follow the trainer's position
-  (:class:`~luong_lit.data.loader.ResumableLoader`), so a run resumed from the middle of an
+  (:class:`~luong_lit.data.loading.loader.ResumableLoader`), so a run resumed from the middle of an
   epoch continues with the batches that follow.
 * :class:`StepCheckpoint`: ``checkpoints/last.ckpt`` every N optimizer steps and/or every M
   minutes (``callbacks.checkpoint``), written atomically like the epoch checkpoints.

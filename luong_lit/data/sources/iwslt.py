@@ -13,7 +13,7 @@ import tarfile
 from pathlib import Path
 
 from luong_lit.data.io import text_lines
-from luong_lit.data.tokenize import MosesTokenizer
+from luong_lit.data.text.tokenize import MosesTokenizer
 
 _META = ("<url>", "<talkid>", "<keywords>", "<speaker>", "<reviewer>", "<translator>")
 _TAGS = re.compile(r"</?(title|description)>")

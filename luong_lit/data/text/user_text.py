@@ -12,24 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from luong_lit.data.preprocess import Preprocessing, recipe_for
-from luong_lit.data.recase import Recaser
+from luong_lit.data.text.preprocess import Preprocessing, recipe_for
+from luong_lit.data.text.recase import Recaser
+from luong_lit.resources import cache_dir
 
 log = logging.getLogger(__name__)
-
-
-def cased_target_file(data: Mapping) -> Path | None:
-    """The cased target side of the training text: ``data.recase_from``, or the raw release of
-    a named corpus that has one (Multi30k)."""
-    if data.get("recase_from"):
-        return Path(str(data["recase_from"])).expanduser()
-    if data.get("dataset") != "multi30k":
-        return None
-    from luong_lit.data.corpora import corpus_source
-    from luong_lit.data.sources import mirror_dir, resolve
-
-    source = corpus_source("multi30k", str(data.get("train", "train")), data["tgt_lang"], "raw")
-    return resolve(source, mirror_dir(data.get("mirror")))
 
 
 def _read(path: Path) -> list[str]:
@@ -40,8 +27,6 @@ def _read(path: Path) -> list[str]:
 
 def learn_recaser(path: Path, recipe: Preprocessing, lang: str) -> Recaser:
     """A recaser from ``path`` tokenised as ``recipe`` does, without lowercasing (cached)."""
-    from luong_lit.data.sources import cache_dir
-
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     cased = recipe.cased()
     key = hashlib.sha256(f"{digest}{cased.to_dict()}{lang}".encode()).hexdigest()[:16]
@@ -57,14 +42,14 @@ def learn_recaser(path: Path, recipe: Preprocessing, lang: str) -> Recaser:
     return recaser
 
 
-def user_text(data: Mapping) -> dict[str, Any]:
-    """``{"preprocess": recipe, "recaser": forms}`` for the checkpoint (recaser when useful)."""
+def user_text(data: Mapping, cased_file: Path | None) -> dict[str, Any]:
+    """``{"preprocess": recipe, "recaser": forms}`` for the checkpoint: the recaser is learned
+    from ``cased_file``, the cased target side of the training text
+    (:func:`~luong_lit.data.sources.registry.cased_target_file`), where the corpus is lowercased."""
     if data.get("tokenizer", "none") != "none":  # the kit tokenises: the tokeniser says it all
         return {}
     recipe = recipe_for(data)
     out: dict[str, Any] = {"preprocess": recipe.to_dict()}
-    if recipe.lowercase:
-        path = cased_target_file(data)
-        if path is not None:
-            out["recaser"] = learn_recaser(path, recipe, data["tgt_lang"]).forms
+    if recipe.lowercase and cased_file is not None:
+        out["recaser"] = learn_recaser(cased_file, recipe, data["tgt_lang"]).forms
     return out

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from luong_lit.data.preprocess import (
+from luong_lit.data.text.preprocess import (
     Preprocessing,
     RecipeDetokenizer,
     RecipeTokenizer,
     recipe_for,
 )
-from luong_lit.data.recase import Recaser
-from luong_lit.data.tokenize import WhitespaceTokenizer, make_tokenizer
+from luong_lit.data.text.recase import Recaser
+from luong_lit.data.text.tokenize import WhitespaceTokenizer, make_tokenizer
 from luong_lit.errors import CheckpointError, ConfigError, DataError
 
 
 def stored_tokenizers(meta: dict) -> dict | None:
     """The sentencepiece tokenisers a checkpoint keeps (``src``, ``tgt``), or None."""
-    from luong_lit.data.tokenize import SentencePieceTokenizer
+    from luong_lit.data.text.tokenize import SentencePieceTokenizer
 
     protos = meta.get("sentencepiece")
     if not protos:
@@ -41,7 +41,7 @@ def stored_tokenizers(meta: dict) -> dict | None:
 
 def datamodule_for(meta: dict, tests: dict | None = None, setup: bool = True):
     """The model's own dataset, tokenised as in training, with the given test sets."""
-    from luong_lit.data.datamodule import TranslationDataModule
+    from luong_lit.data.loading.datamodule import TranslationDataModule
 
     cfg = {k: v for k, v in (meta.get("data") or {}).items() if not k.startswith("_")}
     cfg["mirror"] = None  # this machine's LUONG_LIT_DATA, not the training machine's
@@ -60,7 +60,7 @@ def datamodule_for(meta: dict, tests: dict | None = None, setup: bool = True):
 class TestSet(NamedTuple):
     """A test split of a model's dataset, with what scoring it needs."""
 
-    split: Any  # luong_lit.data.datamodule.Split
+    split: Any  # luong_lit.data.loading.splits.Split
     lang: str  # the target language (for detokenisation)
     tokenizer: Any  # the target-side tokeniser of training
     raw_refs: list[str] | None  # untokenised references, where the data was tokenised here
@@ -109,10 +109,11 @@ def _recaser(meta: dict, data: dict, recipe: Preprocessing) -> Recaser | None:
         return Recaser(meta["recaser"])
     if "preprocess" in meta or not recipe.lowercase:
         return None
-    from luong_lit.data.user_text import user_text
+    from luong_lit.data.sources.registry import cased_target_file
+    from luong_lit.data.text.user_text import user_text
 
     try:
-        forms = user_text(data).get("recaser")
+        forms = user_text(data, cased_target_file(data)).get("recaser")
     except (DataError, OSError):
         return None
     return Recaser(forms) if forms else None

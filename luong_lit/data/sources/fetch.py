@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from luong_lit.data.io import DataError, read_lines, text_lines
+from luong_lit.resources import cache_dir
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,6 @@ class Source:
     head: int | None = None
     lines: int | None = None
     tokenised: str | None = None
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("LUONG_LIT_CACHE", Path.home() / ".cache" / "luong_lit"))
 
 
 def mirror_dir(configured: str | os.PathLike | None = None) -> Path | None:
@@ -161,7 +158,7 @@ def _resolve(src: Source, mirror: Path | None) -> Path:
 def plain_copy(src: Source, path: Path) -> Path:
     """The checked tokenised file ``path`` restored to plain text, once, in the cache (rebuilt
     when the text it came from changes)."""
-    from luong_lit.data.tokenize import PlainText
+    from luong_lit.data.text.tokenize import PlainText
 
     out = cache_dir() / "plain-v1" / src.path
     origin = out.with_name(out.name + ".from")
@@ -210,7 +207,7 @@ _SEG = re.compile(r"<seg[^>]*>(.*)</seg>", re.IGNORECASE)
 
 def _lines_of(src: Source, blob: Path) -> list[str]:
     if src.member is not None and src.member.startswith("prepared:"):
-        from luong_lit.data import iwslt
+        from luong_lit.data.sources import iwslt
 
         prepared, name = iwslt.prepare(blob), src.member.split(":", 1)[1]
         if name not in prepared:

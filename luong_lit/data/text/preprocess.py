@@ -60,7 +60,7 @@ class Preprocessing:
         if self.normalize_punct:
             line = _normalizer(lang).normalize(line)
         if self.moses:
-            from luong_lit.data.tokenize import MosesTokenizer
+            from luong_lit.data.text.tokenize import MosesTokenizer
 
             tokens = MosesTokenizer(lang, self.aggressive, self.escape).tokenize(line)
         else:
@@ -84,7 +84,7 @@ class Preprocessing:
         """Tokens out of the model, as text: detokenised (casing is the recaser's business)."""
         if not self.moses:
             return " ".join(tokens)
-        from luong_lit.data.tokenize import MosesTokenizer
+        from luong_lit.data.text.tokenize import MosesTokenizer
 
         text = MosesTokenizer(lang, self.aggressive).detokenize(list(tokens))
         return _unescape(text) if self.escape else text

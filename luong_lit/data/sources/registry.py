@@ -11,8 +11,11 @@ SHA-256 of the text is recorded when it is extracted from the verified archive.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from luong_lit.data.io import DataError
-from luong_lit.data.sources import Remote, Source
+from luong_lit.data.sources.fetch import Remote, Source, mirror_dir, resolve
 
 M30K = "https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1"
 # (file sha256, text sha256) of each Multi30k task-1 file
@@ -248,3 +251,14 @@ def registry() -> list[tuple[str, str, str]]:
     ]
     out += [("iwslt14_deen", split, "tok") for split in _IWSLT_SPLITS]
     return out
+
+
+def cased_target_file(data: Mapping) -> Path | None:
+    """The cased target side of a data config's training text, to learn a recaser from:
+    ``data.recase_from``, or the raw release of a named corpus that has one (Multi30k)."""
+    if data.get("recase_from"):
+        return Path(str(data["recase_from"])).expanduser()
+    if data.get("dataset") != "multi30k":
+        return None
+    source = multi30k(str(data.get("train", "train")), data["tgt_lang"], "raw")
+    return resolve(source, mirror_dir(data.get("mirror")))

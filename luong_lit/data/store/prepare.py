@@ -1,5 +1,5 @@
 """Prepare a training corpus once: tokenise it in parallel, filter it by length, build the
-vocabularies (or sentencepiece models) and write a :mod:`~luong_lit.data.store`.
+vocabularies (or sentencepiece models) and write a :mod:`~luong_lit.data.store.token_store`.
 
 The store is keyed by a fingerprint of everything that decides its content: the input files'
 checksums, the direction, the tokeniser and its options, the vocabulary settings and the
@@ -15,80 +15,25 @@ with the vocabularies built from the counts and appends the ids to the store's a
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
 import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from luong_lit.data.io import iter_parallel
-from luong_lit.data.sources import cache_dir
-from luong_lit.data.store import FORMAT, SIDES, TokenStore, id_dtype
+from luong_lit.data.store.spec import CorpusSpec, file_lock, store_root
+from luong_lit.data.store.token_store import FORMAT, SIDES, TokenStore, id_dtype
 from luong_lit.data.vocab import Vocab
 from luong_lit.errors import DataError
+from luong_lit.resources import cache_dir
 
 CHUNK = 10_000  # pairs per work item
-PAPER_COUNTS = {"pairs": 4.5e6, "en": 116e6, "de": 110e6}  # the paper's WMT'14 training data, §4.1
-
-
-@dataclass(frozen=True)
-class CorpusSpec:
-    """Everything that decides a store's content (the files by their checksums)."""
-
-    files: tuple[tuple[str, str], ...]  # (source, target) file pairs, concatenated
-    src_lang: str
-    tgt_lang: str
-    tokenizer: str = "none"
-    tokenizer_opts: dict[str, Any] = field(default_factory=dict, hash=False)
-    vocab_size: int | None = None
-    min_freq: int = 1
-    max_len: int | None = None
-    length_mode: str = "filter"
-    clean_control: bool = False  # control characters replaced by spaces instead of refused
-
-    def fingerprint(self) -> str:
-        parts = {
-            "format": FORMAT,
-            "files": [[file_digest(s), file_digest(t)] for s, t in self.files],
-            "direction": [self.src_lang, self.tgt_lang],
-            "tokenizer": [self.tokenizer, dict(sorted(self.tokenizer_opts.items()))],
-            "vocab": [self.vocab_size, self.min_freq],
-            "length_filter": [self.max_len, self.length_mode],
-            "clean_control": self.clean_control,
-        }
-        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def file_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes, remembered per version of the file (path, size, mtime)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file does not exist")
-    st = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()
-    memo = cache_dir() / "digests" / key[:32]
-    if memo.is_file():
-        return memo.read_text().strip()
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    with contextlib.suppress(OSError):
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        memo.write_text(h.hexdigest())
-    return h.hexdigest()
-
-
-def store_root() -> Path:
-    return cache_dir() / "stores"
 
 
 def ensure_store(
@@ -103,22 +48,6 @@ def ensure_store(
         if not (final / "meta.json").is_file():  # another process may have built it meanwhile
             build_store(spec, final, workers, progress)
     return TokenStore(final)
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` held for the block (waits while another process holds it)."""
-    try:
-        import fcntl
-    except ImportError:  # no fcntl (Windows): concurrent first uses may build twice
-        yield
-        return
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def default_workers() -> int:
@@ -144,7 +73,7 @@ def _init_encode(vocabs: dict[str, list[str]], dtype: str) -> None:
 
 def make_tokenizers(spec: CorpusSpec, protos: dict[str, bytes] | None = None) -> dict[str, Any]:
     """The ``src`` and ``tgt`` tokenisers of a corpus (sentencepiece ones from their models)."""
-    from luong_lit.data.tokenize import SentencePieceTokenizer, make_tokenizer
+    from luong_lit.data.text.tokenize import SentencePieceTokenizer, make_tokenizer
 
     if spec.tokenizer == "sentencepiece":
         lower = bool(spec.tokenizer_opts.get("lowercase", False))
@@ -224,7 +153,7 @@ def _line_chunks(spec: CorpusSpec) -> Iterator[tuple[list[str], list[str]]]:
 
 def _train_sentencepiece(spec: CorpusSpec) -> dict[str, bytes]:
     """Sentencepiece models trained on the corpus's raw lines (cached by their content)."""
-    from luong_lit.data.tokenize import SentencePieceTokenizer
+    from luong_lit.data.text.tokenize import SentencePieceTokenizer
 
     lines: dict[str, list[str]] = {"src": [], "tgt": []}
     for src, tgt in _line_chunks(spec):

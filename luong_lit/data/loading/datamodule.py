@@ -1,6 +1,6 @@
 """The LightningDataModule: named corpora or files → a prepared store → batches.
 
-Training reads its batches from the memory-mapped store of :mod:`luong_lit.data.prepare`
+Training reads its batches from the memory-mapped store of :mod:`luong_lit.data.store.prepare`
 (prepared on first use, then opened by every later run with the same settings); the dev and
 test sets, a few thousand sentences, are read and tokenised at every start.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,37 +16,22 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader
 
-from luong_lit.data.batching import BucketBatchSampler, collate
-from luong_lit.data.corpora import DATASETS, corpus_source
-from luong_lit.data.io import DataError, read_parallel
-from luong_lit.data.loader import ResumableLoader
-from luong_lit.data.prepare import CorpusSpec, ensure_store, length_filter, make_tokenizers
-from luong_lit.data.preprocess import Preprocessing
-from luong_lit.data.sources import mirror_dir, resolve
-from luong_lit.data.store import SIDES, TokenStore
-from luong_lit.data.tokenize import make_tokenizer
+from luong_lit.data.io import DataError
+from luong_lit.data.loading.batching import BucketBatchSampler, collate
+from luong_lit.data.loading.loader import ResumableLoader
+from luong_lit.data.loading.splits import Split, read_pairs, split_files, tokenized_split
+from luong_lit.data.sources.fetch import mirror_dir
+from luong_lit.data.sources.registry import DATASETS
+from luong_lit.data.store.prepare import ensure_store, length_filter, make_tokenizers
+from luong_lit.data.store.spec import CorpusSpec
+from luong_lit.data.store.token_store import SIDES, TokenStore
+from luong_lit.data.text.preprocess import Preprocessing
+from luong_lit.data.text.tokenize import make_tokenizer
 from luong_lit.data.vocab import Vocab
 from luong_lit.errors import ConfigError
 from luong_lit.validate import integer
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Split:
-    """One evaluation or training split, kept as text, tokens and ids."""
-
-    name: str
-    src_tokens: list[list[str]]
-    tgt_tokens: list[list[str]]
-    src_ids: list[list[int]] = field(default_factory=list)
-    tgt_ids: list[list[int]] = field(default_factory=list)
-    # the raw target lines, where the text was tokenised here
-    tgt_text: list[str] = field(default_factory=list)
-
-    def examples(self) -> list[tuple[int, list[int], list[int]]]:
-        """``(index, src, tgt)`` for pairs with a non-empty source (what a batch can hold)."""
-        return [(i, s, t) for i, (s, t) in enumerate(zip(self.src_ids, self.tgt_ids)) if s]
 
 
 def _check_numbers(args: Mapping[str, Any]) -> None:
@@ -110,7 +94,7 @@ class TranslationDataModule(L.LightningDataModule):
         recase_from: str | None = None,
     ) -> None:
         """``preprocess`` and ``recase_from`` describe the text for ``translate`` (see
-        :mod:`luong_lit.data.user_text`); checked here, kept in the checkpoint."""
+        :mod:`luong_lit.data.text.user_text`); checked here, kept in the checkpoint."""
         super().__init__()
         _check_numbers(locals())
         Preprocessing.from_dict(preprocess)  # a wrong step name fails now, not at translation
@@ -144,42 +128,19 @@ class TranslationDataModule(L.LightningDataModule):
     # ------------------------------------------------------------------ reading
     def _paths(self, spec: Any) -> list[tuple[Path, Path]]:
         """(src, tgt) file pairs for a split spec."""
-        if self.cfg["dataset"] == "files":
-            if not hasattr(spec, "get") or not spec.get("src") or not spec.get("tgt"):
-                raise DataError(
-                    f"dataset=files needs each split as {{src: PATH, tgt: PATH}}, got {spec!r}"
-                )
-            return [(Path(spec["src"]), Path(spec["tgt"]))]
-        names = [spec] if isinstance(spec, str) else list(spec)
-        d, v = self.cfg["dataset"], self.cfg["variant"]
-        return [
-            (
-                resolve(corpus_source(d, n, self.cfg["src_lang"], v), self.mirror),
-                resolve(corpus_source(d, n, self.cfg["tgt_lang"], v), self.mirror),
-            )
-            for n in names
-        ]
+        return split_files(spec, **self.cfg, mirror=self.mirror)
 
     def read_pairs(self, spec: Any) -> tuple[list[str], list[str]]:
         """The source and target lines of a split spec (``train``, ``cfg.data.dev``, a list of
         corpora, ``{src: PATH, tgt: PATH}``), read as training reads them: checked, untokenised."""
-        src, tgt = [], []
-        for sp, tp in self._paths(spec):
-            s, t = read_parallel(sp, tp, self.clean_control)
-            src += s
-            tgt += t
-        return src, tgt
+        return read_pairs(self._paths(spec), self.clean_control)
 
     def _tokenize(self, name: str, src: Sequence[str], tgt: Sequence[str]) -> Split:
-        ts, tt = self.tokenizers["src"], self.tokenizers["tgt"]
-        raw = list(tgt) if name != "train" and self.tokenizer_kind != "none" else []
-        return Split(
-            name, [ts.tokenize(x) for x in src], [tt.tokenize(x) for x in tgt], tgt_text=raw
-        )
+        keep_text = name != "train" and self.tokenizer_kind != "none"
+        return tokenized_split(name, src, tgt, self.tokenizers, keep_text)
 
     def _encode(self, split: Split) -> None:
-        split.src_ids = [self.src_vocab.encode(s) for s in split.src_tokens]
-        split.tgt_ids = [self.tgt_vocab.encode(t) for t in split.tgt_tokens]
+        split.encode(self.src_vocab, self.tgt_vocab)
 
     # ------------------------------------------------------------------ setup
     def corpus_spec(self) -> CorpusSpec:
