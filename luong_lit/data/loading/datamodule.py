@@ -124,6 +124,8 @@ class TranslationDataModule(L.LightningDataModule):
         self.src_vocab: Vocab | None = None
         self.tgt_vocab: Vocab | None = None
         self.tokenizers: dict[str, Any] = {}
+        self._train_loader: ResumableLoader | None = None  # its position goes into checkpoints
+        self._resume_position: dict[str, int] | None = None  # a checkpoint's, for the next loader
 
     # ------------------------------------------------------------------ reading
     def _paths(self, spec: Any) -> list[tuple[Path, Path]]:
@@ -246,33 +248,45 @@ class TranslationDataModule(L.LightningDataModule):
                 num_workers=self.num_workers,
                 generator=generator,
             )
-        return ResumableLoader(
+        self._train_loader = ResumableLoader(
             examples,
             batch_sampler=sampler,
             collate_fn=collate,
             num_workers=self.num_workers,
             epoch=self._epoch,
-            trained=self._trained_batches,
             limit=self._limit_batches,
             generator=generator,
         )
+        if self._resume_position is not None:
+            self._train_loader.load_state_dict(self._resume_position)
+            self._resume_position = None
+        return self._train_loader
 
     def _epoch(self) -> int | None:
         """The trainer's current epoch (None outside a trainer: the sampler's own ``set_epoch``)."""
         trainer = getattr(self, "trainer", None)
         return None if trainer is None else int(trainer.current_epoch)
 
-    def _trained_batches(self) -> int | None:
-        """Batches of the current epoch that training has finished (the trainer's count)."""
-        trainer = getattr(self, "trainer", None)
-        if trainer is None:
-            return None
-        return int(trainer.fit_loop.epoch_loop.batch_progress.current.processed)
-
     def _limit_batches(self) -> int | float | None:
         """The trainer's ``limit_train_batches`` (None outside a trainer)."""
         trainer = getattr(self, "trainer", None)
         return None if trainer is None else trainer.limit_train_batches
+
+    def state_dict(self) -> dict[str, Any]:
+        """The training loader's position (the epoch served, its batches trained)."""
+        return {} if self._train_loader is None else {"train": self._train_loader.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """A checkpoint's position, for the training loader made next."""
+        self._resume_position = state.get("train")
+
+    def on_before_batch_transfer(self, batch, dataloader_idx: int):
+        """A batch enters a step: in training, the loader counts it as trained (its position,
+        which every checkpoint keeps)."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None and trainer.training and self._train_loader is not None:
+            self._train_loader.trained_one()
+        return batch
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(self.train_store, train=True)

@@ -1,9 +1,13 @@
 """The training batches of an epoch, resumable in the middle of it.
 
-:class:`ResumableLoader` follows the trainer's position: each epoch's batches are shuffled anew,
-and a run resumed from a checkpoint written during an epoch continues with the first batch the
-stopped run had not trained. Its ``state_dict`` (kept in every checkpoint) records the epoch and
-the batches trained.
+:class:`ResumableLoader` shuffles each epoch's batches anew and keeps its own position: the
+epoch it serves and how many of its batches went into training steps. Lightning saves that
+position in every checkpoint (its stateful-loader hooks, ``state_dict`` / ``load_state_dict``;
+the datamodule keeps the same position in its own ``state_dict``, which Lightning restores
+also where a checkpoint was written as an epoch ended), so a resumed run continues with the
+first batch the stopped run had not trained. The datamodule counts the batches as they enter
+training steps (its ``on_before_batch_transfer`` hook), after Lightning's prefetching, so the
+count is of batches trained, not of batches read.
 """
 
 from __future__ import annotations
@@ -17,24 +21,23 @@ class ResumableLoader(DataLoader):
     """A :class:`DataLoader` whose batch order follows the trainer's epoch, and which starts a
     resumed epoch at the first batch the stopped run had not trained.
 
-    ``epoch`` gives the trainer's current epoch, ``trained`` how many batches of it training
-    has finished (both None outside a trainer, and both restored from a checkpoint when a run
-    resumes), and ``limit`` the trainer's ``limit_train_batches`` (an epoch may train fewer
-    batches than the sampler holds). Each epoch's batches are shuffled anew: the trainer itself
-    tells only a *sampler* of the epoch, never a batch sampler. The loader counts as resumable
-    for the trainer (``state_dict``/``load_state_dict``); its position is the trainer's own count.
+    ``epoch`` gives the trainer's current epoch (None outside a trainer: the sampler keeps its
+    own), and ``limit`` the trainer's ``limit_train_batches`` (an epoch may train fewer batches
+    than the sampler holds). Each epoch's batches are shuffled anew: the trainer itself tells
+    only a *sampler* of the epoch, never a batch sampler.
     """
 
     def __init__(
         self,
         *args,
         epoch: Callable[[], int | None],
-        trained: Callable[[], int | None],
         limit: Callable[[], int | float | None] = lambda: None,
         **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self._epoch, self._trained, self._limit = epoch, trained, limit
+        self._epoch, self._limit = epoch, limit
+        self.position = {"epoch": 0, "batches": 0}  # the epoch served, its batches trained
+        self._resume: dict[str, int] | None = None  # a checkpoint's position, until iter()
 
     def epoch_length(self) -> int:
         """Batches an epoch trains: the sampler's, cut by ``limit_train_batches`` as the trainer
@@ -44,19 +47,27 @@ class ResumableLoader(DataLoader):
             return min(n, limit)
         return int(n * limit) if isinstance(limit, float) else n
 
+    def trained_one(self) -> None:
+        """One more batch of this epoch entered a training step."""
+        self.position["batches"] += 1
+
     def state_dict(self) -> dict[str, int]:
-        return {"epoch": int(self.batch_sampler.epoch), "batches": int(self._trained() or 0)}
+        return dict(self.position)
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        """Nothing to restore: the position is read from the restored trainer at ``iter()``."""
+        """A checkpoint's position, taken up by the next ``iter()`` if it is of that epoch."""
+        self._resume = {"epoch": int(state["epoch"]), "batches": int(state["batches"])}
 
     def __iter__(self) -> Iterator:
         """This epoch's batches; in a resumed epoch, those the stopped run had not trained."""
-        sampler, epoch, skip = self.batch_sampler, self._epoch(), self._trained() or 0
+        sampler, epoch, skip = self.batch_sampler, self._epoch(), 0
+        resume, self._resume = self._resume, None
         if epoch is not None:
-            sampler.set_epoch(epoch)
+            if resume is not None and resume["epoch"] == epoch:
+                skip = resume["batches"]
             if skip >= self.epoch_length():  # stopped as an epoch ended: the next one starts
-                sampler.set_epoch(epoch + 1)
-                skip = 0
+                epoch, skip = epoch + 1, 0
+            sampler.set_epoch(epoch)
+        self.position = {"epoch": int(sampler.epoch), "batches": skip}
         sampler.skip = skip
         return super().__iter__()
