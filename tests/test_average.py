@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from luong_lit.checkpoint import CheckpointError, load_model
-from luong_lit.commands.average import average_checkpoints, main
+from luong_lit.checkpoint import CheckpointError, average_checkpoints, load_model
+from luong_lit.commands.average import main
 from luong_lit.data.vocab import SPECIALS
 from luong_lit.nn import Seq2Seq
 

@@ -150,7 +150,7 @@ def test_resume_continues_the_annealed_schedule(toy_corpus, tmp_path):
 
 
 def test_epoch_checkpoints_are_off_by_default_and_average_when_on(toy_corpus, tmp_path):
-    from luong_lit.commands.average import average_checkpoints
+    from luong_lit.checkpoint import average_checkpoints
 
     assert not (_fit(tmp_path / "off", toy_corpus, 2) / "epochs").exists()
     ckpts = _fit(tmp_path / "on", toy_corpus, 2, ["callbacks.epoch_checkpoints.every_n_epochs=1"])

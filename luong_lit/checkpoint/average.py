@@ -1,0 +1,70 @@
+"""Averaging the weights of several checkpoints of one model into a new checkpoint.
+
+The result holds the element-wise mean of every parameter and the first checkpoint's model
+description and vocabularies, so ``translate``, ``evaluate`` and ``align`` load it like any other
+checkpoint. It holds no optimizer state: it is for decoding, not for resuming. All inputs must
+describe the same network and vocabularies (an ensemble of different models is loaded from
+several checkpoints instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from luong_lit.checkpoint.files import atomic_save, read_checkpoint
+from luong_lit.errors import CheckpointError
+
+_SAME = ("net", "src_vocab", "tgt_vocab")  # what every averaged checkpoint must share
+
+
+def _read(path: Path) -> dict:
+    ckpt = read_checkpoint(path)
+    if "state_dict" not in ckpt:
+        raise CheckpointError(f"{path}: no weights inside (state_dict is missing)")
+    return ckpt
+
+
+def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of floating-point tensors; other entries are taken from the first."""
+    out = {}
+    for key, first in states[0].items():
+        if first.is_floating_point():
+            acc = torch.zeros_like(first, dtype=torch.float64)
+            for s in states:
+                acc += s[key].double()
+            out[key] = (acc / len(states)).to(first.dtype)
+        else:
+            out[key] = first.clone()
+    return out
+
+
+def _check_same_model(paths: Sequence[Path], ckpts: Sequence[dict]) -> None:
+    """Every checkpoint describes the first one's network, vocabularies and parameter shapes."""
+    ref = ckpts[0]
+    shapes = {k: v.shape for k, v in ref["state_dict"].items()}
+    for p, c in zip(paths[1:], ckpts[1:]):
+        for field in _SAME:
+            if c["luong_lit"].get(field) != ref["luong_lit"].get(field):
+                raise CheckpointError(
+                    f"{p}: its {field} differs from that of {paths[0]}; "
+                    "only checkpoints of one model can be averaged"
+                )
+        if {k: v.shape for k, v in c["state_dict"].items()} != shapes:
+            raise CheckpointError(
+                f"{p}: its parameters differ in name or shape from those of {paths[0]}"
+            )
+
+
+def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Path:
+    """Write the average of ``paths`` to ``out`` (atomically) and return ``out``."""
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    ckpts = [_read(p) for p in paths]
+    _check_same_model(paths, ckpts)
+    state = average_state_dicts([c["state_dict"] for c in ckpts])
+    meta = dict(ckpts[0]["luong_lit"], averaged_from=[p.name for p in paths])
+    return atomic_save({"state_dict": state, "luong_lit": meta}, out)
