@@ -79,7 +79,7 @@ def tiny_overrides(corpus: dict[str, dict[str, str]]) -> list[str]:
 def lowercase_model(toy_corpus, tmp_path_factory) -> Path:
     """A toy model whose corpus is lowercased and Moses-tokenised, with a cased target text
     (its best checkpoint)."""
-    from luong_lit.commands.train import train
+    from luong_lit.training.run import train
 
     out = tmp_path_factory.mktemp("lc")
     cased = out / "cased.tgt"
@@ -102,7 +102,7 @@ def lowercase_model(toy_corpus, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def local_p_model(toy_corpus, tmp_path_factory) -> Path:
     """A toy local-p model with the lowercase recipe: its attention has a p_t per step."""
-    from luong_lit.commands.train import train
+    from luong_lit.training.run import train
 
     out = tmp_path_factory.mktemp("local_p")
     recipe = ["data.preprocess={lowercase:true,moses:true}", "data.src_lang=en", "data.tgt_lang=de"]

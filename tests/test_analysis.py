@@ -14,7 +14,6 @@ import torch
 from conftest import compose_cfg, tiny_overrides
 from omegaconf import OmegaConf
 
-from luong_lit.commands.train import train
 from luong_lit.decoding.forced import attention_links, forced_attention
 from luong_lit.metrics.aer import (
     aer,
@@ -28,6 +27,7 @@ from luong_lit.metrics.aer import (
 )
 from luong_lit.nn import Alignment, Memory, Seq2Seq
 from luong_lit.nn.decoder import DecoderState
+from luong_lit.training.run import train
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import compose_cfg, tiny_overrides, write_corpus
 
-from luong_lit.commands.train import train
+from luong_lit.training.run import train
 
 REPO = Path(__file__).resolve().parents[1]
 

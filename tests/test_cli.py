@@ -12,8 +12,8 @@ import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides, write_corpus
 
-from luong_lit.commands.train import train
 from luong_lit.decoding.beam import BeamConfig
+from luong_lit.training.run import train
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides
 
-from luong_lit.commands.train import train
 from luong_lit.data.loading.batching import Batch
 from luong_lit.decoding.beam import BeamConfig, beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.engines import ENGINES
 from luong_lit.nn import Seq2Seq
+from luong_lit.training.run import train
 
 pytestmark = [
     pytest.mark.gpu,

@@ -9,12 +9,12 @@ import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides
 
-from luong_lit.commands.train import train
 from luong_lit.data.loading.batching import pad_batch
 from luong_lit.engines import FastEngine
 from luong_lit.engines.graphs import GraphedSteps
 from luong_lit.nn import Seq2Seq
 from luong_lit.nn.fast.static import static_nll
+from luong_lit.training.run import train
 
 pytestmark = [
     pytest.mark.gpu,

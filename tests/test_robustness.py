@@ -393,7 +393,7 @@ def ctx(tmp_path_factory):
         f"+data.test.toy.src={test['src']}",
         f"+data.test.toy.tgt={test['tgt']}",
     ]
-    from luong_lit.commands.train import train as run_training
+    from luong_lit.training.run import train as run_training
 
     run_training(compose_cfg(overrides, PRECIOUS / "run"))
     return {

@@ -98,7 +98,7 @@ def trained_weights(
 ) -> dict:
     from conftest import compose_cfg, tiny_overrides
 
-    from luong_lit.commands.train import train
+    from luong_lit.training.run import train
 
     out = tmp_path / f"{mode}-{compile_}-{shapes}"
     overrides = tiny_overrides(toy_corpus) + [

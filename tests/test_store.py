@@ -247,7 +247,7 @@ def test_prepare_meta_counts_words_before_the_filter(tmp_path, cache):
 def test_ddp_ranks_and_the_jobs_of_a_sweep_share_one_store(toy_corpus, tmp_path, cache):
     from conftest import compose_cfg, tiny_overrides
 
-    from luong_lit.commands.train import train
+    from luong_lit.training.run import train
 
     overrides = tiny_overrides(toy_corpus) + ["trainer.max_epochs=1", "test_after_training=false"]
     train(compose_cfg([*overrides, "trainer=ddp_sim"], tmp_path / "ddp"))

@@ -111,7 +111,7 @@ def test_job_record_adds_up_tries_and_a_finished_run_keeps_its_record(tmp_path):
 
 
 def test_a_finished_run_is_not_trained_again_and_keeps_its_record(monkeypatch, tmp_path):
-    import luong_lit.commands.train as train_cmd
+    import luong_lit.training.run as train_cmd
 
     results = {"objective_value": 4.5, "test_2016_flickr": {"ppl": 4.6}}
     monkeypatch.setattr(train_cmd, "earlier_work", lambda cfg: ("done", results))

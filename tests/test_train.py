@@ -13,11 +13,11 @@ import torch
 from conftest import compose_cfg, tiny_overrides
 
 from luong_lit.checkpoint import CheckpointError, load_model
-from luong_lit.commands.train import train
 from luong_lit.config import CONF_DIR
 from luong_lit.engines import FastEngine
 from luong_lit.nn import ConfigError
 from luong_lit.training.module import LuongLitModule
+from luong_lit.training.run import train
 from luong_lit.training.schedules import Halving, LinearDecay, anneal_factor, halving_factor
 
 REPO = Path(__file__).resolve().parents[1]
