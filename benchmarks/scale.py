@@ -110,11 +110,11 @@ def prepare_code(ovr: list[str], workers: int | None = None) -> str:
         MEMORY
         + f"""
 import json, resource, time
-from luong_lit.commands.prepare import datamodule
+from luong_lit.data.loading.datamodule import corpus_datamodule
 from luong_lit.config import compose
 from luong_lit.data.store.prepare import ensure_store
 t0 = time.perf_counter()
-dm = datamodule(compose({ovr + extra!r}))
+dm = corpus_datamodule(compose({ovr + extra!r}).data)
 store = ensure_store(dm.corpus_spec(), dm.prepare_workers, progress=False)
 children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps({{"seconds": time.perf_counter() - t0, "store": str(store.path),

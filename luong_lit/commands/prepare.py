@@ -15,25 +15,11 @@ from collections.abc import Sequence
 
 from luong_lit.cli import run_command
 from luong_lit.config import compose
+from luong_lit.data.loading.datamodule import corpus_datamodule
 from luong_lit.data.store.prepare import ensure_store
 from luong_lit.data.store.spec import PAPER_COUNTS
-from luong_lit.validate import OptionError
 
 LANGUAGES = {"en": "English", "de": "German"}
-
-
-def datamodule(cfg):
-    """The training data module of a composed config (its dev and test sets are not needed)."""
-    from omegaconf import OmegaConf
-
-    from luong_lit.data.loading.datamodule import TranslationDataModule
-
-    data = OmegaConf.to_container(cfg.data, resolve=True, throw_on_missing=False)
-    data = {k: v for k, v in data.items() if not k.startswith("_")}
-    try:
-        return TranslationDataModule(**{**data, "dev": None, "test": {}})
-    except OptionError as err:
-        raise err.within("data") from None
 
 
 def counts_table(meta: dict, src_lang: str, tgt_lang: str) -> str:
@@ -65,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> None:
         cfg = compose(argv)
-        dm = datamodule(cfg)  # its options checked as it is built
+        dm = corpus_datamodule(cfg.data)  # its options checked as it is built
         t0 = time.perf_counter()
         store = ensure_store(dm.corpus_spec(), dm.prepare_workers, progress=True)
         print(f"store: {store.path} ({time.perf_counter() - t0:.1f} s)")

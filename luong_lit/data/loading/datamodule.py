@@ -29,7 +29,7 @@ from luong_lit.data.text.preprocess import Preprocessing
 from luong_lit.data.text.tokenize import make_tokenizer
 from luong_lit.data.vocab import Vocab
 from luong_lit.errors import ConfigError
-from luong_lit.validate import integer
+from luong_lit.validate import OptionError, integer
 
 log = logging.getLogger(__name__)
 
@@ -296,3 +296,17 @@ class TranslationDataModule(L.LightningDataModule):
 
     def test_dataloader(self) -> list[DataLoader]:
         return [self._loader(self.splits[name], train=False) for name in self.test_spec]
+
+
+def corpus_datamodule(data) -> TranslationDataModule:
+    """The datamodule of a data config (``cfg.data``) for its training corpus alone, with no dev
+    or test sets: what ``prepare`` builds a store from. A bad option is named ``data.<key>``."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(data, DictConfig):
+        data = OmegaConf.to_container(data, resolve=True, throw_on_missing=False)
+    kwargs = {k: v for k, v in dict(data).items() if not k.startswith("_")}
+    try:
+        return TranslationDataModule(**{**kwargs, "dev": None, "test": {}})
+    except OptionError as err:
+        raise err.within("data") from None
