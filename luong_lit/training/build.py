@@ -3,16 +3,13 @@
 Every object is built before any data is read, so that each checks its own options once, at
 start-up (:mod:`luong_lit.validate`); the network is first built on the ``meta`` device with
 stand-in vocabulary sizes, then for real once the vocabularies exist. An error is named by the
-option's path in the config (:func:`instantiate_at`).
+option's path in the config (:mod:`luong_lit.training.instantiate`).
 """
 
 from __future__ import annotations
 
-import inspect
-import re
 from typing import Any
 
-import hydra
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from omegaconf import DictConfig, OmegaConf
@@ -20,64 +17,9 @@ from omegaconf import DictConfig, OmegaConf
 from luong_lit.checkpoint import atomic_save
 from luong_lit.data.sources.registry import cased_target_file
 from luong_lit.data.text.user_text import user_text
-from luong_lit.errors import ConfigError, UserError, find_cause, find_user_error
-from luong_lit.validate import OptionError, integer
-
-
-def _options_of(target: str | None) -> list[str]:
-    """The keyword arguments a ``_target_`` takes (empty if it cannot be imported)."""
-    try:
-        obj = hydra.utils.get_object(target) if target else None
-        params = inspect.signature(obj).parameters.values() if obj is not None else []
-    except (ImportError, ValueError, TypeError, AttributeError):
-        return []
-    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-
-def config_error(path: str, node: Any, err: BaseException) -> BaseException:
-    """What building the config at ``path`` raised, as a user error that names the option."""
-    ours = find_user_error(err)
-    if isinstance(ours, OptionError):
-        return ours.within(path)
-    if isinstance(ours, UserError):
-        return ours
-    lightning = _misconfiguration(err)
-    if lightning is not None:  # Lightning's word on a trainer option: ours, in one line
-        return ConfigError(f"{path}: {lightning}")
-    found = re.search(r"unexpected keyword argument '(\w+)'", str(err)) or re.search(
-        r"unexpected keyword argument '(\w+)'", str(err.__cause__ or "")
-    )
-    if found:
-        target = node.get("_target_") if isinstance(node, DictConfig) else None
-        known = ", ".join(k for k in _options_of(target) if k not in ("self", "kwargs"))
-        return ConfigError(
-            f"{path}.{found.group(1)} is not an option of {target or path}; its options: {known}"
-        )
-    return err
-
-
-def _misconfiguration(err: BaseException | None) -> BaseException | None:
-    """Lightning's ``MisconfigurationException`` behind ``err``, if there is one."""
-    return find_cause(err, lambda e: type(e).__name__ == "MisconfigurationException")
-
-
-def instantiate_at(path: str, node: Any, **kwargs) -> Any:
-    """``hydra.utils.instantiate(node, **kwargs)``, its errors named by ``path``."""
-    try:
-        return hydra.utils.instantiate(node, **kwargs)
-    except Exception as err:  # noqa: BLE001 - turned into one clear line where it is ours
-        raise config_error(path, node, err) from None
-
-
-def instantiate_all(path: str, node: DictConfig | None) -> list[Any]:
-    """Instantiate every child of ``node`` that has a ``_target_`` (callbacks, loggers)."""
-    if not node:
-        return []
-    return [
-        instantiate_at(f"{path}.{k}", v)
-        for k, v in node.items()
-        if isinstance(v, DictConfig) and "_target_" in v
-    ]
+from luong_lit.errors import ConfigError
+from luong_lit.training.instantiate import config_error, instantiate_all, instantiate_at, refused
+from luong_lit.validate import integer
 
 
 def resolved(cfg: DictConfig) -> dict[str, Any]:
@@ -156,12 +98,12 @@ def _model_parts(cfg: DictConfig) -> tuple[Any, dict[str, Any]]:
     try:
         parts["optimizer"](params=[torch.nn.Parameter(torch.zeros(1))])
     except (ValueError, TypeError) as err:
-        raise ConfigError(f"model.optimizer: {err}") from None
+        raise refused("model.optimizer", err) from None
     with torch.device("meta"):
         try:
             probe = make_net(src_vocab_size=8, tgt_vocab_size=8)
         except Exception as err:  # noqa: BLE001 - named by its option where it is ours
-            raise config_error("model.net", cfg.model.net, err) from None
+            raise config_error("model.net", err) from None
         _module(cfg, probe, parts)
     return make_net, parts
 
@@ -178,14 +120,8 @@ def _trainer(cfg: DictConfig):
         integer("trainer.max_epochs", max_epochs, 1, nullable=True)
     callbacks = instantiate_all("callbacks", cfg.get("callbacks"))
     loggers = instantiate_all("logger", cfg.get("logger")) or False
-    try:
-        return instantiate_at("trainer", cfg.trainer, callbacks=callbacks, logger=loggers,
-                              plugins=plugins())  # fmt: skip
-    except UserError:
-        raise
-    except Exception as err:  # noqa: BLE001 - Lightning refused a trainer option: say which
-        cause = err.__cause__ or err
-        raise ConfigError(f"trainer: {type(cause).__name__}: {cause}") from None
+    return instantiate_at("trainer", cfg.trainer, refuses=True, callbacks=callbacks,
+                          logger=loggers, plugins=plugins())  # fmt: skip
 
 
 def build(cfg: DictConfig):
