@@ -145,15 +145,12 @@ def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     evals = sorted(run.glob("eval_*.json"))
     if evals:
         return json.loads(evals[0].read_text())["length_buckets"]
-    from luong_lit.evaluation import translate_split
     from luong_lit.metrics.bleu import bleu_lines
     from luong_lit.metrics.buckets import bleu_by_length
 
     model, dm = load_run_model(run)
     dev = dm.splits["dev"]
-    words = translate_split(
-        model.model, dev, dm.tgt_vocab, max_sentences=max_sentences, stepper=model.stepper
-    ).words
+    words = model.decoder.split(dev, max_sentences=max_sentences).words
     hyps = bleu_lines(words, dm.tokenizers.get("tgt"))
     refs = bleu_lines(dev.tgt_tokens[: len(hyps)], dm.tokenizers.get("tgt"))
     return bleu_by_length(hyps, refs, [len(s) for s in dev.src_tokens[: len(hyps)]])

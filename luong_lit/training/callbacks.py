@@ -1,7 +1,7 @@
 """Callbacks: target-token throughput, greedy BLEU and beam BLEU (with unk replacement).
 
 The BLEU callbacks score the dev set during training and every test set in ``trainer.test``,
-through :func:`luong_lit.evaluation.split_bleu`, the code ``evaluate`` uses too.
+through :class:`luong_lit.decoder.Decoder`, the decoder every command uses too.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import torch
 
 from luong_lit.data.loading.batching import Batch
 from luong_lit.data.text.dictionary import load_dictionary
+from luong_lit.decoder import Decoder
 from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
-from luong_lit.evaluation import split_bleu, translate_split
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
 from luong_lit.training.loggers import log_samples
 from luong_lit.validate import OptionError, integer
@@ -102,10 +102,8 @@ class GreedyBleuCallback(L.Callback):
             return
         dm, dev = trainer.datamodule, trainer.datamodule.splits["dev"]
         tok = dm.tokenizers.get("tgt")
-        out = translate_split(
-            pl_module.net, dev, dm.tgt_vocab, None, self.batch_size, self.max_sentences,
-            engine=pl_module.engine,
-        )  # fmt: skip
+        decoder = Decoder(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
+        out = decoder.split(dev, batch_size=self.batch_size, max_sentences=self.max_sentences)
         hyps, refs = bleu_lines(out.words, tok), bleu_lines(dev.tgt_tokens[: len(out.words)], tok)
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
         if trainer.is_global_zero:
@@ -119,15 +117,10 @@ class GreedyBleuCallback(L.Callback):
 
     def on_test_epoch_end(self, trainer, pl_module) -> None:
         dm = trainer.datamodule
+        decoder = Decoder(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
         for name in dm.test_spec:
-            bleu = split_bleu(
-                pl_module.net,
-                dm.splits[name],
-                dm.tgt_vocab,
-                None,
-                self.batch_size,
-                tokenizer=dm.tokenizers.get("tgt"),
-                engine=pl_module.engine,
+            bleu = decoder.split_bleu(
+                dm.splits[name], tokenizer=dm.tokenizers.get("tgt"), batch_size=self.batch_size
             )["bleu"]
             pl_module.log(f"test/{name}/bleu_greedy", bleu, add_dataloader_idx=False)
 
@@ -170,18 +163,12 @@ class BeamBleuCallback(L.Callback):
         if self.dictionary_path and self._dictionary is None:
             self._dictionary = load_dictionary(self.dictionary_path)
         dm = pl_module.trainer.datamodule
-        return split_bleu(
-            pl_module.net,
-            split,
-            dm.tgt_vocab,
-            self.beam,
-            self.batch_size,
-            self.max_sentences,
-            self.replace_unk,
-            self._dictionary,
-            dm.tokenizers.get("tgt"),
-            pl_module.engine,
-        )
+        decoder = Decoder(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
+        return decoder.split_bleu(
+            split, tokenizer=dm.tokenizers.get("tgt"), search=self.beam,
+            batch_size=self.batch_size, max_sentences=self.max_sentences,
+            replace_unk=self.replace_unk, dictionary=self._dictionary,
+        )  # fmt: skip
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if not _due(trainer, self.every):

@@ -1,0 +1,144 @@
+"""The one decoder every caller uses: the validation callbacks, ``evaluate``, ``align``,
+``translate``, ``serve`` and the Python API.
+
+A :class:`Decoder` holds a model (or an ensemble) in an engine's decode-time form, made once,
+and decodes through the pure functions of :mod:`luong_lit.decoding`: searches (greedy or beam),
+the output words with unknown words replaced, forced passes over given translations, and word
+alignments under footnote 14's convention or the other one. A model in training mode is
+decoded in eval mode (dropout off) and left as it was. Tokenised BLEU is multi-bleu.perl's, the
+BLEU of the paper's Tables 1, 3 and 4 (:mod:`luong_lit.metrics.bleu`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from luong_lit.decoding.beam import BeamConfig
+from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
+from luong_lit.decoding.forced import Forced, attention_links, forced_pass, member_links
+from luong_lit.engines import make_engine
+from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
+from luong_lit.nn.modes import evaluating
+
+
+class SplitOutput(NamedTuple):
+    """A split's translations: output words before and (with unk replacement) after."""
+
+    translations: list[Translation]
+    words: list[list[str]]
+    replaced: list[list[str]] | None
+
+
+class Decoder:
+    """A model (or ensemble) in its decode-time form, with its target vocabulary.
+
+    ``engine``: an engine or its name (default ``fast``); ``int8``: the fast engine's 8-bit
+    products for searches (forced passes keep the float weights, as perplexity does).
+    """
+
+    def __init__(self, model, tgt_vocab, *, engine=None, int8: str | None = None) -> None:
+        self.model, self.tgt_vocab, self.int8 = model, tgt_vocab, int8
+        self.engine = make_engine() if engine is None else make_engine(engine)
+        with evaluating(model):
+            self.stepper = self.engine.for_decoding(model, int8)  # constants computed once
+        self._float = None if int8 else self.stepper
+
+    # ------------------------------------------------------------------ what the model is
+    @property
+    def content_based(self) -> bool:
+        """Whether its score reads the content (dot, general, concat), not only the location."""
+        return getattr(self.model, "content_based", True)
+
+    @property
+    def has_attention(self) -> bool:
+        return getattr(self.model, "has_attention", True)
+
+    @property
+    def float_stepper(self):
+        """The decode-time form without 8-bit products: forced passes read the float weights."""
+        if self._float is None:
+            with evaluating(self.model):
+                self._float = self.engine.for_decoding(self.model)
+        return self._float
+
+    # ------------------------------------------------------------------ searching
+    def decode(
+        self, src_ids: Sequence[Sequence[int]], *, search: BeamConfig | None = None,
+        batch_size: int = 64, keep_attention: bool = False, workers: int = 1,
+        progress: bool = False,
+    ) -> list[Translation]:  # fmt: skip
+        """Every source translated, in input order (greedy when ``search`` is None;
+        ``keep_attention``: each translation's per-step ``a_t``, for unknown words)."""
+        with evaluating(self.model):
+            return decode_corpus(
+                self.stepper, src_ids, batch_size, search, keep_attention, progress, workers
+            )
+
+    def words(
+        self, translations: Sequence[Translation], *, src_words=None,
+        dictionary: Mapping[str, str] | None = None, convention: str = "paper",
+    ) -> list[list[str]]:  # fmt: skip
+        """The output words; with ``src_words``, each ``<unk>`` replaced by its aligned source
+        word (through ``dictionary`` where it has an entry)."""
+        return output_words(
+            translations, self.tgt_vocab, src_words, self.content_based, dictionary, convention
+        )
+
+    def split(
+        self, split, *, search: BeamConfig | None = None, batch_size: int = 128,
+        max_sentences: int | None = None, replace_unk: bool = False,
+        dictionary: Mapping[str, str] | None = None, convention: str = "paper",
+        workers: int = 1, progress: bool = False,
+    ) -> SplitOutput:  # fmt: skip
+        """The first ``max_sentences`` sources of ``split`` translated; with ``replace_unk``, the
+        words after unknown-word replacement too."""
+        src_ids = split.src_ids[:max_sentences]
+        out = self.decode(
+            src_ids, search=search, batch_size=batch_size, keep_attention=replace_unk,
+            workers=workers, progress=progress,
+        )  # fmt: skip
+        replaced = None
+        if replace_unk:
+            src_words = split.src_tokens[: len(src_ids)]
+            replaced = self.words(
+                out, src_words=src_words, dictionary=dictionary, convention=convention
+            )
+        return SplitOutput(out, self.words(out), replaced)
+
+    def split_bleu(self, split, *, tokenizer=None, **search) -> dict[str, float]:
+        """Tokenised BLEU of a split's translations: ``bleu``, and ``bleu_unk`` after unk
+        replacement (``replace_unk``); ``search``: :meth:`split`'s keywords. ``tokenizer``:
+        the target tokeniser of training (sentencepiece pieces are joined into words)."""
+        out = self.split(split, **search)
+        refs = bleu_lines(split.tgt_tokens[: len(out.words)], tokenizer)
+        scores = {"bleu": corpus_bleu_tok(bleu_lines(out.words, tokenizer), refs)}
+        if out.replaced is not None:
+            scores["bleu_unk"] = corpus_bleu_tok(bleu_lines(out.replaced, tokenizer), refs)
+        return scores
+
+    # ------------------------------------------------------------------ reading given text
+    def forced(
+        self, src_ids, tgt_ids, *, scores: bool = False, eos_slot: bool = False
+    ) -> list[Forced]:
+        """Each pair read by forced decoding (:func:`~luong_lit.decoding.forced.forced_pass`)."""
+        with evaluating(self.model):
+            return forced_pass(
+                self.float_stepper, src_ids, tgt_ids, scores=scores, eos_slot=eos_slot
+            )
+
+    def alignments(
+        self, src_ids, tgt_ids, conventions: Sequence[str], members: Sequence[str] | None = None
+    ) -> dict[str, list[set[tuple[int, int]]]]:
+        """``(source, target)`` links of each pair under each convention, from one forced pass
+        (the conventions differ only in which step's ``a_t`` is read). ``members``: one
+        convention per member of an ensemble instead, keyed ``per member: ...``
+        (:func:`~luong_lit.decoding.forced.member_links`)."""
+        if members:
+            nets = list(getattr(self.float_stepper, "members", [self.float_stepper]))
+            with evaluating(self.model):
+                links = member_links(nets, src_ids, tgt_ids, members)
+            return {"per member: " + ",".join(members): links}
+        attention = [f.attention for f in self.forced(src_ids, tgt_ids)]
+        lens = [len(t) for t in tgt_ids]
+        return {c: attention_links(attention, lens, self.content_based, c) for c in conventions}
