@@ -26,7 +26,7 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from luong_lit.data.loading.model_data import tokenizers
+from luong_lit.data.loading.model_data import model_text
 from luong_lit.data.text.recase import Recaser
 from luong_lit.data.vocab import UNK
 from luong_lit.metrics.bleu import UNK_DETOK
@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> None:
     extra = ["--beam", str(args.beam)] + (["--replace-unk"] if args.replace_unk else [])
     natural = translate(args.checkpoint, src, args.out / "natural.de", extra)
     meta = torch.load(args.checkpoint, map_location="cpu", weights_only=True)["luong_lit"]
-    tok, _, detok = tokenizers(meta)
+    text = model_text(meta)  # a recipe's text: raw in, natural out
+    tok, detok = text.source_tokenizer, text.detokenizer
     pre = [" ".join(tok.tokenize(x)) for x in src]
     tokens = translate(args.checkpoint, pre, args.out / "tokens.de", [*extra, "--pretokenized"])
     texts = variants([t.split() for t in tokens], [tok.cased(x) for x in src], detok)

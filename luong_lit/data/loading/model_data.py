@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from luong_lit.data.text.preprocess import (
-    Preprocessing,
-    RecipeDetokenizer,
-    RecipeTokenizer,
-    recipe_for,
-)
+from luong_lit.data.text.model_text import RecipeText, TokenizedText
+from luong_lit.data.text.preprocess import Preprocessing, recipe_for
 from luong_lit.data.text.recase import Recaser
 from luong_lit.data.text.tokenize import WhitespaceTokenizer, make_tokenizer
 from luong_lit.errors import CheckpointError, ConfigError, DataError
@@ -119,17 +115,9 @@ def _recaser(meta: dict, data: dict, recipe: Preprocessing) -> Recaser | None:
     return Recaser(forms) if forms else None
 
 
-class ModelText(NamedTuple):
-    """How text reaches a model and leaves it: the source tokeniser, the target tokeniser (for
-    scoring and aligning given translations) and the target detokeniser."""
-
-    source: Any
-    target: Any
-    detokenizer: Any
-
-
-def tokenizers(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab=None):
-    """:class:`ModelText` matching the model's training data.
+def model_text(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab=None):
+    """How text reaches the model of ``meta`` and leaves it, as its training data was read
+    (:mod:`luong_lit.data.text.model_text`); ``pretokenized``: input and output stay tokens.
 
     Sentencepiece models come from the checkpoint; for a checkpoint without them, they are
     rebuilt from the training data (or taken from the cache), which must still give the
@@ -141,28 +129,21 @@ def tokenizers(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab
     if kind == "none" and not pretokenized:
         recipe = _recipe(meta, data)
         if not recipe.identity:
-            recaser = _recaser(meta, data, recipe)
-            return ModelText(
-                RecipeTokenizer(recipe, src_lang),
-                RecipeTokenizer(recipe, tgt_lang),
-                RecipeDetokenizer(recipe, tgt_lang, recaser),
-            )
+            return RecipeText(recipe, src_lang, tgt_lang, _recaser(meta, data, recipe))
     if pretokenized or kind == "none":
         lower = opts.get("lowercase", False)
-        return ModelText(
-            WhitespaceTokenizer(lower), WhitespaceTokenizer(lower), WhitespaceTokenizer()
-        )
+        return TokenizedText(WhitespaceTokenizer(lower), WhitespaceTokenizer(lower))
     if kind == "sentencepiece":
         stored = stored_tokenizers(meta)
         if stored is None:  # an older checkpoint: rebuild the pieces model
             dm = datamodule_for(meta, setup=False)
             dm.setup_test(src_vocab, tgt_vocab)
             stored = dm.tokenizers
-        return ModelText(stored["src"], stored["tgt"], stored["tgt"])
+        return TokenizedText(stored["src"], stored["tgt"])
     try:
         src, tgt = make_tokenizer(kind, src_lang, **opts), make_tokenizer(kind, tgt_lang, **opts)
     except (TypeError, ValueError) as err:
         raise CheckpointError(
             f"the checkpoint's tokeniser description is damaged ({err})"
         ) from None
-    return ModelText(src, tgt, tgt)
+    return TokenizedText(src, tgt)
