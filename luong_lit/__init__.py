@@ -1,8 +1,10 @@
 """luong_lit: Luong, Pham & Manning (2015) with PyTorch Lightning and Hydra.
 
 From Python, ``luong_lit.load(checkpoint_or_list, **options)`` gives a translator
-(:class:`luong_lit.translator.Translator`; options: :class:`luong_lit.options.DecodeOptions`).
-It is imported on first use, so that ``import luong_lit.nn`` stays light.
+(:class:`luong_lit.translator.Translator`). Its options: the
+:class:`~luong_lit.translator.LoadOptions`, fixed when the model is loaded, and the calls'
+default :class:`~luong_lit.translator.SearchOptions`. It is imported on first use, so that
+``import luong_lit.nn`` stays light.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 _API = {
     "load": "luong_lit.translator",
     "Translator": "luong_lit.translator",
-    "DecodeOptions": "luong_lit.options",
+    "LoadOptions": "luong_lit.translator",
+    "SearchOptions": "luong_lit.translator",
 }
 __all__ = list(_API)
 

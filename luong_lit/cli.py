@@ -8,6 +8,7 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable
@@ -16,11 +17,14 @@ from luong_lit.decoding.ensemble import COMBINE
 from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.engines import ENGINES, INT8_PARTS
 from luong_lit.errors import UsageError, UserError
-from luong_lit.options import OVERLONG, DecodeOptions
+from luong_lit.translator.options import OVERLONG, BadOption, LoadOptions, SearchOptions
 
 
 def user_error_message(err: BaseException) -> str:
-    """``error: ...`` as one paragraph (one line: a message never spans several)."""
+    """``error: ...`` as one paragraph (one line: a message never spans several); an option
+    named by its flag (``--beam``)."""
+    if isinstance(err, BadOption):
+        err = err.flagged()
     return "error: " + " ".join(str(err).split())
 
 
@@ -54,11 +58,12 @@ def parser(prog: str, doc: str) -> argparse.ArgumentParser:
 
 
 def add_decoding_args(ap: argparse.ArgumentParser, checkpoints: bool = True) -> None:
-    """Options shared by ``translate``, ``evaluate`` and ``serve`` (:class:`DecodeOptions`)."""
-    d = DecodeOptions()
+    """Options shared by ``translate``, ``evaluate`` and ``serve`` (:class:`LoadOptions` and
+    :class:`SearchOptions`)."""
+    d, s = LoadOptions(), SearchOptions()
     if checkpoints:
         ap.add_argument("checkpoints", nargs="+", help="one checkpoint, or several for an ensemble")
-    ap.add_argument("--beam", type=int, default=d.beam, help="beam size; 1 = greedy decoding")
+    ap.add_argument("--beam", type=int, default=s.beam, help="beam size; 1 = greedy decoding")
     ap.add_argument(
         "--batch-size", type=int, default=d.batch_size, help="sentences decoded together"
     )
@@ -154,20 +159,21 @@ def add_input_args(ap: argparse.ArgumentParser, max_src_len: int | None) -> None
     )
 
 
-def decode_options(args: argparse.Namespace) -> DecodeOptions:
-    """:class:`DecodeOptions` from parsed arguments; a bad value names its ``--option``."""
-    fields = DecodeOptions.__dataclass_fields__
-    given = {k: v for k, v in vars(args).items() if k in fields and k != "cli"}
-    return DecodeOptions(**given, cli=True)
+def _given(args: argparse.Namespace, kind) -> dict:
+    names = {f.name for f in dataclasses.fields(kind)}
+    return {k: v for k, v in vars(args).items() if k in names}
+
+
+def load_options(args: argparse.Namespace) -> LoadOptions:
+    """:class:`LoadOptions` from parsed arguments."""
+    return LoadOptions(**_given(args, LoadOptions))
+
+
+def search_options(args: argparse.Namespace) -> SearchOptions:
+    """:class:`SearchOptions` from parsed arguments (``--n-best`` where the command has it)."""
+    return SearchOptions(**_given(args, SearchOptions))
 
 
 def check_threads(threads: int | None) -> None:
     if threads is not None and threads < 1:
         raise UsageError(f"--threads must be at least 1, got {threads}")
-
-
-def check_n_best(options: DecodeOptions, n: int) -> None:
-    """``--n-best N``: at least 1, and no more than the beam keeps."""
-    if n < 1:
-        raise UsageError(f"--n-best must be at least 1, got {n}")
-    options.search(n_best=n)

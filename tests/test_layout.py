@@ -88,11 +88,11 @@ LAYERS = [
     "decoding",  # greedy, beam, ensembles, unk replacement, forced decoding
     "metrics",  # BLEU, AER, perplexity
     "engines",  # how the model is computed: reference or fast
-    "checkpoint",  # checkpoint files
-    "evaluation",  # scoring a split's translations
-    "options",  # typed decoding options
-    "attention_map",  # what a model attended to, as shown
-    "translator",  # the Python API
+    "checkpoint",  # checkpoint files, the models they hold, averages
+    "decoder",  # the one decoder every caller uses
+    "translator",  # the Python API: options, text, search, attention
+    "alignment",  # gold-aligned text, the alignment report, AER, eflomal
+    "evaluation",  # a checkpoint's report on a test set
     "sweeps",  # a sweep job's GPU, threads and resume
     "config",  # composing the Hydra configs
     "analysis",  # figures and tables of runs

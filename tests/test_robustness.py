@@ -578,8 +578,8 @@ def test_shown_attention_and_n_best_lists_show_the_words_the_user_sees(
 ):
     """Unknown words replaced and copied as typed, Moses escapes undone: in the one best, in
     every hypothesis of an n-best list, and in ``--show-attention``'s ``word→source`` line."""
+    import luong_lit.decoder as decoder_module
     import luong_lit.translator as api
-    from luong_lit.commands.translate import attention_line
     from luong_lit.data.vocab import UNK_ID
     from luong_lit.decoding.beam import Hypothesis
     from luong_lit.decoding.corpus import Translation
@@ -588,7 +588,7 @@ def test_shown_attention_and_n_best_lists_show_the_words_the_user_sees(
     meta = {**plain.meta, "preprocess": {**plain.meta["preprocess"], "escape": True}}
     tr = api.Translator(plain.model, plain.src_vocab, plain.tgt_vocab, meta, plain.options)
     typed = '"Mary" b'  # tokens: &quot; mary &quot; b; the model knows only b
-    assert tr.text.source.tokenize(typed) == ["&quot;", "mary", "&quot;", "b"]
+    assert tr.text.source(typed).tokens == ["&quot;", "mary", "&quot;", "b"]
     ids = [UNK_ID, UNK_ID, tr.tgt_vocab.stoi["B"]]  # the toy targets are upper-case
     rows = torch.zeros(4, 4)  # footnote 14: word i takes step i + 1's a_t
     rows[1, 0] = rows[2, 1] = rows[3, 3] = rows[0, 0] = 1.0
@@ -597,12 +597,12 @@ def test_shown_attention_and_n_best_lists_show_the_words_the_user_sees(
     def decoded(stepper, src_ids, batch_size, search, keep, progress, workers):
         return [Translation(ids, rows, -1.0, hyps) for _ in src_ids]
 
-    monkeypatch.setattr(api, "decode_corpus", decoded)
-    one = tr.run([typed], 1, attention=True)[0]
-    two = tr.run([typed], 2)[0]
+    monkeypatch.setattr(decoder_module, "decode_corpus", decoded)
+    one = tr.run([typed], attention=True)[0]
+    two = tr.run([typed], tr.search_options(n_best=2))[0]
     assert "Mary" in one.text and all("Mary" in h.text for h in two.hypotheses)  # as typed
     assert "&quot;" not in one.text and "<unk>" not in one.text
-    pairs = [x.split("→") for x in attention_line(one).split()]
+    pairs = [x.split("→") for x in one.attention.arrows().split()]
     assert [w for w, _ in pairs] == ['"', "Mary", "B"]  # not <unk>, &quot; or mary
     assert all(src in ['"', "Mary", "b"] for _, src in pairs)  # the source words as typed
     assert one.attention.source == ['"', "Mary", '"', "b", "</s>"]  # the model reads </s>

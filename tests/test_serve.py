@@ -161,30 +161,30 @@ def test_a_request_is_checked_against_the_servers_own_decoding_before_it_is_queu
     greedy), and an n-best list longer than the server's beam is a 400, not a failed batch."""
     from types import SimpleNamespace
 
-    from luong_lit.options import DecodeOptions
     from luong_lit.serving import BadRequest, ServedModel
     from luong_lit.serving.models import request_options
     from luong_lit.serving.requests import Settings
+    from luong_lit.translator import SearchOptions
 
-    def translator(options):  # the part of a Translator that checks a request's search
-        return SimpleNamespace(options=options, search=lambda o, n: o.search(n_best=n))
+    def translator(defaults):  # the part of a Translator that checks a request's search
+        return SimpleNamespace(search_options=lambda **changes: defaults.replace(**changes))
 
-    authors = ServedModel("m", [], translator(DecodeOptions(authors_decoder=True)))
-    opts, n = request_options(authors, Settings("m", beam=1))
-    assert not opts.authors_decoder and opts.search().beam_size == 1 and n == 1
-    opts, _ = request_options(authors, Settings("m"))
+    authors = ServedModel("m", [], translator(SearchOptions(authors_decoder=True)))
+    opts = request_options(authors, Settings("m", beam=1))
+    assert not opts.authors_decoder and opts.search().beam_size == 1 and opts.n_best == 1
+    opts = request_options(authors, Settings("m"))
     assert opts.search().beam_size == 12  # the authors' beam
-    greedy = ServedModel("m", [], translator(DecodeOptions(beam=1, cli=True)))
+    greedy = ServedModel("m", [], translator(SearchOptions(beam=1)))
     with pytest.raises(BadRequest, match=r"^n_best 2 needs a beam of at least 2 \(the beam is 1\)"):
         request_options(greedy, Settings("m", n_best=2))
 
 
 def test_health_tells_the_page_the_beam_a_request_gets_by_default():
-    from luong_lit.commands.serve import health_info
-    from luong_lit.options import DecodeOptions
+    from luong_lit.serving import health_info
+    from luong_lit.translator import SearchOptions
 
-    assert health_info(DecodeOptions(authors_decoder=True), 1)["beam"] == 12
-    assert health_info(DecodeOptions(beam=1), 1) == {
+    assert health_info(SearchOptions(authors_decoder=True))["beam"] == 12
+    assert health_info(SearchOptions(beam=1)) == {
         "search": "greedy", "beam": 1, "n_best": 1, "replace_unk": False
     }  # fmt: skip
 

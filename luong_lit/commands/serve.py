@@ -22,15 +22,15 @@ from collections.abc import Sequence
 from luong_lit.cli import (
     add_decoding_args,
     add_input_args,
-    check_n_best,
     check_threads,
-    decode_options,
+    load_options,
     run_command,
+    search_options,
 )
 from luong_lit.cli import parser as make_parser
 from luong_lit.errors import UsageError
 from luong_lit.runtime import configure_cpu
-from luong_lit.serving import Limits, load_served, make_app
+from luong_lit.serving import Limits, health_info, load_served, make_app
 
 
 def parser() -> argparse.ArgumentParser:
@@ -66,15 +66,6 @@ def limits_of(args) -> Limits:
     return Limits(args.max_sentences, args.max_chars, args.max_batch, args.max_wait_ms)
 
 
-def health_info(options, n_best: int) -> dict:
-    """The decoding a request gets by default, as ``/health`` tells the page: the beam decoded
-    (12 under the authors' decoder; 1: greedy), n-best and unknown-word replacement."""
-    search = options.search(n_best=n_best)
-    kind = "authors" if options.authors_decoder else "beam" if search.beam_size > 1 else "greedy"
-    return {"search": kind, "beam": search.beam_size, "n_best": n_best,
-            "replace_unk": options.replace_unk}  # fmt: skip
-
-
 def banner(args, models) -> str:
     """What ``serve`` prints once it listens: where, the models, the decoding."""
     names = "; ".join(f"{m.name} = {' + '.join(m.checkpoints)}" for m in models)
@@ -97,15 +88,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from aiohttp import web
         except ImportError:
             raise UsageError('serve needs aiohttp: pip install -e ".[serve]"') from None
-        options = decode_options(args)
-        check_n_best(options, args.n_best)
+        options, search = load_options(args), search_options(args)
         check_threads(args.threads)
         if options.workers > 1:
             raise UsageError("serve decodes in its own process: leave out --workers")
         limits = limits_of(args)
         configure_cpu(args.threads)
-        models = load_served(args.checkpoints, options, args.n_best)
-        info = health_info(options, args.n_best)
+        models = load_served(args.checkpoints, options, search)
+        info = health_info(search)
         app = make_app(models, limits, info)
         show = lambda _: print(banner(args, models), flush=True)  # noqa: E731 - once it listens
         web.run_app(app, host=args.host, port=args.port, print=show, handle_signals=True)

@@ -19,10 +19,10 @@ from pathlib import Path
 from luong_lit.cli import (
     add_decoding_args,
     add_input_args,
-    check_n_best,
     check_threads,
-    decode_options,
+    load_options,
     run_command,
+    search_options,
 )
 from luong_lit.cli import (
     parser as make_parser,
@@ -79,16 +79,9 @@ def parser():
 
 
 def attention_line(out: Output) -> str:
-    """The output's words, each with the source word its attention chose (``word→source``, as
-    OpenNMT-py's attention debug shows it), in the words the reader sees."""
+    """``--show-attention``'s line: each output word with the source word it attended to most."""
     att = out.attention
-    if att is None or not att.source:
-        return out.text
-    chosen = {j: s for s, j in att.links}
-    words = att.target[:-1]  # without </s>
-    return " ".join(
-        f"{w}→{att.source[chosen[j]]}" if j in chosen else w for j, w in enumerate(words)
-    )
+    return out.text if att is None or not att.source else att.arrows()
 
 
 def render(outs: list[Output], args, start: int = 0) -> list[str]:
@@ -121,7 +114,7 @@ def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
                 print(f"error: {err}", file=sys.stderr, flush=True)
                 continue
             want_attention = args.show_attention and args.n_best == 1
-            outs = translator.run([line], args.n_best, attention=want_attention)
+            outs = translator.run([line], attention=want_attention)
             stdout.write("".join(x + "\n" for x in render(outs, args, number - 1)))
             stdout.flush()
     except KeyboardInterrupt:  # Ctrl-C ends the session as Ctrl-D does
@@ -133,18 +126,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def body() -> None:
-        options = decode_options(args)  # bad options fail before any input is read
-        check_n_best(options, args.n_best)
+        options, search = load_options(args), search_options(args)  # before any input is read
         check_threads(args.threads)
         check_output(args.output)
         configure_cpu(args.threads)
-        translator = Translator.load(args.checkpoints, options)  # a bad checkpoint, likewise
+        translator = Translator.load(args.checkpoints, options, search)  # a bad checkpoint, too
         from_terminal = args.input in (None, "-") and sys.stdin.isatty()
         if (args.interactive or from_terminal) and args.input in (None, "-") and not args.output:
             return interactive(translator, args)
         lines, _ = read_input(args.input)
         want_attention = args.show_attention and args.n_best == 1
-        outs = translator.run(lines, args.n_best, want_attention, progress=not args.quiet)
+        outs = translator.run(lines, attention=want_attention, progress=not args.quiet)
         text = "".join(x + "\n" for x in render(outs, args))
         if args.output:
             write_output(args.output, text)

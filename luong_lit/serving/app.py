@@ -71,9 +71,9 @@ class Api:
         lines = sentences(data, self.limits)
         s = settings(data, list(self.by_name), self.limits)
         model = self.by_name[s.model]
-        opts, n = request_options(model, s)
-        job = partial(decode_lines, model, opts=opts, n=n, attention=attention)
-        return model, n, await self.batcher.submit((attention, s), job, lines)
+        search = request_options(model, s)
+        job = partial(decode_lines, model, search=search, attention=attention)
+        return model, search.n_best, await self.batcher.submit((attention, s), job, lines)
 
     async def translate(self, request) -> dict:
         model, n, outs = await self.decode(request, attention=False)

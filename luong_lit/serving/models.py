@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from luong_lit.errors import UsageError
-from luong_lit.options import DecodeOptions
 from luong_lit.serving.requests import BadRequest, Settings
-from luong_lit.translator import AttentionMap, Output, Translator
+from luong_lit.translator import AttentionMap, LoadOptions, Output, SearchOptions, Translator
 
 NAMED = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
 
@@ -27,8 +26,7 @@ NAMED = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
 class ServedModel:
     name: str
     checkpoints: list[str]
-    translator: Translator
-    n_best: int = 1  # the server's own --n-best
+    translator: Translator  # its default search: the server's options
 
 
 def parse_model_specs(specs: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -47,35 +45,42 @@ def parse_model_specs(specs: Sequence[str]) -> list[tuple[str, list[str]]]:
     return [(m.group(1), m.group(2).split(",")) for m in named]
 
 
-def load_served(specs: Sequence[str], options: DecodeOptions, n_best: int = 1) -> list[ServedModel]:
-    """Every model ``specs`` names, loaded with the server's decoding options."""
+def load_served(
+    specs: Sequence[str], options: LoadOptions, search: SearchOptions
+) -> list[ServedModel]:
+    """Every model ``specs`` names, loaded with the server's options."""
     return [
-        ServedModel(name, paths, Translator.load(paths, options), n_best)
+        ServedModel(name, paths, Translator.load(paths, options, search))
         for name, paths in parse_model_specs(specs)
     ]
 
 
-def request_options(model: ServedModel, s: Settings) -> tuple[DecodeOptions, int]:
-    """The decoding options and n-best size of a request, checked before it is queued (a
-    request's beam is the beam decoded, even where the server runs the authors' decoder)."""
-    base = model.translator.options
-    changes = {k: v for k, v in (("beam", s.beam), ("replace_unk", s.replace_unk)) if v is not None}
+def health_info(search: SearchOptions) -> dict:
+    """The decoding a request gets by default, as ``/health`` tells the page: the beam decoded
+    (12 under the authors' decoder; 1: greedy), n-best and unknown-word replacement."""
+    beam = search.search().beam_size
+    kind = "authors" if search.authors_decoder else "beam" if beam > 1 else "greedy"
+    return {"search": kind, "beam": beam, "n_best": search.n_best,
+            "replace_unk": search.replace_unk}  # fmt: skip
+
+
+def request_options(model: ServedModel, s: Settings) -> SearchOptions:
+    """A request's search, checked before it is queued (a request's beam is the beam decoded,
+    even where the server runs the authors' decoder)."""
+    changes = {k: v for k, v in dataclasses.asdict(s).items() if k != "model" and v is not None}
     if s.beam is not None:
         changes["authors_decoder"] = False
-    n = s.n_best or model.n_best
     try:
-        opts = dataclasses.replace(base, cli=False, **changes)
-        model.translator.search(opts, n)
+        return model.translator.search_options(**changes)
     except UsageError as err:
         raise BadRequest(400, str(err)) from None
-    return opts, n
 
 
 def decode_lines(
-    model: ServedModel, lines: list[str], opts: DecodeOptions, n: int, attention: bool
+    model: ServedModel, lines: list[str], search: SearchOptions, attention: bool
 ) -> list[Output]:
-    """The request's lines translated with its options (and the attention, if asked)."""
-    return model.translator.run(lines, n, attention=attention, options=opts)
+    """The request's lines translated with its search (and the attention, if asked)."""
+    return model.translator.run(lines, search, attention=attention)
 
 
 def translation_json(out: Output, n: int) -> Any:

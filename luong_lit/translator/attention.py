@@ -36,8 +36,20 @@ class AttentionMap:
     links: list[tuple[int, int]] = field(default_factory=list)
     replaced: dict[int, int] = field(default_factory=dict)
 
+    def arrows(self) -> str:
+        """The output's words, each with the source word its attention chose (``word→source``,
+        as OpenNMT-py's attention debug shows it), in the words the reader sees."""
+        chosen = {j: s for s, j in self.links}
+        words = self.target[:-1]  # without </s>
+        return " ".join(
+            f"{w}→{self.source[chosen[j]]}" if j in chosen else w for j, w in enumerate(words)
+        )
 
-EMPTY = AttentionMap([], [], [])  # an empty source: nothing was read, nothing attended to
+
+def empty_map() -> AttentionMap:
+    """The map of an empty source: nothing was read, nothing attended to (a new one each time:
+    the caller may fill it)."""
+    return AttentionMap([], [], [])
 
 
 def links_of(weights, n_words: int, content_based: bool, convention: str) -> list[tuple[int, int]]:

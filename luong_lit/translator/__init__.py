@@ -1,0 +1,17 @@
+"""The kit from Python: :func:`load` gives a :class:`Translator` of one checkpoint or an
+ensemble, with its load-time :class:`LoadOptions` and default :class:`SearchOptions`."""
+
+from luong_lit.translator.attention import AttentionMap
+from luong_lit.translator.options import BadOption, LoadOptions, SearchOptions
+from luong_lit.translator.translator import Output, Scored, Translator, load
+
+__all__ = [
+    "AttentionMap",
+    "BadOption",
+    "LoadOptions",
+    "Output",
+    "Scored",
+    "SearchOptions",
+    "Translator",
+    "load",
+]

@@ -1,0 +1,159 @@
+"""How a loaded model translates: what is fixed when it is loaded (:class:`LoadOptions`) apart
+from what each call may change (:class:`SearchOptions`), both typed and checked when made.
+
+``luong_lit.load`` takes both as keywords; ``translate``, ``evaluate`` and ``serve`` build them
+from their arguments. A bad value raises :class:`BadOption`, which names the option as Python
+does (``beam``); the command line names it as its flag (``--beam``, :meth:`BadOption.flagged`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from luong_lit.decoding.beam import AUTHORS, BeamConfig, parse_length_penalty
+from luong_lit.decoding.ensemble import COMBINE
+from luong_lit.decoding.unk import CONVENTIONS
+from luong_lit.decoding.workers import check_workers
+from luong_lit.engines import ENGINES, INT8_PARTS
+from luong_lit.errors import UsageError
+
+OVERLONG = ("truncate", "skip", "keep")
+
+
+class BadOption(UsageError):
+    """A bad value of one or more options. ``template`` names each option as ``{option}``."""
+
+    FLAGS = {"dictionary": "--dict"}  # where a flag is not the option's name
+
+    def __init__(self, template: str, *options: str) -> None:
+        self.template, self.options = template, options
+        super().__init__(template.format(**{o: o for o in options}))
+
+    def flagged(self) -> UsageError:
+        """The same message with the options named as the command line's flags."""
+        names = {o: self.FLAGS.get(o, "--" + o.replace("_", "-")) for o in self.options}
+        return UsageError(self.template.format(**names))
+
+
+def at_least(option: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise BadOption(f"{{{option}}} must be an integer >= {low}, got {value!r}", option)
+
+
+def one_of(option: str, value: Any, allowed) -> None:
+    if value not in allowed:
+        raise BadOption(f"{{{option}}} {value!r}: choose one of {', '.join(allowed)}", option)
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What is fixed when a model is loaded.
+
+    Computation: ``engine`` (``fast`` or ``reference``; the same translations), ``int8`` (the
+    fast engine's 8-bit products: ``output`` or ``all``; CPU, approximate), ``device``,
+    ``batch_size``, ``workers`` (forked one-thread decoding processes, CPU). Ensembles:
+    ``combine`` (``logits``, the authors' rule; ``log_probs``; ``probs``). Unknown words:
+    ``dictionary`` (a ``src tgt [prob]`` file), ``align_convention`` (``paper``, footnote 14, or
+    ``predicted``), how this model's attention is read. Input: ``pretokenized``,
+    ``max_src_len`` and ``overlong`` (``truncate``, ``skip`` or ``keep`` longer sources).
+    """
+
+    engine: str = "fast"
+    int8: str | None = None
+    device: str = "cpu"
+    combine: str = "logits"
+    dictionary: str | None = None
+    align_convention: str = "paper"
+    batch_size: int = 64
+    workers: int = 1
+    pretokenized: bool = False
+    max_src_len: int | None = None
+    overlong: str = "truncate"
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "workers"):
+            at_least(name, getattr(self, name), 1)
+        if self.max_src_len is not None:
+            at_least("max_src_len", self.max_src_len, 1)
+        one_of("combine", self.combine, COMBINE)
+        one_of("align_convention", self.align_convention, CONVENTIONS)
+        one_of("engine", self.engine, tuple(ENGINES))
+        one_of("overlong", self.overlong, OVERLONG)
+        if self.int8 is not None:
+            one_of("int8", self.int8, INT8_PARTS)
+            if self.engine != "fast":
+                raise BadOption(
+                    f"{{int8}} is a form of the fast engine, not of {self.engine}", "int8"
+                )
+        try:
+            check_workers(self.workers)
+        except ValueError as err:
+            raise BadOption(f"{{workers}}: {err}", "workers") from None
+        if self.workers > 1 and self.device != "cpu":
+            raise BadOption(
+                f"{{workers}} above 1 decodes on the CPU only (device {self.device})", "workers"
+            )
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """What each call may change: ``beam`` (1: greedy), ``n_best`` (the hypotheses kept),
+    ``length_penalty`` (None: raw scores, the paper; ``avg``; or a GNMT alpha),
+    ``max_len_ratio`` / ``min_len_ratio`` (output length bounds per source word; None: 1.5 plus
+    5 words, and 0), ``authors_decoder`` (beam 12, 100 finished, raw score, the authors' length
+    bounds) and ``replace_unk`` (unknown words replaced by their aligned source word, footnote
+    14)."""
+
+    beam: int = 5
+    n_best: int = 1
+    length_penalty: float | str | None = None
+    max_len_ratio: float | None = None
+    min_len_ratio: float | None = None
+    authors_decoder: bool = False
+    replace_unk: bool = False
+
+    def __post_init__(self) -> None:
+        at_least("beam", self.beam, 1)
+        at_least("n_best", self.n_best, 1)
+        self.search()  # the options make a search
+
+    def replace(self, **changes) -> SearchOptions:
+        """These options with ``changes``, checked."""
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            known = ", ".join(f.name for f in dataclasses.fields(self))
+            raise UsageError(f"unknown search option {unknown[0]!r}; the options: {known}")
+        return dataclasses.replace(self, **changes)
+
+    def search(self) -> BeamConfig:
+        """The search these options ask for; beam size 1 runs as greedy search with the same
+        length bounds."""
+        try:
+            penalty = parse_length_penalty(self.length_penalty)
+        except ValueError as err:
+            raise BadOption(f"{{length_penalty}}: {err}", "length_penalty") from None
+        if self.authors_decoder:
+            if penalty is not None:
+                raise BadOption(
+                    "{authors_decoder} ranks by raw score; leave out {length_penalty}",
+                    "authors_decoder", "length_penalty",
+                )  # fmt: skip
+            cfg = dataclasses.replace(AUTHORS, n_best=self.n_best)
+        else:
+            cfg = BeamConfig(beam_size=self.beam, n_best=self.n_best, length_penalty=penalty)
+        if self.n_best > cfg.beam_size:
+            raise BadOption(
+                f"{{n_best}} {self.n_best} needs a beam of at least {self.n_best} "
+                f"(the beam is {cfg.beam_size})", "n_best",
+            )  # fmt: skip
+        ratios = {"max_len_ratio": self.max_len_ratio, "min_len_ratio": self.min_len_ratio}
+        cfg = dataclasses.replace(cfg, **{k: v for k, v in ratios.items() if v is not None})
+        if cfg.min_len_ratio < 0 or cfg.min_len_ratio > cfg.max_len_ratio:
+            raise BadOption(
+                f"{{min_len_ratio}} {cfg.min_len_ratio} and {{max_len_ratio}} "
+                f"{cfg.max_len_ratio} must be at least 0, the first no larger than the second",
+                "min_len_ratio", "max_len_ratio",
+            )  # fmt: skip
+        return cfg

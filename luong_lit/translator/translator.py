@@ -1,0 +1,280 @@
+"""The kit from Python: a trained model (or ensemble) with its text handling and its decoder.
+
+    import luong_lit
+
+    model = luong_lit.load("RUN/checkpoints/best.ckpt", beam=5)
+    model.translate(["A man rides a bike."])       # ['Ein Mann fährt Fahrrad.']
+    model.n_best(["A man rides a bike."], 3)       # [[Scored(text=..., score=...), ...]]
+    model.attention("A man rides a bike.")         # tokens, a_t of every step, p_t, links
+    model.score(["A man rides a bike."], ["Ein Mann fährt Fahrrad."])   # log-probabilities
+    model.align(["A man rides a bike."], ["Ein Mann fährt Fahrrad."])   # (source, target) links
+
+Text goes in as it is written and comes out natural: it is made the way the model's training
+text was (:mod:`luong_lit.data.text.model_text`), and the output detokenised and recased. The
+``translate``, ``evaluate``, ``align`` and ``serve`` commands run through the same objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from luong_lit.checkpoint import load_models
+from luong_lit.data.loading.model_data import model_text
+from luong_lit.data.text.dictionary import load_dictionary
+from luong_lit.data.text.model_text import Source
+from luong_lit.data.vocab import BOS, PAD, UNK
+from luong_lit.decoder import Decoder
+from luong_lit.decoding.corpus import Translation
+from luong_lit.decoding.unk import replace_unks, word_alignment
+from luong_lit.errors import UsageError
+from luong_lit.translator.attention import AttentionMap, attention_map, empty_map
+from luong_lit.translator.options import LoadOptions, SearchOptions
+
+log = logging.getLogger("luong_lit.translate")
+
+
+class Scored(NamedTuple):
+    """A translation and its score (the sum of its words' log-probabilities; None for greedy)."""
+
+    text: str
+    score: float | None
+
+
+@dataclass
+class Output:
+    """One input line translated: the best text, the ``n`` best with scores, whether the source
+    was cut to ``max_src_len``, and (when asked) the attention of the best translation."""
+
+    text: str
+    hypotheses: list[Scored]
+    truncated: bool = False
+    attention: AttentionMap | None = None
+
+
+class Rendered(NamedTuple):
+    """A hypothesis as text: the ``text``, the output ``words`` it shows (stray ``<s>`` and
+    ``<pad>`` left out), and ``replaced``: for each word filled in by unknown-word replacement,
+    the source word it came from."""
+
+    text: str
+    words: list[str]
+    replaced: dict[int, int]
+
+
+def split_options(options: dict) -> tuple[dict, dict]:
+    """Keyword options split into :class:`LoadOptions` and :class:`SearchOptions`; an unknown
+    one is refused with the names that exist."""
+    load_keys = {f.name for f in dataclasses.fields(LoadOptions)}
+    search_keys = {f.name for f in dataclasses.fields(SearchOptions)}
+    unknown = sorted(set(options) - load_keys - search_keys)
+    if unknown:
+        raise UsageError(
+            f"unknown option {unknown[0]!r}; load options: {', '.join(sorted(load_keys))}; "
+            f"search options: {', '.join(sorted(search_keys))}"
+        )
+    load = {k: v for k, v in options.items() if k in load_keys}
+    return load, {k: v for k, v in options.items() if k in search_keys}
+
+
+def load(checkpoints: str | os.PathLike | Sequence, **options) -> Translator:
+    """A :class:`Translator` for one checkpoint or an ensemble of several. ``options``: the
+    :class:`LoadOptions` (``device="cuda"``, ...) and the calls' default
+    :class:`SearchOptions` (``beam=5``, ...), as keywords."""
+    paths = [checkpoints] if isinstance(checkpoints, (str, os.PathLike)) else list(checkpoints)
+    load_kw, search_kw = split_options(options)
+    return Translator.load(paths, LoadOptions(**load_kw), SearchOptions(**search_kw))
+
+
+class Translator:
+    """A loaded model (or ensemble) with its text handling, its decoder and default search."""
+
+    def __init__(
+        self, model, src_vocab, tgt_vocab, meta: dict, options: LoadOptions,
+        search: SearchOptions | None = None,
+    ) -> None:  # fmt: skip
+        self.src_vocab, self.tgt_vocab, self.meta, self.options = (
+            src_vocab,
+            tgt_vocab,
+            meta,
+            options,
+        )
+        self.text = model_text(meta, options.pretokenized, src_vocab, tgt_vocab)
+        self.decoder = Decoder(model, tgt_vocab, engine=options.engine, int8=options.int8)
+        self.defaults = self.checked(search or SearchOptions())  # refused here if it cannot be
+        self.dictionary = load_dictionary(options.dictionary) if options.dictionary else None
+
+    @classmethod
+    def load(
+        cls, paths: Sequence, options: LoadOptions | None = None,
+        search: SearchOptions | None = None,
+    ) -> Translator:  # fmt: skip
+        options = options or LoadOptions()
+        model, src_vocab, tgt_vocab, metas = load_models(paths, options.combine, options.device)
+        return cls(model, src_vocab, tgt_vocab, metas[0], options, search)
+
+    @property
+    def model(self):
+        """The network (or ensemble)."""
+        return self.decoder.model
+
+    # ------------------------------------------------------------------ the API
+    def translate(self, texts: str | Sequence[str], progress: bool = False, **search) -> list[str]:
+        """The best translation of each text (one text: a list of one); ``search``: this call's
+        :class:`SearchOptions` (``beam=1``, ...)."""
+        opts = self.search_options(**search)
+        return [o.text for o in self.run(_lines(texts), opts, progress=progress)]
+
+    def n_best(self, texts: str | Sequence[str], n: int, **search) -> list[list[Scored]]:
+        """Exactly ``n`` scored translations of each text, best first (empty ones after the
+        search's own, and for an empty text)."""
+        return [
+            o.hypotheses for o in self.run(_lines(texts), self.search_options(n_best=n, **search))
+        ]
+
+    def attention(self, text: str, **search) -> AttentionMap:
+        """The attention of the best translation of ``text`` (see :class:`AttentionMap`)."""
+        return self.run([text], self.search_options(**search), attention=True)[0].attention
+
+    def score(self, src: str | Sequence[str], tgt: str | Sequence[str]) -> list[float]:
+        """``log p(tgt | src)`` of each pair: the sum over the target words and ``</s>``."""
+        src_ids, tgt_ids = self._ids(*self._pairs(src, tgt))
+        return [float(f.logprob.sum()) for f in self.decoder.forced(src_ids, tgt_ids, scores=True)]
+
+    def align(
+        self, src: str | Sequence[str], tgt: str | Sequence[str]
+    ) -> list[list[tuple[int, int]]]:
+        """``(source, target)`` word links of each pair by forced decoding (footnote 14's
+        convention, or ``align_convention``), in the tokens the model reads."""
+        convention = self.options.align_convention
+        links = self.alignments(*self._pairs(src, tgt), [convention])[convention]
+        return [sorted(x, key=lambda link: (link[1], link[0])) for x in links]
+
+    def alignments(
+        self, src_tokens, tgt_tokens, conventions: Sequence[str], members=None
+    ) -> dict[str, list[set[tuple[int, int]]]]:
+        """Links of pairs given in the model's tokens, under each of ``conventions`` (or, for an
+        ensemble, ``members``: one convention per member; :meth:`Decoder.alignments`)."""
+        return self.decoder.alignments(*self._ids(src_tokens, tgt_tokens), conventions, members)
+
+    # ------------------------------------------------------------------ the work
+    def search_options(self, **changes) -> SearchOptions:
+        """This translator's default search with ``changes``, checked against the model."""
+        return self.checked(self.defaults.replace(**changes) if changes else self.defaults)
+
+    def checked(self, search: SearchOptions) -> SearchOptions:
+        """``search``, refused if this model cannot decode with it: the beam cannot be wider
+        than the target vocabulary."""
+        beam = search.search().beam_size
+        if beam > len(self.tgt_vocab):
+            raise UsageError(
+                f"beam size {beam} is larger than the model's target vocabulary "
+                f"({len(self.tgt_vocab)} words)"
+            )
+        return search
+
+    def run(
+        self, lines: Sequence[str], search: SearchOptions | None = None, *,
+        attention: bool = False, progress: bool = False,
+    ) -> list[Output]:  # fmt: skip
+        """Translate ``lines`` with ``search`` (default: this translator's), keeping its
+        ``n_best`` hypotheses each, and the attention of the best if asked."""
+        opts = self.defaults if search is None else self.checked(search)
+        n, sources, cut = opts.n_best, *self._sources(lines)
+        out = self.decoder.decode(
+            [self.src_vocab.encode(s.tokens) for s in sources], search=opts.search(),
+            batch_size=self.options.batch_size, keep_attention=opts.replace_unk,
+            workers=self.options.workers, progress=progress,
+        )  # fmt: skip
+        results, best = [], []
+        for source, tr, was_cut in zip(sources, out, cut):
+            hyps = (
+                [tr] if n == 1 else [Translation(h.tokens, h.attention, h.score) for h in tr.n_best]
+            )
+            rendered = [self._render(source, h, opts) for h in hyps[:n]]
+            scored = [Scored(r.text, h.score) for r, h in zip(rendered, hyps)]
+            scored += [Scored("", 0.0)] * (n - len(scored))  # an empty input, a short list
+            results.append(Output(scored[0].text, scored, was_cut))
+            if attention:  # the best is the n-best list's first (an empty input has none)
+                best.append(rendered[0] if rendered else self._render(source, tr, opts))
+        if attention:
+            self._attach_attention(sources, best, results)
+        return results
+
+    def _sources(self, lines: Sequence[str]) -> tuple[list[Source], list[bool]]:
+        """Each line as the model reads it, cut (or dropped) beyond ``max_src_len``."""
+        sources = [self.text.source(x) for x in lines]
+        limit, overlong = self.options.max_src_len, self.options.overlong
+        cut = [bool(limit) and overlong != "keep" and len(s.tokens) > limit for s in sources]
+        if any(cut):
+            log.warning("%d input lines are longer than %d tokens (%s)", sum(cut), limit, overlong)
+        if overlong == "truncate":
+            sources = [
+                s._replace(tokens=s.tokens[:limit]) if c else s for s, c in zip(sources, cut)
+            ]
+        elif overlong == "skip":
+            sources = [s._replace(tokens=[]) if c else s for s, c in zip(sources, cut)]
+        return sources, cut
+
+    def _render(self, source: Source, hyp, opts: SearchOptions) -> Rendered:
+        """The text of a hypothesis, its words and where replaced words came from."""
+        words = [self.tgt_vocab.itos[i] for i in hyp.ids]
+        replaced = {}
+        if opts.replace_unk and UNK in words and hyp.attention is not None and source.tokens:
+            where = word_alignment(
+                hyp.attention, len(words), self.decoder.content_based, self.options.align_convention
+            )
+            replaced = {
+                i: where[i]
+                for i, w in enumerate(words)
+                if w == UNK and 0 <= where[i] < len(source.tokens)
+            }
+            words = replace_unks(words, source.tokens, where, self.dictionary, UNK)
+        kept = [i for i, w in enumerate(words) if w not in (PAD, BOS)]
+        words = [words[i] for i in kept]
+        replaced = {kept.index(i): s for i, s in replaced.items() if i in kept}
+        return Rendered(self.text.render(words, source) if words else "", words, replaced)
+
+    def _attach_attention(self, sources: list[Source], best: list[Rendered], results) -> None:
+        """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``
+        (over the words shown: stray ``<s>``/``<pad>`` symbols left out)."""
+        rows = [i for i, src in enumerate(sources) if src.tokens]
+        src_ids = [self.src_vocab.encode(sources[i].tokens) for i in rows]
+        tgt_ids = [self.tgt_vocab.encode(best[i].words) for i in rows]
+        eos = bool(getattr(self.model, "src_eos", False))  # (an ensemble: its words only)
+        forced = dict(zip(rows, self.decoder.forced(src_ids, tgt_ids, eos_slot=eos)))
+        D = getattr(getattr(self.model, "attention", None), "D", None)
+        for i, (source, shown, res) in enumerate(zip(sources, best, results)):
+            if i not in forced:
+                res.attention = empty_map()
+                continue
+            shown_target = self.text.show_target(shown.words, source)
+            res.attention = attention_map(
+                forced[i], self.text.show_source(source), shown_target,
+                len(source.tokens), content_based=self.decoder.content_based,
+                convention=self.options.align_convention, replaced=shown.replaced, D=D,
+                has_attention=self.decoder.has_attention,
+            )  # fmt: skip
+
+    def _pairs(self, src, tgt) -> tuple[list[list[str]], list[list[str]]]:
+        """Source and target texts as the model's tokens, pair by pair."""
+        srcs, tgts = _lines(src), _lines(tgt)
+        if len(srcs) != len(tgts):
+            raise UsageError(f"{len(srcs)} sources but {len(tgts)} targets")
+        src_words = [self.text.source(x).tokens for x in srcs]
+        if any(not s for s in src_words):
+            raise UsageError("every source needs at least one word")
+        return src_words, [self.text.target_tokens(x) for x in tgts]
+
+    def _ids(self, src_tokens, tgt_tokens) -> tuple[list[list[int]], list[list[int]]]:
+        return [self.src_vocab.encode(s) for s in src_tokens], [
+            self.tgt_vocab.encode(t) for t in tgt_tokens
+        ]
+
+
+def _lines(texts: str | Sequence[str]) -> list[str]:
+    return [texts] if isinstance(texts, str) else list(texts)
