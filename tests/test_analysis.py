@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import compose_cfg, tiny_overrides
+from conftest import compose_cfg, run_here, tiny_overrides
 from omegaconf import OmegaConf
 
 from luong_lit.decoding.forced import attention_links, forced_attention
@@ -295,25 +295,25 @@ def test_report_puts_runs_beside_the_paper(runs, tmp_path):
     assert res.returncode == 2 and "not a luong_lit run directory" in res.stderr
 
 
-def test_align_reads_each_member_under_the_convention_given(runs, tmp_path, capsys):
-    from luong_lit.commands.align import main
-
+def test_align_reads_each_member_under_the_convention_given(runs, tmp_path):
     src, tgt, gold = tmp_path / "s.txt", tmp_path / "t.txt", tmp_path / "g.talp"
     src.write_text("a b c\nd e\n", encoding="utf-8")
     tgt.write_text("A B C\nD E\n", encoding="utf-8")
     gold.write_text("1-1 2-2 3-3\n1-1 2-2\n", encoding="utf-8")
     ckpts = [str(runs[a] / "checkpoints" / "best.ckpt") for a in ("global", "local_p")]
     files = ["--src", str(src), "--tgt", str(tgt), "--gold", str(gold), "--out", str(tmp_path)]
-    assert main([*ckpts, *files, "--member-conventions", "paper,predicted"]) == 0
+    res = run_here(["align", *ckpts, *files, "--member-conventions", "paper,predicted"])
+    assert res.returncode == 0, res.stderr.decode()
     rep = json.loads((tmp_path / "align_ensemble.json").read_text())
     assert rep["convention"] == "per member: paper,predicted"
     assert rep["aer_by_convention"] == {rep["convention"]: rep["aer"]}
-    assert main([*ckpts, *files, "--member-conventions", "paper"]) == 2
-    err = capsys.readouterr().err
+    one = run_here(["align", *ckpts, *files, "--member-conventions", "paper"])
+    err = one.stderr.decode()
+    assert one.returncode == 2
     assert "--member-conventions 'paper'" in err and "each of the 2 checkpoints" in err
     both = ["--member-conventions", "paper,paper", "--align-convention", "predicted"]
-    assert main([*ckpts, *files, *both]) == 2
-    assert "not both" in capsys.readouterr().err
+    res = run_here(["align", *ckpts, *files, *both])
+    assert res.returncode == 2 and "not both" in res.stderr.decode()
 
 
 def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):

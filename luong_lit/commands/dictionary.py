@@ -13,15 +13,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from luong_lit.alignment.eflomal import eflomal_links
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.data.io import read_lines
-from luong_lit.data.text.dictionary import (
-    dictionary_from_links,
-    eflomal_links,
-    parse_links,
-    write_dictionary,
-)
+from luong_lit.data.text.dictionary import dictionary_from_links, parse_links, write_dictionary
 from luong_lit.errors import DataError
 
 

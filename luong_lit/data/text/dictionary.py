@@ -8,14 +8,13 @@ A dictionary maps a source word to its single best translation. It comes from
 * word-aligned parallel text: links are counted, pairs seen fewer than ``min_count`` times are
   dropped (the authors keep count ≥ 10), and each source word keeps the target word with the
   highest ``p(t|s)``. The links come from Pharaoh ``i-j`` lines or from eflomal
-  (``pip install eflomal``), run here on the given sentences.
+  (:mod:`luong_lit.alignment.eflomal`, ``pip install eflomal``).
 
 ``python -m luong_lit dictionary --src F --tgt F --out F`` builds one with eflomal.
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -77,36 +76,6 @@ def dictionary_from_links(
         if s_word not in best or (p, t_word) > best[s_word]:
             best[s_word] = (p, t_word)
     return {s: t for s, (_, t) in best.items()}
-
-
-def eflomal_links(
-    src: Sequence[Sequence[str]], tgt: Sequence[Sequence[str]], symmetrise: str = "intersect"
-) -> list[list[tuple[int, int]]]:
-    """Align tokenised sentence pairs with eflomal; ``intersect`` or ``forward`` links."""
-    try:
-        from eflomal import Aligner
-    except ImportError:
-        raise DataError(
-            "building a dictionary from a corpus needs eflomal: pip install eflomal"
-        ) from None
-    with tempfile.TemporaryDirectory() as tmp:
-        fwd, rev = Path(tmp) / "fwd", Path(tmp) / "rev"
-        Aligner().align(
-            [" ".join(s) for s in src],
-            [" ".join(t) for t in tgt],
-            links_filename_fwd=str(fwd),
-            links_filename_rev=str(rev),
-            quiet=True,
-        )
-        fwd_links = [
-            set(parse_links(x, str(fwd))) for x in fwd.read_text(encoding="utf-8").splitlines()
-        ]
-        rev_links = [
-            set(parse_links(x, str(rev))) for x in rev.read_text(encoding="utf-8").splitlines()
-        ]
-    if symmetrise == "forward":
-        return [sorted(f) for f in fwd_links]
-    return [sorted(f & r) for f, r in zip(fwd_links, rev_links)]
 
 
 def write_dictionary(dictionary: dict[str, str], path: str | Path) -> None:
