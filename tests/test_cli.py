@@ -60,7 +60,7 @@ def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
 
 
 def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_path):
-    from luong_lit.evaluation import split_bleu
+    from luong_lit.decoder import Decoder
     from luong_lit.metrics.perplexity import perplexity
     from luong_lit.training.build import build
 
@@ -88,7 +88,9 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
     for name in ("a", "b"):
         split = dm.splits[name]
         assert res[f"test/{name}/ppl"] == pytest.approx(perplexity(net, split.examples()), rel=1e-4)
-        direct = split_bleu(net, split, dm.tgt_vocab, BeamConfig(beam_size=3), 64, None, True)
+        direct = Decoder(net, dm.tgt_vocab).split_bleu(
+            split, search=BeamConfig(beam_size=3), batch_size=64, replace_unk=True
+        )
         assert res[f"test/{name}/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-6)
         assert res[f"test/{name}/bleu_unk_beam"] == pytest.approx(direct["bleu_unk"], abs=1e-6)
 
@@ -415,7 +417,7 @@ def test_sentencepiece_model_translates_raw_text(toy_corpus, tmp_path, monkeypat
 
 
 def test_evaluate_says_bleu_compares_lowercased_text_for_a_lowercased_corpus():
-    from luong_lit.commands.evaluate import compared, markdown
+    from luong_lit.evaluation import compared, markdown
 
     meta = {"data": {"dataset": "multi30k", "variant": "tok", "tokenizer": "none"}}
     assert compared(meta).startswith("lowercased text")

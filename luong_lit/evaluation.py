@@ -1,0 +1,139 @@
+"""A checkpoint (or an ensemble) evaluated on a named test set, as ``evaluate`` reports it.
+
+Perplexity, BLEU before and after unknown-word replacement (tokenised BLEU as multi-bleu.perl
+computes it, and detokenised sacreBLEU 13a), how good the replacements were, BLEU by source
+length (Figure 6) and sample translations in the style of Table 5; as a dict (the JSON report)
+and as Markdown. The translations come from the translator's decoder, as every command's do.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from luong_lit.data.loading.model_data import load_split, model_recipe
+from luong_lit.metrics.bleu import bleu_lines, bleu_scores
+from luong_lit.metrics.buckets import bleu_by_length, markdown_table
+from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
+from luong_lit.metrics.unk_quality import replacement_quality
+
+
+def samples(split, plain, replaced, n: int) -> list[dict]:
+    """Table 5 style: source, reference, and the output before and after unk replacement."""
+    picked = [i for i, (a, b) in enumerate(zip(plain, replaced)) if a != b][:n]
+    picked += [i for i in range(len(plain)) if i not in picked][: n - len(picked)]
+    return [
+        {
+            "src": " ".join(split.src_tokens[i]),
+            "ref": " ".join(split.tgt_tokens[i]),
+            "best": " ".join(plain[i]),
+            "best_unk_replaced": " ".join(replaced[i]),
+        }
+        for i in sorted(picked)
+    ]
+
+
+def compared(meta: dict) -> str:
+    """What BLEU compares: lowercased text when the model's corpus is lowercased (both the
+    output and the references are then), else the text as cased."""
+    lowercase = model_recipe(meta).lowercase
+    return "lowercased text (the model's corpus is lowercased)" if lowercase else "cased text"
+
+
+def _perplexities(translator, split) -> dict:
+    """Each member's perplexity; for an ensemble, its own distribution's too (its combine rule,
+    through its steps)."""
+    nets = list(getattr(translator.model, "members", [translator.model]))
+    engine = translator.decoder.engine
+    out = {"ppl": [perplexity(n, split.examples(), batch_nll=engine.nll) for n in nets]}
+    if len(nets) > 1:
+        out["ppl_ensemble"] = stepwise_perplexity(
+            translator.decoder.float_stepper, split.examples()
+        )
+    return out
+
+
+def evaluate(
+    translator, test: str, *, decoding: dict, n_samples: int = 5, progress: bool = False
+) -> dict:
+    """The report of ``translator`` on its corpus's test set ``test``, decoded with its default
+    search and unk replacement (``decoding``: what the report says it decoded with)."""
+    tr, opts = translator, translator.defaults
+    loaded = load_split(tr.meta, test, tr.src_vocab, tr.tgt_vocab)
+    split = loaded.split
+    report = {"test": test, **_perplexities(tr, split)}
+    out = tr.decoder.split(
+        split, search=opts.search(), batch_size=tr.options.batch_size, replace_unk=True,
+        dictionary=tr.dictionary, convention=tr.options.align_convention,
+        workers=tr.options.workers, progress=progress,
+    )  # fmt: skip
+    plain, replaced = out.words, out.replaced
+    refs = bleu_lines(split.tgt_tokens, loaded.tokenizer)
+    bleu = {"lang": loaded.lang, "tokenizer": loaded.tokenizer, "raw_refs": loaded.raw_refs}
+    report["decoding"] = decoding
+    report["bleu"] = bleu_scores(plain, refs, **bleu)
+    report["bleu_unk_replaced"] = bleu_scores(replaced, refs, **bleu)
+    report["detok_references"] = "raw" if loaded.raw_refs else "detokenised tokenised references"
+    report["compared"] = compared(tr.meta)
+    report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
+    report["unk_replacement"] = {
+        "by": "dictionary, else copy" if tr.options.dictionary else "copy",
+        **replacement_quality(plain, replaced, split.tgt_tokens, split.src_tokens),
+    }
+    report["length_buckets"] = bleu_by_length(
+        bleu_lines(replaced, loaded.tokenizer), refs, [len(s) for s in split.src_tokens]
+    )
+    report["samples"] = samples(split, plain, replaced, n_samples)
+    return report
+
+
+def unk_quality_line(q: dict) -> str:
+    if not q["unk"]:
+        return "Unknown-word replacement: no `<unk>` to replace."
+    return (
+        f"Unknown-word replacement ({q['by']}): {q['in_reference']} of {q['unk']} replaced words "
+        f"occur in the reference ({100 * q['precision']:.1f} %); at most {q['could']} "
+        f"({100 * q['oracle']:.1f} %) could, from the sentence's source words."
+    )
+
+
+def markdown(report: dict) -> str:
+    b, u = report["bleu"], report["bleu_unk_replaced"]
+    ppl = ", ".join(f"{p:.2f}" for p in report["ppl"])
+    if "ppl_ensemble" in report:
+        ppl += f"; the ensemble: {report['ppl_ensemble']:.2f}"
+    lines = [
+        f"# Evaluation on {report['test']}",
+        "",
+        "Checkpoints: " + ", ".join(f"`{Path(c).name}`" for c in report["checkpoints"]),
+        "",
+        f"Perplexity: {ppl}",
+        "",
+        f"Decoding: {json.dumps(report['decoding'])}",
+        "",
+        f"| BLEU on {report.get('compared', 'cased text')} | before unk replacement | after |",
+        "|---|---:|---:|",
+        "| tokenised (multi-bleu.perl equivalent, ##AT## rejoined) "
+        f"| {b['bleu_tok']:.2f} | {u['bleu_tok']:.2f} |",
+        "| detokenised sacreBLEU 13a (mteval-v13a stand-in) "
+        f"| {b['bleu_detok']:.2f} | {u['bleu_detok']:.2f} |",
+        "",
+        f"`<unk>` words in the output: {report['unk_in_output']}",
+        "",
+        unk_quality_line(report["unk_replacement"]),
+        "",
+        "## BLEU by source length (Figure 6), after unk replacement",
+        "",
+        markdown_table(report["length_buckets"]),
+        "",
+        "## Sample translations (Table 5 style)",
+        "",
+    ]
+    for s in report["samples"]:
+        lines += [
+            f"- **src**: {s['src']}",
+            f"  - **ref**: {s['ref']}",
+            f"  - **best**: {s['best']}",
+            f"  - **best, unk replaced**: {s['best_unk_replaced']}",
+        ]
+    return "\n".join(lines) + "\n"
