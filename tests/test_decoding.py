@@ -10,13 +10,9 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from luong_lit.alignment.eflomal import eflomal_links
 from luong_lit.data.io import DataError
-from luong_lit.data.text.dictionary import (
-    dictionary_from_links,
-    eflomal_links,
-    load_dictionary,
-    parse_links,
-)
+from luong_lit.data.text.dictionary import dictionary_from_links, load_dictionary, parse_links
 from luong_lit.data.vocab import Vocab
 from luong_lit.decoding import greedy_decode
 from luong_lit.decoding.beam import BeamConfig, beam_search

@@ -586,7 +586,9 @@ def test_shown_attention_and_n_best_lists_show_the_words_the_user_sees(
 
     plain = luong_lit.load(lowercase_model, beam=3, replace_unk=True)
     meta = {**plain.meta, "preprocess": {**plain.meta["preprocess"], "escape": True}}
-    tr = api.Translator(plain.model, plain.src_vocab, plain.tgt_vocab, meta, plain.options)
+    tr = api.Translator(
+        plain.model, plain.src_vocab, plain.tgt_vocab, meta, plain.options, plain.defaults
+    )
     typed = '"Mary" b'  # tokens: &quot; mary &quot; b; the model knows only b
     assert tr.text.source(typed).tokens == ["&quot;", "mary", "&quot;", "b"]
     ids = [UNK_ID, UNK_ID, tr.tgt_vocab.stoi["B"]]  # the toy targets are upper-case

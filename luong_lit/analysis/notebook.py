@@ -205,11 +205,11 @@ def heatmaps_side_by_side(runs: Sequence[Path], sentence: int = 0, max_len: int 
     panels, words = [], None
     for run in runs:
         model, dm = load_run_model(run)
-        if not model.stepper.has_attention:
+        if not model.decoder.has_attention:
             continue
         dev = dm.splits["dev"]
         src_ids, tgt_ids = dev.src_ids[sentence][:max_len], dev.tgt_ids[sentence][:max_len]
-        panels += heatmap_panels({run_label(run): model.stepper}, src_ids, tgt_ids)
+        panels += heatmap_panels({run_label(run): model.decoder.stepper}, src_ids, tgt_ids)
         words = (dev.src_tokens[sentence][:max_len], dev.tgt_tokens[sentence][:max_len])
     if not panels:
         raise ValueError("none of the runs has an attention model")
