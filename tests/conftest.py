@@ -28,6 +28,15 @@ SHARED_DATA = Path(
 WORDS = "a b c d e f g h i j".split()
 
 
+def small_model(**options):
+    """A small :class:`~luong_lit.nn.Seq2Seq` for tests: 20-word vocabularies and two layers of
+    8 units unless ``options`` (its keyword arguments) say otherwise."""
+    from luong_lit.nn import Seq2Seq
+
+    sizes = {"src_vocab_size": 20, "tgt_vocab_size": 20, "embed_size": 8, "hidden_size": 8}
+    return Seq2Seq(**{**sizes, "num_layers": 2, **options})
+
+
 def write_corpus(root: Path, name: str, n: int, seed: int, reverse: bool = False) -> dict[str, str]:
     """A toy copy (or reverse) task: target = source (reversed), 3–7 words from 10."""
     rng = random.Random(seed)

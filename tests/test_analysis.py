@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import compose_cfg, run_here, tiny_overrides
+from conftest import compose_cfg, run_here, small_model, tiny_overrides
 from omegaconf import OmegaConf
 
 from luong_lit.decoding.forced import attention_links, forced_attention
@@ -25,7 +25,7 @@ from luong_lit.metrics.aer import (
     read_talp,
     tail_share,
 )
-from luong_lit.nn import Alignment, Memory, Seq2Seq
+from luong_lit.nn import Alignment, Memory
 from luong_lit.nn.decoder import DecoderState
 from luong_lit.training.run import train
 
@@ -140,8 +140,8 @@ def test_alignment_extraction_on_a_forced_pattern(content_based):
 
 def test_alignments_of_a_reversed_model_are_in_original_source_order():
     torch.manual_seed(0)
-    rev = Seq2Seq(20, 20, 8, 8, 2, 0.0, "global", "general", True, reverse_source=True).eval()
-    fwd = Seq2Seq(20, 20, 8, 8, 2, 0.0, "global", "general", True, reverse_source=False).eval()
+    rev = small_model(reverse_source=True).eval()
+    fwd = small_model(reverse_source=False).eval()
     fwd.load_state_dict(rev.state_dict())
     src, tgt = [[4, 9, 13, 7, 11], [5, 6, 8]], [[10, 12, 14], [15, 4]]
     a_rev = forced_attention(rev, src, tgt)
@@ -156,10 +156,7 @@ def test_ensemble_alignment_is_the_sum_of_its_members_attention():
     from luong_lit.decoding.ensemble import Ensemble
 
     torch.manual_seed(1)
-    members = [
-        Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", True).eval()
-        for att in ("global", "local_m", "local_p")
-    ]
+    members = [small_model(attention=att).eval() for att in ("global", "local_m", "local_p")]
     src, tgt = [[4, 9, 13, 7, 11, 6, 5], [5, 6, 8]], [[10, 12, 14, 4], [15, 4]]
     summed = forced_attention(Ensemble(members), src, tgt)
     parts = [forced_attention(m, src, tgt) for m in members]
@@ -173,10 +170,7 @@ def test_member_links_with_one_convention_equal_the_ensembles_own_links():
     from luong_lit.decoding.forced import member_links
 
     torch.manual_seed(3)
-    members = [
-        Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", True).eval()
-        for att in ("global", "local_m", "local_p")
-    ]
+    members = [small_model(attention=att).eval() for att in ("global", "local_m", "local_p")]
     src = [[4, 9, 13, 7, 11, 6, 5], [5, 6, 8], [7, 7, 9, 12]]
     tgt = [[10, 12, 14, 4], [15, 4], [6, 9, 9, 11, 13]]
     for conv in ("paper", "predicted"):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import small_model
 
 from luong_lit.checkpoint import CheckpointError, average_checkpoints, load_model
 from luong_lit.commands.average import main
 from luong_lit.data.vocab import SPECIALS
-from luong_lit.nn import Seq2Seq
 
 NET = {
     "_target_": "luong_lit.nn.Seq2Seq",
@@ -24,7 +24,7 @@ SRC, TGT = list(SPECIALS) + list("abcde"), list(SPECIALS) + list("ABCDEF")
 def _save(path, seed, net_cfg=NET, tgt=TGT):
     torch.manual_seed(seed)
     cfg = {k: v for k, v in net_cfg.items() if k != "_target_"}
-    net = Seq2Seq(len(SRC), len(tgt), **cfg)
+    net = small_model(src_vocab_size=len(SRC), tgt_vocab_size=len(tgt), **cfg)
     state = {f"net.{k}": v for k, v in net.state_dict().items()}
     torch.save(
         {

@@ -6,11 +6,12 @@ import math
 
 import pytest
 import torch
+from conftest import small_model
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding import greedy_decode
 from luong_lit.decoding.beam import BeamConfig, beam_search, parse_length_penalty
-from luong_lit.nn import Memory, Seq2Seq
+from luong_lit.nn import Memory
 from luong_lit.nn.decoder import DecoderState
 
 A, B_ = 4, 5  # two ordinary words; ids 0-3 are <pad> <unk> <s> </s>
@@ -140,7 +141,7 @@ def test_length_penalty_settings_parse_or_name_the_bad_value():
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    return Seq2Seq(20, 20, 16, 16, 2, 0.0, "global", "general", True).eval()
+    return small_model(embed_size=16, hidden_size=16).eval()
 
 
 def _batch(n=5, S=7, seed=0):
@@ -175,7 +176,9 @@ def test_a_model_without_attention_keeps_its_unks():
     from luong_lit.decoding.unk import replace_in_hypothesis
 
     torch.manual_seed(0)
-    none = Seq2Seq(20, 20, 16, 16, 1, 0.0, "none", None, False).eval()
+    none = small_model(
+        embed_size=16, hidden_size=16, num_layers=1, attention="none", score=None, feed_input=False
+    ).eval()
     out = decode_corpus(none, [[5, 6, 7], [8, 9]], 2, BeamConfig(beam_size=3), keep_attention=True)
     assert all(t.attention is None for t in out)
     words = ["x", "<unk>", "y"]

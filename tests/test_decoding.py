@@ -8,6 +8,7 @@ import os
 
 import pytest
 import torch
+from conftest import small_model
 from torch.nn import functional as F
 
 from luong_lit.alignment.eflomal import eflomal_links
@@ -20,12 +21,19 @@ from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
 from luong_lit.decoding.ensemble import Ensemble, EnsembleError
 from luong_lit.decoding.unk import replace_unks, word_alignment
 from luong_lit.decoding.workers import imap_workers
-from luong_lit.nn import Seq2Seq
 
 
 def _net(seed, attention="global", score="general", feed=True, V=20):
     torch.manual_seed(seed)
-    return Seq2Seq(V, V, 16, 16, 2, 0.0, attention, score, feed).eval()
+    return small_model(
+        src_vocab_size=V,
+        tgt_vocab_size=V,
+        embed_size=16,
+        hidden_size=16,
+        attention=attention,
+        score=score,
+        feed_input=feed,
+    ).eval()
 
 
 def _batch(n=4, S=6):
@@ -108,7 +116,7 @@ def test_word_alignment_follows_footnote_14():
 def test_greedy_unk_replacement_of_a_translation_cut_at_the_length_limit():
     """A greedy output that hits its length limit still gets its ``<unk>`` replaced."""
     vocab = Vocab(["<pad>", "<unk>", "<s>", "</s>", "x"])
-    net = Seq2Seq(5, 5, 8, 8, 1).eval()
+    net = small_model(src_vocab_size=5, tgt_vocab_size=5, num_layers=1).eval()
     with torch.no_grad():
         net.decoder.W_s.weight.zero_()
         net.decoder.W_s.bias.copy_(torch.tensor([0.0, 5.0, 0.0, -5.0, 0.0]))  # always <unk>
@@ -255,7 +263,9 @@ def test_worker_processes_keep_order_and_a_dead_worker_is_an_error_not_a_hang():
 def test_decoding_a_source_eos_model_attends_over_the_words(attention, score):
     """With ``src_eos`` the encoder reads one slot more; decoders report the S words only."""
     torch.manual_seed(0)
-    net = Seq2Seq(20, 20, 16, 16, 2, 0.0, attention, score, True, src_eos=True).eval()
+    net = small_model(
+        embed_size=16, hidden_size=16, attention=attention, score=score, src_eos=True
+    ).eval()
     src, src_len = _batch()
     hyps, attn = greedy_decode(net, src, src_len, return_attention=True)
     beams = beam_search(net, src, src_len, BeamConfig(beam_size=3), keep_attention=True)

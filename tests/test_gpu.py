@@ -6,13 +6,12 @@ import copy
 
 import pytest
 import torch
-from conftest import compose_cfg, tiny_overrides
+from conftest import compose_cfg, small_model, tiny_overrides
 
 from luong_lit.data.loading.batching import Batch
 from luong_lit.decoding.beam import BeamConfig, beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.engines import ENGINES
-from luong_lit.nn import Seq2Seq
 from luong_lit.training.run import train
 
 pytestmark = [
@@ -38,7 +37,9 @@ def toy_batch(seed: int = 0) -> Batch:
 @pytest.mark.parametrize("engine", list(ENGINES))
 def test_loss_and_gradients_match_the_cpu(att, engine):
     torch.manual_seed(0)
-    cpu = Seq2Seq(V, V, 16, 16, 2, 0.0, att, "general", True).double()
+    cpu = small_model(
+        src_vocab_size=V, tgt_vocab_size=V, embed_size=16, hidden_size=16, attention=att
+    ).double()
     gpu = copy.deepcopy(cpu).cuda()
     batch, engine = toy_batch(), ENGINES[engine]()
     losses = []
@@ -54,7 +55,13 @@ def test_loss_and_gradients_match_the_cpu(att, engine):
 @pytest.mark.parametrize("att", ["global", "local_p"])
 def test_decoding_on_the_gpu_gives_the_cpu_output(att):
     torch.manual_seed(1)
-    cpu = Seq2Seq(V, V, 16, 16, 2, 0.0, att, "general", True).double().eval()
+    cpu = (
+        small_model(
+            src_vocab_size=V, tgt_vocab_size=V, embed_size=16, hidden_size=16, attention=att
+        )
+        .double()
+        .eval()
+    )
     gpu = copy.deepcopy(cpu).cuda()
     b = toy_batch(seed=1)
     g = b.to("cuda")
@@ -76,7 +83,14 @@ def test_decoding_on_the_gpu_gives_the_cpu_output(att):
 def test_bf16_autocast_training_step_is_finite_and_close(att, feed):
     """bf16 mixed precision (the GPU check's second setting) stays near the fp32 loss."""
     torch.manual_seed(2)
-    net = Seq2Seq(V, V, 32, 32, 2, 0.0, att, "general", feed).cuda()
+    net = small_model(
+        src_vocab_size=V,
+        tgt_vocab_size=V,
+        embed_size=32,
+        hidden_size=32,
+        attention=att,
+        feed_input=feed,
+    ).cuda()
     b = toy_batch(seed=2).to("cuda")
     engine = ENGINES["fast"]()
     with torch.no_grad():

@@ -7,12 +7,11 @@ import copy
 
 import pytest
 import torch
-from conftest import compose_cfg, tiny_overrides
+from conftest import compose_cfg, small_model, tiny_overrides
 
 from luong_lit.data.loading.batching import pad_batch
 from luong_lit.engines import FastEngine
 from luong_lit.engines.graphs import GraphedSteps
-from luong_lit.nn import Seq2Seq
 from luong_lit.nn.fast.static import static_nll
 from luong_lit.training.run import train
 
@@ -61,7 +60,9 @@ def assert_replays_match_eager(steps, net, eager, dtype: str, tol: dict) -> None
 @pytest.mark.parametrize("bias", [True, False])  # False, bf16: the left-padded encoder
 def test_replayed_graph_gives_the_eager_loss_and_gradients(att, dtype, bias):
     torch.manual_seed(0)
-    net = Seq2Seq(V, V, 32, 32, 2, 0.0, att, "general", True, bias=bias).cuda()
+    net = small_model(
+        src_vocab_size=V, tgt_vocab_size=V, embed_size=32, hidden_size=32, attention=att, bias=bias
+    ).cuda()
     eager = copy.deepcopy(net)
     tol = {"fp32": {"rtol": 1e-5, "atol": 1e-5}, "bf16": {"rtol": 2e-2, "atol": 2e-2}}[dtype]
     assert_replays_match_eager(graphed(net), net, eager, dtype, tol)
@@ -73,7 +74,14 @@ def test_a_compiled_step_in_the_graph_gives_the_eager_loss_and_gradients(dtype):
     from luong_lit.nn.fast.static import decoder_step
 
     torch.manual_seed(0)
-    net = Seq2Seq(V, V, 32, 32, 2, 0.0, "local_p", "general", True, bias=False).cuda()
+    net = small_model(
+        src_vocab_size=V,
+        tgt_vocab_size=V,
+        embed_size=32,
+        hidden_size=32,
+        attention="local_p",
+        bias=False,
+    ).cuda()
     eager = copy.deepcopy(net)
     tol = {"fp32": {"rtol": 1e-4, "atol": 1e-4}, "bf16": {"rtol": 2e-2, "atol": 2e-2}}[dtype]
     steps = graphed(net, step=torch.compile(decoder_step))
@@ -82,7 +90,11 @@ def test_a_compiled_step_in_the_graph_gives_the_eager_loss_and_gradients(dtype):
 
 def test_dropout_masks_differ_between_replays():
     torch.manual_seed(0)
-    net = Seq2Seq(V, V, 32, 32, 2, 0.5, "global", "general", True).cuda().train()
+    net = (
+        small_model(src_vocab_size=V, tgt_vocab_size=V, embed_size=32, hidden_size=32, dropout=0.5)
+        .cuda()
+        .train()
+    )
     steps = graphed(net, 0.0)
     b = inputs(ragged(1))
     losses = [float(steps(b)[0]) for _ in range(4)]  # same batch, same weights
@@ -94,7 +106,11 @@ def test_capturing_draws_no_dropout_masks():
     step leaves it, with the eager step's masks: where graphs are captured (again after a
     resume) does not change a run's dropout."""
     torch.manual_seed(0)
-    net = Seq2Seq(V, V, 32, 32, 2, 0.5, "global", "general", True).cuda().train()
+    net = (
+        small_model(src_vocab_size=V, tgt_vocab_size=V, embed_size=32, hidden_size=32, dropout=0.5)
+        .cuda()
+        .train()
+    )
     b = ragged(1)
     torch.cuda.manual_seed(7)
     ref = static_nll(net, *inputs(b).values(), 0.0)[0]  # the same fixed-shape loss, eager

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import small_model
 
 from luong_lit.data.loading.batching import collate
 from luong_lit.decoding import greedy_decode
-from luong_lit.nn import Seq2Seq
 from luong_lit.nn.loss import token_nll
 
 
@@ -27,7 +27,15 @@ def sample(n: int, g: torch.Generator):
 def test_copy_task_learns_with_diagonal_attention(attention, score):
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
-    model = Seq2Seq(14, 14, 32, 64, 1, 0.0, attention, score, feed_input=True)
+    model = small_model(
+        src_vocab_size=14,
+        tgt_vocab_size=14,
+        embed_size=32,
+        hidden_size=64,
+        num_layers=1,
+        attention=attention,
+        score=score,
+    )
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     for _ in range(300):
         batch = collate(sample(32, g))

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 import sacrebleu
 import torch
+from conftest import small_model
 from torch.nn import functional as F
 
 from luong_lit.data.loading.batching import collate
@@ -16,7 +17,6 @@ from luong_lit.metrics.bleu import rejoin_hyphens
 from luong_lit.metrics.buckets import bucket_label, plot_bleu_by_length, tick_labels
 from luong_lit.metrics.perplexity import perplexity
 from luong_lit.metrics.unk_quality import replacement_quality
-from luong_lit.nn import Seq2Seq
 
 
 def multi_bleu(hyps, refs):
@@ -129,7 +129,7 @@ def test_seeds_bleu_by_length_is_their_mean_per_bucket(tmp_path):
 
 def test_perplexity_is_exp_of_mean_token_nll():
     torch.manual_seed(0)
-    net = Seq2Seq(12, 12, 8, 8, 1, 0.0, "global", "dot", True).eval()
+    net = small_model(src_vocab_size=12, tgt_vocab_size=12, num_layers=1, score="dot").eval()
     examples = [(0, [4, 5, 6], [7, 8]), (1, [9, 10], [11, 4, 5])]
     nll, tokens = 0.0, 0
     for ex in examples:  # one sentence at a time, with F.cross_entropy
@@ -174,7 +174,12 @@ def test_stepwise_perplexity_equals_teacher_forced_and_scores_ensembles(attentio
     from luong_lit.metrics.perplexity import stepwise_perplexity
 
     torch.manual_seed(0)
-    nets = [Seq2Seq(12, 12, 8, 8, 2, 0.0, attention, "general", feed).eval() for _ in range(2)]
+    nets = [
+        small_model(
+            src_vocab_size=12, tgt_vocab_size=12, attention=attention, feed_input=feed
+        ).eval()
+        for _ in range(2)
+    ]
     examples = [(0, [4, 5, 6, 7], [7, 8]), (1, [9, 10], [11, 4, 5, 6]), (2, [5], [4])]
     assert stepwise_perplexity(nets[0], examples, 2) == pytest.approx(
         perplexity(nets[0], examples), rel=1e-5
@@ -204,7 +209,10 @@ def test_int8_decoding_leaves_stepwise_scoring_on_the_float_weights():
     from luong_lit.metrics.perplexity import stepwise_perplexity
 
     torch.manual_seed(0)
-    nets = [Seq2Seq(40, 40, 16, 16, 2, 0.0, "global", "general", True).eval() for _ in range(2)]
+    nets = [
+        small_model(src_vocab_size=40, tgt_vocab_size=40, embed_size=16, hidden_size=16).eval()
+        for _ in range(2)
+    ]
     examples = [
         (
             i,

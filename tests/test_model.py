@@ -6,10 +6,11 @@ import itertools
 
 import pytest
 import torch
+from conftest import small_model
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from luong_lit.nn import ConfigError, Seq2Seq
+from luong_lit.nn import ConfigError
 from luong_lit.nn.encoder import reverse_index
 from luong_lit.nn.fast.lstm import ragged_lstm
 from luong_lit.nn.fast.model import fast_forward
@@ -36,7 +37,9 @@ def batch(B=3, S=7, T=6, V=20, seed=0):
 @pytest.mark.parametrize("reverse", [False, True])
 def test_stepwise_decoding_equals_teacher_forcing(att, score, feed, reverse):
     torch.manual_seed(0)
-    model = Seq2Seq(20, 20, 8, 8, 2, 0.3, att, score, feed, reverse).eval()
+    model = small_model(
+        dropout=0.3, attention=att, score=score, feed_input=feed, reverse_source=reverse
+    ).eval()
     src, src_len, tgt = batch()
     h_tilde, dense = model(src, src_len, tgt, return_attention=att != "none")
     memory, state = model.encode(src, src_len)
@@ -54,7 +57,7 @@ def test_ragged_targets_equal_one_sentence_at_a_time(att):
     """Rows that end early drop out of the fast engine's input-feeding loop; the rest must not
     notice, and the ended rows' outputs are zeros."""
     torch.manual_seed(0)
-    model = Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", True).eval()
+    model = small_model(attention=att).eval()
     src, src_len, tgt = batch(T=6)
     tgt_len = torch.tensor([3, 6, 1])  # unsorted, with padding
     tgt[torch.arange(6) >= tgt_len.unsqueeze(1)] = 0
@@ -104,7 +107,7 @@ def test_reverse_index_is_an_involution():
 
 def test_reversed_encoder_reads_backwards_but_returns_original_order():
     torch.manual_seed(0)
-    model = Seq2Seq(20, 20, 8, 8, 1, 0.0, "global", "dot", True, reverse_source=True).eval()
+    model = small_model(num_layers=1, score="dot", reverse_source=True).eval()
     src, src_len, _ = batch()
     h_bar, (h, _) = model.encoder(src, src_len)
     for b in range(3):
@@ -117,23 +120,48 @@ def test_reversed_encoder_reads_backwards_but_returns_original_order():
 
 
 def test_parameters_initialised_uniformly():
-    model = Seq2Seq(30, 30, 16, 16, 2, 0.0, "local_p", "general", True)
+    model = small_model(
+        src_vocab_size=30, tgt_vocab_size=30, embed_size=16, hidden_size=16, attention="local_p"
+    )
     for p in model.parameters():
         assert p.abs().max() <= 0.1
 
 
 def test_invalid_combinations_raise_clear_errors():
     with pytest.raises(ConfigError, match="attention=local_p score=location"):
-        Seq2Seq(10, 10, 4, 4, 1, 0.0, "local_p", "location")
+        small_model(
+            src_vocab_size=10,
+            tgt_vocab_size=10,
+            embed_size=4,
+            hidden_size=4,
+            num_layers=1,
+            attention="local_p",
+            score="location",
+        )
     with pytest.raises(ConfigError, match="attention=none feed_input=true"):
-        Seq2Seq(10, 10, 4, 4, 1, 0.0, "none", None, feed_input=True)
+        small_model(
+            src_vocab_size=10,
+            tgt_vocab_size=10,
+            embed_size=4,
+            hidden_size=4,
+            num_layers=1,
+            attention="none",
+            score=None,
+        )
     with pytest.raises(ConfigError, match="score='cosine' is unknown"):
-        Seq2Seq(10, 10, 4, 4, 1, 0.0, "global", "cosine")
+        small_model(
+            src_vocab_size=10,
+            tgt_vocab_size=10,
+            embed_size=4,
+            hidden_size=4,
+            num_layers=1,
+            score="cosine",
+        )
 
 
 def test_dropout_only_in_training_and_on_layer_inputs():
     torch.manual_seed(0)
-    model = Seq2Seq(20, 20, 8, 8, 2, 0.5, "global", "general", True)
+    model = small_model(dropout=0.5)
     src, src_len, tgt = batch()
     model.eval()
     a, _ = model(src, src_len, tgt)
@@ -146,9 +174,9 @@ def test_dropout_only_in_training_and_on_layer_inputs():
 
 def test_init_schemes_and_hidden_dropout_options():
     torch.manual_seed(0)
-    uni = Seq2Seq(20, 20, 8, 8, 2, init_scale=0.1)
+    uni = small_model(init_scale=0.1)
     assert all(p.abs().max() <= 0.1 for p in uni.parameters())
-    xav = Seq2Seq(20, 20, 8, 8, 2, init="xavier", forget_bias=1.0)
+    xav = small_model(init="xavier", forget_bias=1.0)
     b = xav.decoder.rnn.bias_ih_l0
     assert (
         torch.equal(b[8:16], torch.ones(8)) and not b[:8].any() and not xav.decoder.W_s.bias.any()
@@ -156,10 +184,10 @@ def test_init_schemes_and_hidden_dropout_options():
     bound = (6 / (8 + 8)) ** 0.5  # Glorot range of one 8x8 gate block of weight_hh
     assert xav.encoder.rnn.weight_hh_l0.abs().max() <= bound
     with pytest.raises(ConfigError, match="init='he'"):
-        Seq2Seq(20, 20, 8, 8, 2, init="he")
+        small_model(init="he")
     with pytest.raises(ConfigError, match="hidden_dropout=1.0 is out of range"):
-        Seq2Seq(20, 20, 8, 8, 2, hidden_dropout=1.0)
-    net = Seq2Seq(20, 20, 8, 8, 2, 0.0, hidden_dropout=0.5)
+        small_model(hidden_dropout=1.0)
+    net = small_model(hidden_dropout=0.5)
     src, src_len, tgt = batch()
     net.train()
     assert not torch.equal(net(src, src_len, tgt)[0], net(src, src_len, tgt)[0])
@@ -173,8 +201,8 @@ def test_output_dropout_drops_only_what_w_s_reads(feed):
     attention are untouched (same draws elsewhere), every output is either dropped or scaled."""
     torch.manual_seed(0)
     att = "global"
-    net = Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", feed, output_dropout=0.5).train()
-    ref = Seq2Seq(20, 20, 8, 8, 2, 0.0, att, "general", feed).train()
+    net = small_model(attention=att, feed_input=feed, output_dropout=0.5).train()
+    ref = small_model(attention=att, feed_input=feed).train()
     ref.load_state_dict(net.state_dict())
     src, src_len, tgt = batch()
     dropped, a = net(src, src_len, tgt, return_attention=True)
@@ -186,14 +214,14 @@ def test_output_dropout_drops_only_what_w_s_reads(feed):
     net.eval()
     torch.testing.assert_close(net(src, src_len, tgt)[0], ref.eval()(src, src_len, tgt)[0])
     with pytest.raises(ConfigError, match="output_dropout=-0.1 is out of range"):
-        Seq2Seq(20, 20, 8, 8, 2, output_dropout=-0.1)
+        small_model(output_dropout=-0.1)
 
 
 def test_source_eos_option_equals_an_explicit_eos():
     """``src_eos=True`` is the model fed ``x_1 .. x_S </s>`` by hand; attention covers ``</s>``."""
     torch.manual_seed(0)
-    net = Seq2Seq(20, 20, 8, 8, 2, src_eos=True, eos_id=3).eval()
-    ref = Seq2Seq(20, 20, 8, 8, 2).eval()
+    net = small_model(src_eos=True, eos_id=3).eval()
+    ref = small_model().eval()
     ref.load_state_dict(net.state_dict())
     src, src_len, tgt = batch()
     explicit = torch.cat([src, torch.zeros_like(src[:, :1])], 1)  # (B, S+1)
@@ -209,7 +237,7 @@ def test_source_eos_option_equals_an_explicit_eos():
 def test_reversed_source_with_eos_reads_the_eos_last():
     """With ``reverse_source`` and ``src_eos`` the LSTM reads ``x_S .. x_1 </s>``."""
     torch.manual_seed(0)
-    net = Seq2Seq(20, 20, 8, 8, 2, src_eos=True, reverse_source=True).eval()
+    net = small_model(src_eos=True, reverse_source=True).eval()
     src, src_len, _ = batch()
     memory, state = net.encode(src, src_len)
     for b in range(3):
@@ -224,7 +252,7 @@ def test_reversed_source_with_eos_reads_the_eos_last():
 @pytest.mark.parametrize("init_state", ["copy", "last", "zero"])
 def test_decoder_initial_state_options(init_state):
     torch.manual_seed(0)
-    net = Seq2Seq(20, 20, 8, 8, 2, init_state=init_state)
+    net = small_model(init_state=init_state)
     src, src_len, _ = batch()
     _, (h, c) = net.encoder(src, src_len)  # (L, B, d) each
     _, state = net.encode(src, src_len)
@@ -235,17 +263,17 @@ def test_decoder_initial_state_options(init_state):
     }[init_state]
     torch.testing.assert_close((state.h, state.c), want)
     with pytest.raises(ConfigError, match="init_state='bridge' is unknown"):
-        Seq2Seq(20, 20, 8, 8, 2, init_state="bridge")
+        small_model(init_state="bridge")
     with pytest.raises(ConfigError, match="attention=none init_state=zero"):
-        Seq2Seq(20, 20, 8, 8, 2, attention="none", score=None, feed_input=False, init_state="zero")
+        small_model(attention="none", score=None, feed_input=False, init_state="zero")
 
 
 def test_tied_output_layer_is_the_target_embedding():
     """``tie_output``: (V, d) matrix for ``emb(y_{t-1})`` and ``W_s``; the gradient sums both."""
     torch.manual_seed(0)
-    net = Seq2Seq(20, 30, 8, 8, 2, tie_output=True)
+    net = small_model(tgt_vocab_size=30, tie_output=True)
     assert net.decoder.W_s.weight is net.decoder.embedding.weight
-    untied = Seq2Seq(20, 30, 8, 8, 2)
+    untied = small_model(tgt_vocab_size=30)
     n_params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     assert n_params(untied) - n_params(net) == 30 * 8
     src, src_len, tgt = batch()
@@ -259,7 +287,7 @@ def test_tied_output_layer_is_the_target_embedding():
         untied.decoder.W_s.weight.grad + untied.decoder.embedding.weight.grad,
     )
     with pytest.raises(ConfigError, match="tie_output=true: the target embedding .16. and W_s .8."):
-        Seq2Seq(20, 30, 16, 8, 2, tie_output=True)
+        small_model(tgt_vocab_size=30, embed_size=16, tie_output=True)
 
 
 def test_fast_stepper_looks_up_the_projected_embeddings_of_every_word():
@@ -268,7 +296,7 @@ def test_fast_stepper_looks_up_the_projected_embeddings_of_every_word():
     from luong_lit.nn.fast.stepper import FastStepper
 
     torch.manual_seed(0)
-    net = Seq2Seq(20, 20, 8, 8, 2, 0.3).eval()
+    net = small_model(dropout=0.3).eval()
     src, src_len, tgt = batch()
     with torch.no_grad():
         net.decoder.embedding.weight.mul_(2.0)  # edited in place before decoding starts
@@ -289,7 +317,7 @@ def test_int8_output_layer_serves_decoding_only():
     from luong_lit.nn.fast.stepper import FastStepper
 
     torch.manual_seed(0)
-    net = Seq2Seq(20, 50, 8, 16, 2).eval()
+    net = small_model(tgt_vocab_size=50, hidden_size=16).eval()
     with torch.no_grad():
         net.decoder.W_s.bias.uniform_(-3, 3)  # a bias large enough to matter
     h = torch.randn(33, 16).tanh()
@@ -318,7 +346,9 @@ def test_int8_decoder_serves_decoding_only(feed):
     from luong_lit.nn.fast.stepper import FastStepper
 
     torch.manual_seed(5)
-    net = Seq2Seq(20, 30, 16, 16, 2, 0.0, "local_p", "general", feed).eval()
+    net = small_model(
+        tgt_vocab_size=30, embed_size=16, hidden_size=16, attention="local_p", feed_input=feed
+    ).eval()
     src, src_len, tgt = batch(V=20)
     with torch.no_grad():
         forced = net(src, src_len, tgt)[0]
@@ -396,7 +426,7 @@ def test_bf16_autocast_training_step_with_input_feeding():
     """Mixed precision reaches the unrolled decoder's deferred recurrent weights (CPU autocast
     here; ``tests/test_gpu.py`` runs the same on CUDA): finite fp32 gradients near fp32's."""
     torch.manual_seed(3)
-    model = Seq2Seq(20, 20, 16, 16, 2, 0.0, "local_p", "general", True)
+    model = small_model(embed_size=16, hidden_size=16, attention="local_p")
     src, src_len, tgt = batch()
     grads = []
     for enabled in (False, True):

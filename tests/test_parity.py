@@ -12,6 +12,7 @@ import itertools
 
 import pytest
 import torch
+from conftest import small_model
 
 from luong_lit.data.loading.batching import collate
 from luong_lit.decoding.beam import AUTHORS, BeamConfig, beam_search
@@ -34,7 +35,9 @@ VARIANTS = [
 def model(att="global", score="general", feed=True, dtype=torch.float64, **kw) -> Seq2Seq:
     """A small model; both engines compute it."""
     torch.manual_seed(0)
-    return Seq2Seq(23, 29, 8, 8, 2, 0.0, att, score, feed, **kw).to(dtype)
+    return small_model(
+        src_vocab_size=23, tgt_vocab_size=29, attention=att, score=score, feed_input=feed, **kw
+    ).to(dtype)
 
 
 def ragged_batch(seed: int = 0):

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 import torch
+from conftest import small_model
 from test_parity import VARIANTS, model, ragged_batch
 
 from luong_lit.data.loading.batching import bucket_shape, pad_batch
@@ -209,12 +210,11 @@ def test_a_replayed_loss_does_not_reach_back_into_the_graphs_own_backward():
 @pytest.mark.parametrize("reverse", [True, False])
 @pytest.mark.parametrize("eos_last", [True, False])
 def test_the_left_padded_encoder_gives_the_masked_loops_states_and_gradients(reverse, eos_last):
-    from luong_lit.nn import Seq2Seq
     from luong_lit.nn.fast.static import left_padded_encode, static_encode
 
     torch.manual_seed(0)
-    net = Seq2Seq(
-        23, 29, 8, 8, 3, 0.0, "global", "general", True, reverse_source=reverse, bias=False
+    net = small_model(
+        src_vocab_size=23, tgt_vocab_size=29, num_layers=3, reverse_source=reverse, bias=False
     )
     enc = net.double().train().encoder
     enc.eos_last = eos_last
@@ -247,12 +247,11 @@ def refuse(name: str):
 def test_auto_reads_left_padded_only_under_cuda_autocast_without_biases(monkeypatch):
     """With biases a zero input moves the state; in fp32 or fp16 (and on a CPU) ``auto`` keeps
     the masked loop; ``left_padded`` is refused with biases."""
-    from luong_lit.nn import Seq2Seq
     from luong_lit.nn.fast import static
 
     src, src_len = torch.tensor([[5, 6, 7], [8, 0, 0]]), torch.tensor([3, 1])
-    plain = Seq2Seq(23, 29, 8, 8, 2, 0.0, "global", "general", True, bias=False)
-    biased = Seq2Seq(23, 29, 8, 8, 2, 0.0, "global", "general", True, bias=True)
+    plain = small_model(src_vocab_size=23, tgt_vocab_size=29, bias=False)
+    biased = small_model(src_vocab_size=23, tgt_vocab_size=29, bias=True)
     cases = [(plain, "auto", "left_padded_encode"), (biased, "auto", "left_padded_encode")]
     cases += [(plain, "masked", "left_padded_encode"), (plain, "left_padded", "static_encode")]
     for net, mode, banned in cases:

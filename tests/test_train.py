@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import compose_cfg, tiny_overrides
+from conftest import compose_cfg, small_model, tiny_overrides
 
 from luong_lit.checkpoint import CheckpointError, load_model
 from luong_lit.config import CONF_DIR
@@ -75,10 +75,9 @@ def test_label_smoothing_shapes_the_training_loss_only():
     from torch.nn import functional as F
 
     from luong_lit.data.loading.batching import collate
-    from luong_lit.nn import Seq2Seq
 
     torch.manual_seed(0)
-    net = Seq2Seq(20, 20, 8, 8, 1).eval()
+    net = small_model(num_layers=1).eval()
     batch = collate([(0, [4, 5, 6], [7, 8]), (1, [9, 4], [5, 6, 7])])
     module = LuongLitModule(net, FastEngine(), torch.optim.Adam, label_smoothing=0.1)
     logits = net.logits(net(batch.src, batch.src_len, batch.tgt_in)[0])  # (B, T, V)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import small_model
 from torch.nn.utils.rnn import pad_packed_sequence
 
 from luong_lit.engines import FastEngine
-from luong_lit.nn import Seq2Seq
 from luong_lit.nn.fast.dropout import dropout
 from luong_lit.nn.fast.lstm import RecurrentWeight, pack_ids, unpack
 from luong_lit.nn.fast.model import drop, fast_forward
@@ -83,7 +83,7 @@ def test_pack_ids_and_unpack_round_trip_like_pad_packed_sequence(sorted_rows):
 def test_batched_training_gradients_equal_one_sentence_at_a_time():
     """Packing, ragged rows, unpacking and deferred weight gradients, end to end (float64)."""
     torch.manual_seed(0)
-    model = Seq2Seq(20, 20, 6, 6, 2, 0.0, "global", "general", True).double().train()
+    model = small_model(embed_size=6, hidden_size=6).double().train()
     src_len, tgt_len = torch.tensor([7, 4, 1, 5]), torch.tensor([3, 6, 1, 6])
     g = torch.Generator().manual_seed(1)
     src, tgt = torch.randint(4, 20, (4, 7), generator=g), torch.randint(4, 20, (4, 6), generator=g)
@@ -137,7 +137,11 @@ def test_training_path_gradcheck_float64():
     from torch.func import functional_call
 
     torch.manual_seed(0)
-    model = Seq2Seq(12, 12, 4, 4, 2, 0.0, "global", "general", True).double().train()
+    model = (
+        small_model(src_vocab_size=12, tgt_vocab_size=12, embed_size=4, hidden_size=4)
+        .double()
+        .train()
+    )
     src_len, tgt_len = torch.tensor([5, 3, 1]), torch.tensor([2, 4, 4])
     src, tgt = torch.randint(4, 12, (3, 5)), torch.randint(4, 12, (3, 4))
     src[torch.arange(5) >= src_len.unsqueeze(1)] = 0
@@ -181,7 +185,7 @@ def test_decoding_sees_weights_updated_by_a_fused_optimizer():
     import copy
 
     torch.manual_seed(0)
-    model = Seq2Seq(20, 20, 8, 8, 2, 0.0, "global", "general", True)
+    model = small_model()
     opt = torch.optim.Adam(model.parameters(), 1e-2, fused=True)
     src, src_len = torch.randint(4, 20, (2, 5)), torch.tensor([5, 5])
     tgt = torch.randint(4, 20, (2, 4))
