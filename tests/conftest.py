@@ -1,4 +1,6 @@
-"""Shared fixtures: a tiny parallel corpus written by the tests, and config composition."""
+"""What the tests share: tiny corpora and models, composed configs, trained toy runs (each made once
+per session), the commands run in this process or as a user runs them, and the toolkit of the
+resume tests (a run started, stopped and resumed in a subprocess)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ SHARED_DATA = Path(
     os.environ.get("LUONG_LIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
 )
 WORDS = "a b c d e f g h i j".split()
+REPO = Path(__file__).resolve().parents[1]
 
 
 def small_model(**options):
@@ -155,3 +158,198 @@ def run_here(args: list[str], stdin: bytes | None = None) -> subprocess.Complete
     return subprocess.CompletedProcess(
         args, status, out.getvalue().encode(), err.getvalue().encode()
     )
+
+
+def run_cli(
+    args: list[str], *, stdin: bytes | str | None = None, cwd: Path = REPO, timeout: int = 300
+) -> subprocess.CompletedProcess:
+    """``python -m luong_lit ARGS`` in a subprocess, as a user runs it (text in and out when
+    ``stdin`` is text, else bytes)."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "luong_lit", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, input=stdin, capture_output=True,
+                          timeout=timeout, text=isinstance(stdin, str))  # fmt: skip
+
+
+def translate_lines(ckpt: Path, text: str, *args: str) -> list[str]:
+    """``translate CKPT --quiet ARGS`` of ``text``: its output lines (the command must succeed)."""
+    res = run_cli(["translate", str(ckpt), "--quiet", *args], stdin=text, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.splitlines()
+
+
+def gz_lines(path: Path) -> list[str]:
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return fh.read().splitlines()
+
+
+def pair_batch(B=3, S=7, T=6, V=20, seed=0):
+    """Sources of lengths ``S``, 4 and 1 (padded) and targets of ``T`` words: ``(src, src_len,
+    tgt)`` drawn from a ``V``-word vocabulary."""
+    g = torch.Generator().manual_seed(seed)
+    src_len = torch.tensor([S, 4, 1][:B])
+    src = torch.randint(4, V, (B, S), generator=g)
+    src[torch.arange(S) >= src_len.unsqueeze(1)] = 0
+    return src, src_len, torch.randint(4, V, (B, T), generator=g)
+
+
+def source_batch(n=5, S=7, seed=0):
+    """``n`` padded sources of random lengths 2 to ``S``: ``(src, src_len)``."""
+    g = torch.Generator().manual_seed(seed)
+    src_len = torch.randint(2, S + 1, (n,), generator=g)
+    src = torch.randint(4, 20, (n, S), generator=g)
+    src[torch.arange(S) >= src_len.unsqueeze(1)] = 0
+    return src, src_len
+
+
+def toy_batch(seed: int = 0, V: int = 40):
+    """A :class:`~luong_lit.data.loading.batching.Batch` of three ragged sentences: source
+    lengths 9, 5 and 1, target lengths 7, 3 and 5, words from a ``V``-word vocabulary."""
+    from luong_lit.data.loading.batching import Batch
+
+    g = torch.Generator().manual_seed(seed)
+    src_len, tgt_len = torch.tensor([9, 5, 1]), torch.tensor([7, 3, 5])
+    src = torch.randint(4, V, (3, 9), generator=g)
+    src[torch.arange(9) >= src_len.unsqueeze(1)] = 0
+    tgt_out = torch.randint(4, V, (3, 7), generator=g)
+    tgt_out[torch.arange(7) >= tgt_len.unsqueeze(1)] = 0
+    tgt_in = torch.cat([torch.full((3, 1), 2), tgt_out[:, :-1]], 1)
+    return Batch(src, src_len, tgt_in, tgt_out, torch.arange(3))
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    """An empty cache of the test's own (stores, downloads, checksums)."""
+    monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="session")
+def trained(toy_corpus, tmp_path_factory):
+    """A copy-task model trained for a few epochs, with a test set and the beam callback on:
+    ``(run directory, test set files, the run's metrics)``."""
+    from luong_lit.training.run import train
+
+    out = tmp_path_factory.mktemp("run")
+    test = write_corpus(out / "data", "test", 10, 3)
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + [
+            "trainer.max_epochs=3",
+            "model.net.hidden_size=16",
+            "model.net.embed_size=16",
+            f"+data.test.toy.src={test['src']}",
+            f"+data.test.toy.tgt={test['tgt']}",
+            "callbacks.beam_bleu.every_n_epochs=1",
+            "callbacks.beam_bleu.beam_size=3",
+            "logger=csv",
+        ],
+        out,
+    )
+    metrics = train(cfg)
+    return out, test, metrics
+
+
+@pytest.fixture(scope="session")
+def runs(toy_corpus, tmp_path_factory):
+    """Three toy runs, global, local-m and local-p (general), with their heatmaps and saved
+    configs, as run directories: ``{attention: run directory}``."""
+    from omegaconf import OmegaConf
+
+    from luong_lit.training.run import train
+
+    out = {}
+    for att in ("global", "local_m", "local_p"):
+        d = tmp_path_factory.mktemp(att)
+        overrides = [f"attention={att}", "score=general"]
+        cfg = compose_cfg(
+            tiny_overrides(toy_corpus)
+            + overrides
+            + [
+                "trainer.max_epochs=2",
+                "logger=csv",
+                "callbacks.attention_heatmaps.sentences=[0,1]",
+                "callbacks.attention_heatmaps.every_n_epochs=1",
+            ],
+            d,
+        )
+        train(cfg)
+        (d / ".hydra").mkdir()
+        OmegaConf.save(cfg, d / ".hydra" / "config.yaml")
+        OmegaConf.save(OmegaConf.create(overrides), d / ".hydra" / "overrides.yaml")
+        out[att] = d
+    return out
+
+
+HALVING = ("schedule=halving", "model.scheduler.after=1")
+
+
+def fit_toy(tmp_path, corpus, epochs, extra=(), schedule=HALVING) -> Path:
+    """Train a toy run on ``corpus`` for ``epochs`` with dropout and the paper's SGD (and
+    ``extra`` overrides) in this process; its checkpoints folder."""
+    from luong_lit.training.run import train
+
+    overrides = [f"trainer.max_epochs={epochs}", "dropout=0.3", "optim=sgd_paper", *schedule,
+                 "test_after_training=false", *extra]  # fmt: skip
+    train(compose_cfg(tiny_overrides(corpus) + overrides, tmp_path))
+    return tmp_path / "checkpoints"
+
+
+# ------------------------------------------------------------ runs stopped and resumed
+PAPER_SCHEDULE = ("optim=sgd_paper", "schedule=halving", "model.scheduler.after=1")
+MAIN_JOB_SCHEDULE = ("optim=adam", "schedule=linear_decay")  # m30k_small's
+
+
+@pytest.fixture(scope="session")
+def resume_corpus(tmp_path_factory):
+    """480 toy pairs to train on, 40 to validate (5 batches: a validation can be cut short)."""
+    root = tmp_path_factory.mktemp("resume")
+    return {
+        "train": write_corpus(root, "train", 480, 11),
+        "dev": write_corpus(root, "dev", 40, 12),
+    }
+
+
+def train_command(corpus, run_dir: Path, *extra: str, schedule=PAPER_SCHEDULE) -> list[str]:
+    """``python -m luong_lit train`` of a 3-epoch run with dropout and a checkpoint every step."""
+    overrides = tiny_overrides(corpus) + [
+        "trainer.max_epochs=3",
+        "dropout=0.3",
+        *schedule,
+        "test_after_training=false",
+        "logger=csv",
+        "threads=1",
+        "model.net.hidden_size=32",
+        "model.net.embed_size=32",
+        "callbacks.checkpoint.every_n_train_steps=1",
+        "callbacks.throughput.every_n_steps=2",  # a resumed epoch's callbacks run as well
+        f"hydra.run.dir={run_dir}",
+    ]
+    return [sys.executable, "-m", "luong_lit", "train", *overrides, *extra]
+
+
+def run_env() -> dict[str, str]:
+    """A subprocess's environment, with ``tests/`` on its path (``signal_helpers``)."""
+    tests = str(Path(__file__).resolve().parent)
+    path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
+
+
+def step_of(ckpt: Path) -> int:
+    """The global step a checkpoint holds (-1 while it is not written yet, or being replaced)."""
+    try:
+        return int(torch.load(ckpt, map_location="cpu", weights_only=True)["global_step"])
+    except Exception:  # noqa: BLE001 - not written yet, or being replaced
+        return -1
+
+
+@pytest.fixture(scope="session")
+def unbroken(resume_corpus, tmp_path_factory):
+    """The run of :func:`train_command`, trained without a stop: what every resume must equal."""
+    run_dir = tmp_path_factory.mktemp("unbroken")
+    res = subprocess.run(train_command(resume_corpus, run_dir), cwd=REPO, env=run_env(),
+                         capture_output=True, text=True)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    return run_dir

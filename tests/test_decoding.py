@@ -1,26 +1,27 @@
-"""Ensembles, unknown-word replacement, dictionaries and corpus decoding."""
+"""``luong_lit.decoding``: greedy search, ensembles, unknown-word replacement (footnote 14), forced
+alignments, corpus decoding and worker processes."""
 
 from __future__ import annotations
 
-import gzip
-import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
-from conftest import small_model
+from conftest import small_model, source_batch
 from torch.nn import functional as F
 
-from luong_lit.alignment.eflomal import eflomal_links
-from luong_lit.data.io import DataError
-from luong_lit.data.text.dictionary import dictionary_from_links, load_dictionary, parse_links
 from luong_lit.data.vocab import Vocab
 from luong_lit.decoding import greedy_decode
 from luong_lit.decoding.beam import BeamConfig, beam_search
 from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
 from luong_lit.decoding.ensemble import Ensemble, EnsembleError
+from luong_lit.decoding.forced import attention_links, forced_attention
 from luong_lit.decoding.unk import replace_unks, word_alignment
 from luong_lit.decoding.workers import imap_workers
+from luong_lit.nn import Alignment, Memory
+from luong_lit.nn.decoder import DecoderState
 
 
 def _net(seed, attention="global", score="general", feed=True, V=20):
@@ -36,12 +37,51 @@ def _net(seed, attention="global", score="general", feed=True, V=20):
     ).eval()
 
 
-def _batch(n=4, S=6):
-    g = torch.Generator().manual_seed(3)
-    src_len = torch.randint(2, S + 1, (n,), generator=g)
-    src = torch.randint(4, 20, (n, S), generator=g)
-    src[torch.arange(S) >= src_len.unsqueeze(1)] = 0
-    return src, src_len
+def _square_or_die(x: int, die_at: int) -> int:
+    if x == die_at:
+        os._exit(3)  # a worker killed mid-run (out of memory, a signal)
+    return x * x
+
+
+def _threads(_item) -> int:
+    return torch.get_num_threads()
+
+
+class PatternStub(torch.nn.Module):
+    """Attention forced to a known pattern: at step t all weight is on source position perm[t]."""
+
+    def __init__(self, perm: list[int], content_based: bool) -> None:
+        super().__init__()
+        self.perm, self.content_based, self.w = (
+            perm,
+            content_based,
+            torch.nn.Parameter(torch.zeros(1)),
+        )
+
+    def encode(self, src, src_len):
+        B, S = src.shape
+        mem = Memory(
+            torch.zeros(B, S, 1), torch.zeros(B, S, 1), src_len, torch.ones(B, S, dtype=torch.bool)
+        )
+        return mem, DecoderState(torch.zeros(1, B, 1), torch.zeros(1, B, 1), torch.zeros(B, 1))
+
+    def step(self, y, state, memory, t):
+        B, S = memory.valid.shape
+        a_t = torch.zeros(B, 1, S)
+        a_t[:, 0, self.perm[t] % S] = 1.0
+        return torch.zeros(B, 6), state, Alignment(a_t, None, None)
+
+
+class WeightedStub(PatternStub):
+    """A :class:`PatternStub` whose one attended position carries ``weight``."""
+
+    def __init__(self, perm, content_based, weight):
+        super().__init__(perm, content_based)
+        self.weight = weight
+
+    def step(self, y, state, memory, t):
+        scores, state, align = super().step(y, state, memory, t)
+        return scores, state, Alignment(align.a_t * self.weight, None, None)
 
 
 # ------------------------------------------------------------------ ensembles
@@ -49,7 +89,7 @@ def _batch(n=4, S=6):
 def test_ensemble_of_two_copies_equals_the_model(combine):
     net = _net(0)
     ens = Ensemble([net, _net(0)], combine)
-    src, src_len = _batch()
+    src, src_len = source_batch(n=4, S=6, seed=3)
     mem, state = net.encode(src, src_len)
     emem, estate = ens.encode(src, src_len)
     y = torch.tensor([2, 5, 7, 9])
@@ -71,7 +111,7 @@ def test_ensemble_logit_rule_is_the_mean_of_logits_and_differs_from_the_others()
         _net(1),
         _net(2, "local_p", "dot", feed=False),
     )  # members may differ in attention and feeding
-    src, src_len = _batch()
+    src, src_len = source_batch(n=4, S=6, seed=3)
     y = torch.full((4,), 2)
     outs = {}
     for combine in ("logits", "log_probs", "probs"):
@@ -147,50 +187,6 @@ def test_output_words_replace_through_the_attention_of_each_word():
     assert output_words(tr, vocab, src, content_based=False) == [["der", "dog", "hund"], []]
 
 
-# ------------------------------------------------------------------ dictionaries
-def test_dictionary_file_formats_and_errors(tmp_path):
-    probs = tmp_path / "p.txt"
-    probs.write_text("house Haus 0.2\nhouse Gebäude 0.7\ncat Katze 1.0\n", encoding="utf-8")
-    assert load_dictionary(probs) == {"house": "Gebäude", "cat": "Katze"}
-    muse = tmp_path / "muse.txt.gz"
-    with gzip.open(muse, "wt", encoding="utf-8") as fh:
-        fh.write("the die\nthe der\ncat katze\n")
-    assert load_dictionary(muse) == {"the": "die", "cat": "katze"}
-    bad = tmp_path / "bad.txt"
-    bad.write_text("house Haus\nlonely\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"bad\.txt:2: expected"):
-        load_dictionary(bad)
-    bad.write_text("house Haus often\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"bad\.txt:1: the probability 'often'"):
-        load_dictionary(bad)
-
-
-def test_dictionary_from_links_keeps_frequent_pairs():
-    src = [["the", "house"]] * 3 + [["a", "house"]]
-    tgt = [["das", "haus"]] * 3 + [["ein", "gebäude"]]
-    links = [parse_links("0-0 1-1")] * 4
-    d = dictionary_from_links(src, tgt, links, min_count=2)
-    assert d == {"the": "das", "house": "haus"}  # 'a'-'ein' and 'house'-'gebäude' seen once
-    with pytest.raises(DataError, match="'0:1'"):
-        parse_links("0:1", "x")
-
-
-@pytest.mark.skipif(importlib.util.find_spec("eflomal") is None, reason="eflomal is not installed")
-def test_eflomal_dictionary_on_a_toy_corpus():
-    pairs = [
-        ("the house", "das haus"),
-        ("the cat", "die katze"),
-        ("a house", "ein haus"),
-        ("the dog", "der hund"),
-        ("a cat", "eine katze"),
-        ("a dog", "ein hund"),
-    ]
-    src = [s.split() for s, _ in pairs] * 20
-    tgt = [t.split() for _, t in pairs] * 20
-    d = dictionary_from_links(src, tgt, eflomal_links(src, tgt), min_count=10)
-    assert d["house"] == "haus" and d["cat"] == "katze" and d["dog"] == "hund"
-
-
 # ------------------------------------------------------------------ corpus decoding
 def test_decode_corpus_keeps_order_and_empty_lines():
     net = _net(4)
@@ -234,16 +230,6 @@ def test_decoding_in_worker_processes_equals_one_process(beam):
         decode_corpus(net, src_ids, workers=0)
 
 
-def _square_or_die(x: int, die_at: int) -> int:
-    if x == die_at:
-        os._exit(3)  # a worker killed mid-run (out of memory, a signal)
-    return x * x
-
-
-def _threads(_item) -> int:
-    return torch.get_num_threads()
-
-
 def test_worker_processes_keep_order_and_a_dead_worker_is_an_error_not_a_hang():
     assert list(imap_workers(_square_or_die, range(9), 2, -1)) == [x * x for x in range(9)]
     threads = torch.get_num_threads()
@@ -266,7 +252,7 @@ def test_decoding_a_source_eos_model_attends_over_the_words(attention, score):
     net = small_model(
         embed_size=16, hidden_size=16, attention=attention, score=score, src_eos=True
     ).eval()
-    src, src_len = _batch()
+    src, src_len = source_batch(n=4, S=6, seed=3)
     hyps, attn = greedy_decode(net, src, src_len, return_attention=True)
     beams = beam_search(net, src, src_len, BeamConfig(beam_size=3), keep_attention=True)
     for b in range(len(hyps)):
@@ -278,8 +264,6 @@ def test_decoding_a_source_eos_model_attends_over_the_words(attention, score):
 
 
 def test_decoding_and_metrics_never_import_lightning():
-    import subprocess
-    import sys
 
     code = (
         "import sys, luong_lit.nn, luong_lit.decoding.corpus, luong_lit.decoding.ensemble, "
@@ -300,7 +284,7 @@ def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
     net = _net(5)
     with torch.no_grad():
         net.decoder.W_s.bias[3] += 4.0  # </s> first unless the minimum length forbids it
-    src, src_len = _batch()
+    src, src_len = source_batch(n=4, S=6, seed=3)
     ids = sorted(([int(w) for w in row[:n]] for row, n in zip(src, src_len)), key=lambda x: -len(x))
     cfg = BeamConfig(beam_size=1, min_len_ratio=min_ratio, max_len_ratio=max_ratio, max_len_extra=1)
     assert is_greedy(cfg)
@@ -315,8 +299,75 @@ def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
 
 def test_greedy_with_a_zero_length_limit_returns_empty_outputs():
     net = _net(5)
-    src, src_len = _batch()
+    src, src_len = source_batch(n=4, S=6, seed=3)
     hyps, attn = greedy_decode(
         net, src, src_len, max_len_ratio=0.0, max_len_extra=0, return_attention=True
     )
     assert hyps == [[]] * 4 and [a.shape for a in attn] == [(1, int(n)) for n in src_len]
+
+
+@pytest.mark.parametrize("content_based", [True, False])
+def test_alignment_extraction_on_a_forced_pattern(content_based):
+    perm = [3, 1, 0, 2, 4]  # step t attends to source position perm[t]
+    stub = PatternStub(perm, content_based)
+    att = forced_attention(stub, [[5, 5, 5, 5, 5]], [[4, 4, 4, 4]])
+    assert att[0].shape == (5, 5)  # 4 words + the </s> step
+    links = attention_links(att, [4], content_based)[0]
+    shift = 1 if content_based else 0  # footnote 14
+    assert links == {(perm[j + shift], j) for j in range(4)}
+
+
+def test_alignments_of_a_reversed_model_are_in_original_source_order():
+    torch.manual_seed(0)
+    rev = small_model(reverse_source=True).eval()
+    fwd = small_model(reverse_source=False).eval()
+    fwd.load_state_dict(rev.state_dict())
+    src, tgt = [[4, 9, 13, 7, 11], [5, 6, 8]], [[10, 12, 14], [15, 4]]
+    a_rev = forced_attention(rev, src, tgt)
+    a_fwd = forced_attention(
+        fwd, [s[::-1] for s in src], tgt
+    )  # the same reading, flipped positions
+    for r, f in zip(a_rev, a_fwd):
+        torch.testing.assert_close(r, f.flip(1))
+
+
+def test_ensemble_alignment_is_the_sum_of_its_members_attention():
+    from luong_lit.decoding.ensemble import Ensemble
+
+    torch.manual_seed(1)
+    members = [small_model(attention=att).eval() for att in ("global", "local_m", "local_p")]
+    src, tgt = [[4, 9, 13, 7, 11, 6, 5], [5, 6, 8]], [[10, 12, 14, 4], [15, 4]]
+    summed = forced_attention(Ensemble(members), src, tgt)
+    parts = [forced_attention(m, src, tgt) for m in members]
+    for i, a in enumerate(summed):
+        torch.testing.assert_close(a, sum(p[i] for p in parts))
+    assert not torch.equal(summed[0].argmax(1), parts[0][0].argmax(1))  # the members do disagree
+
+
+def test_member_links_with_one_convention_equal_the_ensembles_own_links():
+    from luong_lit.decoding.ensemble import Ensemble
+    from luong_lit.decoding.forced import member_links
+
+    torch.manual_seed(3)
+    members = [small_model(attention=att).eval() for att in ("global", "local_m", "local_p")]
+    src = [[4, 9, 13, 7, 11, 6, 5], [5, 6, 8], [7, 7, 9, 12]]
+    tgt = [[10, 12, 14, 4], [15, 4], [6, 9, 9, 11, 13]]
+    for conv in ("paper", "predicted"):
+        whole = forced_attention(Ensemble(members), src, tgt)
+        want = attention_links(whole, [len(t) for t in tgt], True, conv)
+        assert member_links(members, src, tgt, [conv] * 3) == want
+
+
+@pytest.mark.parametrize("conv", ["paper", "predicted"])
+def test_each_member_is_read_under_its_own_convention(conv):
+    """The heavier member decides every link, shifted by one step under footnote 14 and not
+    under the predicted-word convention; a location member may join content-based ones."""
+    from luong_lit.decoding.forced import member_links
+
+    light = PatternStub([0, 1, 2, 3, 4], content_based=False)  # location: a_t serves y_t
+    heavy = WeightedStub([3, 1, 0, 2, 4], content_based=True, weight=3.0)
+    links = member_links([light, heavy], [[5] * 5], [[4] * 4], ["paper", conv])[0]
+    shift = 1 if conv == "paper" else 0
+    assert links == {(heavy.perm[j + shift], j) for j in range(4)}
+    solo = member_links([light], [[5] * 5], [[4] * 4], ["paper"])[0]
+    assert solo == {(j, j) for j in range(4)}  # location: the step that predicted the word

@@ -6,9 +6,8 @@ import copy
 
 import pytest
 import torch
-from conftest import compose_cfg, small_model, tiny_overrides
+from conftest import compose_cfg, small_model, tiny_overrides, toy_batch
 
-from luong_lit.data.loading.batching import Batch
 from luong_lit.decoding.beam import BeamConfig, beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.engines import ENGINES
@@ -19,18 +18,6 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
 V = 40
-
-
-def toy_batch(seed: int = 0) -> Batch:
-    """Three ragged sentences: source lengths 9, 5 and 1, target lengths 7, 3 and 5."""
-    g = torch.Generator().manual_seed(seed)
-    src_len, tgt_len = torch.tensor([9, 5, 1]), torch.tensor([7, 3, 5])
-    src = torch.randint(4, V, (3, 9), generator=g)
-    src[torch.arange(9) >= src_len.unsqueeze(1)] = 0
-    tgt_out = torch.randint(4, V, (3, 7), generator=g)
-    tgt_out[torch.arange(7) >= tgt_len.unsqueeze(1)] = 0
-    tgt_in = torch.cat([torch.full((3, 1), 2), tgt_out[:, :-1]], 1)
-    return Batch(src, src_len, tgt_in, tgt_out, torch.arange(3))
 
 
 @pytest.mark.parametrize("att", ["global", "local_m", "local_p"])

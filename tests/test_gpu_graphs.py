@@ -7,7 +7,7 @@ import copy
 
 import pytest
 import torch
-from conftest import compose_cfg, small_model, tiny_overrides
+from conftest import compose_cfg, small_model, tiny_overrides, toy_batch
 
 from luong_lit.data.loading.batching import pad_batch
 from luong_lit.engines import FastEngine
@@ -23,8 +23,6 @@ V = 40
 
 
 def ragged(seed: int):
-    from test_gpu import toy_batch
-
     return pad_batch(toy_batch(seed), 4, 12, 12).to("cuda")
 
 

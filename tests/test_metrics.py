@@ -1,4 +1,5 @@
-"""BLEU (tokenised and detokenised), length buckets and perplexity against hand-written versions."""
+"""``luong_lit.metrics``: BLEU (tokenised, detokenised) against multi-bleu.perl and sacreBLEU,
+length buckets, perplexity, AER and its diagnostics, unk-replacement precision."""
 
 from __future__ import annotations
 
@@ -12,7 +13,18 @@ from conftest import small_model
 from torch.nn import functional as F
 
 from luong_lit.data.loading.batching import collate
+from luong_lit.data.text.tokenize import MosesTokenizer, make_tokenizer
 from luong_lit.metrics import bleu_by_length, corpus_bleu_detok, corpus_bleu_tok
+from luong_lit.metrics.aer import (
+    aer,
+    aer_by_length,
+    diagonal_links,
+    link_offsets,
+    pharaoh,
+    position_links,
+    read_talp,
+    tail_share,
+)
 from luong_lit.metrics.bleu import rejoin_hyphens
 from luong_lit.metrics.buckets import bucket_label, plot_bleu_by_length, tick_labels
 from luong_lit.metrics.perplexity import perplexity
@@ -39,7 +51,26 @@ def multi_bleu(hyps, refs):
 
 
 HYPS = ["the cat sat on the mat .", "a dog runs in the green park", 'he said , " hello there " .']
+
+
 REFS = ["the cat sat on a mat .", "a dog is running in the park", 'he said , " hello , there " .']
+
+
+def test_moses_aggressive_hyphens_and_bleu_rejoin():
+    tok = MosesTokenizer("en", aggressive=True)
+    toks = tok.tokenize("A well-known fact.")
+    assert toks == ["A", "well", "##AT##-##AT##", "known", "fact", "."]
+    assert rejoin_hyphens(" ".join(toks)) == "A well-known fact ."
+    assert tok.detokenize(toks) == "A well-known fact."
+
+
+def test_tokenised_bleu_equals_sacrebleu_none():
+    import sacrebleu
+
+    hyps = ["a cat sat on the mat .", "the dog ran ."]
+    refs = ["the cat sat on the mat .", "a dog ran fast ."]
+    want = sacrebleu.corpus_bleu(hyps, [refs], tokenize="none").score
+    assert corpus_bleu_tok(hyps, refs) == pytest.approx(want)
 
 
 def test_tokenised_bleu_equals_multi_bleu_written_out():
@@ -145,7 +176,7 @@ def test_perplexity_is_exp_of_mean_token_nll():
 
 
 def test_bleu_counts_words_not_sentencepiece_pieces(tmp_path):
-    from luong_lit.data.text.tokenize import WhitespaceTokenizer, make_tokenizer
+    from luong_lit.data.text.tokenize import WhitespaceTokenizer
     from luong_lit.metrics.bleu import bleu_words
 
     words = ["neighbourhood", "windowsill", "catastrophe", "mattress", "outstanding", "thereafter"]
@@ -257,3 +288,73 @@ def test_unk_replacement_precision_and_its_ceiling_on_a_hand_made_case():
     assert q["could"] == 3 and q["oracle"] == 1.0
     with pytest.raises(ValueError, match="replaced by"):
         replacement_quality([["<unk>"]], [["a", "b"]], [["a"]], [["a"]])
+
+
+# ------------------------------------------------------------------ AER
+def test_aer_on_a_hand_made_example(tmp_path):
+    gold = tmp_path / "gold.talp"
+    gold.write_text("1-1 2-2 2p3\n1-1 1p2\n1-1 2-2 3-3\n", encoding="utf-8")
+    sure_possible = read_talp(gold)
+    assert sure_possible[0] == ({(0, 0), (1, 1)}, {(0, 0), (1, 1), (1, 2)})
+    hyps = [{(0, 0), (1, 2)}, {(0, 1), (1, 1)}, {(0, 0), (1, 1), (2, 2)}]
+    # |A| = 7, |S| = 6, |A∩S| = 1 + 0 + 3, |A∩P| = 2 + 1 + 3
+    assert aer(hyps, sure_possible) == pytest.approx(1 - (4 + 6) / (7 + 6))
+    assert aer([s for s, _ in sure_possible], sure_possible) == pytest.approx(0.0)
+    flipped = read_talp(gold, flip=True)
+    assert flipped[0][1] == {(0, 0), (1, 1), (2, 1)}
+    assert pharaoh({(2, 1), (0, 0)}) == "0-0 2-1"
+    assert diagonal_links(4, 2) == {(1, 0), (3, 1)}
+    gold.write_text("1-1 x\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"gold\.talp:1: 'x' is not"):
+        read_talp(gold)
+
+
+def test_aer_by_length_is_the_corpus_aer_of_each_group():
+    g = torch.Generator().manual_seed(0)
+    lens = [int(n) for n in torch.randint(1, 45, (60,), generator=g)]
+
+    def random_links(n):
+        return {(int(torch.randint(n, (1,), generator=g)), j) for j in range(n)}
+
+    gold = [(random_links(n), random_links(n) | random_links(n)) for n in lens]
+    gold = [(s, s | p) for s, p in gold]
+    hyps = [random_links(n) for n in lens]
+    rows = aer_by_length(hyps, gold, lens)
+    assert sum(r["n"] for r in rows) == len(lens)
+    for row in rows:  # each group scored alone, as a naive filter would
+        lo, _, hi = row["bucket"].rstrip("+").partition("-")
+        idx = [i for i, n in enumerate(lens) if n >= int(lo) and (not hi or n <= int(hi))]
+        assert row["n"] == len(idx)
+        assert row["aer"] == pytest.approx(aer([hyps[i] for i in idx], [gold[i] for i in idx]))
+    (only,) = aer_by_length(hyps, gold, lens, edges=(100,))
+    assert only["aer"] == pytest.approx(aer(hyps, gold))
+    with pytest.raises(ValueError, match="3 lengths"):
+        aer_by_length(hyps, gold, [1, 2, 3])
+
+
+def test_tail_share_counts_links_on_the_last_source_words():
+    collapsed = [{(9, j) for j in range(10)}, {(0, 0), (1, 1)}]  # the second is too short
+    diagonal = [{(j, j) for j in range(10)}, {(0, 0), (1, 1)}]
+    assert tail_share(collapsed, [10, 2]) == pytest.approx(1.0)
+    assert tail_share(diagonal, [10, 2]) == pytest.approx(0.3)
+    assert tail_share(diagonal, [10, 2], k=1) == pytest.approx(0.1)
+    assert tail_share(diagonal, [5, 2]) == 0.0  # no sentence is longer than 2k words
+
+
+def test_link_offsets_measure_how_far_links_lie_from_gold():
+    gold = [({(0, 0), (1, 1), (2, 2)}, {(0, 0), (1, 1), (2, 2), (3, 2)}), ({(4, 0)}, {(4, 0)})]
+    hyps = [{(0, 0), (0, 1), (3, 2), (3, 5)}, {(0, 0)}]  # (3, 5): no gold link for word 5
+    off = link_offsets(hyps, gold, clip=3)
+    assert list(off) == ["-3", "-2", "-1", "+0", "+1", "+2", "+3"]
+    # links: 0 (exact), -1 (one word early), 0 (the possible link 3-2), -4 clipped to -3
+    assert off == pytest.approx(
+        {"-3": 0.25, "-2": 0, "-1": 0.25, "+0": 0.5, "+1": 0, "+2": 0, "+3": 0}
+    )
+    late = link_offsets([{(1, 0), (2, 1)}], [({(0, 0), (1, 1)}, {(0, 0), (1, 1)})])
+    assert late["+1"] == 1.0
+
+
+def test_length_blind_diagonal_follows_the_target_position():
+    assert position_links(3, 5) == {(0, 0), (1, 1), (2, 2), (2, 3), (2, 4)}
+    assert position_links(0, 2) == set()
+    assert position_links(4, 4) == diagonal_links(4, 4)  # equal lengths: both diagonals agree

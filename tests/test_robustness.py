@@ -23,11 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import compose_cfg, run_here, tiny_overrides, write_corpus
-
-import luong_lit
-
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO, compose_cfg, run_cli, run_here, tiny_overrides, write_corpus
 
 
 @dataclass
@@ -83,6 +79,8 @@ class _Code:  # pickled as a call to print: loading it unsafely would run code
 
 
 PAIRS = b"a b c\nd e\n"
+
+
 CASES = [
     # ------------------------------------------------------------------ data files
     Case(
@@ -403,16 +401,13 @@ def ctx(tmp_path_factory):
     }
 
 
-def run(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "luong_lit", *args],
-        cwd=REPO,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        timeout=300,
-    )
+def test_cli_reports_bad_data_without_traceback(toy_corpus, tmp_path):
+    args = [a for a in tiny_overrides(toy_corpus) if not a.startswith("data.train.src")]
+    missing = [f"data.train.src={tmp_path}/missing.en", f"hydra.run.dir={tmp_path}/run"]
+    res = run_cli(["train", *args, *missing], stdin="")
+    assert res.returncode == 2
+    assert f"error: {tmp_path}/missing.en: file does not exist" in res.stderr
+    assert "Traceback" not in res.stderr
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -463,149 +458,10 @@ def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
     step = torch.load(ckpt, weights_only=True)["global_step"]
     assert step > 0
     printed = shlex.split(err.split("ckpt_path=last ", 1)[1].splitlines()[0])
-    done = run(["train", *args[1:-3], "trainer.max_epochs=2", "ckpt_path=last", *printed])
+    done = run_cli(["train", *args[1:-3], "trainer.max_epochs=2", "ckpt_path=last", *printed])
     assert done.returncode == 0, done.stderr[-2000:]
     assert torch.load(ckpt, weights_only=True)["global_step"] > step
 
 
 def test_the_table_has_at_least_30_cases():
     assert len(CASES) >= 30 and len({c.name for c in CASES}) == len(CASES)
-
-
-# ------------------------------------------------------------------------ at a terminal
-def in_terminal(args: list[str], typed: list[bytes], wait_for: list[int], timeout=120) -> tuple:
-    """``python -m luong_lit ARGS`` with a pseudo-terminal as its standard streams: type each
-    of ``typed`` once the output holds ``wait_for[i]`` answer lines (``|||`` or translated
-    lines ending the previous input); returns the exit status and everything it printed."""
-    import pty
-    import select
-
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
-        os.environ.update(PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
-        os.chdir(REPO)
-        os.execv(sys.executable, [sys.executable, "-m", "luong_lit", *args])
-    out, deadline = b"", time.time() + timeout
-    for keys, want in zip(typed, wait_for):
-        while out.count(b"\n") < want and time.time() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                try:
-                    out += os.read(fd, 65536)
-                except OSError:
-                    break
-        os.write(fd, keys)
-    while time.time() < deadline:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:  # the child has gone: the terminal is closed
-            break
-        if not chunk:
-            break
-        out += chunk
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
-
-
-def test_ctrl_c_ends_an_interactive_session_quietly(ctx):
-    status, out = in_terminal(["translate", ctx["ckpt"], "--beam", "2"], [b"a b c\n", b"\x03"],
-                              [0, 2])  # fmt: skip
-    assert status == 0 and "Traceback" not in out and "KeyboardInterrupt" not in out, out
-
-
-def test_an_interactive_n_best_list_numbers_each_sentence_and_holds_n_hypotheses(ctx):
-    typed = [b"a b c\n", b"d e\n", b"\x04"]
-    status, out = in_terminal(["translate", ctx["ckpt"], "--beam", "3", "--n-best", "3"], typed,
-                              [0, 4, 8])  # fmt: skip
-    lines = [line for line in out.splitlines() if " ||| " in line]
-    assert status == 0 and [line.split(" ||| ")[0] for line in lines] == ["0"] * 3 + ["1"] * 3
-
-
-# ------------------------------------------------------------------------ options that do less
-def test_every_option_of_every_command_has_a_help_line_and_shows_its_default():
-    import argparse
-    import importlib
-    import re
-
-    from luong_lit.__main__ import COMMANDS
-
-    for name in sorted(set(COMMANDS) - {"train", "prepare"}):  # those two take Hydra overrides
-        ap = importlib.import_module(f"luong_lit.commands.{name}").parser()
-        page = " ".join(ap.format_help().split())
-        first = ap.description.strip().splitlines()[0]
-        assert re.search(r"[.:]$", first), f"{name}: the help page starts with {first!r}"
-        for action in ap._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
-            assert action.help, f"{name} {action.option_strings or action.dest}: no help line"
-            if action.option_strings and action.default not in (None, False):
-                assert f"(default: {action.default})" in page, f"{name} {action.option_strings}"
-
-
-def test_train_help_is_the_kits_own_page_without_internal_fragments():
-    res = run_here(["train", "--help"])
-    page = res.stdout.decode()
-    assert res.returncode == 0 and "powered by Hydra" not in page
-    assert "attention   global*, local_m, local_p, none" in page and "m30k_small*" in page
-    assert page.count("python -m luong_lit.train ") >= 3  # the examples
-    assert "_align_ende" not in page and "recipes" not in page and "wmt14_paper" not in page
-
-
-def test_space_like_characters_translate_as_spaces(ctx, tmp_path):
-    vt = "a b c\nd\u000be\tf\u2028g\n"
-    spaces = "a b c\nd e f g\n"
-    outs = [
-        run_here(["translate", ctx["ckpt"], "--beam", "2", "--quiet"], t.encode())
-        for t in (vt, spaces)
-    ]
-    assert outs[0].returncode == 0 and outs[0].stdout == outs[1].stdout
-
-
-def test_an_output_file_that_cannot_be_written_is_named(ctx, tmp_path):
-    (tmp_path / "ro").mkdir()
-    (tmp_path / "ro" / "out.txt").mkdir()  # a folder where the file should go
-    res = run_here(
-        ["translate", ctx["ckpt"], "--quiet", "-o", str(tmp_path / "ro" / "out.txt")], b"a b\n"
-    )
-    assert (
-        res.returncode == 2
-        and f"-o {tmp_path / 'ro' / 'out.txt'}: cannot write it" in res.stderr.decode()
-    )
-
-
-def test_shown_attention_and_n_best_lists_show_the_words_the_user_sees(
-    lowercase_model, monkeypatch
-):
-    """Unknown words replaced and copied as typed, Moses escapes undone: in the one best, in
-    every hypothesis of an n-best list, and in ``--show-attention``'s ``word→source`` line."""
-    import luong_lit.decoder as decoder_module
-    import luong_lit.translator as api
-    from luong_lit.data.vocab import UNK_ID
-    from luong_lit.decoding.beam import Hypothesis
-    from luong_lit.decoding.corpus import Translation
-
-    plain = luong_lit.load(lowercase_model, beam=3, replace_unk=True)
-    meta = {**plain.meta, "preprocess": {**plain.meta["preprocess"], "escape": True}}
-    tr = api.Translator(
-        plain.model, plain.src_vocab, plain.tgt_vocab, meta, plain.options, plain.defaults
-    )
-    typed = '"Mary" b'  # tokens: &quot; mary &quot; b; the model knows only b
-    assert tr.text.source(typed).tokens == ["&quot;", "mary", "&quot;", "b"]
-    ids = [UNK_ID, UNK_ID, tr.tgt_vocab.stoi["B"]]  # the toy targets are upper-case
-    rows = torch.zeros(4, 4)  # footnote 14: word i takes step i + 1's a_t
-    rows[1, 0] = rows[2, 1] = rows[3, 3] = rows[0, 0] = 1.0
-    hyps = [Hypothesis(ids, -1.0, rows), Hypothesis(ids, -2.0, rows)]
-
-    def decoded(stepper, src_ids, batch_size, search, keep, progress, workers):
-        return [Translation(ids, rows, -1.0, hyps) for _ in src_ids]
-
-    monkeypatch.setattr(decoder_module, "decode_corpus", decoded)
-    one = tr.run([typed], attention=True)[0]
-    two = tr.run([typed], tr.search_options(n_best=2))[0]
-    assert "Mary" in one.text and all("Mary" in h.text for h in two.hypotheses)  # as typed
-    assert "&quot;" not in one.text and "<unk>" not in one.text
-    pairs = [x.split("→") for x in one.attention.arrows().split()]
-    assert [w for w, _ in pairs] == ['"', "Mary", "B"]  # not <unk>, &quot; or mary
-    assert all(src in ['"', "Mary", "b"] for _, src in pairs)  # the source words as typed
-    assert one.attention.source == ['"', "Mary", '"', "b", "</s>"]  # the model reads </s>
-    assert one.attention.replaced == {0: 0, 1: 1}

@@ -19,29 +19,26 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import compose_cfg, tiny_overrides, write_corpus
-from test_resume import command, env, step_of
+from conftest import REPO, compose_cfg, run_cli, run_env, step_of, tiny_overrides, train_command
 
+from luong_lit.config import CONF_DIR
 from luong_lit.sweeps.job import usable_cores
 from luong_lit.sweeps.pool import DevicePool
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sweep")
-    return {"train": write_corpus(root, "train", 480, 11), "dev": write_corpus(root, "dev", 8, 12)}
-
-
-def sweep(corpus, sweep_dir: Path, *args: str, fdr: bool = True) -> subprocess.CompletedProcess:
+def sweep(
+    resume_corpus, sweep_dir: Path, *args: str, fdr: bool = True
+) -> subprocess.CompletedProcess:
     """``python -m luong_lit train -m`` on the toy corpus (one fast_dev_run per job)."""
-    cmd = [sys.executable, "-m", "luong_lit", "train", "-m", *tiny_overrides(corpus)]
+    cmd = [sys.executable, "-m", "luong_lit", "train", "-m", *tiny_overrides(resume_corpus)]
     cmd += ["debug=fdr"] if fdr else ["trainer.max_epochs=3", "test_after_training=false"]
     cmd += [f"hydra.sweep.dir={sweep_dir}", *args]
     timeout = 600
-    res = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout)
+    res = subprocess.run(
+        cmd, cwd=REPO, env=run_env(), capture_output=True, text=True, timeout=timeout
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return res
 
@@ -57,9 +54,44 @@ def record(job: Path) -> dict:
     return json.loads((job / "job.json").read_text())
 
 
-def test_joblib_runs_four_jobs_two_at_a_time_each_in_its_own_directory(corpus, tmp_path):
+# ------------------------------------------------------------------------------ the GPU pool
+def _job(lock_dir: str, seconds: float, out: str) -> None:
+    slot = DevicePool(lock_dir, n_devices=2).acquire(poll_s=0.01)
+    start = time.monotonic()
+    time.sleep(seconds)
+    with open(out, "a") as fh:
+        fh.write(f"{slot.device} {start} {time.monotonic()}\n")
+    slot.release()
+
+
+def _hold_and_die(lock_dir: str, ready) -> None:
+    slot = DevicePool(lock_dir, n_devices=1).acquire()  # held while the reference lives
+    ready.set()
+    time.sleep(60)
+    slot.release()
+
+
+# -------------------------------------------------------------------- requeued the SLURM way
+
+
+# ------------------------------------------------------------------------------- the report
+def fake_run(sweep_dir: Path, num: int, overrides: list[str], numbers: dict) -> None:
+    """A finished run's directory: its config as the run saved it, and its results."""
+    from omegaconf import OmegaConf
+
+    run = sweep_dir / f"{num}_job"
+    (run / ".hydra").mkdir(parents=True)
+    cfg = compose_cfg(overrides, run)
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    test = {"ppl": numbers["ppl"], "bleu_greedy": numbers["bleu"]}
+    results = {"checkpoint": "best.ckpt", "dev_ppl": numbers["dev"], "test_2016_flickr": test}
+    (run / "results.json").write_text(json.dumps(results))
+
+
+def test_joblib_runs_four_jobs_two_at_a_time_each_in_its_own_directory(resume_corpus, tmp_path):
     sweep(
-        corpus,
+        resume_corpus,
         tmp_path,
         "attention=local_p,global",
         "score=dot,general",
@@ -86,8 +118,8 @@ def test_joblib_runs_four_jobs_two_at_a_time_each_in_its_own_directory(corpus, t
     assert any(b[0] < a[1] for a, b in zip(spans, spans[1:]))  # two jobs ran at once
 
 
-def test_submitit_local_runs_each_job_as_its_own_process(corpus, tmp_path):
-    sweep(corpus, tmp_path, "attention=local_m,global", "hydra/launcher=submitit_local")
+def test_submitit_local_runs_each_job_as_its_own_process(resume_corpus, tmp_path):
+    sweep(resume_corpus, tmp_path, "attention=local_m,global", "hydra/launcher=submitit_local")
     records = [record(j) for j in jobs_of(tmp_path)]
     assert len(records) == 2 and len({r["pid"] for r in records}) == 2
     assert all(r["threads"] == min(2, usable_cores()) and r["tries"] == 1 for r in records)
@@ -124,16 +156,6 @@ def test_a_finished_run_is_not_trained_again_and_keeps_its_record(monkeypatch, t
     assert out == {"test": results, "objective": 4.5}
 
 
-# ------------------------------------------------------------------------------ the GPU pool
-def _job(lock_dir: str, seconds: float, out: str) -> None:
-    slot = DevicePool(lock_dir, n_devices=2).acquire(poll_s=0.01)
-    start = time.monotonic()
-    time.sleep(seconds)
-    with open(out, "a") as fh:
-        fh.write(f"{slot.device} {start} {time.monotonic()}\n")
-    slot.release()
-
-
 def test_jobs_of_unequal_length_never_share_a_device(tmp_path):
     ctx = mp.get_context("fork")
     rng = random.Random(3)
@@ -159,13 +181,6 @@ def test_jobs_of_unequal_length_never_share_a_device(tmp_path):
             assert start >= end  # the next job on a device starts after the last one ended
 
 
-def _hold_and_die(lock_dir: str, ready) -> None:
-    slot = DevicePool(lock_dir, n_devices=1).acquire()  # held while the reference lives
-    ready.set()
-    time.sleep(60)
-    slot.release()
-
-
 def test_a_crashed_job_frees_its_device(tmp_path):
     ctx = mp.get_context("fork")
     ready = ctx.Event()
@@ -189,24 +204,15 @@ def test_jobs_spread_over_devices_before_sharing_one(tmp_path):
     assert (pool.try_acquire().device, slots[3].device) == (0, 1)
 
 
-# -------------------------------------------------------------------- requeued the SLURM way
-@pytest.fixture(scope="module")
-def unbroken(corpus, tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("unbroken")
-    res = subprocess.run(
-        command(corpus, run_dir), cwd=REPO, env=env(), capture_output=True, text=True
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return run_dir
-
-
-def test_a_job_signalled_for_requeue_resumes_to_the_unbroken_result(corpus, unbroken, tmp_path):
+def test_a_job_signalled_for_requeue_resumes_to_the_unbroken_result(
+    resume_corpus, unbroken, tmp_path
+):
     """submitit's signal (SIGUSR2, as SLURM sends it before a time limit or on preemption) in
     epoch 2: the job saves its step, submitit requeues it, and it resumes from ``last.ckpt``."""
-    cmd = command(corpus, tmp_path / "unused")
+    cmd = train_command(resume_corpus, tmp_path / "unused")
     cmd[4:4] = ["-m", f"hydra.sweep.dir={tmp_path}", "hydra/launcher=submitit_local"]
     launcher = subprocess.Popen(
-        cmd, cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        cmd, cwd=REPO, env=run_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     deadline = time.time() + 300
     while not list(tmp_path.glob("0_*/checkpoints/last.ckpt")) and time.time() < deadline:
@@ -230,9 +236,9 @@ def test_a_job_signalled_for_requeue_resumes_to_the_unbroken_result(corpus, unbr
 
 
 # ----------------------------------------------------------------------------- optuna search
-def test_optuna_search_writes_its_best_parameters(corpus, tmp_path):
+def test_optuna_search_writes_its_best_parameters(resume_corpus, tmp_path):
     sweep(
-        corpus,
+        resume_corpus,
         tmp_path,
         "search=local_p",
         "hydra.sweeper.n_trials=3",
@@ -249,12 +255,11 @@ def test_optuna_search_writes_its_best_parameters(corpus, tmp_path):
 
 
 # ------------------------------------------------------------------------ W&B group per sweep
-def test_a_sweeps_jobs_join_one_wandb_group_named_after_it(corpus, tmp_path):
+def test_a_sweeps_jobs_join_one_wandb_group_named_after_it(resume_corpus, tmp_path):
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf, open_dict
 
-    from luong_lit.config import CONF_DIR
     from luong_lit.sweeps.job import register_resolvers
 
     register_resolvers()
@@ -275,21 +280,6 @@ def test_a_sweeps_jobs_join_one_wandb_group_named_after_it(corpus, tmp_path):
     assert node["group"] == "multiruns/2026-01-02_03-04-05"
     assert node["name"] == "attention=local_m,seed=2"
     assert node["tags"] == overrides
-
-
-# ------------------------------------------------------------------------------- the report
-def fake_run(sweep_dir: Path, num: int, overrides: list[str], numbers: dict) -> None:
-    """A finished run's directory: its config as the run saved it, and its results."""
-    from omegaconf import OmegaConf
-
-    run = sweep_dir / f"{num}_job"
-    (run / ".hydra").mkdir(parents=True)
-    cfg = compose_cfg(overrides, run)
-    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
-    (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
-    test = {"ppl": numbers["ppl"], "bleu_greedy": numbers["bleu"]}
-    results = {"checkpoint": "best.ckpt", "dev_ppl": numbers["dev"], "test_2016_flickr": test}
-    (run / "results.json").write_text(json.dumps(results))
 
 
 def test_report_groups_a_sweeps_seeds_into_mean_and_sd(tmp_path):
@@ -363,7 +353,6 @@ def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tm
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
 
-    from luong_lit.config import CONF_DIR
     from luong_lit.sweeps.job import job_resources
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
@@ -410,3 +399,32 @@ def test_most_at_once_counts_the_jobs_that_overlap_on_each_device():
             mine = [j for j in jobs if j["device"] == dev]
             by_second = max(sum(j["start_s"] <= t < j["end_s"] for j in mine) for t in range(0, 30))
             assert most == by_second
+
+
+@pytest.mark.slow
+def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
+    res = run_cli(
+        [
+            "train",
+            "-m",
+            "attention=local_p,global",
+            "score=dot,general",
+            *tiny_overrides(toy_corpus),
+            "debug=fdr",
+            f"hydra.sweep.dir={tmp_path}/sweep",
+        ],
+        stdin="",
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    jobs = sorted(p for p in (tmp_path / "sweep").iterdir() if p.is_dir())
+    assert len(jobs) == 4
+    for job in jobs:
+        assert (job / ".hydra" / "config.yaml").is_file() and (job / "train.log").is_file()
+    import yaml
+
+    combos = set()
+    for job in jobs:
+        cfg = yaml.safe_load((job / ".hydra" / "config.yaml").read_text())
+        combos.add((cfg["model"]["net"]["attention"]["name"], cfg["model"]["net"]["score"]["name"]))
+    assert combos == {(a, s) for a in ("local_p", "global") for s in ("dot", "general")}

@@ -1,4 +1,5 @@
-"""Scores and attention against hand-written formulas and naive loops (paper Eq. 7–11)."""
+"""``luong_lit.nn``: the scores of Eq. 8–9, global and local attention (§3.1–3.2) and their
+windows, each against the formula written out or a naive loop, and gradchecks."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import torch
 from luong_lit.nn import build_attention
 from luong_lit.nn.window import gaussian, window
 
-torch.manual_seed(0)
 B, S, T, d = 3, 9, 4, 5
+
 LENGTHS = torch.tensor([9, 5, 1])
 
 
@@ -19,6 +20,10 @@ def memory(att, dtype=torch.float32):
     h_bar = torch.randn(B, S, d, dtype=dtype)
     h_bar[torch.arange(S) >= LENGTHS.unsqueeze(1)] = 0.0  # padded states are zeros
     return h_bar, att.prepare(h_bar, LENGTHS)
+
+
+def naive_window(center: int, D: int, n: int) -> list[int]:
+    return [s for s in range(center - D, center + D + 1) if 0 <= s < n]
 
 
 def test_dot_and_general_equal_hand_formula():
@@ -75,10 +80,6 @@ def test_padding_gets_exactly_zero_weight(att_name, score):
         pad = torch.arange(S) >= LENGTHS.view(-1, 1, 1)
         assert (dense[pad] == 0).all()
         assert (dense[~pad] >= 0).all()
-
-
-def naive_window(center: int, D: int, n: int) -> list[int]:
-    return [s for s in range(center - D, center + D + 1) if 0 <= s < n]
 
 
 def test_window_matches_naive_loop_at_both_boundaries():

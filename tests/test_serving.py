@@ -1,5 +1,5 @@
-"""The translation server: its JSON API, several models side by side, its options checked
-before a request is queued (the page, in a browser: ``test_serve_page.py``)."""
+"""``luong_lit.serving``: the HTTP API of ``serve``: translations as the API gives them, named
+models, requests checked, batching, a clean stop."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The official-source path: download (file:// URLs stand in for the network), verify, extract."""
+"""``luong_lit.data.sources``: the corpora registry, downloads checked against their checksums, a
+local mirror, IWSLT'14's preparation and corpora released tokenised."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ import io
 import tarfile
 
 import pytest
+from conftest import SHARED_DATA
 
-from luong_lit.data import DataError, read_lines
+from luong_lit.data import (
+    DataError,
+    TranslationDataModule,
+    read_lines,
+)
 from luong_lit.data.sources.fetch import Remote, Source, resolve
+from luong_lit.data.text.tokenize import MosesTokenizer
 
 
 def make_tgz(path, members: dict[str, str]) -> str:
@@ -27,6 +34,94 @@ SGM = (
     '<refset>\n<doc docid="1">\n<seg id="1">Hello &amp; welcome.</seg>\n'
     '<seg id="2"> Zweite Zeile </seg>\n</doc>\n</refset>\n'
 )
+
+
+def out_line(out, n):
+    """The n-th (1-based) cleaned English line before the valid split."""
+    lines = ["a title", "hello world .", "good day !"] + [f"sentence {i} ." for i in range(23)]
+    return lines[n - 1]
+
+
+def _serve(directory):
+    """A quiet HTTP server on 127.0.0.1 over ``directory``; returns (server, request paths)."""
+    import functools
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            seen.append(self.path)
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Handler, directory=str(directory))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+def _official_like_archive(tmp_path) -> tuple[str, dict[str, list[str]]]:
+    """A small archive laid out like training-parallel-europarl-v7.tgz (several pairs inside)."""
+    text = {
+        "en": ["Resumption of the session", "I declare resumed the session .", "Thank you ."],
+        "de": [
+            "Wiederaufnahme der Sitzungsperiode",
+            "Ich erkläre die Sitzung für wieder aufgenommen .",
+            "Vielen Dank .",
+        ],
+    }
+    members = {
+        f"training/europarl-v7.de-en.{lang}": "\n".join(lines) + "\n"
+        for lang, lines in text.items()
+    }
+    members["training/europarl-v7.fr-en.en"] = "Not this one\n" * 3
+    (tmp_path / "www").mkdir()
+    make_tgz(tmp_path / "www" / "europarl.tgz", members)
+    return hashlib.sha256((tmp_path / "www" / "europarl.tgz").read_bytes()).hexdigest(), text
+
+
+def test_unknown_dataset_name():
+    with pytest.raises(DataError, match="unknown dataset 'wmt99'.*multi30k"):
+        TranslationDataModule(dataset="wmt99")
+
+
+def test_mirror_checksum_mismatch_is_reported(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "f.gz").write_bytes(gzip.compress(b"hello\n"))
+    src = Source("c/f.gz", Remote("https://example.org/f", "sha256:0"), content_sha256="0" * 64)
+    with pytest.raises(DataError, match=r"f\.gz: checksum mismatch"):
+        resolve(src, tmp_path)
+    with pytest.raises(DataError, match="does not exist in the data mirror"):
+        resolve(Source("c/g.gz", Remote("https://example.org/g", "sha256:0")), tmp_path)
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")
+@pytest.mark.parametrize("src_lang,tgt_lang", [("en", "de"), ("de", "en")])
+def test_multi30k_from_mirror_both_directions(src_lang, tgt_lang):
+    dm = TranslationDataModule(
+        "multi30k",
+        src_lang,
+        tgt_lang,
+        test={"t": "test_2016_flickr"},
+        min_freq=2,
+        vocab_size=None,
+        mirror=str(SHARED_DATA),
+    )
+    dm.setup()
+    assert len(dm.splits["dev"].src_ids) == 1014 and len(dm.splits["t"].tgt_tokens) == 1000
+    assert len(dm.train_store) == 29000
+    from collections import Counter
+
+    from luong_lit.data import read_lines
+
+    counts = Counter(
+        w
+        for ln in read_lines(SHARED_DATA / "multi30k/tok/train.lc.norm.tok.en.gz")
+        for w in ln.split()
+    )
+    en_vocab = dm.src_vocab if src_lang == "en" else dm.tgt_vocab
+    assert len(en_vocab) == sum(c >= 2 for c in counts.values()) + 4  # plus the 4 specials
 
 
 def test_download_verify_extract_sgm_and_cache(tmp_path, monkeypatch):
@@ -99,12 +194,6 @@ def test_iwslt14_preparation_follows_fairseq(tmp_path, monkeypatch):
     assert len(out["test.en"]) == 5 and out["test.en"][0] == "test sentence , ted.dev2010"
 
 
-def out_line(out, n):
-    """The n-th (1-based) cleaned English line before the valid split."""
-    lines = ["a title", "hello world .", "good day !"] + [f"sentence {i} ." for i in range(23)]
-    return lines[n - 1]
-
-
 def test_extracted_lines_split_at_newlines_only(tmp_path):
     from luong_lit.data.io import text_lines
 
@@ -175,45 +264,6 @@ def test_wmt14_training_files_are_named_as_released():
         corpus_source("wmt14_ende", "europarl_v7", "fr")
 
 
-def _serve(directory):
-    """A quiet HTTP server on 127.0.0.1 over ``directory``; returns (server, request paths)."""
-    import functools
-    import http.server
-    import threading
-
-    seen: list[str] = []
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            seen.append(self.path)
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Handler, directory=str(directory))
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, seen
-
-
-def _official_like_archive(tmp_path) -> tuple[str, dict[str, list[str]]]:
-    """A small archive laid out like training-parallel-europarl-v7.tgz (several pairs inside)."""
-    text = {
-        "en": ["Resumption of the session", "I declare resumed the session .", "Thank you ."],
-        "de": [
-            "Wiederaufnahme der Sitzungsperiode",
-            "Ich erkläre die Sitzung für wieder aufgenommen .",
-            "Vielen Dank .",
-        ],
-    }
-    members = {
-        f"training/europarl-v7.de-en.{lang}": "\n".join(lines) + "\n"
-        for lang, lines in text.items()
-    }
-    members["training/europarl-v7.fr-en.en"] = "Not this one\n" * 3
-    (tmp_path / "www").mkdir()
-    make_tgz(tmp_path / "www" / "europarl.tgz", members)
-    return hashlib.sha256((tmp_path / "www" / "europarl.tgz").read_bytes()).hexdigest(), text
-
-
 def test_wmt14_training_corpus_downloads_both_sides_from_a_local_server(tmp_path, monkeypatch):
     from luong_lit.data.sources import registry as corpora
     from luong_lit.data.sources.registry import corpus_source
@@ -273,7 +323,7 @@ def test_tokenised_text_restored_to_plain_text_tokenises_as_the_raw_text(lang):
     text give the same tokens as the raw lines, under the kit's Moses settings."""
     from conftest import SHARED_DATA
 
-    from luong_lit.data.text.tokenize import MosesTokenizer, PlainText
+    from luong_lit.data.text.tokenize import PlainText
 
     path = SHARED_DATA / f"wmt14/train/europarl_v7_head20k/europarl-v7.de-en.head20k.{lang}.gz"
     raw = read_lines(path)[:200]

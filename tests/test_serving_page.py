@@ -26,11 +26,17 @@ PANELS = """return [...document.querySelectorAll('#panels .panel')].map(p => ({
     target: [...p.querySelectorAll('text.tgt')].map(t => t.textContent),
     p_t: p.querySelectorAll('line.p_t').length,
     windows: p.querySelectorAll('rect.window').length}))"""
+
+
 SAFE = """return typeof pwned === "undefined" && document.scripts.length === 1
     && document.querySelectorAll("#panels img, #panels script").length === 0"""
+
+
 SOURCE_SHOWN = (
     "return [...document.querySelectorAll('text.src')].some(t => t.textContent.includes('script'))"
 )
+
+
 TWO_PANELS = "return document.querySelectorAll('#panels .panel svg').length === 2"
 
 

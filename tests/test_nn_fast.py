@@ -1,20 +1,20 @@
-"""The CPU fast paths of training equal their plain references.
-
-Deferred weight gradients (``RecurrentWeight``), packing and unpacking, and the uniform-mask
-dropout are checked against ``addmm``, ``pad_packed_sequence`` and the Bernoulli law.
-"""
+"""``luong_lit.nn.fast``: the same model computed faster, against the plain modules: the
+decode-time stepper, 8-bit products, projections, the recurrent weight, packing, dropout and the
+training path."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from conftest import small_model
+from conftest import pair_batch, small_model
+from torch.nn import functional as F
 from torch.nn.utils.rnn import pad_packed_sequence
 
 from luong_lit.engines import FastEngine
 from luong_lit.nn.fast.dropout import dropout
 from luong_lit.nn.fast.lstm import RecurrentWeight, pack_ids, unpack
 from luong_lit.nn.fast.model import drop, fast_forward
+from luong_lit.nn.fast.projection import cpu_linear, linear_columns, onednn_linear, project_rows
 
 
 def _recurrence(W, b0, h0, base, rows, deferred: bool):
@@ -28,6 +28,137 @@ def _recurrence(W, b0, h0, base, rows, deferred: bool):
         h = torch.tanh(pre)
         total = total + (h * torch.arange(1, h.size(1) + 1, dtype=h.dtype)).sum()
     return total + W.sum()  # W also used outside the recurrence
+
+
+def test_fast_stepper_looks_up_the_projected_embeddings_of_every_word():
+    """The decode-time wrapper gathers ``W_ih emb(y)`` from a (V, 4d) table built from the
+    weights it was given; its steps equal the teacher-forced pass."""
+    from luong_lit.nn.fast.stepper import FastStepper
+
+    torch.manual_seed(0)
+    net = small_model(dropout=0.3).eval()
+    src, src_len, tgt = pair_batch()
+    with torch.no_grad():
+        net.decoder.embedding.weight.mul_(2.0)  # edited in place before decoding starts
+        stepper = FastStepper(net)
+        assert stepper.table.shape == (20, 32)
+        h_tilde, _ = net(src, src_len, tgt)
+        memory, state = stepper.encode(src, src_len)
+        for t in range(tgt.size(1)):
+            logits, state, _ = stepper.step(tgt[:, t], state, memory, t)
+            torch.testing.assert_close(logits, net.logits(h_tilde[:, t]), atol=1e-5, rtol=1e-5)
+
+
+def test_int8_output_layer_serves_decoding_only():
+    """``FastStepper(int8="output")``: decoding logits come from int8 ``W_s`` (close to the
+    float ones, bias included); the model itself keeps its float weights."""
+    from luong_lit.decoding.ensemble import Ensemble
+    from luong_lit.nn.fast.stepper import FastStepper
+
+    torch.manual_seed(0)
+    net = small_model(tgt_vocab_size=50, hidden_size=16).eval()
+    with torch.no_grad():
+        net.decoder.W_s.bias.uniform_(-3, 3)  # a bias large enough to matter
+    h = torch.randn(33, 16).tanh()
+    W, b = net.decoder.W_s.weight, net.decoder.W_s.bias
+    with torch.no_grad():
+        ref = h @ W.t() + b  # (33, 50)
+        q = FastStepper(net, "output").logits(h)
+        err = (q - ref).abs().max()
+        assert 0 < err < 0.01 * ref.abs().max()
+        torch.testing.assert_close(net.logits(h), F.linear(h, W, b))  # the model: float weights
+    pair = FastEngine().for_decoding(Ensemble([net, net]).eval(), "output")
+    assert all(isinstance(m, FastStepper) and m.int8_output is not None for m in pair.members)
+    src, src_len, tgt = pair_batch()
+    with torch.no_grad():
+        memory, state = pair.encode(src, src_len)
+        logits, _, _ = pair.step(tgt[:, 0], state, memory, 0)
+        one = FastStepper(net, "output")
+        m1, s1 = one.encode(src, src_len)
+        torch.testing.assert_close(logits, one.step(tgt[:, 0], s1, m1, 0)[0])
+
+
+@pytest.mark.parametrize("feed", [True, False])
+def test_int8_decoder_serves_decoding_only(feed):
+    """``int8="all"``: the decoder's LSTM layers and ``W_c`` also run in int8 when stepping,
+    close to the float step; teacher-forced scoring keeps the float weights exactly."""
+    from luong_lit.nn.fast.stepper import FastStepper
+
+    torch.manual_seed(5)
+    net = small_model(
+        tgt_vocab_size=30, embed_size=16, hidden_size=16, attention="local_p", feed_input=feed
+    ).eval()
+    src, src_len, tgt = pair_batch(V=20)
+    with torch.no_grad():
+        forced = net(src, src_len, tgt)[0]
+        memory, state = net.encode(src, src_len)
+        states, refs = [state], []
+        for t in range(3):
+            logits, state, _ = net.step(tgt[:, t], state, memory, t)
+            states.append(state)
+            refs.append(logits)
+        stepper = FastStepper(net, "all")
+        assert len(stepper.layers) == 2 and stepper.int8_W_c is not None
+        torch.testing.assert_close(net(src, src_len, tgt)[0], forced, rtol=0, atol=0)
+        for t, ref in enumerate(refs):  # each int8 step starts from the float state
+            err = (stepper.step(tgt[:, t], states[t], memory, t)[0] - ref).abs().max()
+            assert 0 < err < 0.02 * ref.abs().max()
+        stepper.int8_output = None  # float W_s: a difference left comes from the decoder's int8
+        assert (stepper.step(tgt[:, 1], states[1], memory, 1)[0] - refs[1]).abs().max() > 0
+    with pytest.raises(ValueError, match="int8 parts"):
+        FastStepper(net, "encoder")
+
+
+@pytest.mark.parametrize("n", [1, 7, 31, 32, 333, 700])
+@pytest.mark.parametrize("bias", [True, False])
+def test_decoding_projection_equals_linear(n, bias):
+    """``project_rows`` (column blocks from ``MIN_ROWS`` rows on) equals ``F.linear``."""
+    g = torch.Generator().manual_seed(n)
+    h, W = torch.randn(n, 16, generator=g), torch.randn(1100, 16, generator=g)
+    b = torch.randn(1100, generator=g) if bias else None
+    with torch.no_grad():
+        torch.testing.assert_close(project_rows(h, W, b), torch.nn.functional.linear(h, W, b))
+    W.requires_grad_(True)
+    out = project_rows(h, W, b)  # under autograd: F.linear itself, so gradients flow
+    out.sum().backward()
+    torch.testing.assert_close(W.grad, h.sum(0).expand_as(W))
+
+
+@pytest.mark.parametrize("cols", [1, 100, 256, 5000])
+@pytest.mark.parametrize("bias", [True, False])
+def test_column_block_projection_equals_linear(cols, bias):
+    """``linear_columns`` (products over blocks of output columns) equals ``F.linear``."""
+    g = torch.Generator().manual_seed(cols)
+    h, W = (
+        torch.randn(37, 16, generator=g),
+        torch.randn(1100, 16, generator=g),
+    )  # 1100: a ragged last block
+    b = torch.randn(1100, generator=g) if bias else None
+    torch.testing.assert_close(linear_columns(h, W, b, cols), torch.nn.functional.linear(h, W, b))
+
+
+@pytest.mark.parametrize("onednn", ["1", "0"])
+@pytest.mark.parametrize("n", [1, 5, 150, 513])
+def test_cpu_linear_equals_linear_with_and_without_onednn(monkeypatch, onednn, n):
+    """``cpu_linear`` (oneDNN's kernel where allowed, else column blocks) equals ``F.linear``,
+    for a strided ``h`` too; ``LUONG_LIT_ONEDNN=0`` turns the oneDNN kernel off."""
+    monkeypatch.setenv("LUONG_LIT_ONEDNN", onednn)
+    onednn_linear.cache_clear()
+    try:
+        if onednn == "0":
+            assert onednn_linear() is None
+        g = torch.Generator().manual_seed(n)
+        h, W, b = (
+            torch.randn(16, n, generator=g).t(),
+            torch.randn(1100, 16, generator=g),
+            torch.randn(1100, generator=g),
+        )
+        for bias in (b, None):
+            torch.testing.assert_close(
+                cpu_linear(h, W, bias), torch.nn.functional.linear(h, W, bias)
+            )
+    finally:
+        onednn_linear.cache_clear()
 
 
 @pytest.mark.parametrize("base", ["bias", "rows", "none"])
@@ -177,29 +308,3 @@ def test_training_path_gradcheck_float64():
 
     inputs = tuple(params[n].detach().clone().requires_grad_(True) for n in names)
     assert torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-6)
-
-
-def test_decoding_sees_weights_updated_by_a_fused_optimizer():
-    """Fused Adam updates in place without a version bump; decoding in the next validation
-    must use the new weights, not those of the previous one."""
-    import copy
-
-    torch.manual_seed(0)
-    model = small_model()
-    opt = torch.optim.Adam(model.parameters(), 1e-2, fused=True)
-    src, src_len = torch.randint(4, 20, (2, 5)), torch.tensor([5, 5])
-    tgt = torch.randint(4, 20, (2, 4))
-
-    def first_step_logits(net):
-        with torch.no_grad():
-            stepper = FastEngine().for_decoding(net)
-            memory, state = stepper.encode(src, src_len)
-            return stepper.step(tgt[:, 0], state, memory, 0)[0]
-
-    model.eval()
-    first_step_logits(model)  # as a validation pass would
-    model.train()
-    model(src, src_len, tgt)[0].sum().backward()
-    opt.step()
-    model.eval()
-    torch.testing.assert_close(first_step_logits(model), first_step_logits(copy.deepcopy(model)))

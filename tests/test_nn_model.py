@@ -1,4 +1,6 @@
-"""The Seq2Seq model: step-by-step decoding equals teacher forcing, reversal, validation."""
+"""``luong_lit.nn``: the encoder, the input-feeding decoder (§3.3) and Seq2Seq: stepwise decoding
+against teacher forcing, ragged batches against one sentence at a time, reversal, dropout,
+initialisation and the model's options."""
 
 from __future__ import annotations
 
@@ -6,15 +8,13 @@ import itertools
 
 import pytest
 import torch
-from conftest import small_model
-from torch.nn import functional as F
+from conftest import pair_batch, small_model
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from luong_lit.nn import ConfigError
 from luong_lit.nn.encoder import reverse_index
 from luong_lit.nn.fast.lstm import ragged_lstm
 from luong_lit.nn.fast.model import fast_forward
-from luong_lit.nn.fast.projection import cpu_linear, linear_columns, onednn_linear, project_rows
 
 VALID = [
     (a, s, f)
@@ -25,14 +25,6 @@ VALID = [
 ] + [("none", None, False)]
 
 
-def batch(B=3, S=7, T=6, V=20, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    src_len = torch.tensor([S, 4, 1][:B])
-    src = torch.randint(4, V, (B, S), generator=g)
-    src[torch.arange(S) >= src_len.unsqueeze(1)] = 0
-    return src, src_len, torch.randint(4, V, (B, T), generator=g)
-
-
 @pytest.mark.parametrize("att,score,feed", VALID)
 @pytest.mark.parametrize("reverse", [False, True])
 def test_stepwise_decoding_equals_teacher_forcing(att, score, feed, reverse):
@@ -40,7 +32,7 @@ def test_stepwise_decoding_equals_teacher_forcing(att, score, feed, reverse):
     model = small_model(
         dropout=0.3, attention=att, score=score, feed_input=feed, reverse_source=reverse
     ).eval()
-    src, src_len, tgt = batch()
+    src, src_len, tgt = pair_batch()
     h_tilde, dense = model(src, src_len, tgt, return_attention=att != "none")
     memory, state = model.encode(src, src_len)
     for t in range(tgt.size(1)):
@@ -58,7 +50,7 @@ def test_ragged_targets_equal_one_sentence_at_a_time(att):
     notice, and the ended rows' outputs are zeros."""
     torch.manual_seed(0)
     model = small_model(attention=att).eval()
-    src, src_len, tgt = batch(T=6)
+    src, src_len, tgt = pair_batch(T=6)
     tgt_len = torch.tensor([3, 6, 1])  # unsorted, with padding
     tgt[torch.arange(6) >= tgt_len.unsqueeze(1)] = 0
     h_tilde, dense = fast_forward(model, src, src_len, tgt, return_attention=True)
@@ -108,7 +100,7 @@ def test_reverse_index_is_an_involution():
 def test_reversed_encoder_reads_backwards_but_returns_original_order():
     torch.manual_seed(0)
     model = small_model(num_layers=1, score="dot", reverse_source=True).eval()
-    src, src_len, _ = batch()
+    src, src_len, _ = pair_batch()
     h_bar, (h, _) = model.encoder(src, src_len)
     for b in range(3):
         n = int(src_len[b])
@@ -162,7 +154,7 @@ def test_invalid_combinations_raise_clear_errors():
 def test_dropout_only_in_training_and_on_layer_inputs():
     torch.manual_seed(0)
     model = small_model(dropout=0.5)
-    src, src_len, tgt = batch()
+    src, src_len, tgt = pair_batch()
     model.eval()
     a, _ = model(src, src_len, tgt)
     b, _ = model(src, src_len, tgt)
@@ -188,7 +180,7 @@ def test_init_schemes_and_hidden_dropout_options():
     with pytest.raises(ConfigError, match="hidden_dropout=1.0 is out of range"):
         small_model(hidden_dropout=1.0)
     net = small_model(hidden_dropout=0.5)
-    src, src_len, tgt = batch()
+    src, src_len, tgt = pair_batch()
     net.train()
     assert not torch.equal(net(src, src_len, tgt)[0], net(src, src_len, tgt)[0])
     net.eval()
@@ -204,7 +196,7 @@ def test_output_dropout_drops_only_what_w_s_reads(feed):
     net = small_model(attention=att, feed_input=feed, output_dropout=0.5).train()
     ref = small_model(attention=att, feed_input=feed).train()
     ref.load_state_dict(net.state_dict())
-    src, src_len, tgt = batch()
+    src, src_len, tgt = pair_batch()
     dropped, a = net(src, src_len, tgt, return_attention=True)
     kept, a_ref = ref(src, src_len, tgt, return_attention=True)
     torch.testing.assert_close(a, a_ref)  # attention (and so the recurrence) unchanged
@@ -223,7 +215,7 @@ def test_source_eos_option_equals_an_explicit_eos():
     net = small_model(src_eos=True, eos_id=3).eval()
     ref = small_model().eval()
     ref.load_state_dict(net.state_dict())
-    src, src_len, tgt = batch()
+    src, src_len, tgt = pair_batch()
     explicit = torch.cat([src, torch.zeros_like(src[:, :1])], 1)  # (B, S+1)
     explicit[torch.arange(3), src_len] = 3
     out, a = net(src, src_len, tgt, return_attention=True)
@@ -238,7 +230,7 @@ def test_reversed_source_with_eos_reads_the_eos_last():
     """With ``reverse_source`` and ``src_eos`` the LSTM reads ``x_S .. x_1 </s>``."""
     torch.manual_seed(0)
     net = small_model(src_eos=True, reverse_source=True).eval()
-    src, src_len, _ = batch()
+    src, src_len, _ = pair_batch()
     memory, state = net.encode(src, src_len)
     for b in range(3):
         n = int(src_len[b])
@@ -253,7 +245,7 @@ def test_reversed_source_with_eos_reads_the_eos_last():
 def test_decoder_initial_state_options(init_state):
     torch.manual_seed(0)
     net = small_model(init_state=init_state)
-    src, src_len, _ = batch()
+    src, src_len, _ = pair_batch()
     _, (h, c) = net.encoder(src, src_len)  # (L, B, d) each
     _, state = net.encode(src, src_len)
     want = {
@@ -276,7 +268,7 @@ def test_tied_output_layer_is_the_target_embedding():
     untied = small_model(tgt_vocab_size=30)
     n_params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     assert n_params(untied) - n_params(net) == 30 * 8
-    src, src_len, tgt = batch()
+    src, src_len, tgt = pair_batch()
     untied.load_state_dict(net.state_dict())  # the same numbers in two separate matrices
     for m in (net, untied):
         m.zero_grad()
@@ -290,144 +282,12 @@ def test_tied_output_layer_is_the_target_embedding():
         small_model(tgt_vocab_size=30, embed_size=16, tie_output=True)
 
 
-def test_fast_stepper_looks_up_the_projected_embeddings_of_every_word():
-    """The decode-time wrapper gathers ``W_ih emb(y)`` from a (V, 4d) table built from the
-    weights it was given; its steps equal the teacher-forced pass."""
-    from luong_lit.nn.fast.stepper import FastStepper
-
-    torch.manual_seed(0)
-    net = small_model(dropout=0.3).eval()
-    src, src_len, tgt = batch()
-    with torch.no_grad():
-        net.decoder.embedding.weight.mul_(2.0)  # edited in place before decoding starts
-        stepper = FastStepper(net)
-        assert stepper.table.shape == (20, 32)
-        h_tilde, _ = net(src, src_len, tgt)
-        memory, state = stepper.encode(src, src_len)
-        for t in range(tgt.size(1)):
-            logits, state, _ = stepper.step(tgt[:, t], state, memory, t)
-            torch.testing.assert_close(logits, net.logits(h_tilde[:, t]), atol=1e-5, rtol=1e-5)
-
-
-def test_int8_output_layer_serves_decoding_only():
-    """``FastStepper(int8="output")``: decoding logits come from int8 ``W_s`` (close to the
-    float ones, bias included); the model itself keeps its float weights."""
-    from luong_lit.decoding.ensemble import Ensemble
-    from luong_lit.engines import FastEngine
-    from luong_lit.nn.fast.stepper import FastStepper
-
-    torch.manual_seed(0)
-    net = small_model(tgt_vocab_size=50, hidden_size=16).eval()
-    with torch.no_grad():
-        net.decoder.W_s.bias.uniform_(-3, 3)  # a bias large enough to matter
-    h = torch.randn(33, 16).tanh()
-    W, b = net.decoder.W_s.weight, net.decoder.W_s.bias
-    with torch.no_grad():
-        ref = h @ W.t() + b  # (33, 50)
-        q = FastStepper(net, "output").logits(h)
-        err = (q - ref).abs().max()
-        assert 0 < err < 0.01 * ref.abs().max()
-        torch.testing.assert_close(net.logits(h), F.linear(h, W, b))  # the model: float weights
-    pair = FastEngine().for_decoding(Ensemble([net, net]).eval(), "output")
-    assert all(isinstance(m, FastStepper) and m.int8_output is not None for m in pair.members)
-    src, src_len, tgt = batch()
-    with torch.no_grad():
-        memory, state = pair.encode(src, src_len)
-        logits, _, _ = pair.step(tgt[:, 0], state, memory, 0)
-        one = FastStepper(net, "output")
-        m1, s1 = one.encode(src, src_len)
-        torch.testing.assert_close(logits, one.step(tgt[:, 0], s1, m1, 0)[0])
-
-
-@pytest.mark.parametrize("feed", [True, False])
-def test_int8_decoder_serves_decoding_only(feed):
-    """``int8="all"``: the decoder's LSTM layers and ``W_c`` also run in int8 when stepping,
-    close to the float step; teacher-forced scoring keeps the float weights exactly."""
-    from luong_lit.nn.fast.stepper import FastStepper
-
-    torch.manual_seed(5)
-    net = small_model(
-        tgt_vocab_size=30, embed_size=16, hidden_size=16, attention="local_p", feed_input=feed
-    ).eval()
-    src, src_len, tgt = batch(V=20)
-    with torch.no_grad():
-        forced = net(src, src_len, tgt)[0]
-        memory, state = net.encode(src, src_len)
-        states, refs = [state], []
-        for t in range(3):
-            logits, state, _ = net.step(tgt[:, t], state, memory, t)
-            states.append(state)
-            refs.append(logits)
-        stepper = FastStepper(net, "all")
-        assert len(stepper.layers) == 2 and stepper.int8_W_c is not None
-        torch.testing.assert_close(net(src, src_len, tgt)[0], forced, rtol=0, atol=0)
-        for t, ref in enumerate(refs):  # each int8 step starts from the float state
-            err = (stepper.step(tgt[:, t], states[t], memory, t)[0] - ref).abs().max()
-            assert 0 < err < 0.02 * ref.abs().max()
-        stepper.int8_output = None  # float W_s: a difference left comes from the decoder's int8
-        assert (stepper.step(tgt[:, 1], states[1], memory, 1)[0] - refs[1]).abs().max() > 0
-    with pytest.raises(ValueError, match="int8 parts"):
-        FastStepper(net, "encoder")
-
-
-@pytest.mark.parametrize("n", [1, 7, 31, 32, 333, 700])
-@pytest.mark.parametrize("bias", [True, False])
-def test_decoding_projection_equals_linear(n, bias):
-    """``project_rows`` (column blocks from ``MIN_ROWS`` rows on) equals ``F.linear``."""
-    g = torch.Generator().manual_seed(n)
-    h, W = torch.randn(n, 16, generator=g), torch.randn(1100, 16, generator=g)
-    b = torch.randn(1100, generator=g) if bias else None
-    with torch.no_grad():
-        torch.testing.assert_close(project_rows(h, W, b), torch.nn.functional.linear(h, W, b))
-    W.requires_grad_(True)
-    out = project_rows(h, W, b)  # under autograd: F.linear itself, so gradients flow
-    out.sum().backward()
-    torch.testing.assert_close(W.grad, h.sum(0).expand_as(W))
-
-
-@pytest.mark.parametrize("cols", [1, 100, 256, 5000])
-@pytest.mark.parametrize("bias", [True, False])
-def test_column_block_projection_equals_linear(cols, bias):
-    """``linear_columns`` (products over blocks of output columns) equals ``F.linear``."""
-    g = torch.Generator().manual_seed(cols)
-    h, W = (
-        torch.randn(37, 16, generator=g),
-        torch.randn(1100, 16, generator=g),
-    )  # 1100: a ragged last block
-    b = torch.randn(1100, generator=g) if bias else None
-    torch.testing.assert_close(linear_columns(h, W, b, cols), torch.nn.functional.linear(h, W, b))
-
-
-@pytest.mark.parametrize("onednn", ["1", "0"])
-@pytest.mark.parametrize("n", [1, 5, 150, 513])
-def test_cpu_linear_equals_linear_with_and_without_onednn(monkeypatch, onednn, n):
-    """``cpu_linear`` (oneDNN's kernel where allowed, else column blocks) equals ``F.linear``,
-    for a strided ``h`` too; ``LUONG_LIT_ONEDNN=0`` turns the oneDNN kernel off."""
-    monkeypatch.setenv("LUONG_LIT_ONEDNN", onednn)
-    onednn_linear.cache_clear()
-    try:
-        if onednn == "0":
-            assert onednn_linear() is None
-        g = torch.Generator().manual_seed(n)
-        h, W, b = (
-            torch.randn(16, n, generator=g).t(),
-            torch.randn(1100, 16, generator=g),
-            torch.randn(1100, generator=g),
-        )
-        for bias in (b, None):
-            torch.testing.assert_close(
-                cpu_linear(h, W, bias), torch.nn.functional.linear(h, W, bias)
-            )
-    finally:
-        onednn_linear.cache_clear()
-
-
 def test_bf16_autocast_training_step_with_input_feeding():
     """Mixed precision reaches the unrolled decoder's deferred recurrent weights (CPU autocast
     here; ``tests/test_gpu.py`` runs the same on CUDA): finite fp32 gradients near fp32's."""
     torch.manual_seed(3)
     model = small_model(embed_size=16, hidden_size=16, attention="local_p")
-    src, src_len, tgt = batch()
+    src, src_len, tgt = pair_batch()
     grads = []
     for enabled in (False, True):
         model.zero_grad()

@@ -1,12 +1,9 @@
-"""Nothing lost: a run killed (``kill -9``) or stopped (SIGTERM) in the middle of epoch 2, or
-stopped during epoch 2's validation, and resumed with ``ckpt_path=last`` ends with the unbroken
-run's weights, tensor for tensor, and a CSV log that holds every epoch's validation once, with
-the unbroken run's figures; a checkpoint that cannot be written leaves the last one."""
+"""Training never loses finished work: runs stopped by signals, kills and full disks resume as the
+unbroken run."""
 
 from __future__ import annotations
 
 import csv
-import os
 import random
 import signal
 import subprocess
@@ -16,57 +13,23 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import tiny_overrides, write_corpus
+from conftest import (
+    MAIN_JOB_SCHEDULE,
+    PAPER_SCHEDULE,
+    REPO,
+    fit_toy,
+    run_env,
+    step_of,
+    train_command,
+)
 
-REPO = Path(__file__).resolve().parents[1]
+from luong_lit.checkpoint import load_model
+
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("resume")
-    return {
-        "train": write_corpus(root, "train", 480, 11),
-        "dev": write_corpus(root, "dev", 40, 12),  # 5 batches: a validation can be cut short
-    }
-
-
-PAPER_SCHEDULE = ("optim=sgd_paper", "schedule=halving", "model.scheduler.after=1")
-MAIN_JOB_SCHEDULE = ("optim=adam", "schedule=linear_decay")  # m30k_small's
-
-
-def command(corpus, run_dir: Path, *extra: str, schedule=PAPER_SCHEDULE) -> list[str]:
-    overrides = tiny_overrides(corpus) + [
-        "trainer.max_epochs=3",
-        "dropout=0.3",
-        *schedule,
-        "test_after_training=false",
-        "logger=csv",
-        "threads=1",
-        "model.net.hidden_size=32",
-        "model.net.embed_size=32",
-        "callbacks.checkpoint.every_n_train_steps=1",
-        "callbacks.throughput.every_n_steps=2",  # a resumed epoch's callbacks run as well
-        f"hydra.run.dir={run_dir}",
-    ]
-    return [sys.executable, "-m", "luong_lit", "train", *overrides, *extra]
-
-
-def env() -> dict[str, str]:
-    tests = str(Path(__file__).resolve().parent)  # signal_helpers, for the validation stop
-    path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
-
-
-def step_of(ckpt: Path) -> int:
-    try:
-        return int(torch.load(ckpt, map_location="cpu", weights_only=True)["global_step"])
-    except Exception:  # noqa: BLE001 - not written yet, or being replaced
-        return -1
-
-
 def stop_during_epoch_2(
-    corpus,
+    resume_corpus,
     run_dir: Path,
     signum: int,
     steps_per_epoch: int = 60,
@@ -80,9 +43,9 @@ def stop_during_epoch_2(
     if target is None:
         target = random.Random(signum).randrange(steps_per_epoch + 1, 2 * steps_per_epoch - 5)
     proc = subprocess.Popen(
-        command(corpus, run_dir, *extra, schedule=schedule),
+        train_command(resume_corpus, run_dir, *extra, schedule=schedule),
         cwd=REPO,
-        env=env(),
+        env=run_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -98,12 +61,12 @@ def stop_during_epoch_2(
     return proc
 
 
-def resume(corpus, run_dir: Path, extra=(), schedule=PAPER_SCHEDULE) -> None:
+def resume(resume_corpus, run_dir: Path, extra=(), schedule=PAPER_SCHEDULE) -> None:
     """Resume the stopped run in ``run_dir`` with ``ckpt_path=last``, to its end."""
     res = subprocess.run(
-        command(corpus, run_dir, *extra, "ckpt_path=last", schedule=schedule),
+        train_command(resume_corpus, run_dir, *extra, "ckpt_path=last", schedule=schedule),
         cwd=REPO,
-        env=env(),
+        env=run_env(),
         capture_output=True,
         text=True,
     )
@@ -113,44 +76,6 @@ def resume(corpus, run_dir: Path, extra=(), schedule=PAPER_SCHEDULE) -> None:
 def metrics_rows(run_dir: Path) -> list[dict]:
     with open(run_dir / "csv" / "metrics.csv", newline="") as fh:
         return list(csv.DictReader(fh))
-
-
-@pytest.fixture(scope="module")
-def unbroken(corpus, tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("unbroken")
-    res = subprocess.run(
-        command(corpus, run_dir), cwd=REPO, env=env(), capture_output=True, text=True
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return run_dir
-
-
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
-def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(corpus, unbroken, tmp_path, signum):
-    proc = stop_during_epoch_2(corpus, tmp_path, signum)
-    if signum == signal.SIGTERM:  # a clean stop: the step finished, saved, said so, no traceback
-        assert proc.returncode == 128 + signal.SIGTERM
-        err = proc.stderr.read()
-        assert (
-            "interrupted by signal 15" in err and "ckpt_path=last" in err and "Traceback" not in err
-        )
-    else:
-        assert proc.returncode == -signal.SIGKILL
-    resume(corpus, tmp_path)
-    a = torch.load(unbroken / "checkpoints" / "last.ckpt", weights_only=True)
-    b = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
-    assert a["global_step"] == b["global_step"] == 3 * 60
-    for key, value in a["state_dict"].items():  # same batches, dropout masks and learning rates
-        assert torch.equal(b["state_dict"][key], value), key
-    rows = metrics_rows(tmp_path)
-    epochs = [r["epoch"] for r in rows if r.get("val/ppl")]
-    assert epochs == ["0", "1", "2"]  # every epoch's validation exactly once
-    steps = [r["step"] for r in rows if r.get("train/loss")]
-    assert (
-        len(steps)
-        == len(set(steps))
-        == len([r for r in metrics_rows(unbroken) if r.get("train/loss")])
-    )
 
 
 #: setting -> (steps per epoch, overrides, schedule, the checkpoint step the kill waits for)
@@ -170,17 +95,100 @@ SHORT_EPOCHS = {
 }
 
 
+def test_resume_continues_the_same_run(toy_corpus, tmp_path):
+    full = fit_toy(tmp_path / "full", toy_corpus, 3)
+    fit_toy(tmp_path / "split", toy_corpus, 2)
+    resumed = fit_toy(tmp_path / "split", toy_corpus, 3, ["ckpt_path=last"])
+    a = torch.load(full / "last.ckpt", weights_only=True)
+    b = torch.load(resumed / "last.ckpt", weights_only=True)
+    assert a["epoch"] == b["epoch"] and a["global_step"] == b["global_step"] > 0
+    assert a["lr_schedulers"] == b["lr_schedulers"] and b["lr_schedulers"][0]["_last_lr"][0] < 1.0
+    for key, value in a["state_dict"].items():  # same data order, dropout masks and lr schedule
+        torch.testing.assert_close(b["state_dict"][key], value, msg=key)
+
+
+def test_resume_continues_the_annealed_schedule(toy_corpus, tmp_path):
+    """The per-step schedule depends on the planned length, so the interrupted run is the full
+    run's own epoch-2 checkpoint, resumed in a fresh directory."""
+    anneal = ["schedule=linear_decay", "model.scheduler.epochs=2"]
+    full = fit_toy(
+        tmp_path / "full", toy_corpus, 3, ["callbacks.epoch_checkpoints.every_n_epochs=1"], anneal
+    )
+    resumed = fit_toy(
+        tmp_path / "resumed", toy_corpus, 3, [f"ckpt_path={full / 'epochs' / 'e01.ckpt'}"], anneal
+    )
+    a = torch.load(full / "last.ckpt", weights_only=True)
+    b = torch.load(resumed / "last.ckpt", weights_only=True)
+    mid = torch.load(full / "epochs" / "e01.ckpt", weights_only=True)["lr_schedulers"][0][
+        "_last_lr"
+    ][0]
+    assert a["lr_schedulers"] == b["lr_schedulers"] and a["lr_schedulers"][0]["_last_lr"][0] == 0.0
+    assert a["lr_schedulers"][0]["last_epoch"] == a["global_step"] and 0.0 < mid < 1.0
+    for key, value in a["state_dict"].items():
+        torch.testing.assert_close(b["state_dict"][key], value, msg=key)
+
+
+def test_epoch_checkpoints_are_off_by_default_and_average_when_on(toy_corpus, tmp_path):
+    from luong_lit.checkpoint import average_checkpoints
+
+    assert not (fit_toy(tmp_path / "off", toy_corpus, 2) / "epochs").exists()
+    ckpts = fit_toy(
+        tmp_path / "on", toy_corpus, 2, ["callbacks.epoch_checkpoints.every_n_epochs=1"]
+    )
+    epochs = sorted(p.name for p in (ckpts / "epochs").iterdir())
+    assert epochs == ["e00.ckpt", "e01.ckpt"] and (ckpts / "best.ckpt").is_file()
+    avg = average_checkpoints([ckpts / "epochs" / e for e in epochs], tmp_path / "avg.ckpt")
+    net = load_model(avg)[0]
+    e0, e1 = (load_model(ckpts / "epochs" / e)[0].state_dict() for e in epochs)
+    for key, value in net.state_dict().items():
+        torch.testing.assert_close(value, (e0[key] + e1[key]) / 2, msg=key)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(
+    resume_corpus, unbroken, tmp_path, signum
+):
+    proc = stop_during_epoch_2(resume_corpus, tmp_path, signum)
+    if signum == signal.SIGTERM:  # a clean stop: the step finished, saved, said so, no traceback
+        assert proc.returncode == 128 + signal.SIGTERM
+        err = proc.stderr.read()
+        assert (
+            "interrupted by signal 15" in err and "ckpt_path=last" in err and "Traceback" not in err
+        )
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    resume(resume_corpus, tmp_path)
+    a = torch.load(unbroken / "checkpoints" / "last.ckpt", weights_only=True)
+    b = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
+    assert a["global_step"] == b["global_step"] == 3 * 60
+    for key, value in a["state_dict"].items():  # same batches, dropout masks and learning rates
+        assert torch.equal(b["state_dict"][key], value), key
+    rows = metrics_rows(tmp_path)
+    epochs = [r["epoch"] for r in rows if r.get("val/ppl")]
+    assert epochs == ["0", "1", "2"]  # every epoch's validation exactly once
+    steps = [r["step"] for r in rows if r.get("train/loss")]
+    assert (
+        len(steps)
+        == len(set(steps))
+        == len([r for r in metrics_rows(unbroken) if r.get("train/loss")])
+    )
+
+
 @pytest.mark.parametrize("setting", list(SHORT_EPOCHS))
-def test_short_epochs_killed_in_epoch_2_resume_as_the_unbroken_run(corpus, tmp_path, setting):
+def test_short_epochs_killed_in_epoch_2_resume_as_the_unbroken_run(
+    resume_corpus, tmp_path, setting
+):
     """Epochs cut short (``limit_train_batches``, as for a large corpus) and validated in their
     middle (``val_check_interval``): a run killed in epoch 2 goes on as the unbroken one."""
     steps, extra, schedule, target = SHORT_EPOCHS[setting]
     full = tmp_path / "unbroken"
-    res = subprocess.run(command(corpus, full, *extra, schedule=schedule), cwd=REPO, env=env(),
-                         capture_output=True, text=True)  # fmt: skip
+    cmd = train_command(resume_corpus, full, *extra, schedule=schedule)
+    res = subprocess.run(cmd, cwd=REPO, env=run_env(), capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
-    stop_during_epoch_2(corpus, tmp_path / "run", signal.SIGKILL, steps, extra, schedule, target)
-    resume(corpus, tmp_path / "run", extra, schedule)
+    stop_during_epoch_2(
+        resume_corpus, tmp_path / "run", signal.SIGKILL, steps, extra, schedule, target
+    )
+    resume(resume_corpus, tmp_path / "run", extra, schedule)
     a = torch.load(full / "checkpoints" / "last.ckpt", weights_only=True)
     b = torch.load(tmp_path / "run" / "checkpoints" / "last.ckpt", weights_only=True)
     assert a["global_step"] == b["global_step"] == 3 * steps
@@ -191,14 +199,18 @@ def test_short_epochs_killed_in_epoch_2_resume_as_the_unbroken_run(corpus, tmp_p
     assert [x for x in got if x[2]] == dev, ([x for x in got if x[2]], dev)
 
 
-def test_stopped_during_validation_validates_that_epoch_again(corpus, unbroken, tmp_path):
+def test_stopped_during_validation_validates_that_epoch_again(resume_corpus, unbroken, tmp_path):
     stop = "+callbacks.stop._target_=signal_helpers.SigtermInValidation"
     res = subprocess.run(
-        command(corpus, tmp_path, stop), cwd=REPO, env=env(), capture_output=True, text=True
+        train_command(resume_corpus, tmp_path, stop),
+        cwd=REPO,
+        env=run_env(),
+        capture_output=True,
+        text=True,
     )
     assert res.returncode == 128 + signal.SIGTERM, res.stderr[-2000:]
     assert [r["epoch"] for r in metrics_rows(tmp_path) if r.get("val/ppl")] == ["0"]
-    resume(corpus, tmp_path)
+    resume(resume_corpus, tmp_path)
     dev = [(r["epoch"], r["val/ppl"]) for r in metrics_rows(tmp_path) if r.get("val/ppl")]
     assert dev == [(r["epoch"], r["val/ppl"]) for r in metrics_rows(unbroken) if r.get("val/ppl")]
     assert [e for e, _ in dev] == ["0", "1", "2"]  # epoch 2's validation ran, once
@@ -208,13 +220,16 @@ def test_stopped_during_validation_validates_that_epoch_again(corpus, unbroken, 
         assert torch.equal(b["state_dict"][key], value), key
 
 
-def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(corpus, tmp_path):
+def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(resume_corpus, tmp_path):
     res = subprocess.run(
-        command(
-            corpus, tmp_path, "trainer.max_epochs=1", "callbacks.checkpoint.every_n_train_steps=0"
+        train_command(
+            resume_corpus,
+            tmp_path,
+            "trainer.max_epochs=1",
+            "callbacks.checkpoint.every_n_train_steps=0",
         ),
         cwd=REPO,
-        env=env(),
+        env=run_env(),
         capture_output=True,
         text=True,
     )
@@ -228,9 +243,13 @@ def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(corpus, tmp_
         "sys.argv = ['luong_lit'] + sys.argv[1:]\n"
         "runpy.run_module('luong_lit', run_name='__main__')\n"
     )
-    args = command(corpus, tmp_path, "trainer.max_epochs=2", "ckpt_path=last")[3:]
+    args = train_command(resume_corpus, tmp_path, "trainer.max_epochs=2", "ckpt_path=last")[3:]
     res = subprocess.run(
-        [sys.executable, "-c", limited, *args], cwd=REPO, env=env(), capture_output=True, text=True
+        [sys.executable, "-c", limited, *args],
+        cwd=REPO,
+        env=run_env(),
+        capture_output=True,
+        text=True,
     )
     assert res.returncode == 2, res.stderr[-2000:]
     error = [line for line in res.stderr.splitlines() if line.startswith("error: ")]

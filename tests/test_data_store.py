@@ -1,11 +1,10 @@
-"""The prepared corpus store: the same batches as the in-memory path, keyed by a fingerprint,
-built once and atomically, shared by processes, and refusing damage with a clear message."""
+"""``luong_lit.data.store``: a training corpus prepared once into a store: its content, its
+fingerprint, concurrent and killed preparations, damage named."""
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import textwrap
@@ -13,20 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, write_corpus
+from conftest import REPO, SHARED_DATA, write_corpus
 
-from luong_lit.data import BucketBatchSampler, DataError, TranslationDataModule, Vocab, collate
+from luong_lit.data import DataError
 from luong_lit.data.store.prepare import ensure_store
 from luong_lit.data.store.spec import CorpusSpec, store_root
 from luong_lit.data.store.token_store import TokenStore
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
 
 
 def spec_of(corpus: dict[str, str], **kw) -> CorpusSpec:
@@ -34,79 +25,16 @@ def spec_of(corpus: dict[str, str], **kw) -> CorpusSpec:
     return CorpusSpec(files=((corpus["src"], corpus["tgt"]),), **{**base, **kw})
 
 
-def naive_cut(part, tgt_lens, batch_size, by):
-    if by == "sentences":
-        return [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
-    batches, cur = [], []
-    for i in part:  # grow the batch while its padded target tokens fit the budget
-        if cur and max(tgt_lens[j] + 1 for j in [*cur, i]) * (len(cur) + 1) > batch_size:
-            batches.append(cur)
-            cur = []
-        cur.append(i)
-    return batches + ([cur] if cur else [])
+def _script(body: str) -> str:
+    return f"import os, sys\nsys.path.insert(0, {str(REPO / 'tests')!r})\n" + textwrap.dedent(body)
 
 
-def naive_batches(src_lens, tgt_lens, batch_size, chunk_batches, seed, epoch, by="sentences"):
-    """The batch order as first written: Python's sorted() within shuffled chunks."""
-    rng = random.Random(seed + epoch)
-    order = list(range(len(tgt_lens)))
-    rng.shuffle(order)
-    key = lambda i: (tgt_lens[i], src_lens[i])  # noqa: E731
-    chunk = chunk_batches * (batch_size if by == "sentences" else max(1, batch_size // 20))
-    out = []
-    for start in range(0, len(order), chunk):
-        out += naive_cut(sorted(order[start : start + chunk], key=key), tgt_lens, batch_size, by)
-    rng.shuffle(out)
-    return out
+def _gz(path: Path, lines: list[str]) -> None:
+    import gzip
 
-
-@pytest.mark.parametrize("chunk_batches", [1, 3, 100])
-@pytest.mark.parametrize("by,size", [("sentences", 16), ("tokens", 60)])
-def test_sampler_equals_the_naive_sort_it_replaces(chunk_batches, by, size):
-    g = random.Random(0)
-    src, tgt = [g.randint(1, 9) for _ in range(503)], [g.randint(1, 9) for _ in range(503)]
-    sampler = BucketBatchSampler(src, tgt, size, by, chunk_batches=chunk_batches, seed=7)
-    for epoch in (0, 3):
-        sampler.set_epoch(epoch)
-        want = naive_batches(src, tgt, size, chunk_batches, 7, epoch, by)
-        assert [b.tolist() for b in sampler] == want
-    evaluation = BucketBatchSampler(src, tgt, 16, shuffle=False)
-    flat = [i for b in evaluation for i in b.tolist()]
-    assert flat == sorted(range(503), key=lambda i: (tgt[i], src[i]))
-
-
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")
-def test_store_gives_the_in_memory_batches_id_for_id_on_multi30k(cache):
-    dm = TranslationDataModule(
-        "multi30k",
-        min_freq=2,
-        vocab_size=None,
-        batch_size=64,
-        chunk_batches=1,
-        mirror=str(SHARED_DATA),
-    )
-    dm.setup()
-    memory = dm.read_train_split()
-    assert Vocab.build(memory.src_tokens, None, 2) == dm.src_vocab
-    assert Vocab.build(memory.tgt_tokens, None, 2) == dm.tgt_vocab
-    examples = memory.examples()
-    assert len(examples) == len(dm.train_store) == 29000
-    for epoch in (0, 1):
-        sampler = BucketBatchSampler(
-            [len(e[1]) for e in examples],
-            [len(e[2]) for e in examples],
-            64,
-            chunk_batches=1,
-            seed=dm.seed,
-        )
-        sampler.set_epoch(epoch)
-        loader = dm.train_dataloader()
-        loader.batch_sampler.set_epoch(epoch)
-        for n, (ours, idx) in enumerate(zip(loader, sampler)):
-            ref = collate([examples[i] for i in idx])
-            for name in ("src", "src_len", "tgt_in", "tgt_out", "index"):
-                assert getattr(ours, name).equal(getattr(ref, name)), (epoch, n, name)
-        assert n + 1 == len(loader) == 454
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write("".join(x + "\n" for x in lines))
 
 
 def test_fingerprint_changes_with_every_input_and_option_and_nothing_else(tmp_path, cache):
@@ -151,16 +79,12 @@ def test_store_holds_what_the_corpus_says(tmp_path, cache):
     assert ensure_store(spec_of(corpus, max_len=5)).path == store.path  # opened, not rebuilt
 
 
-def _script(body: str) -> str:
-    return f"import os, sys\nsys.path.insert(0, {str(REPO / 'tests')!r})\n" + textwrap.dedent(body)
-
-
 def test_a_killed_preparation_leaves_no_store_a_later_run_would_use(tmp_path, cache):
     corpus = write_corpus(tmp_path, "train", 50, 4)
     kill = _script(f"""
         import signal
         from luong_lit.data.store import prepare
-        from test_store import spec_of
+        from test_data_store import spec_of
         prepare._encode = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
         prepare.ensure_store(spec_of({corpus!r}), workers=1)
     """)
@@ -180,7 +104,7 @@ def test_two_processes_preparing_at_once_build_one_store(tmp_path, cache):
     log = tmp_path / "built.log"
     both = _script(f"""
         from luong_lit.data.store import prepare
-        from test_store import spec_of
+        from test_data_store import spec_of
         build = prepare.build_store
         def logged(*a, **k):
             with open({str(log)!r}, "a") as fh:
@@ -263,14 +187,6 @@ def test_ddp_ranks_and_the_jobs_of_a_sweep_share_one_store(toy_corpus, tmp_path,
         len(stores) == 1 and (stores[0] / "meta.json").is_file()
     )  # one store for all five processes
     assert len(list((tmp_path / "sweep").glob("*/checkpoints/last.ckpt"))) == 2
-
-
-def _gz(path: Path, lines: list[str]) -> None:
-    import gzip
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt", encoding="utf-8") as fh:
-        fh.write("".join(x + "\n" for x in lines))
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")

@@ -1,21 +1,60 @@
-"""The fixed-shape path of :mod:`luong_lit.nn.fast.static` (what a CUDA graph captures) runs on
-CPU here: on a batch padded up to its bucket it gives the eager engines' loss, gradients and
-greedy translations, for every attention, with and without input feeding."""
+"""``luong_lit.engines``: the reference and fast engines give the same losses, gradients and
+translations; fixed shapes, buckets, CUDA-graph plumbing, the compiled step and TF32 as
+CPU-checkable parity."""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 import torch
 from conftest import small_model
-from test_parity import VARIANTS, model, ragged_batch
 
-from luong_lit.data.loading.batching import bucket_shape, pad_batch
-from luong_lit.engines import FastEngine, ReferenceEngine
+from luong_lit.data.loading.batching import bucket_shape, collate, pad_batch
+from luong_lit.decoding.beam import AUTHORS, BeamConfig, beam_search
+from luong_lit.decoding.corpus import decode_corpus
+from luong_lit.decoding.ensemble import Ensemble
+from luong_lit.engines import FastEngine, ReferenceEngine, make_engine
 from luong_lit.engines.graphs import auto_graphs, replayed_loss
+from luong_lit.errors import ConfigError
+from luong_lit.nn import Seq2Seq
 from luong_lit.nn.fast.static import static_nll
+from luong_lit.nn.fast.stepper import FastStepper
 from luong_lit.nn.window import window
+
+VARIANTS = [
+    (a, s, f)
+    for a, s, f in itertools.product(
+        ["global", "local_m", "local_p"], ["dot", "general", "concat", "location"], [True, False]
+    )
+    if not (a != "global" and s == "location")
+] + [("none", None, False)]
+
+
+def engine_model(att="global", score="general", feed=True, dtype=torch.float64, **kw) -> Seq2Seq:
+    """A small model; both engines compute it."""
+    torch.manual_seed(0)
+    return small_model(
+        src_vocab_size=23, tgt_vocab_size=29, attention=att, score=score, feed_input=feed, **kw
+    ).to(dtype)
+
+
+def ragged_batch(seed: int = 0):
+    """Five pairs of ragged lengths (a one-word source and a one-word target among them)."""
+    g = torch.Generator().manual_seed(seed)
+    lens = [(7, 6), (1, 3), (5, 1), (4, 6), (6, 2)]
+    return collate(
+        [
+            (
+                i,
+                torch.randint(4, 23, (s,), generator=g).tolist(),
+                torch.randint(4, 29, (t,), generator=g).tolist(),
+            )
+            for i, (s, t) in enumerate(lens)
+        ]
+    )
+
 
 EXTRAS = [
     {},
@@ -29,11 +68,160 @@ def grads_of(net, loss) -> list[torch.Tensor]:
     return [torch.zeros_like(p) if g is None else g for p, g in zip(net.parameters(), grads)]
 
 
+# ---------------------------------------------------------------- in training
+def trained_weights(
+    toy_corpus, tmp_path, mode: str, schedule: list[str], compile_="off", shapes="square"
+) -> dict:
+    from conftest import compose_cfg, tiny_overrides
+
+    from luong_lit.training.run import train
+
+    out = tmp_path / f"{mode}-{compile_}-{shapes}"
+    overrides = tiny_overrides(toy_corpus) + [
+        f"engine.graphs={mode}",
+        f"engine.compile={compile_}",
+        f"engine.shapes={shapes}",
+        "engine.buckets=[4,8,16,64]" if compile_ == "off" else "engine.buckets=[16]",
+        "dropout=0",
+        "model.net.hidden_dropout=0",
+        "trainer.max_epochs=2",
+        "+trainer.limit_train_batches=5",
+        "test_after_training=false",
+        *schedule,
+    ]
+    train(compose_cfg(overrides, out))
+    ckpt = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)
+    assert ckpt["global_step"] == 10  # every batch made one optimizer step
+    return ckpt["state_dict"]
+
+
+def refuse(name: str):
+    """A stand-in for an encoder that must not be called."""
+
+    def encode(*args):
+        raise AssertionError(f"{name} was called")
+
+    return encode
+
+
+def test_decoding_sees_weights_updated_by_a_fused_optimizer():
+    """Fused Adam updates in place without a version bump; decoding in the next validation
+    must use the new weights, not those of the previous one."""
+    import copy
+
+    torch.manual_seed(0)
+    model = small_model()
+    opt = torch.optim.Adam(model.parameters(), 1e-2, fused=True)
+    src, src_len = torch.randint(4, 20, (2, 5)), torch.tensor([5, 5])
+    tgt = torch.randint(4, 20, (2, 4))
+
+    def first_step_logits(net):
+        with torch.no_grad():
+            stepper = FastEngine().for_decoding(net)
+            memory, state = stepper.encode(src, src_len)
+            return stepper.step(tgt[:, 0], state, memory, 0)[0]
+
+    model.eval()
+    first_step_logits(model)  # as a validation pass would
+    model.train()
+    model(src, src_len, tgt)[0].sum().backward()
+    opt.step()
+    model.eval()
+    torch.testing.assert_close(first_step_logits(model), first_step_logits(copy.deepcopy(model)))
+
+
+@pytest.mark.parametrize("att,score,feed", VARIANTS)
+@pytest.mark.parametrize(
+    "extra", [{}, {"reverse_source": True, "src_eos": True, "tie_output": True}]
+)
+def test_losses_and_gradients_equal_the_reference(att, score, feed, extra):
+    net = engine_model(att, score, feed, **extra).train()
+    batch = ragged_batch()
+    results = []
+    for engine in (FastEngine(), ReferenceEngine()):
+        nll, tokens = engine.nll(net, batch, label_smoothing=0.1)
+        grads = torch.autograd.grad(nll, list(net.parameters()), allow_unused=True)
+        results.append((nll.detach(), tokens, grads))
+    (nll_f, tok_f, g_f), (nll_r, tok_r, g_r) = results
+    assert tok_f == tok_r
+    torch.testing.assert_close(nll_f, nll_r)
+    for (name, _), a, b in zip(net.named_parameters(), g_f, g_r):
+        a = torch.zeros_like(b) if a is None and b is not None else a
+        b = torch.zeros_like(a) if b is None and a is not None else b
+        if a is not None:
+            torch.testing.assert_close(a, b, msg=name)
+
+
+@pytest.mark.parametrize("att,score,feed", VARIANTS)
+def test_decoding_steps_equal_the_reference(att, score, feed):
+    """The fast engine's decode-time form steps as the reference model's plain steps."""
+    ref = engine_model(att, score, feed).eval()
+    batch = ragged_batch(1)
+    with torch.no_grad():
+        stepper = FastEngine().for_decoding(ref)
+        (m_f, s_f), (m_r, s_r) = (
+            stepper.encode(batch.src, batch.src_len),
+            ref.encode(batch.src, batch.src_len),
+        )
+        for t in range(batch.tgt_in.size(1)):
+            l_f, s_f, a_f = stepper.step(batch.tgt_in[:, t], s_f, m_f, t)
+            l_r, s_r, a_r = ref.step(batch.tgt_in[:, t], s_r, m_r, t)
+            torch.testing.assert_close(l_f, l_r)
+            if a_r is not None:
+                torch.testing.assert_close(
+                    a_f.dense(batch.src.size(1)), a_r.dense(batch.src.size(1))
+                )
+
+
+@pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
+@pytest.mark.parametrize("search", ["greedy", "beam5", "authors"])
+def test_translations_equal_the_reference(att, search):
+    """Greedy, beam 5 and the authors' beam 12 give the same words and scores."""
+    ref = engine_model(att, "general", True, dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(3)
+    src_ids = [torch.randint(4, 23, (n,), generator=g).tolist() for n in (9, 1, 4, 12, 6, 3)]
+    beam = {"greedy": None, "beam5": BeamConfig(beam_size=5, n_best=2), "authors": AUTHORS}[search]
+    out_f = decode_corpus(FastEngine().for_decoding(ref), src_ids, 4, beam, keep_attention=True)
+    out_r = decode_corpus(ref, src_ids, 4, beam, keep_attention=True)
+    assert [t.ids for t in out_f] == [t.ids for t in out_r]
+    if beam is not None:
+        assert [t.score for t in out_f] == pytest.approx(
+            [t.score for t in out_r], rel=1e-5, abs=1e-5
+        )
+        assert [[h.tokens for h in t.n_best] for t in out_f] == [
+            [h.tokens for h in t.n_best] for t in out_r
+        ]
+    for a, b in zip(out_f, out_r):
+        torch.testing.assert_close(a.attention, b.attention, rtol=1e-4, atol=1e-5)
+
+
+def test_each_engine_gives_its_decode_time_form():
+    net = engine_model().eval()
+    assert isinstance(FastEngine().for_decoding(net), FastStepper)
+    assert ReferenceEngine().for_decoding(net) is net
+    assert FastEngine().for_decoding(net.train()) is net  # dropout on: the model's own steps
+    pair = FastEngine(int8="output").for_decoding(Ensemble([net.eval(), net]).eval())
+    assert all(isinstance(m, FastStepper) and m.int8_output is not None for m in pair.members)
+    with pytest.raises(ConfigError, match="form of the fast engine"):
+        ReferenceEngine().for_decoding(net, "output")
+    with pytest.raises(ConfigError, match="engine 'turbo' is unknown"):
+        make_engine("turbo")
+
+
+def test_beam_search_over_the_decode_time_form_equals_the_model_itself():
+    net = engine_model(dtype=torch.float32).eval()
+    batch = ragged_batch(2)
+    cfg = BeamConfig(beam_size=3, n_best=3)
+    plain = beam_search(net, batch.src, batch.src_len, cfg)
+    wrapped = beam_search(FastStepper(net), batch.src, batch.src_len, cfg)
+    assert [[h.tokens for h in s] for s in plain] == [[h.tokens for h in s] for s in wrapped]
+
+
 @pytest.mark.parametrize("att,score,feed", VARIANTS)
 @pytest.mark.parametrize("extra", EXTRAS)
 @pytest.mark.parametrize("engine", [FastEngine(), ReferenceEngine()], ids=["fast", "reference"])
 def test_padded_static_loss_and_gradients_equal_the_eager_path(att, score, feed, extra, engine):
-    net = model(att, score, feed, **extra).train()
+    net = engine_model(att, score, feed, **extra).train()
     batch = ragged_batch()
     nll, tokens = engine.nll(net, batch, label_smoothing=0.1)
     p = pad_batch(batch, 8, 11, 9)  # three more rows, longer sources and targets
@@ -48,7 +236,7 @@ def test_padded_static_loss_and_gradients_equal_the_eager_path(att, score, feed,
 @pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
 @pytest.mark.parametrize("S,T", [(7, 12), (13, 7)])  # engine.shapes=pair: S and T differ
 def test_padded_static_loss_equals_the_eager_path_where_source_and_target_differ(att, S, T):
-    net = model(att, "general", True).train()
+    net = engine_model(att, "general", True).train()
     batch = ragged_batch()  # longest source 7, target positions 7
     nll, _ = FastEngine().nll(net, batch, label_smoothing=0.1)
     p = pad_batch(batch, 8, S, T)
@@ -91,33 +279,6 @@ def test_windows_clamped_to_the_padded_length_select_the_same_slots():
     assert torch.equal(valid, valid_s)
     assert torch.equal(idx[valid], idx_s[valid])
     assert int(idx_s.max()) <= 13
-
-
-# ---------------------------------------------------------------- in training
-def trained_weights(
-    toy_corpus, tmp_path, mode: str, schedule: list[str], compile_="off", shapes="square"
-) -> dict:
-    from conftest import compose_cfg, tiny_overrides
-
-    from luong_lit.training.run import train
-
-    out = tmp_path / f"{mode}-{compile_}-{shapes}"
-    overrides = tiny_overrides(toy_corpus) + [
-        f"engine.graphs={mode}",
-        f"engine.compile={compile_}",
-        f"engine.shapes={shapes}",
-        "engine.buckets=[4,8,16,64]" if compile_ == "off" else "engine.buckets=[16]",
-        "dropout=0",
-        "model.net.hidden_dropout=0",
-        "trainer.max_epochs=2",
-        "+trainer.limit_train_batches=5",
-        "test_after_training=false",
-        *schedule,
-    ]
-    train(compose_cfg(overrides, out))
-    ckpt = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)
-    assert ckpt["global_step"] == 10  # every batch made one optimizer step
-    return ckpt["state_dict"]
 
 
 @pytest.mark.parametrize(
@@ -235,15 +396,6 @@ def test_the_left_padded_encoder_gives_the_masked_loops_states_and_gradients(rev
         torch.testing.assert_close(y, x, msg=name)
 
 
-def refuse(name: str):
-    """A stand-in for an encoder that must not be called."""
-
-    def encode(*args):
-        raise AssertionError(f"{name} was called")
-
-    return encode
-
-
 def test_auto_reads_left_padded_only_under_cuda_autocast_without_biases(monkeypatch):
     """With biases a zero input moves the state; in fp32 or fp16 (and on a CPU) ``auto`` keeps
     the masked loop; ``left_padded`` is refused with biases."""
@@ -276,7 +428,7 @@ def test_the_compiled_decoder_step_gives_the_same_loss_and_gradients(att, score)
     with the paper's encoder (no biases, reversed source)."""
     from torch._dynamo.utils import counters
 
-    net = model(att, score, True, reverse_source=True, bias=False).train()
+    net = engine_model(att, score, True, reverse_source=True, bias=False).train()
     p = pad_batch(ragged_batch(), 8, 11, 11)
     inputs = (p.src, p.src_len, p.tgt_in, p.tgt_out)
     counters.clear()

@@ -1,4 +1,5 @@
-"""Beam search on stub log-probabilities and on a real (random) model."""
+"""``luong_lit.decoding.beam``: batched beam search against greedy and one sentence at a time,
+n-best lists, length bounds and penalties, the authors' decoder."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import pytest
 import torch
-from conftest import small_model
+from conftest import small_model, source_batch
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding import greedy_decode
@@ -49,6 +50,12 @@ TRAP = {BOS_ID: {A: 0.6, B_: 0.4}, A: {A: 0.5, EOS_ID: 0.5}, B_: {EOS_ID: 1.0}}
 def run(model, cfg, S=4, n=1):
     src = torch.full((n, S), 7)
     return beam_search(model, src, torch.full((n,), S), cfg)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return small_model(embed_size=16, hidden_size=16).eval()
 
 
 def test_beam_finds_the_better_path_greedy_misses():
@@ -138,29 +145,15 @@ def test_length_penalty_settings_parse_or_name_the_bad_value():
         BeamBleuCallback(length_penalty="sqrt")
 
 
-@pytest.fixture(scope="module")
-def model():
-    torch.manual_seed(0)
-    return small_model(embed_size=16, hidden_size=16).eval()
-
-
-def _batch(n=5, S=7, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    src_len = torch.randint(2, S + 1, (n,), generator=g)
-    src = torch.randint(4, 20, (n, S), generator=g)
-    src[torch.arange(S) >= src_len.unsqueeze(1)] = 0
-    return src, src_len
-
-
 def test_beam_size_one_equals_greedy(model):
-    src, src_len = _batch()
+    src, src_len = source_batch()
     greedy, _ = greedy_decode(model, src, src_len)
     beam = beam_search(model, src, src_len, BeamConfig(beam_size=1))
     assert [h[0].tokens for h in beam] == greedy
 
 
 def test_batched_equals_one_sentence_at_a_time(model):
-    src, src_len = _batch(6)
+    src, src_len = source_batch(6)
     cfg = BeamConfig(beam_size=4, n_best=2)
     batched = beam_search(model, src, src_len, cfg)
     for i in range(6):

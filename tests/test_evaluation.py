@@ -1,0 +1,120 @@
+"""``luong_lit.evaluation``: ``evaluate``'s report of a checkpoint on a test set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+
+def test_evaluate_writes_markdown_and_json(trained, tmp_path):
+    out, _, _ = trained
+    res = run_cli(
+        [
+            "evaluate",
+            str(out / "checkpoints" / "best.ckpt"),
+            "--test",
+            "toy",
+            "--beam",
+            "3",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    assert res.returncode == 0, res.stderr.decode()
+    report = json.loads((tmp_path / "eval_toy.json").read_text())
+    assert report["ppl"][0] > 1.0 and len(report["samples"]) == 5
+    with open(out / "data" / "test.tgt", encoding="utf-8") as fh:  # the toy test set's references
+        refs = fh.read().splitlines()
+    hyps = run_cli(["translate", str(out / "checkpoints" / "best.ckpt"), "--beam", "3",
+                    "-i", str(out / "data" / "test.src"), "--quiet"], stdin=None)  # fmt: skip
+    from luong_lit.metrics.bleu import corpus_bleu_tok
+
+    direct = corpus_bleu_tok(hyps.stdout.decode().splitlines(), refs)
+    assert report["bleu"]["bleu_tok"] == pytest.approx(direct, abs=1e-6)  # translate's output
+    assert set(report["bleu_unk_replaced"]) == {"bleu_tok", "bleu_detok"}
+    assert sum(r["n"] for r in report["length_buckets"]) == 10
+    md = (tmp_path / "eval_toy.md").read_text()
+    assert "detokenised sacreBLEU 13a" in md and "tokenised (multi-bleu.perl equivalent" in md
+    assert "| BLEU on cased text |" in md  # the toy corpus keeps its case
+    assert f"wrote {tmp_path / 'eval_toy.md'}, {tmp_path / 'eval_toy.json'}" in res.stdout.decode()
+    assert (tmp_path / "eval_toy_bleu_by_length.png").stat().st_size > 1000
+    res = run_cli(
+        [
+            "evaluate",
+            str(out / "checkpoints" / "best.ckpt"),
+            "--test",
+            "toy",
+            "--beam",
+            "3",
+            "--out",
+            str(tmp_path / "int8"),
+            "--quiet",
+            "--int8",
+            "all",
+        ]
+    )
+    assert res.returncode == 0, res.stderr.decode()
+    int8 = json.loads((tmp_path / "int8" / "eval_toy.json").read_text())
+    assert int8["decoding"]["int8"] == "all" and report["decoding"]["int8"] is None
+    assert int8["ppl"] == report["ppl"]  # scoring keeps the float weights
+    assert "ppl_ensemble" not in report
+    for extra in ([], ["--int8", "all"]):  # scoring keeps the float weights here too
+        res = run_cli(
+            [
+                "evaluate",
+                *[str(out / "checkpoints" / "best.ckpt")] * 2
+                + [
+                    "--test",
+                    "toy",
+                    "--beam",
+                    "1",
+                    "--out",
+                    str(tmp_path / "ens"),
+                    "--quiet",
+                    *extra,
+                ],
+            ]
+        )
+        assert res.returncode == 0, res.stderr.decode()
+        ens = json.loads((tmp_path / "ens" / "eval_toy_ensemble.json").read_text())
+        assert ens["ppl_ensemble"] == pytest.approx(
+            report["ppl"][0], rel=1e-5
+        )  # two copies: the model's own
+
+
+def test_evaluate_reads_only_the_test_set_and_keeps_raw_references(trained, tmp_path):
+    from luong_lit.checkpoint import load_model
+    from luong_lit.data.loading.datamodule import TranslationDataModule
+    from luong_lit.data.loading.model_data import load_split
+
+    out, test, _ = trained
+    _, src_vocab, tgt_vocab, meta = load_model(out / "checkpoints" / "best.ckpt")
+    full = TranslationDataModule(**{k: v for k, v in meta["data"].items() if not k.startswith("_")})
+    full.setup("test")
+    meta["data"]["train"] = {"src": str(tmp_path / "gone.src"), "tgt": str(tmp_path / "gone.tgt")}
+    loaded = load_split(meta, "toy", src_vocab, tgt_vocab)  # the training files are gone
+    assert (
+        loaded.split.src_ids == full.splits["toy"].src_ids
+        and loaded.split.tgt_ids == full.splits["toy"].tgt_ids
+    )
+    assert loaded.raw_refs is None  # pre-tokenised data: no raw text besides the tokens
+    meta["data"]["tokenizer"] = "moses"
+    moses = load_split(meta, "toy", src_vocab, tgt_vocab)
+    assert moses.raw_refs == (Path(test["tgt"]).read_text(encoding="utf-8").splitlines())
+
+
+def test_evaluate_says_bleu_compares_lowercased_text_for_a_lowercased_corpus():
+    from luong_lit.evaluation import compared, markdown
+
+    meta = {"data": {"dataset": "multi30k", "variant": "tok", "tokenizer": "none"}}
+    assert compared(meta).startswith("lowercased text")
+    assert compared({"data": {"dataset": "multi30k", "variant": "raw"}}) == "cased text"
+    report = {"test": "t", "checkpoints": ["a.ckpt"], "ppl": [2.0], "decoding": {},
+              "bleu": {"bleu_tok": 1.0, "bleu_detok": 1.0}, "unk_in_output": 0,
+              "bleu_unk_replaced": {"bleu_tok": 1.0, "bleu_detok": 1.0}, "length_buckets": [],
+              "unk_replacement": {"unk": 0}, "samples": [], "compared": compared(meta)}  # fmt: skip
+    assert "| BLEU on lowercased text (the model's corpus is lowercased) |" in markdown(report)

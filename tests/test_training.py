@@ -1,0 +1,294 @@
+"""``luong_lit.training``: runs of every combination, schedules, the loss, callbacks (BLEU,
+heatmaps, loggers), DDP on two CPU processes, and a copy task learnt."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import REPO, compose_cfg, small_model, tiny_overrides, write_corpus
+
+from luong_lit.checkpoint import load_model
+from luong_lit.data.loading.batching import collate
+from luong_lit.decoding import greedy_decode
+from luong_lit.decoding.beam import BeamConfig
+from luong_lit.engines import FastEngine
+from luong_lit.nn import ConfigError
+from luong_lit.nn.loss import token_nll
+from luong_lit.training.module import LuongLitModule
+from luong_lit.training.run import train
+from luong_lit.training.schedules import Halving, LinearDecay, anneal_factor, halving_factor
+
+# ------------------------------------------------------------------ tiny runs
+
+
+COMBOS = list(
+    itertools.product(
+        ["none", "global", "local_m", "local_p"],
+        ["dot", "general", "concat", "location"],
+        [True, False],
+    )
+)
+
+
+def is_valid(att, score, feed):
+    if att == "none":
+        return not feed
+    return att == "global" or score != "location"
+
+
+def sample(n: int, g: torch.Generator):
+    """Random sentences of 5–8 words over 10 symbols (ids 4..13); the target is a copy."""
+    out = []
+    for i in range(n):
+        L = int(torch.randint(5, 9, (1,), generator=g))
+        s = torch.randint(4, 14, (L,), generator=g).tolist()
+        out.append((i, s, s))
+    return out
+
+
+def test_training_draws_attention_heatmaps_and_learning_curves(runs, tmp_path):
+    from luong_lit.analysis.figures import plot_learning_curves, read_metrics
+
+    pngs = sorted((runs["global"] / "attention").glob("*.png"))
+    assert [p.name for p in pngs] == [
+        "epoch001_dev0.png",
+        "epoch001_dev1.png",
+        "epoch002_dev0.png",
+        "epoch002_dev1.png",
+    ]
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    assert len(read_metrics(runs["global"])["val/nll_per_token"]) == 2
+    fig5 = plot_learning_curves(runs, tmp_path / "fig5.png")
+    assert fig5.stat().st_size > 1000
+
+
+# ------------------------------------------------------------------ loggers and notebook
+def test_wandb_offline_writes_a_run_and_needs_no_network(toy_corpus, tmp_path):
+    pytest.importorskip("wandb")
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "WANDB_BASE_URL": "http://127.0.0.1:9",
+        "WANDB_INIT_TIMEOUT": "20",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONWARNINGS": "ignore",
+    }
+    args = [a for a in tiny_overrides(toy_corpus) if not a.startswith("logger=")]
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "luong_lit.train",
+            *args,
+            "logger=wandb",
+            "trainer.max_epochs=1",
+            "callbacks.attention_heatmaps.every_n_epochs=1",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and list(runs[0].glob("run-*.wandb"))
+    assert list((tmp_path / "attention").glob("*.png"))
+
+
+@pytest.mark.parametrize("att,score,feed", COMBOS)
+def test_fast_dev_run_every_combination(att, score, feed, toy_corpus, tmp_path):
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + [f"attention={att}", f"score={score}", f"feed_input={str(feed).lower()}", "debug=fdr"],
+        tmp_path,
+    )
+    if not is_valid(att, score, feed):
+        with pytest.raises(ConfigError, match=f"attention={att}"):
+            train(cfg)
+        return
+    metrics = train(cfg)
+    assert torch.isfinite(torch.tensor(metrics["train/loss"]))
+
+
+def test_schedule_halving_paper_and_code():
+    paper = [halving_factor(e, 5, "paper") for e in range(10)]
+    code = [halving_factor(e, 5, "code") for e in range(10)]
+    assert paper == [1, 1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625, 0.03125]
+    assert code == [1, 1, 1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625]
+
+
+def test_schedule_anneal_is_linear_to_zero_over_the_tail():
+    factors = [anneal_factor(s, 10, 4) for s in range(10)]
+    assert factors == [1, 1, 1, 1, 1, 1, 1, 0.75, 0.5, 0.25]  # naive: (10 - s) / 4 once s > 6
+    with pytest.raises(ValueError, match="epochs=0 is out of range"):
+        LinearDecay(epochs=0)
+    with pytest.raises(ValueError, match="after=-1 is out of range"):
+        Halving(after=-1)
+    with pytest.raises(ValueError, match="convention='book' is unknown"):
+        Halving(convention="book")
+
+
+@pytest.mark.filterwarnings("ignore:.*self.trainer.*reference is not registered")
+def test_label_smoothing_shapes_the_training_loss_only():
+    """The training loss is the smoothed loss / batch size; validation ppl stays the plain NLL."""
+    from torch.nn import functional as F
+
+    from luong_lit.data.loading.batching import collate
+
+    torch.manual_seed(0)
+    net = small_model(num_layers=1).eval()
+    batch = collate([(0, [4, 5, 6], [7, 8]), (1, [9, 4], [5, 6, 7])])
+    module = LuongLitModule(net, FastEngine(), torch.optim.Adam, label_smoothing=0.1)
+    logits = net.logits(net(batch.src, batch.src_len, batch.tgt_in)[0])  # (B, T, V)
+    mask = batch.tgt_out != 0
+
+    def nll(eps: float):
+        return F.cross_entropy(
+            logits[mask], batch.tgt_out[mask], reduction="sum", label_smoothing=eps
+        )
+
+    torch.testing.assert_close(module.training_step(batch, 0), nll(0.1) / 2)  # 2 sentences
+    module.validation_step(batch, 0)
+    torch.testing.assert_close(module.val_nll.compute(), nll(0.0))
+    with pytest.raises(ValueError, match="label_smoothing=1.5 is out of range"):
+        LuongLitModule(net, FastEngine(), torch.optim.Adam, label_smoothing=1.5)
+
+
+@pytest.mark.slow
+def test_ddp_sim_two_cpu_processes(toy_corpus, tmp_path):
+    """Two ranks (ddp_spawn on CPU), each taking every second batch; a best checkpoint results."""
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + ["trainer=ddp_sim", "trainer.max_epochs=1", "test_after_training=false"],
+        tmp_path,
+    )
+    train(cfg)
+    net, _, tgt_vocab, _ = load_model(tmp_path / "checkpoints" / "best.ckpt")
+    assert net.decoder.W_s.out_features == len(tgt_vocab)
+
+
+def test_each_epoch_of_a_training_run_draws_its_own_batch_order(toy_corpus, tmp_path):
+    """The trainer tells only a sampler of the epoch, never a batch sampler: the loader must,
+    or every epoch repeats the first one's order."""
+    import lightning as L
+
+    from luong_lit.training.build import build
+
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + ["trainer.max_epochs=3", "test_after_training=false", "data.batch_size=4"],
+        tmp_path,
+    )
+    dm, model, trainer = build(cfg)
+    seen: dict[int, list[list[int]]] = {}
+
+    class Record(L.Callback):
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+            seen.setdefault(trainer.current_epoch, []).append(batch.index.tolist())
+
+    trainer.callbacks.append(Record())
+    trainer.fit(model, dm)
+    assert len(seen) == 3
+    flat = [sorted(i for b in seen[e] for i in b) for e in range(3)]
+    assert flat[0] == flat[1] == flat[2] == list(range(64))  # every pair once an epoch...
+    assert seen[0] != seen[1] != seen[2]  # ...in a new order each epoch
+
+
+@pytest.mark.parametrize(
+    "attention,score", [("global", "general"), ("local_m", "dot"), ("local_p", "general")]
+)
+def test_copy_task_learns_with_diagonal_attention(attention, score):
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    model = small_model(
+        src_vocab_size=14,
+        tgt_vocab_size=14,
+        embed_size=32,
+        hidden_size=64,
+        num_layers=1,
+        attention=attention,
+        score=score,
+    )
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(300):
+        batch = collate(sample(32, g))
+        nll, tokens = token_nll(model, batch)
+        opt.zero_grad()
+        (nll / tokens).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+    model.eval()
+    test = collate(sample(64, g))
+    hyps, attn = greedy_decode(model, test.src, test.src_len, return_attention=True)
+    correct = total = diag = 0
+    for b, hyp in enumerate(hyps):
+        ref = test.src[b, : int(test.src_len[b])].tolist()
+        correct += sum(h == r for h, r in zip(hyp, ref))
+        total += len(ref)
+        # a_t at step t predicts y_t = x_t: argmax over source positions is t
+        steps = min(len(ref), attn[b].size(0))
+        diag += sum(int(attn[b][t].argmax()) == t for t in range(steps))
+    assert correct / total >= 0.9
+    assert diag / total >= 0.9
+
+
+def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
+    """The last validation's beam BLEU, before and after unk replacement, is the decoder's on the
+    dev set with the weights of that epoch (``last.ckpt``), decoded again here."""
+    from luong_lit.checkpoint import load_model
+    from luong_lit.data.loading.model_data import datamodule_for
+    from luong_lit.decoder import Decoder
+    from luong_lit.decoding.beam import BeamConfig
+
+    out, _, metrics = trained
+    net, _, tgt_vocab, meta = load_model(out / "checkpoints" / "last.ckpt")
+    dm = datamodule_for(meta)
+    direct = Decoder(net, tgt_vocab).split_bleu(
+        dm.splits["dev"], tokenizer=dm.tokenizers.get("tgt"), search=BeamConfig(beam_size=3),
+        batch_size=64, replace_unk=True,
+    )  # fmt: skip
+    assert metrics["val/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-4)
+    assert metrics["val/bleu_unk_beam"] == pytest.approx(direct["bleu_unk"], abs=1e-4)
+
+
+def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_path):
+    from luong_lit.decoder import Decoder
+    from luong_lit.metrics.perplexity import perplexity
+    from luong_lit.training.build import build
+
+    test = write_corpus(tmp_path / "data", "test", 12, 5)
+    cfg = compose_cfg(
+        tiny_overrides(toy_corpus)
+        + [
+            "trainer.max_epochs=1",
+            "model.net.hidden_size=16",
+            "model.net.embed_size=16",
+            f"+data.test.a.src={test['src']}",
+            f"+data.test.a.tgt={test['tgt']}",
+            f"+data.test.b.src={toy_corpus['dev']['src']}",
+            f"+data.test.b.tgt={toy_corpus['dev']['tgt']}",
+            "callbacks.beam_bleu.every_n_epochs=0",
+            "callbacks.beam_bleu.beam_size=3",
+            "logger=none",
+        ],
+        tmp_path,
+    )
+    dm, model, trainer = build(cfg)
+    trainer.fit(model, dm)
+    res = trainer.test(model, dm, verbose=False)[0]
+    net = model.net.eval()
+    for name in ("a", "b"):
+        split = dm.splits[name]
+        assert res[f"test/{name}/ppl"] == pytest.approx(perplexity(net, split.examples()), rel=1e-4)
+        direct = Decoder(net, dm.tgt_vocab).split_bleu(
+            split, search=BeamConfig(beam_size=3), batch_size=64, replace_unk=True
+        )
+        assert res[f"test/{name}/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-6)
+        assert res[f"test/{name}/bleu_unk_beam"] == pytest.approx(direct["bleu_unk"], abs=1e-6)
