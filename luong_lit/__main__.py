@@ -29,6 +29,11 @@ def usage() -> str:
     return "usage: python -m luong_lit <command> [args...]\n\ncommands:\n" + "\n".join(lines) + "\n"
 
 
+def parser_of(name: str):
+    """The argument parser of command ``name`` (those that take Hydra overrides have none)."""
+    return importlib.import_module(f"luong_lit.commands.{name}").parser()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["-h"], ["--help"]):

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import fit_toy, small_model
+from conftest import fit_toy, run_here, small_model
 
 from luong_lit.checkpoint import CheckpointError, average_checkpoints, load_model
-from luong_lit.commands.average import main
 from luong_lit.data.vocab import SPECIALS
 
 SRC, TGT = list(SPECIALS) + list("abcde"), list(SPECIALS) + list("ABCDEF")
@@ -77,7 +76,7 @@ def test_average_of_copies_decodes_like_the_model(tmp_path):
     torch.testing.assert_close(avg(src, src_len, tgt)[0], net(src, src_len, tgt)[0])
 
 
-def test_models_that_differ_are_refused_by_name(tmp_path, capsys):
+def test_models_that_differ_are_refused_by_name(tmp_path):
     _save(tmp_path / "a.ckpt", seed=0)
     _save(tmp_path / "wide.ckpt", seed=0, net_cfg={**NET, "hidden_size": 16})
     _save(tmp_path / "vocab.ckpt", seed=0, tgt=TGT[:-1])
@@ -88,11 +87,10 @@ def test_models_that_differ_are_refused_by_name(tmp_path, capsys):
     with pytest.raises(CheckpointError, match=r"vocab\.ckpt: its tgt_vocab differs"):
         average_checkpoints([tmp_path / "a.ckpt", tmp_path / "vocab.ckpt"], tmp_path / "x.ckpt")
     (tmp_path / "bad.ckpt").write_bytes(b"not a checkpoint")
-    assert (
-        main([str(tmp_path / "a.ckpt"), str(tmp_path / "bad.ckpt"), "-o", str(tmp_path / "x.ckpt")])
-        == 2
-    )
-    assert "bad.ckpt: not a readable checkpoint" in capsys.readouterr().err
+    res = run_here(["average", str(tmp_path / "a.ckpt"), str(tmp_path / "bad.ckpt"),
+                    "-o", str(tmp_path / "x.ckpt")])  # fmt: skip
+    assert res.returncode == 2
+    assert "bad.ckpt: not a readable checkpoint" in res.stderr.decode()
     assert not (tmp_path / "x.ckpt").exists()
 
 

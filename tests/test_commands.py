@@ -292,13 +292,12 @@ def test_an_interactive_n_best_list_numbers_each_sentence_and_holds_n_hypotheses
 # ------------------------------------------------------------------------ options that do less
 def test_every_option_of_every_command_has_a_help_line_and_shows_its_default():
     import argparse
-    import importlib
     import re
 
-    from luong_lit.__main__ import COMMANDS
+    from luong_lit.__main__ import COMMANDS, parser_of
 
     for name in sorted(set(COMMANDS) - {"train", "prepare"}):  # those two take Hydra overrides
-        ap = importlib.import_module(f"luong_lit.commands.{name}").parser()
+        ap = parser_of(name)
         page = " ".join(ap.format_help().split())
         first = ap.description.strip().splitlines()[0]
         assert re.search(r"[.:]$", first), f"{name}: the help page starts with {first!r}"

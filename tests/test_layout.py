@@ -202,3 +202,34 @@ def test_every_package_is_in_the_wheel():
     assert found | {"luong_lit.conf", "luong_lit.notebooks"} == set(listed)
     assert (PKG.parent / "conf" / "train.yaml").is_file()
     assert (PKG.parent / "notebooks" / "analysis.ipynb").is_file()
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+    return names
+
+
+def test_only_the_command_line_imports_the_commands():
+    """The library, the tests and the scripts use the library: ``luong_lit.commands`` is the
+    command line's alone (``__main__``, ``train`` and the commands themselves)."""
+    cli = {PKG / "__main__.py", PKG / "train.py"}
+    for folder in ("luong_lit", "tests", "benchmarks", "studies", "peers", "gpu"):
+        for path in (PKG.parent / folder).rglob("*.py"):
+            if path in cli or PKG / "commands" in path.parents:
+                continue
+            found = {m for m in _imports(path) if m.startswith("luong_lit.commands")}
+            assert not found, f"{path.relative_to(PKG.parent)} imports {sorted(found)}"
+
+
+def test_no_test_imports_the_benchmarks_or_another_test():
+    """The tests run the benchmarks as a user does; what tests share lives in ``conftest.py``."""
+    for path in (PKG.parent / "tests").glob("*.py"):
+        found = {
+            m for m in _imports(path) if m.split(".")[0] == "benchmarks" or m.startswith("test_")
+        }
+        assert not found, f"{path.name} imports {sorted(found)}"

@@ -9,6 +9,7 @@ import signal
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from conftest import run_here
 from serve_helpers import call, load, post, start_server
 
 import luong_lit
@@ -189,11 +190,10 @@ def test_health_tells_the_page_the_beam_a_request_gets_by_default():
     }  # fmt: skip
 
 
-def test_serve_refuses_decoding_workers(lowercase_model, capsys):
-    from luong_lit.commands.serve import main
-
-    assert main([str(lowercase_model), "--workers", "2"]) == 2
-    assert "serve decodes in its own process: leave out --workers" in capsys.readouterr().err
+def test_serve_refuses_decoding_workers(lowercase_model):
+    res = run_here(["serve", str(lowercase_model), "--workers", "2"])
+    assert res.returncode == 2
+    assert "serve decodes in its own process: leave out --workers" in res.stderr.decode()
 
 
 def test_a_request_whose_client_left_does_not_stop_the_batcher():
