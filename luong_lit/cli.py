@@ -1,4 +1,5 @@
-"""What the command-line tools share: error handling, help pages and the decoding options.
+"""What the command-line tools share: error handling, help pages, the decoding options, and
+reading input and writing output files.
 
 Every command runs through :func:`run_command`: a :class:`~luong_lit.errors.UserError` (bad
 data, option, config or checkpoint) becomes one paragraph on standard error and exit status 2;
@@ -12,7 +13,9 @@ import dataclasses
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
+from luong_lit.data.io import decode_lines, read_lines
 from luong_lit.decoding.ensemble import COMBINE
 from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.engines import ENGINES, INT8_PARTS
@@ -172,6 +175,27 @@ def load_options(args: argparse.Namespace) -> LoadOptions:
 def search_options(args: argparse.Namespace) -> SearchOptions:
     """:class:`SearchOptions` from parsed arguments (``--n-best`` where the command has it)."""
     return SearchOptions(**_given(args, SearchOptions))
+
+
+def read_input(path: str | None) -> tuple[list[str], str]:
+    """The lines to translate (space-like characters read as spaces, other control characters
+    named with their line: :func:`luong_lit.data.io.user_line`)."""
+    if path in (None, "-"):
+        return decode_lines(sys.stdin.buffer, "<stdin>", user=True), "<stdin>"
+    return read_lines(path, allow_empty_file=True, user=True), path
+
+
+def check_output(path: str | None) -> None:
+    """``-o FILE`` can be written: its folder exists (checked before any decoding)."""
+    if path and not Path(path).parent.is_dir():
+        raise UsageError(f"-o {path}: the folder {Path(path).parent} does not exist")
+
+
+def write_output(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"-o {path}: cannot write it ({err.strerror or err})") from None
 
 
 def check_threads(threads: int | None) -> None:

@@ -57,15 +57,6 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def limits_of(args) -> Limits:
-    for name in ("max_sentences", "max_chars", "max_batch"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.max_wait_ms < 0:
-        raise UsageError("--max-wait-ms must be at least 0")
-    return Limits(args.max_sentences, args.max_chars, args.max_batch, args.max_wait_ms)
-
-
 def banner(args, models) -> str:
     """What ``serve`` prints once it listens: where, the models, the decoding."""
     names = "; ".join(f"{m.name} = {' + '.join(m.checkpoints)}" for m in models)
@@ -92,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_threads(args.threads)
         if options.workers > 1:
             raise UsageError("serve decodes in its own process: leave out --workers")
-        limits = limits_of(args)
+        limits = Limits(args.max_sentences, args.max_chars, args.max_batch, args.max_wait_ms)
         configure_cpu(args.threads)
         models = load_served(args.checkpoints, options, search)
         info = health_info(search)

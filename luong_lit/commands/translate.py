@@ -14,44 +14,23 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from luong_lit.cli import (
     add_decoding_args,
     add_input_args,
+    check_output,
     check_threads,
     load_options,
+    read_input,
     run_command,
     search_options,
+    write_output,
 )
-from luong_lit.cli import (
-    parser as make_parser,
-)
-from luong_lit.data.io import decode_lines, read_lines
-from luong_lit.errors import DataError, UsageError
+from luong_lit.cli import parser as make_parser
+from luong_lit.data.io import decode_lines
+from luong_lit.errors import DataError
 from luong_lit.runtime import configure_cpu
 from luong_lit.translator import Output, Translator
-
-
-def read_input(path: str | None) -> tuple[list[str], str]:
-    """The lines to translate (space-like characters read as spaces, other control characters
-    named with their line: :func:`luong_lit.data.io.user_line`)."""
-    if path in (None, "-"):
-        return decode_lines(sys.stdin.buffer, "<stdin>", user=True), "<stdin>"
-    return read_lines(path, allow_empty_file=True, user=True), path
-
-
-def check_output(path: str | None) -> None:
-    """``-o FILE`` can be written: its folder exists (checked before any decoding)."""
-    if path and not Path(path).parent.is_dir():
-        raise UsageError(f"-o {path}: the folder {Path(path).parent} does not exist")
-
-
-def write_output(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise UsageError(f"-o {path}: cannot write it ({err.strerror or err})") from None
 
 
 def parser():

@@ -12,16 +12,27 @@ from typing import Any
 
 from luong_lit.data.io import user_line
 from luong_lit.errors import DataError
+from luong_lit.translator.options import BadOption, at_least
 
 
 @dataclass
 class Limits:
+    """What a request may ask and how batches are made (``serve``'s ``--max-*`` options)."""
+
     max_sentences: int = 64  # per request
     max_chars: int = 1000  # per sentence
     max_batch: int = 64  # sentences decoded together
     max_wait_ms: float = 10.0  # how long the first sentence of a batch waits for company
     max_body: int = 1 << 20  # bytes
     max_beam: int = 50  # the largest beam or n-best list a request may ask for
+
+    def __post_init__(self) -> None:
+        for name in ("max_sentences", "max_chars", "max_batch", "max_body", "max_beam"):
+            at_least(name, getattr(self, name), 1)
+        if isinstance(self.max_wait_ms, bool) or not self.max_wait_ms >= 0:
+            raise BadOption(
+                f"{{max_wait_ms}} must be at least 0, got {self.max_wait_ms!r}", "max_wait_ms"
+            )
 
 
 class BadRequest(Exception):
