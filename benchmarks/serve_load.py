@@ -23,7 +23,6 @@ import argparse
 import gzip
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,8 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from luong_lit.serving.client import free_port, wait_until_up
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = {
@@ -45,12 +46,6 @@ def sentences() -> list[str]:
         return fh.read().splitlines()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start(ckpt: str | list[str], extra: list[str], args) -> tuple[subprocess.Popen, int]:
     port = free_port()
     models = [ckpt] if isinstance(ckpt, str) else ckpt
@@ -62,22 +57,6 @@ def start(ckpt: str | list[str], extra: list[str], args) -> tuple[subprocess.Pop
     except RuntimeError as err:
         sys.exit(str(err))
     return proc, port
-
-
-def wait_until_up(proc: subprocess.Popen, port: int, timeout: float = 120) -> None:
-    """Return once the server ``proc`` answers ``/health`` on ``port``; a ``RuntimeError``
-    (the process killed) if it ends or does not answer within ``timeout`` seconds."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server ended (exit {proc.returncode}) before it answered")
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the server did not answer on port {port} within {timeout:.0f} s")
 
 
 def one(port: int, text: str, path: str = "/translate", **fields) -> float:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
+
+from luong_lit.serving.client import free_port, wait_until_up
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
          "--disable-background-networking", "--disable-component-update"]  # fmt: skip
@@ -24,21 +23,14 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
 
 def serve(models: list[str]) -> tuple[subprocess.Popen, int]:
     """``serve MODELS`` on a free port, once it answers ``/health``."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     cmd = [sys.executable, "-m", "luong_lit", "serve", *models, "--port", str(port)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    for _ in range(600):
-        if proc.poll() is not None:
-            sys.exit(f"serve ended (exit {proc.returncode}) before it answered")
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    sys.exit("serve did not answer within 2 minutes")
+    try:
+        wait_until_up(proc, port)
+    except RuntimeError as err:
+        sys.exit(str(err))
+    return proc, port
 
 
 def shoot(port: int, args) -> None:

@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import luong_lit
+from luong_lit.serving.client import free_port, wait_until_up
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,28 +32,6 @@ def post(port: int, body: bytes, path: str = "/translate") -> tuple[int, dict]:
     return call(port, path, body)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_up(proc: subprocess.Popen, port: int, timeout: float = 120) -> None:
-    """Return once the server ``proc`` answers ``/health`` on ``port``; an ``AssertionError``
-    (the process killed) if it ends first or does not answer within ``timeout`` seconds."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"the server ended (exit {proc.returncode}) before it answered")
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise AssertionError(f"the server did not answer on port {port} within {timeout:.0f} s")
-
-
 def start_server(*args: str) -> tuple[subprocess.Popen, int, str]:
     """``python -m luong_lit serve ARGS`` on a free port, once it answers; and what it printed."""
     port = free_port()
@@ -65,7 +42,7 @@ def start_server(*args: str) -> tuple[subprocess.Popen, int, str]:
     )  # fmt: skip
     try:
         wait_until_up(proc, port)
-    except AssertionError as err:
+    except RuntimeError as err:
         raise AssertionError(f"{err}: {proc.stderr.read()}") from None
     banner = [proc.stdout.readline() for _ in range(3)]
     return proc, port, "".join(banner)
