@@ -3,7 +3,9 @@ heatmaps, loggers), DDP on two CPU processes, and a copy task learnt."""
 
 from __future__ import annotations
 
+import csv
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -292,3 +294,67 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
         )
         assert res[f"test/{name}/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-6)
         assert res[f"test/{name}/bleu_unk_beam"] == pytest.approx(direct["bleu_unk"], abs=1e-6)
+
+
+# ------------------------------------------------------------------ mixed precision
+def test_the_main_jobs_model_trains_in_bf16_mixed_on_the_cpu_with_its_fused_adam(
+    toy_corpus, tmp_path, caplog
+):
+    """bf16-mixed with the main job's fused Adam and the paper's clipping at 5: Lightning alone
+    refuses to clip a fused optimizer under mixed precision; the kit clips it itself."""
+    drop = ("model.net.embed_size", "model.net.hidden_size", "model.net.num_layers", "logger")
+    overrides = [o for o in tiny_overrides(toy_corpus) if not o.startswith(drop)]
+    extra = ["trainer.precision=bf16-mixed", "+trainer.max_steps=4", "test_after_training=false",
+             "logger=csv", "trainer.log_every_n_steps=1"]  # fmt: skip
+    cfg = compose_cfg(overrides + extra, tmp_path)
+    assert cfg.model.net.hidden_size == 256 and cfg.model.optimizer.fused  # the main job's
+    with caplog.at_level("WARNING", logger="luong_lit.training.precision"):
+        train(cfg)
+    assert sum("on the CPU trains slower" in r.message for r in caplog.records) == 1
+    with open(tmp_path / "csv" / "metrics.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r.get("train/loss")]
+    losses = [float(r["train/loss"]) for r in rows]
+    assert len(losses) >= 1 and all(math.isfinite(x) for x in losses)
+    assert (tmp_path / "checkpoints" / "last.ckpt").is_file()
+
+
+def _clipping_trainer(precision: str, scaler=None, clip=1.0):
+    from types import SimpleNamespace
+
+    plugin = SimpleNamespace(precision=precision, scaler=scaler)
+    return SimpleNamespace(precision_plugin=plugin, gradient_clip_val=clip)
+
+
+@pytest.mark.parametrize("algorithm", ["norm", "value"])
+def test_a_fused_optimizers_gradients_are_clipped_under_bf16_as_lightning_clips_them(algorithm):
+    from luong_lit.training.precision import clip_unscaled
+
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(5, 3)) for _ in range(3)]
+    copies = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    for p, c in zip(params, copies):
+        p.grad = torch.randn_like(p) * 10
+        c.grad = p.grad.clone()
+    clip = (
+        torch.nn.utils.clip_grad_norm_ if algorithm == "norm" else torch.nn.utils.clip_grad_value_
+    )
+    clip(copies, 1.0)  # what Lightning's own clipping calls
+    fused = torch.optim.Adam(params, fused=True)
+    assert clip_unscaled(_clipping_trainer("bf16-mixed"), fused, 1.0, algorithm)
+    for p, c in zip(params, copies):
+        torch.testing.assert_close(p.grad, c.grad)
+    plain = torch.optim.Adam(params, fused=False)
+    assert not clip_unscaled(_clipping_trainer("bf16-mixed"), plain, 1.0, algorithm)
+    assert not clip_unscaled(_clipping_trainer("32-true"), fused, 1.0, algorithm)
+
+
+def test_under_a_loss_scaler_the_optimizer_runs_unfused_so_its_gradients_are_unscaled_first():
+    from functools import partial
+
+    from luong_lit.training.precision import plain_if_scaled
+
+    adam = partial(torch.optim.Adam, lr=1e-3, fused=True)
+    scaled = _clipping_trainer("16-mixed", scaler=object())
+    assert plain_if_scaled(scaled, adam) == {"fused": False}
+    assert plain_if_scaled(_clipping_trainer("16-mixed", scaler=object(), clip=0), adam) == {}
+    assert plain_if_scaled(_clipping_trainer("bf16-mixed"), adam) == {}

@@ -14,6 +14,7 @@ from torchmetrics import SumMetric
 from luong_lit.data.loading.batching import Batch
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
+from luong_lit.training.precision import clip_unscaled, plain_if_scaled
 from luong_lit.training.schedules import Plan
 from luong_lit.validate import integer, one_of, rate
 
@@ -116,7 +117,8 @@ class LuongLitModule(L.LightningModule):
             self.log(f"test/{name}/ppl", ppl_from_nll(float(nll), tokens), add_dataloader_idx=False)
 
     def configure_optimizers(self) -> Any:
-        opt = self.optimizer_factory(params=self.parameters())
+        opt = self.optimizer_factory(params=self.parameters(), **plain_if_scaled(self.trainer,
+                                     self.optimizer_factory))  # fmt: skip
         if self.scheduler_factory is None:
             return opt
         return {"optimizer": opt, "lr_scheduler": self.scheduler_factory(opt, Plan(self.trainer))}
@@ -127,7 +129,10 @@ class LuongLitModule(L.LightningModule):
         """Paper §4.1: rescale the gradient whenever its norm exceeds ``trainer.gradient_clip_val``
         (Lightning's own clipping; with ``clip_exclude_embeddings``, the norm leaves them out)."""
         if not (self.clip_exclude_embeddings and gradient_clip_val):
-            self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+            if not clip_unscaled(
+                self.trainer, optimizer, gradient_clip_val, gradient_clip_algorithm
+            ):
+                self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
             return
         emb = {id(self.net.encoder.embedding.weight), id(self.net.decoder.embedding.weight)}
         params = [p for p in self.parameters() if p.grad is not None]

@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from luong_lit.runtime import configure_cpu_from
 from luong_lit.sweeps.job import earlier_work, job_resources
+from luong_lit.training.precision import note_cpu_mixed
 from luong_lit.training.resume import SignalCheckpoint, check_resumable
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     with job_resources(cfg) as record:  # in a sweep: the job's GPU and threads
         configure_cpu_from(cfg)
         dm, model, trainer = build(cfg)
+        note_cpu_mixed(trainer)
         if earlier:
             log.info("resuming this sweep job from %s", ckpt_path)
         _fit(model, dm, trainer, ckpt_path)
