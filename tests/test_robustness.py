@@ -463,5 +463,29 @@ def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
     assert torch.load(ckpt, weights_only=True)["global_step"] > step
 
 
+# ------------------------------------------------------------------ every door answers
+def test_a_short_run_ends_with_its_folder_and_a_checkpoint_that_translates(ctx, tmp_path):
+    """Stopped before its first validation, a run has no best.ckpt: its last lines name the
+    folder and the checkpoint to use, and that checkpoint translates."""
+    run_dir = tmp_path / "short"
+    res = run_here(["train", *ctx["overrides"], "+trainer.max_steps=2", f"hydra.run.dir={run_dir}"])
+    out = res.stdout.decode()
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    ckpt = run_dir.resolve() / "checkpoints" / "last.ckpt"
+    assert not (run_dir / "checkpoints" / "best.ckpt").exists()
+    assert f"run folder: {run_dir.resolve()}" in out
+    assert f"checkpoint to use: {ckpt} (no validation has run yet" in out
+    assert f"translate with: python -m luong_lit translate {ckpt}" in out
+    assert run_here(["translate", str(ckpt), "--quiet"], b"a b\n").returncode == 0
+
+
+def test_a_finished_run_names_its_best_checkpoint(ctx, tmp_path):
+    run_dir = tmp_path / "full"
+    res = run_here(["train", *ctx["overrides"], f"hydra.run.dir={run_dir}"])
+    best = run_dir.resolve() / "checkpoints" / "best.ckpt"
+    assert res.returncode == 0 and best.is_file()
+    assert f"checkpoint to use: {best} (best by validation perplexity)" in res.stdout.decode()
+
+
 def test_the_table_has_at_least_30_cases():
     assert len(CASES) >= 30 and len({c.name for c in CASES}) == len(CASES)

@@ -21,7 +21,7 @@ from luong_lit.cli import user_error_message
 from luong_lit.config import CONF_DIR, compose, help_text
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.sweeps.job import register_resolvers
-from luong_lit.training.run import Interrupted, resume_override, train
+from luong_lit.training.run import Interrupted, done_message, resume_override, train
 
 log = logging.getLogger(__name__)
 register_resolvers()  # before Hydra composes: its launcher and logger configs use them
@@ -55,6 +55,7 @@ def main(cfg: DictConfig) -> float | None:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             return float("nan")  # the sweep goes on with its other jobs (optuna: a failed trial)
         sys.exit(2)
+    print(done_message(Path(cfg.paths.output_dir)))
     return metrics.get("objective")
 
 

@@ -116,6 +116,29 @@ def _finish(cfg: DictConfig, dm, model, trainer) -> dict[str, Any]:
     return metrics
 
 
+def checkpoint_to_use(run_dir: Path) -> tuple[Path | None, str]:
+    """The checkpoint a finished run hands to ``translate``: ``best.ckpt`` (best validation
+    perplexity), or ``last.ckpt`` when no validation has run yet (a short run), and why."""
+    folder = Path(run_dir) / "checkpoints"
+    if (folder / "best.ckpt").is_file():
+        return folder / "best.ckpt", "best by validation perplexity"
+    if (folder / "last.ckpt").is_file():
+        return folder / "last.ckpt", "no validation has run yet, so no best.ckpt: the last step's"
+    return None, "no checkpoint was written"
+
+
+def done_message(run_dir: Path) -> str:
+    """The lines a run ends with: its folder, and the checkpoint to translate with."""
+    ckpt, why = checkpoint_to_use(run_dir)
+    lines = [f"run folder: {Path(run_dir).resolve()}"]
+    if ckpt is None:
+        lines.append(f"checkpoint: none ({why})")
+    else:
+        lines.append(f"checkpoint to use: {ckpt.resolve()} ({why})")
+        lines.append(f"translate with: python -m luong_lit translate {ckpt.resolve()}")
+    return "\n".join(lines)
+
+
 def resume_override(run_dir: Path) -> str:
     """``hydra.run.dir=...`` for ``run_dir``, quoted for the shell and for Hydra's parser (a
     sweep job's directory holds ``=`` and ``,``)."""
