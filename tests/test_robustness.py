@@ -416,6 +416,7 @@ def test_robustness(case: Case, ctx, tmp_path):
         pytest.skip("this machine has a GPU: trainer=gpu is no mistake here")
     if case.prepare:
         case.prepare(tmp_path)
+    had_run = (tmp_path / "run").exists()
     res = run_here(case.args({**ctx, "dir": tmp_path}), case.stdin)
     err = res.stderr.decode("utf-8", "replace")
     assert res.returncode == case.status, err[-3000:]
@@ -424,6 +425,7 @@ def test_robustness(case: Case, ctx, tmp_path):
         assert text.format(dir=tmp_path) in err, err[-3000:]
     if case.status == 2:  # one paragraph: a single "error:" line
         assert sum(line.startswith("error: ") for line in err.splitlines()) == 1, err[-3000:]
+        assert (tmp_path / "run").exists() == had_run  # a refused run leaves no folder
     assert digest_tree(PRECIOUS) == ctx["digest"]  # nothing made before was changed or lost
 
 

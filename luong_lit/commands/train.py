@@ -21,7 +21,14 @@ from luong_lit.cli import user_error_message
 from luong_lit.config import CONF_DIR, compose, help_text
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.sweeps.job import register_resolvers
-from luong_lit.training.run import Interrupted, done_message, resume_override, train
+from luong_lit.training.run import (
+    Interrupted,
+    done_message,
+    holds_nothing,
+    remove_run,
+    resume_override,
+    train,
+)
 
 log = logging.getLogger(__name__)
 register_resolvers()  # before Hydra composes: its launcher and logger configs use them
@@ -30,6 +37,8 @@ warnings.filterwarnings("ignore", message="(?s).*is validated against ConfigStor
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
+    run_dir = Path(cfg.paths.output_dir)
+    fresh = run_dir.is_dir() and holds_nothing(run_dir)
     try:
         metrics = train(cfg)
     except Interrupted as stop:
@@ -49,13 +58,15 @@ def main(cfg: DictConfig) -> float | None:
         if ours is None:
             raise
         print(user_error_message(ours), file=sys.stderr)
+        if fresh:
+            remove_run(run_dir)
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             return float("nan")  # the sweep goes on with its other jobs (optuna: a failed trial)
         sys.exit(2)
-    print(done_message(Path(cfg.paths.output_dir)))
+    print(done_message(run_dir))
     return metrics.get("objective")
 
 

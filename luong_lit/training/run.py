@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,26 @@ def done_message(run_dir: Path) -> str:
         lines.append(f"checkpoint to use: {ckpt.resolve()} ({why})")
         lines.append(f"translate with: python -m luong_lit translate {ckpt.resolve()}")
     return "\n".join(lines)
+
+
+def holds_nothing(run_dir: Path) -> bool:
+    """Whether a run folder holds nothing but what Hydra has just written into it (its config
+    and an empty log): a command refused now leaves no folder behind."""
+    log_file = run_dir / "train.log"
+    extra = {p.name for p in run_dir.iterdir()} - {".hydra", "train.log"}
+    return not extra and (not log_file.exists() or log_file.stat().st_size == 0)
+
+
+def remove_run(run_dir: Path) -> None:
+    """Delete a refused run's folder, its log file closed first."""
+    for handler in list(logging.root.handlers):
+        if (
+            isinstance(handler, logging.FileHandler)
+            and run_dir.resolve() in Path(handler.baseFilename).resolve().parents
+        ):
+            handler.close()
+            logging.root.removeHandler(handler)
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def resume_override(run_dir: Path) -> str:
