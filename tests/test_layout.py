@@ -78,6 +78,7 @@ LAYERS = [
     "resources",  # where conf/ and notebooks/ are
     "validate",  # option checks for constructors
     "runtime",  # process-wide CPU settings
+    "quiet",  # the libraries' routine notices filtered
     "data",  # vocabularies and line reading, shared by the data's rooms
     "data.text",  # tokenisers, recipes, the recaser, word dictionaries
     "data.sources",  # the corpora registry, download, mirror and cache

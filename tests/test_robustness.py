@@ -457,6 +457,7 @@ def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGINT, err[-2000:]
     assert "interrupted by signal 2" in err and "Traceback" not in err
+    assert "weights_only" not in err  # Lightning's notice of its default, on saving
     step = torch.load(ckpt, weights_only=True)["global_step"]
     assert step > 0
     printed = shlex.split(err.split("ckpt_path=last ", 1)[1].splitlines()[0])
@@ -487,6 +488,32 @@ def test_a_finished_run_names_its_best_checkpoint(ctx, tmp_path):
     best = run_dir.resolve() / "checkpoints" / "best.ckpt"
     assert res.returncode == 0 and best.is_file()
     assert f"checkpoint to use: {best} (best by validation perplexity)" in res.stdout.decode()
+
+
+NOISE = {  # a library's routine notice -> what it says
+    "Lightning's litlogger tip": "litlogger",
+    "torch's LeafSpec deprecation (on resume)": "LeafSpec",
+    "no val/ppl before the first validation": "could not find the monitored key",
+    "Lightning's weights_only default": "weights_only",
+    "wandb's anonymous setting": "anonymous",
+}
+
+
+def test_a_run_and_its_resume_print_our_lines_not_the_libraries_notices(ctx, tmp_path):
+    """With warnings shown as Python shows them by default (no PYTHONWARNINGS), with W&B
+    (offline) and a resume: none of the routine notices."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    env |= {"OMP_NUM_THREADS": "1", "WANDB_SILENT": "false"}
+    base = [sys.executable, "-m", "luong_lit", "train", *ctx["overrides"], "logger=wandb",
+            f"hydra.run.dir={tmp_path}/run"]  # fmt: skip
+    said = ""
+    for extra in (["+trainer.max_steps=2"], ["+trainer.max_steps=4", "ckpt_path=last"]):
+        res = subprocess.run([*base, *extra], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
+        assert res.returncode == 0, res.stderr[-3000:]
+        said += res.stdout + res.stderr
+    assert "run folder:" in said and "Restored all states from the checkpoint" in said
+    assert {k: v for k, v in NOISE.items() if v in said} == {}, said[-4000:]
 
 
 def test_the_table_has_at_least_30_cases():

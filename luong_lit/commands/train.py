@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import warnings
 from pathlib import Path
 
 import hydra
@@ -20,6 +19,7 @@ from omegaconf import DictConfig
 from luong_lit.cli import user_error_message
 from luong_lit.config import CONF_DIR, compose, help_text
 from luong_lit.errors import UserError, find_user_error
+from luong_lit.quiet import quiet
 from luong_lit.sweeps.job import register_resolvers
 from luong_lit.training.run import (
     Interrupted,
@@ -32,7 +32,7 @@ from luong_lit.training.run import (
 
 log = logging.getLogger(__name__)
 register_resolvers()  # before Hydra composes: its launcher and logger configs use them
-warnings.filterwarnings("ignore", message="(?s).*is validated against ConfigStore schema")
+quiet()  # the libraries' routine notices (luong_lit.quiet)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="train")

@@ -64,6 +64,8 @@ class ResumableWandbLogger(WandbLogger):
         kwargs.setdefault("id", run_id)
         kwargs.setdefault("resume", "allow")
         super().__init__(save_dir=save_dir, **kwargs)
+        if self._wandb_init.get("anonymous") is None:  # wandb warns of the key, even unset
+            self._wandb_init.pop("anonymous", None)
 
 
 class ResumedLogs(L.Callback):

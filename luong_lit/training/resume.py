@@ -144,7 +144,7 @@ class SignalCheckpoint(L.Callback):
 
     def _save(self, trainer) -> None:
         self.signal = self.signal or signal.SIGTERM
-        trainer.save_checkpoint(self.path)
+        trainer.save_checkpoint(self.path, weights_only=False)  # all of it, to resume
         self._saved = True
 
     def on_train_end(self, trainer, pl_module) -> None:

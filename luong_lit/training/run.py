@@ -15,6 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from luong_lit.quiet import quiet
 from luong_lit.runtime import configure_cpu_from
 from luong_lit.sweeps.job import earlier_work, job_resources
 from luong_lit.training.precision import note_cpu_mixed
@@ -76,6 +77,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit (resuming if ``ckpt_path`` is set), then test the best checkpoint on the test sets."""
     from luong_lit.training.build import build
 
+    quiet()
     earlier = earlier_work(cfg)
     if earlier and earlier[0] == "done":  # no GPU slot taken, its job.json left as it was
         log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)

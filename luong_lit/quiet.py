@@ -1,0 +1,43 @@
+"""A run prints the kit's lines and real warnings, not the libraries' routine notices.
+
+Each filter names the one message it drops and why it tells a user nothing here:
+
+* Lightning's tip to install ``litlogger`` (an advertisement, on every trainer);
+* torch's ``LeafSpec`` deprecation (raised inside Lightning's own code, not ours);
+* ``ModelCheckpoint(monitor='val/ppl') could not find the monitored key`` before the first
+  validation: a short run has no ``best.ckpt`` yet, and its last lines say which checkpoint to
+  use (:func:`luong_lit.training.run.done_message`);
+* Hydra's "validated against ConfigStore schema" notice about its own launchers' configs.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+DROPPED_WARNINGS = (
+    r"(?s).*isinstance\(treespec, LeafSpec\)` is deprecated",
+    r"(?s).*ModelCheckpoint\(monitor='val/ppl'\)`? could not find the monitored key",
+    r"(?s).*is validated against ConfigStore schema",
+)
+DROPPED_LINES = ("try installing [litlogger]",)
+RANK_ZERO_LOGGERS = (
+    "lightning.pytorch.utilities.rank_zero",
+    "lightning_fabric.utilities.rank_zero",
+)
+
+
+class _DropRoutine(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(text in message for text in DROPPED_LINES)
+
+
+def quiet() -> None:
+    """Install the filters (idempotent)."""
+    for pattern in DROPPED_WARNINGS:
+        warnings.filterwarnings("ignore", message=pattern)
+    for name in RANK_ZERO_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropRoutine) for f in logger.filters):
+            logger.addFilter(_DropRoutine())
