@@ -490,6 +490,32 @@ def test_a_finished_run_names_its_best_checkpoint(ctx, tmp_path):
     assert f"checkpoint to use: {best} (best by validation perplexity)" in res.stdout.decode()
 
 
+def test_logger_wandb_without_wandb_is_one_line_with_the_extras_install(ctx, tmp_path, monkeypatch):
+    """What Lightning raises when wandb is missing (its own requirement check), as a user
+    without the extra sees it: our line, exit 2, the README's install command, never -U."""
+    import lightning.pytorch.loggers.wandb as lightning_wandb
+
+    class Missing:  # Lightning's RequirementCache for a package that is not installed
+        def __bool__(self):
+            return False
+
+        def __str__(self):
+            return (
+                "Requirement 'wandb>=0.12.10' not met. HINT: Try running "
+                "`pip install -U 'wandb>=0.12.10'`"
+            )
+
+    monkeypatch.setattr(lightning_wandb, "_WANDB_AVAILABLE", Missing())
+    res = run_here(["train", *ctx["overrides"], "logger=wandb", f"hydra.run.dir={tmp_path}/run"])
+    err = res.stderr.decode()
+    assert res.returncode == 2, err[-2000:]
+    assert (
+        'error: logger.wandb needs wandb, which is not installed: pip install -e ".[wandb]"' in err
+    )
+    assert "-U" not in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
 NOISE = {  # a library's routine notice -> what it says
     "Lightning's litlogger tip": "litlogger",
     "torch's LeafSpec deprecation (on resume)": "LeafSpec",

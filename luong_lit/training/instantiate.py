@@ -53,6 +53,30 @@ def check_keys(path: str, node: Any, given: dict[str, Any]) -> None:
         )
 
 
+EXTRAS = {  # a package a config option needs -> the extra of the kit that installs it
+    "wandb": "wandb",
+    "submitit": "launchers",
+    "joblib": "launchers",
+    "optuna": "launchers",
+    "aiohttp": "serve",
+    "eflomal": "align",
+}
+
+
+def missing_package(path: str, err: BaseException) -> ConfigError | None:
+    """A package that the object at ``path`` needs is not installed: one line with the README's
+    install command for the kit's extra that holds it (never ``pip install -U``)."""
+    missing = find_cause(err, lambda e: isinstance(e, ModuleNotFoundError))
+    if missing is None:
+        return None
+    text = f"{getattr(missing, 'name', None) or ''} {missing}"
+    package = next((p for p in EXTRAS if p in text), getattr(missing, "name", None))
+    extra = EXTRAS.get(package)
+    how = f'pip install -e ".[{extra}]" (from a wheel: "luong_lit[{extra}]")' if extra else ""
+    how = how or f"pip install {package}"
+    return ConfigError(f"{path} needs {package}, which is not installed: {how}")
+
+
 def config_error(path: str, err: BaseException) -> BaseException:
     """What building the config at ``path`` raised, as a user error that names the option."""
     ours = find_user_error(err)
@@ -60,6 +84,9 @@ def config_error(path: str, err: BaseException) -> BaseException:
         return ours.within(path)
     if isinstance(ours, UserError):
         return ours
+    missing = missing_package(path, err)
+    if missing is not None:
+        return missing
     from lightning.fabric.utilities.exceptions import MisconfigurationException
 
     lightning = find_cause(err, lambda e: isinstance(e, MisconfigurationException))
