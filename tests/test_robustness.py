@@ -357,6 +357,19 @@ CASES = [
         stdin=b"a b\nc\x01d\n",
     ),
     Case(
+        "a CUDA device on a machine without one",
+        translate("--device", "cuda"),
+        says=["--device cuda: this machine has no CUDA GPU (use cpu)"],
+        stdin=b"a\n",
+        needs_no_gpu=True,
+    ),
+    Case(
+        "a device that is none",
+        translate("--device", "gpu0"),
+        says=["--device 'gpu0' is not a device"],
+        stdin=b"a\n",
+    ),
+    Case(
         "space-like characters in the text to translate",
         translate("--beam", "2"),
         status=0,

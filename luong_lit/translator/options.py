@@ -47,6 +47,28 @@ def one_of(option: str, value: Any, allowed) -> None:
         raise BadOption(f"{{{option}}} {value!r}: choose one of {', '.join(allowed)}", option)
 
 
+def check_device(device: Any) -> None:
+    """A device this machine has: ``cpu``, ``cuda``/``cuda:N`` with a CUDA GPU there, ``mps``."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise BadOption(
+            f"{{device}} {device!r} is not a device (cpu, cuda, cuda:N)", "device"
+        ) from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise BadOption(
+                f"{{device}} {device}: this machine has no CUDA GPU (use cpu)", "device"
+            )
+        if dev.index is not None and dev.index >= count:
+            raise BadOption(f"{{device}} {device}: this machine has {count} CUDA GPU(s)", "device")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise BadOption(f"{{device}} {device}: MPS is not available here (use cpu)", "device")
+
+
 @dataclass(frozen=True)
 class LoadOptions:
     """What is fixed when a model is loaded.
@@ -87,6 +109,7 @@ class LoadOptions:
                 raise BadOption(
                     f"{{int8}} is a form of the fast engine, not of {self.engine}", "int8"
                 )
+        check_device(self.device)
         try:
             check_workers(self.workers)
         except ValueError as err:
