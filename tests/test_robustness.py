@@ -529,6 +529,25 @@ def test_logger_wandb_without_wandb_is_one_line_with_the_extras_install(ctx, tmp
     assert not (tmp_path / "run").exists()
 
 
+def test_serve_on_a_port_in_use_says_so_before_loading_any_model(ctx, tmp_path):
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:  # a checkpoint that does not exist: the port is checked first, before any loading
+        res = run_here(["serve", str(tmp_path / "gone.ckpt"), "--port", str(port)])
+    finally:
+        taken.close()
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "Traceback" not in err
+    assert (
+        err.strip()
+        == f"error: --host 127.0.0.1 --port {port}: the address is in use (another server?)"
+    )
+
+
 NOISE = {  # a library's routine notice -> what it says
     "Lightning's litlogger tip": "litlogger",
     "torch's LeafSpec deprecation (on resume)": "LeafSpec",

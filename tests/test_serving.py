@@ -71,7 +71,12 @@ def test_post_attention_is_the_apis_attention(lowercase_model, local_p_model, se
     "path,body,status,says",
     [
         ("/translate", b"{not json", 400, "not JSON"),
-        ("/translate", b'{"txt": "a"}', 400, 'expected {"text"'),
+        ("/translate", b"{}", 400, 'expected {"text"'),
+        ("/translate", b'{"txt": "a"}', 400, 'unknown key "txt" (did you mean "text"?)'),
+        ("/translate", b'{"text": "a", "bem": 5}', 400, 'unknown key "bem" (did you mean "beam"?)'),
+        ("/attention", b'{"text": "a", "zzz": 1}', 400, 'a request may hold "text", "model"'),
+        ("/translate", b'{"text": "a", "model": "nope"}', 404, "no model 'nope'"),
+        ("/translate", b'{"text": "' + b"a" * (1 << 20) + b'"}', 413, "larger than 1048576 bytes"),
         ("/translate", b'{"text": []}', 400, "no sentences"),
         ("/translate", b'{"text": ["a", "b", "c", "d"]}', 413, "4 sentences; at most 3"),
         ("/translate", b'{"text": ["' + b"a " * 30 + b'"]}', 413, "60 characters; at most 40"),
@@ -96,6 +101,37 @@ def test_bad_requests_get_a_4xx_and_the_server_goes_on(server, path, body, statu
     code, answer = post(port, body, path)
     assert code == status and says in answer["error"]
     assert proc.poll() is None and post(port, b'{"text": "a b"}')[0] == 200
+
+
+def test_a_failure_of_the_server_itself_is_a_500_and_logged_with_its_cause(caplog):
+    """Only the server's own failures are 500s, each logged with its traceback; what it refuses
+    (its checks, aiohttp's body limit, an option the model cannot take) is a 4xx."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from aiohttp import web
+
+    from luong_lit.errors import UsageError
+    from luong_lit.serving.app import as_json
+    from luong_lit.serving.requests import Limits
+
+    def answer(err: Exception):
+        async def handler(request):
+            raise err
+
+        request = SimpleNamespace(method="POST", path="/translate")
+        res = asyncio.run(as_json(handler, Limits(max_body=1000))(request))
+        return res.status, json.loads(res.body)["error"]
+
+    with caplog.at_level("ERROR", logger="luong_lit.serve"):
+        assert answer(web.HTTPRequestEntityTooLarge(1000, 5000)) == (
+            413, "the body is larger than 1000 bytes, this server's limit")  # fmt: skip
+        assert answer(UsageError("beam size 9 is larger")) == (400, "beam size 9 is larger")
+        assert not caplog.records
+        status, said = answer(RuntimeError("out of memory"))
+    assert status == 500 and "out of memory" in said
+    assert len(caplog.records) == 1 and caplog.records[0].exc_info[0] is RuntimeError
+    assert "POST /translate failed" in caplog.records[0].getMessage()
 
 
 def test_space_like_characters_are_spaces_for_the_server_as_for_translate(lowercase_model, server):

@@ -31,6 +31,7 @@ from luong_lit.cli import parser as make_parser
 from luong_lit.errors import UsageError
 from luong_lit.runtime import configure_cpu
 from luong_lit.serving import Limits, health_info, load_served, make_app
+from luong_lit.serving.app import bound_socket
 
 
 def parser() -> argparse.ArgumentParser:
@@ -85,11 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("serve decodes in its own process: leave out --workers")
         limits = Limits(args.max_sentences, args.max_chars, args.max_batch, args.max_wait_ms)
         configure_cpu(args.threads)
+        sock = bound_socket(args.host, args.port)  # a port in use: said before the loading
         models = load_served(args.checkpoints, options, search)
         info = health_info(search)
         app = make_app(models, limits, info)
         show = lambda _: print(banner(args, models), flush=True)  # noqa: E731 - once it listens
-        web.run_app(app, host=args.host, port=args.port, print=show, handle_signals=True)
+        web.run_app(app, sock=sock, print=show, handle_signals=True)
 
     return run_command(body)
 

@@ -38,7 +38,10 @@ USER_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 def user_line(text: str, where: str) -> str:
     """A line of a user's text with :data:`SPACE_LIKE` characters as spaces; another control
-    character raises a DataError that names ``where`` (``file:line``, ``sentence 3``)."""
+    character raises a DataError that names ``where`` (``file:line``, ``sentence 3``), and so does
+    a line break (the API and the server take one sentence per item, as a file has per line)."""
+    if "\n" in text or "\r" in text:
+        raise DataError(f"{where} holds a line break; give one sentence per item")
     text = SPACE_LIKE.sub(" ", text)
     found = USER_CONTROL.search(text)
     if found is not None:

@@ -17,10 +17,14 @@ with a message; an error inside decoding gets a 500 for that batch and the serve
 
 from __future__ import annotations
 
+import errno
+import logging
+import socket
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from luong_lit.errors import UsageError, UserError
 from luong_lit.serving.batcher import Batcher
 from luong_lit.serving.models import (
     ServedModel,
@@ -31,6 +35,7 @@ from luong_lit.serving.models import (
 )
 from luong_lit.serving.requests import BadRequest, Limits, parse_body, sentences, settings
 
+log = logging.getLogger("luong_lit.serve")
 PAGE = Path(__file__).resolve().parent / "page"
 STATIC = {"/": ("index.html", "text/html"), "/page.js": ("page.js", "text/javascript"),
           "/page.css": ("page.css", "text/css")}  # fmt: skip
@@ -92,16 +97,37 @@ class Api:
                 "models": [describe(m) for m in self.models]}  # fmt: skip
 
 
-def as_json(handler):
-    """``handler``'s dict as a JSON answer; a bad request a 4xx, a failed batch a 500."""
+def refusal(err: Exception, limits: Limits) -> BadRequest | None:
+    """The 4xx for a request the server refuses (its own checks, aiohttp's body limit, a
+    decoding option the model cannot take); None for the server's own failure."""
+    from aiohttp import web
+
+    if isinstance(err, BadRequest):
+        return err
+    if isinstance(err, web.HTTPRequestEntityTooLarge):
+        return BadRequest(
+            413, f"the body is larger than {limits.max_body} bytes, this server's limit"
+        )
+    if isinstance(err, web.HTTPException) and 400 <= err.status < 500:
+        return BadRequest(err.status, err.reason)
+    if isinstance(err, UserError):  # e.g. a beam wider than the model's vocabulary
+        return BadRequest(400, str(err))
+    return None
+
+
+def as_json(handler, limits: Limits):
+    """``handler``'s dict as a JSON answer; a refused request a 4xx that says why, the server's
+    own failure a 500 (logged with its cause; the server goes on)."""
     from aiohttp import web
 
     async def wrapped(request: web.Request) -> web.Response:
         try:
             return web.json_response(await handler(request))
-        except BadRequest as err:
-            return web.json_response({"error": str(err)}, status=err.status)
-        except Exception as err:  # noqa: BLE001 - the batch failed; the server goes on
+        except Exception as err:  # noqa: BLE001 - refused: a 4xx; failed: a 500
+            refused = refusal(err, limits)
+            if refused is not None:
+                return web.json_response({"error": str(refused)}, status=refused.status)
+            log.error("%s %s failed", request.method, request.path, exc_info=err)
             return web.json_response({"error": f"decoding failed: {err}"}, status=500)
 
     return wrapped
@@ -122,9 +148,9 @@ def make_app(models: list[ServedModel], limits: Limits, info: dict[str, Any]):
 
     api = Api(models, limits, info)
     app = web.Application(client_max_size=limits.max_body)
-    app.router.add_post("/translate", as_json(api.translate))
-    app.router.add_post("/attention", as_json(api.attention))
-    app.router.add_get("/health", as_json(api.health))
+    app.router.add_post("/translate", as_json(api.translate, limits))
+    app.router.add_post("/attention", as_json(api.attention, limits))
+    app.router.add_get("/health", as_json(api.health, limits))
     for path in STATIC:
         app.router.add_get(path, page_file)
 
@@ -137,3 +163,18 @@ def make_app(models: list[ServedModel], limits: Limits, info: dict[str, Any]):
     app.on_startup.append(start)
     app.on_cleanup.append(stop)
     return app
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, before any model is loaded: a port in use is one line
+    at once, not a traceback after the loading."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except (OSError, OverflowError) as err:
+        in_use = getattr(err, "errno", None) == errno.EADDRINUSE
+        why = "is in use (another server?)" if in_use else f"cannot be used ({err})"
+        raise UsageError(f"--host {host} --port {port}: the address {why}") from None
+    return sock

@@ -6,6 +6,7 @@ character or a decoding option out of range gets a :class:`BadRequest` (a 4xx wi
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -41,14 +42,23 @@ class BadRequest(Exception):
         self.status = status
 
 
+KEYS = ("text", "model", "beam", "n_best", "replace_unk")  # what a request may hold
+
+
 def parse_body(body: bytes) -> dict[str, Any]:
-    """The JSON object of a request body."""
+    """The JSON object of a request body; a key it may not hold is refused with those it may."""
     try:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise BadRequest(400, f"the body is not JSON: {err}") from None
     if not isinstance(data, dict):
         raise BadRequest(400, 'expected a JSON object such as {"text": "a sentence"}')
+    unknown = sorted(set(data) - set(KEYS), key=str)
+    if unknown:
+        near = difflib.get_close_matches(str(unknown[0]), KEYS, n=1)
+        hint = f' (did you mean "{near[0]}"?)' if near else ""
+        keys = ", ".join(f'"{k}"' for k in KEYS)
+        raise BadRequest(400, f'unknown key "{unknown[0]}"{hint}; a request may hold {keys}')
     return data
 
 
@@ -70,8 +80,6 @@ def sentences(data: dict[str, Any], limits: Limits) -> list[str]:
             raise BadRequest(
                 413, f"sentence {i} has {len(t)} characters; at most {limits.max_chars}"
             )
-        if "\n" in t or "\r" in t:
-            raise BadRequest(400, f"sentence {i} holds a line break; send one sentence per item")
         try:
             out.append(user_line(t, f"sentence {i}"))
         except DataError as err:
