@@ -548,6 +548,33 @@ def test_serve_on_a_port_in_use_says_so_before_loading_any_model(ctx, tmp_path):
     )
 
 
+def test_interactive_translate_says_when_it_is_ready_to_read(ctx):
+    res = run_here(["translate", ctx["ckpt"], "--interactive", "--beam", "2"], b"a b\n")
+    assert res.returncode == 0
+    assert res.stderr.decode().splitlines()[-1].startswith("ready: type a sentence")
+    assert len(res.stdout.decode().splitlines()) == 1
+
+
+def test_show_attention_with_an_n_best_list_follows_each_list(ctx):
+    base = ["translate", ctx["ckpt"], "--quiet", "--beam", "2", "--show-attention"]
+    plain = run_here(base, b"a b\nc\n").stdout.decode().splitlines()  # text, attention, ...
+    listed = run_here([*base, "--n-best", "2"], b"a b\nc\n").stdout.decode().splitlines()
+    assert len(listed) == 6 and [x.split(" ||| ")[0] for x in listed] == [
+        "0", "0", listed[2], "1", "1", listed[5],
+    ]  # fmt: skip
+    assert (listed[2], listed[5]) == (plain[1], plain[3])  # the best's attention
+    assert listed[0].split(" ||| ")[1] == plain[0]
+
+
+def test_show_attention_with_an_output_file_keeps_the_file_to_translations(ctx, tmp_path):
+    base = ["translate", ctx["ckpt"], "--quiet", "--beam", "2"]
+    plain = run_here(base, b"a b\nc\n").stdout.decode().splitlines()
+    shown = run_here([*base, "--show-attention"], b"a b\nc\n").stdout.decode().splitlines()
+    res = run_here([*base, "--show-attention", "-o", str(tmp_path / "out.txt")], b"a b\nc\n")
+    assert (tmp_path / "out.txt").read_text().splitlines() == plain
+    assert res.stdout.decode().splitlines() == shown[1::2]
+
+
 NOISE = {  # a library's routine notice -> what it says
     "Lightning's litlogger tip": "litlogger",
     "torch's LeafSpec deprecation (on resume)": "LeafSpec",

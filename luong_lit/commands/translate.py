@@ -51,8 +51,9 @@ def parser():
     ap.add_argument(
         "--show-attention",
         action="store_true",
-        help="after each translation, a line of its words with the source word each attended "
-        "to most (word→source)",
+        help="after each translation (with --n-best: after each input's list, for the best), a "
+        "line of its words with the source word each attended to most (word→source); with -o "
+        "these lines go to standard output and the file keeps the translations",
     )
     return ap
 
@@ -63,23 +64,27 @@ def attention_line(out: Output) -> str:
     return out.text if att is None or not att.source else att.arrows()
 
 
-def render(outs: list[Output], args, start: int = 0) -> list[str]:
-    """Output lines: one per input, N per input with --n-best N (``i ||| text ||| score``),
-    and with --show-attention an attention line after each translation."""
+def translation_lines(out: Output, args, index: int) -> list[str]:
+    """One input's lines: its translation, or with --n-best N its N ``i ||| text ||| score``."""
     if args.n_best > 1:
-        return [
-            f"{start + i} ||| {h.text} ||| {h.score or 0.0:.4f}"
-            for i, out in enumerate(outs)
-            for h in out.hypotheses
-        ]
-    if args.show_attention:
-        return [x for out in outs for x in (out.text, attention_line(out))]
-    return [out.text for out in outs]
+        return [f"{index} ||| {h.text} ||| {h.score or 0.0:.4f}" for h in out.hypotheses]
+    return [out.text]
+
+
+def render(outs: list[Output], args, start: int = 0) -> list[str]:
+    """Output lines: each input's translation lines, and with --show-attention the attention
+    line of its best translation after them."""
+    lines = []
+    for i, out in enumerate(outs):
+        lines += translation_lines(out, args, start + i)
+        lines += [attention_line(out)] if args.show_attention else []
+    return lines
 
 
 def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
     """One line in, its translation out at once (and flushed), until the input ends."""
     stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
+    print("ready: type a sentence and Enter (Ctrl-D ends)", file=sys.stderr, flush=True)
     number = 0
     try:
         while True:
@@ -92,8 +97,7 @@ def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
             except DataError as err:  # one bad line is reported, and the session goes on
                 print(f"error: {err}", file=sys.stderr, flush=True)
                 continue
-            want_attention = args.show_attention and args.n_best == 1
-            outs = translator.run([line], attention=want_attention)
+            outs = translator.run([line], attention=args.show_attention)
             stdout.write("".join(x + "\n" for x in render(outs, args, number - 1)))
             stdout.flush()
     except KeyboardInterrupt:  # Ctrl-C ends the session as Ctrl-D does
@@ -114,13 +118,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (args.interactive or from_terminal) and args.input in (None, "-") and not args.output:
             return interactive(translator, args)
         lines, _ = read_input(args.input)
-        want_attention = args.show_attention and args.n_best == 1
-        outs = translator.run(lines, attention=want_attention, progress=not args.quiet)
-        text = "".join(x + "\n" for x in render(outs, args))
-        if args.output:
-            write_output(args.output, text)
+        outs = translator.run(lines, attention=args.show_attention, progress=not args.quiet)
+        if args.output:  # the file keeps the translations; attention lines: standard output
+            lines = [x for i, out in enumerate(outs) for x in translation_lines(out, args, i)]
+            write_output(args.output, "".join(x + "\n" for x in lines))
+            shown = [attention_line(out) for out in outs] if args.show_attention else []
         else:
-            sys.stdout.write(text)
+            shown = render(outs, args)
+        sys.stdout.write("".join(x + "\n" for x in shown))
 
     return run_command(body)
 
