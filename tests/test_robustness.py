@@ -575,6 +575,26 @@ def test_show_attention_with_an_output_file_keeps_the_file_to_translations(ctx, 
     assert res.stdout.decode().splitlines() == shown[1::2]
 
 
+def test_evaluate_defaults_to_the_checkpoints_test_sets_and_writes_here(ctx, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = run_here(["evaluate", ctx["ckpt"], "--quiet", "--beam", "2"])
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    assert (tmp_path / "eval_toy.json").is_file()  # "toy": the training config's test set
+    assert f"wrote {tmp_path.resolve() / 'eval_toy.md'}" in res.stdout.decode()
+    assert digest_tree(PRECIOUS) == ctx["digest"]  # nothing written beside the checkpoint
+
+
+def test_align_writes_here_and_says_where(ctx, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    test = write_corpus(tmp_path / "data", "test", 4, 3)
+    res = run_here(["align", ctx["ckpt"], "--src", test["src"], "--tgt", test["tgt"]])
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    here = tmp_path.resolve()
+    assert len((here / "alignments.txt").read_text().splitlines()) == 4
+    assert f"wrote {here / 'alignments.txt'}, {here / 'align.json'}" in res.stdout.decode()
+    assert digest_tree(PRECIOUS) == ctx["digest"]
+
+
 NOISE = {  # a library's routine notice -> what it says
     "Lightning's litlogger tip": "litlogger",
     "torch's LeafSpec deprecation (on resume)": "LeafSpec",

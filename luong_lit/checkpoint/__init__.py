@@ -2,7 +2,7 @@
 they hold (:mod:`.models`), and the average of several (:mod:`.average`)."""
 
 from luong_lit.checkpoint.average import average_checkpoints, average_state_dicts
-from luong_lit.checkpoint.files import atomic_save, read_checkpoint, run_directory
+from luong_lit.checkpoint.files import atomic_save, read_checkpoint
 from luong_lit.checkpoint.models import NOT_NET_ARGS, build_net, load_model, load_models
 from luong_lit.errors import CheckpointError
 
@@ -16,5 +16,4 @@ __all__ = [
     "load_model",
     "load_models",
     "read_checkpoint",
-    "run_directory",
 ]

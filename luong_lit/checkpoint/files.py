@@ -91,11 +91,3 @@ def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=Fal
     if not isinstance(meta, dict) or "net" not in meta:
         raise CheckpointError(f"{path}: not a luong_lit checkpoint (no model description inside)")
     return ckpt
-
-
-def run_directory(checkpoint: str | os.PathLike) -> Path:
-    """The run directory of a checkpoint (``RUN/checkpoints/best.ckpt`` -> ``RUN``)."""
-    parent = Path(checkpoint).resolve().parent
-    if parent.name == "epochs" and parent.parent.name == "checkpoints":
-        return parent.parent.parent
-    return parent.parent if parent.name == "checkpoints" else parent

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.alignment import align_report, member_conventions, rwth_files
-from luong_lit.checkpoint import run_directory
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.data.io import read_lines
@@ -94,8 +93,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--extra-tgt", help="more parallel text for the eflomal baseline (target side)")
     ap.add_argument(
         "--out",
-        help="directory for alignments.txt and align.json, or alignments_ensemble.txt and "
-        "align_ensemble.json for several checkpoints (default: the first one's run directory)",
+        default=".",
+        help="folder for alignments.txt and align.json, or alignments_ensemble.txt and "
+        "align_ensemble.json for several checkpoints (default: this one; report reads a run's "
+        "align.json from its folder: --out RUN)",
     )
     return ap
 
@@ -105,14 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> None:
         report = run(args)
-        out = Path(args.out) if args.out else run_directory(args.checkpoints[0])
+        out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         suffix = "_ensemble" if len(args.checkpoints) > 1 else ""  # a member's own file stays
-        (out / f"alignments{suffix}.txt").write_text(
-            "".join(x + "\n" for x in report.pop("links")), encoding="utf-8"
-        )
-        (out / f"align{suffix}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+        links, summary = out / f"alignments{suffix}.txt", out / f"align{suffix}.json"
+        links.write_text("".join(x + "\n" for x in report.pop("links")), encoding="utf-8")
+        summary.write_text(json.dumps(report, indent=2), encoding="utf-8")
         print(json.dumps(report, indent=2))
+        print(f"wrote {links.resolve()}, {summary.resolve()}")
 
     return run_command(body)
 

@@ -1,10 +1,12 @@
-"""Evaluate a checkpoint or an ensemble on a named test set, and write a report.
+"""Evaluate a checkpoint or an ensemble on its test sets (or a named one), and write a report.
 
-    python -m luong_lit evaluate CKPT [CKPT ...] --test test_2016_flickr [--beam 5] [--dict FILE]
+    python -m luong_lit evaluate CKPT [CKPT ...] [--test test_2016_flickr] [--beam 5] [--out DIR]
 
 Reports perplexity, BLEU before and after unknown-word replacement (tokenised BLEU as
 multi-bleu.perl computes it, and detokenised sacreBLEU 13a), BLEU by source length (Figure 6)
-and sample translations in the style of Table 5, as Markdown and JSON in the run directory.
+and sample translations in the style of Table 5, as Markdown and JSON in the current folder
+(or ``--out``; ``report`` reads a run's own reports from its folder: ``--out RUN``). Without
+``--test``, every test set of the checkpoint's training config is evaluated.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.checkpoint import run_directory
 from luong_lit.cli import (
     add_decoding_args,
     check_threads,
@@ -24,6 +25,8 @@ from luong_lit.cli import (
     search_options,
 )
 from luong_lit.cli import parser as make_parser
+from luong_lit.data.loading.model_data import test_set_names
+from luong_lit.errors import UsageError
 from luong_lit.evaluation import evaluate, markdown
 from luong_lit.metrics.buckets import plot_bleu_by_length
 from luong_lit.runtime import configure_cpu
@@ -39,12 +42,11 @@ def parser() -> argparse.ArgumentParser:
     add_decoding_args(ap)
     ap.add_argument(
         "--test",
-        required=True,
-        help="test set name, e.g. test_2016_flickr or newstest2014_filtered",
+        action="append",
+        help="test set name, e.g. test_2016_flickr or newstest2014_filtered (repeatable; unset: "
+        "every test set of the checkpoint's training config)",
     )
-    ap.add_argument(
-        "--out", help="directory for the report (unset: the first checkpoint's run directory)"
-    )
+    ap.add_argument("--out", default=".", help="folder for the reports (default: this one)")
     ap.add_argument("--samples", type=int, default=5, help="sample translations in the report")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
@@ -59,6 +61,14 @@ def write(report: dict, out: Path, stem: str) -> list[Path]:
     return [out / f"{stem}{x}" for x in (".md", ".json", "_bleu_by_length.png")]
 
 
+def checkpoint_tests(tr: Translator) -> list[str]:
+    """The test sets the checkpoint's training config named."""
+    names = test_set_names(tr.meta)
+    if not names:
+        raise UsageError("the checkpoint's training config names no test set: give --test NAME")
+    return names
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
@@ -68,14 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_cpu(args.threads)
         tr = Translator.load(args.checkpoints, options, search)
         decoding = {k: getattr(args, k) for k in DECODING}
-        found = evaluate(tr, args.test, decoding=decoding, n_samples=args.samples,
-                         progress=not args.quiet)  # fmt: skip
-        report = {"test": args.test, "checkpoints": [str(p) for p in args.checkpoints], **found}
-        out = Path(args.out) if args.out else run_directory(args.checkpoints[0])
-        stem = f"eval_{args.test}" + ("_ensemble" if len(args.checkpoints) > 1 else "")
-        written = write(report, out, stem)
-        print(markdown(report))
-        print(f"wrote {', '.join(map(str, written))}")
+        for test in args.test or checkpoint_tests(tr):
+            found = evaluate(tr, test, decoding=decoding, n_samples=args.samples,
+                             progress=not args.quiet)  # fmt: skip
+            report = {"test": test, "checkpoints": [str(p) for p in args.checkpoints], **found}
+            stem = f"eval_{test}" + ("_ensemble" if len(args.checkpoints) > 1 else "")
+            written = write(report, Path(args.out), stem)
+            print(markdown(report))
+            print(f"wrote {', '.join(str(p.resolve()) for p in written)}")
 
     return run_command(body)
 

@@ -75,6 +75,11 @@ def load_split(meta: dict, name: str, src_vocab, tgt_vocab) -> TestSet:
     return TestSet(split, data.get("tgt_lang", "de"), dm.tokenizers["tgt"], raw)
 
 
+def test_set_names(meta: dict) -> list[str]:
+    """The test sets the model's training config named (``data.test``), in its order."""
+    return list(dict((meta.get("data") or {}).get("test") or {}))
+
+
 def load_train_split(meta: dict):
     """The model's training split (length-filtered, tokenised), e.g. to align it."""
     return datamodule_for(meta).read_train_split()
