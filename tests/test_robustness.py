@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -619,6 +620,90 @@ def test_a_run_and_its_resume_print_our_lines_not_the_libraries_notices(ctx, tmp
         said += res.stdout + res.stderr
     assert "run folder:" in said and "Restored all states from the checkpoint" in said
     assert {k: v for k, v in NOISE.items() if v in said} == {}, said[-4000:]
+
+
+# ------------------------------------------------------------------ the Python API's door
+API_CASES = [  # (call, what the UsageError says)
+    (lambda m: m.n_best(["a"], 0), "n must be an integer >= 1, got 0"),
+    (lambda m: m.n_best(["a"], True), "n must be an integer >= 1, got True"),
+    (lambda m: m.attention(["a", "b"]), "text must be one str, got list"),
+    (lambda m: m.translate([42]), "texts[0] must be a str, got int (42)"),
+    (lambda m: m.translate([b"A man."]), "texts[0] is bytes: give text (str)"),
+    (lambda m: m.translate(b"A man."), "texts is bytes: give text (str)"),
+    (lambda m: m.translate(42), "texts must be a str or a sequence of str, got int"),
+    (lambda m: m.translate({"a": 1}), "texts must be a str or a sequence of str, got dict"),
+    (lambda m: m.translate(["a", "b\x01c"]), "texts[1]: control character U+0001 at column 2"),
+    (lambda m: m.translate("a\nb"), "texts holds a line break; give one sentence per item"),
+    (lambda m: m.score(["a"], [3]), "tgt[0] must be a str, got int"),
+    (lambda m: m.align("a", ["b", "c"]), "1 sources but 2 targets"),
+    (lambda m: m.translate(["a"], bem=2), "unknown search option 'bem'"),
+    (lambda m: m.translate(["a"], beam=0), "beam must be an integer >= 1, got 0"),
+]
+
+
+@pytest.mark.parametrize("call,says", API_CASES, ids=[c[1][:40] for c in API_CASES])
+def test_the_api_checks_its_arguments_and_names_them(ctx, call, says):
+    import luong_lit
+    from luong_lit.errors import UsageError
+
+    model = luong_lit.load(ctx["ckpt"], beam=2)
+    with pytest.raises(UsageError) as caught:
+        call(model)
+    assert says in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        ((42,), "checkpoints must be a path or a non-empty list of paths"),
+        (([],), "checkpoints must be a path or a non-empty list of paths"),
+        (("CKPT",), "unknown option 'beem'"),
+    ],
+)
+def test_load_checks_its_arguments(ctx, args, says):
+    import luong_lit
+    from luong_lit.errors import UsageError
+
+    extra = {"beem": 3} if args == ("CKPT",) else {}
+    args = tuple(ctx["ckpt"] if a == "CKPT" else a for a in args)
+    with pytest.raises(UsageError, match=re.escape(says)):
+        luong_lit.load(*args, **extra)
+
+
+def test_load_takes_every_option_translate_takes(ctx):
+    """The README: ``load`` takes ``translate``'s options (load-time and per-call alike)."""
+    import luong_lit
+
+    model = luong_lit.load(ctx["ckpt"], beam=3, n_best=3, replace_unk=True, batch_size=2)
+    assert [len(h) for h in model.n_best(["a b", "c"], 3)] == [3, 3]
+    assert model.translate(["a b"]) == luong_lit.load(ctx["ckpt"], beam=3).translate(
+        ["a b"], replace_unk=True
+    )
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_load_on_cuda_without_a_gpu_says_there_is_none(ctx):
+    import luong_lit
+    from luong_lit.errors import UsageError
+
+    with pytest.raises(UsageError, match="device cuda: this machine has no CUDA GPU"):
+        luong_lit.load(ctx["ckpt"], device="cuda")
+
+
+def test_the_api_and_the_command_line_read_text_by_one_policy(ctx):
+    """Space-like characters are spaces for both; another control character is refused by
+    both, with the same words."""
+    import luong_lit
+    from luong_lit.errors import UsageError
+
+    model = luong_lit.load(ctx["ckpt"], beam=2)
+    cli = run_here(["translate", ctx["ckpt"], "--quiet", "--beam", "2"], "a\x0bb\u2028c\n".encode())
+    assert cli.stdout.decode().splitlines() == model.translate(["a\x0bb\u2028c"])
+    refused = run_here(["translate", ctx["ckpt"], "--quiet"], b"a\x01b\n").stderr.decode()
+    with pytest.raises(UsageError) as caught:
+        model.translate(["a\x01b"])
+    said = str(caught.value).split(": ", 1)[1]  # after where: texts[0] / <stdin>:1
+    assert said.startswith("control character U+0001 at column 2") and said in refused
 
 
 def test_the_table_has_at_least_30_cases():

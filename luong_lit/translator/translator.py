@@ -32,6 +32,7 @@ from luong_lit.decoder import Decoder
 from luong_lit.decoding.corpus import Translation
 from luong_lit.decoding.unk import replace_unks, word_alignment
 from luong_lit.errors import UsageError
+from luong_lit.translator.arguments import checkpoint_paths, count, one_text, texts_of
 from luong_lit.translator.attention import AttentionMap, attention_map, empty_map
 from luong_lit.translator.options import LoadOptions, SearchOptions
 
@@ -85,7 +86,7 @@ def load(checkpoints: str | os.PathLike | Sequence, **options) -> Translator:
     """A :class:`Translator` for one checkpoint or an ensemble of several. ``options``: the
     :class:`LoadOptions` (``device="cuda"``, ...) and the calls' default
     :class:`SearchOptions` (``beam=5``, ...), as keywords."""
-    paths = [checkpoints] if isinstance(checkpoints, (str, os.PathLike)) else list(checkpoints)
+    paths = checkpoint_paths(checkpoints)
     load_kw, search_kw = split_options(options)
     return Translator.load(paths, LoadOptions(**load_kw), SearchOptions(**search_kw))
 
@@ -126,19 +127,19 @@ class Translator:
     def translate(self, texts: str | Sequence[str], progress: bool = False, **search) -> list[str]:
         """The best translation of each text (one text: a list of one); ``search``: this call's
         :class:`SearchOptions` (``beam=1``, ...)."""
-        opts = self.search_options(**search)
-        return [o.text for o in self.run(_lines(texts), opts, progress=progress)]
+        lines, opts = texts_of(texts), self.search_options(**search)
+        return [o.text for o in self.run(lines, opts, progress=progress)]
 
     def n_best(self, texts: str | Sequence[str], n: int, **search) -> list[list[Scored]]:
         """Exactly ``n`` scored translations of each text, best first (empty ones after the
         search's own, and for an empty text)."""
-        return [
-            o.hypotheses for o in self.run(_lines(texts), self.search_options(n_best=n, **search))
-        ]
+        lines, opts = texts_of(texts), self.search_options(n_best=count(n, "n"), **search)
+        return [o.hypotheses for o in self.run(lines, opts)]
 
     def attention(self, text: str, **search) -> AttentionMap:
         """The attention of the best translation of ``text`` (see :class:`AttentionMap`)."""
-        return self.run([text], self.search_options(**search), attention=True)[0].attention
+        line = one_text(text)
+        return self.run([line], self.search_options(**search), attention=True)[0].attention
 
     def score(self, src: str | Sequence[str], tgt: str | Sequence[str]) -> list[float]:
         """``log p(tgt | src)`` of each pair: the sum over the target words and ``</s>``."""
@@ -262,7 +263,7 @@ class Translator:
 
     def _pairs(self, src, tgt) -> tuple[list[list[str]], list[list[str]]]:
         """Source and target texts as the model's tokens, pair by pair."""
-        srcs, tgts = _lines(src), _lines(tgt)
+        srcs, tgts = texts_of(src, "src"), texts_of(tgt, "tgt")
         if len(srcs) != len(tgts):
             raise UsageError(f"{len(srcs)} sources but {len(tgts)} targets")
         src_words = [self.text.source(x).tokens for x in srcs]
@@ -274,7 +275,3 @@ class Translator:
         return [self.src_vocab.encode(s) for s in src_tokens], [
             self.tgt_vocab.encode(t) for t in tgt_tokens
         ]
-
-
-def _lines(texts: str | Sequence[str]) -> list[str]:
-    return [texts] if isinstance(texts, str) else list(texts)

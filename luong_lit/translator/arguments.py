@@ -1,0 +1,72 @@
+"""What the Python API is given, checked at its door: a :class:`~luong_lit.errors.UsageError`
+that names the argument, never an error from deep inside the decoder.
+
+Texts follow the command line's policy (:func:`luong_lit.data.io.user_line`): space-like
+characters read as spaces, another control character or a line break is refused, naming the
+item (``texts[2]``) and the column.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from luong_lit.data.io import user_line
+from luong_lit.errors import DataError, UsageError
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__
+
+
+def texts_of(texts: Any, name: str = "texts") -> list[str]:
+    """``texts`` (one ``str``, or a sequence of them) as a list of lines to translate."""
+    if isinstance(texts, (bytes, bytearray)):
+        raise UsageError(f"{name} is bytes: give text (str), e.g. {name}.decode('utf-8')")
+    if isinstance(texts, str):
+        items = [texts]
+    elif isinstance(texts, Iterable) and not isinstance(texts, dict):
+        items = list(texts)
+    else:
+        raise UsageError(f"{name} must be a str or a sequence of str, got {_kind(texts)}")
+    lines = []
+    for i, text in enumerate(items):
+        where = name if isinstance(texts, str) else f"{name}[{i}]"
+        if isinstance(text, (bytes, bytearray)):
+            raise UsageError(f"{where} is bytes: give text (str), e.g. .decode('utf-8')")
+        if not isinstance(text, str):
+            raise UsageError(f"{where} must be a str, got {_kind(text)} ({text!r:.40})")
+        try:
+            lines.append(user_line(text, where))
+        except DataError as err:
+            raise UsageError(str(err)) from None
+    return lines
+
+
+def one_text(text: Any, name: str = "text") -> str:
+    """A single text (a ``str``), for a call that reads one sentence."""
+    if not isinstance(text, str):
+        raise UsageError(
+            f"{name} must be one str, got {_kind(text)}; call it once per text for several"
+        )
+    return texts_of(text, name)[0]
+
+
+def count(value: Any, name: str, low: int = 1) -> int:
+    """An integer of at least ``low`` (a bool is no count)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise UsageError(f"{name} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def checkpoint_paths(checkpoints: Any) -> list[str | os.PathLike]:
+    """One checkpoint path, or a non-empty sequence of them (an ensemble)."""
+    if isinstance(checkpoints, (str, os.PathLike)):
+        return [checkpoints]
+    paths = list(checkpoints) if isinstance(checkpoints, (list, tuple)) else None
+    if not paths or not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise UsageError(
+            f"checkpoints must be a path or a non-empty list of paths, got {checkpoints!r:.60}"
+        )
+    return paths
