@@ -38,6 +38,8 @@ SOURCE_SHOWN = (
 
 
 TWO_PANELS = "return document.querySelectorAll('#panels .panel svg').length === 2"
+REFUSED = "return document.getElementById('status').className === 'error'"
+STATUS = "return document.getElementById('status').textContent"
 
 
 def translate_on_page(driver, text: str, until: str) -> list[dict]:
@@ -68,6 +70,8 @@ def test_the_page_shows_each_models_translation_and_attention_in_a_browser(serve
         assert driver.save_screenshot(str(SCREENSHOTS / "serve_page.png"))
         second = translate_on_page(driver, typed, SOURCE_SHOWN)
         safe = driver.execute_script(SAFE)
+        refused = translate_on_page(driver, "a " * 30, REFUSED)  # over the 40 characters
+        status = driver.execute_script(STATUS)
     finally:
         driver.quit()
     for panel in first:
@@ -86,3 +90,4 @@ def test_the_page_shows_each_models_translation_and_attention_in_a_browser(serve
     assert safe, "typed markup ran or became page elements"
     assert any("<" in w for p in second for w in p["source"])  # shown as the text it is
     assert (SCREENSHOTS / "serve_page.png").stat().st_size > 10_000
+    assert "at most 40" in status and refused == []  # the error alone: the last result cleared

@@ -135,7 +135,10 @@ function panel(model, a) {
 async function translate(event) {
   event.preventDefault();
   const text = $("text").value.replace(/\s+/g, " ").trim();
-  if (!text) return setStatus("Type a sentence first.", true);
+  if (!text) {
+    $("panels").replaceChildren();  // no earlier result beside the message
+    return setStatus("Type a sentence first.", true);
+  }
   const options = decoding();
   setStatus(`Translating with ${MODELS.length} model(s)…`);
   $("go").disabled = true;
@@ -145,6 +148,7 @@ async function translate(event) {
     panels.replaceChildren(...answers.map((a, i) => panel(MODELS[i], a)));
     setStatus("");
   } catch (err) {
+    $("panels").replaceChildren();  // an error stands alone: the earlier result goes
     setStatus(err.message, true);
   } finally {
     $("go").disabled = false;
