@@ -200,3 +200,19 @@ def test_no_sweeps_yet_is_said_as_information_not_a_warning(runs, tmp_path, caps
     assert len(find_runs(DEFAULT_RUNS, folders=[tmp_path])) == 1
     assert not [w for w in recwarn if "matches no run directory" in str(w.message)]
     assert "no sweeps yet (logs/train/multiruns/*/* is empty" in capsys.readouterr().out
+
+
+def test_a_run_without_a_csv_log_is_skipped_and_named(runs, tmp_path, capsys):
+    """A ``logger=wandb`` run (or one stopped before its first log) has no csv/metrics.csv:
+    Figure 5 leaves it out and says so in one line."""
+    from luong_lit.analysis.figures import plot_learning_curves, read_metrics
+    from luong_lit.errors import DataError
+
+    run = tmp_path / "wandb_run"
+    shutil.copytree(runs["global"], run, ignore=shutil.ignore_patterns("*.csv"))
+    two = {"csv": runs["global"], "wandb": run}
+    assert plot_learning_curves(two, tmp_path / "fig5.png").stat().st_size > 1000
+    why = "no csv/metrics.csv (a run logged elsewhere or stopped before its first log)"
+    assert f"skipped wandb_run: {why}" in capsys.readouterr().out.splitlines()
+    with pytest.raises(DataError, match="wandb_run: no csv/metrics.csv"):
+        read_metrics(run)

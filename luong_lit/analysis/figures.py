@@ -13,6 +13,7 @@ import numpy as np
 
 from luong_lit.decoding.forced import forced_attention
 from luong_lit.decoding.unk import alignment_rows
+from luong_lit.errors import DataError
 
 
 def _plt():
@@ -68,12 +69,27 @@ def save_attention(panels, src, tgt, path: str | Path) -> Path:
     return path
 
 
+NO_LOG = "no csv/metrics.csv (a run logged elsewhere or stopped before its first log)"
+
+
+def logged(runs: Sequence[str | Path]) -> list[Path]:
+    """The runs that have a CSV log (``csv/metrics.csv``, what Figure 5 reads); each other run
+    (a ``logger=wandb`` run, a run stopped before its first log) is named in one line."""
+    kept = []
+    for run in map(Path, runs):
+        if any(run.glob("**/metrics.csv")):
+            kept.append(run)
+        else:
+            print(f"skipped {run.name}: {NO_LOG}")
+    return kept
+
+
 def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
     """``metric -> [(step, value), ...]`` from a run's CSV log (``csv/metrics.csv``)."""
     run_dir = Path(run_dir)
     files = sorted(run_dir.glob("**/metrics.csv"))
     if not files:
-        raise FileNotFoundError(f"{run_dir}: no metrics.csv below it (was the csv logger on?)")
+        raise DataError(f"{run_dir}: {NO_LOG}")
     out: dict[str, list[tuple[int, float]]] = {}
     with open(files[-1], newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
@@ -109,15 +125,17 @@ def plot_learning_curves(
     path: str | Path,
     metric: str = "val/nll_per_token",
     ylabel: str | None = None,
+    title: str | None = None,
 ) -> Path:
     """Figure 5 on the dev set: ``metric`` against mini-batches for one or more runs. (The
     paper's Figure 5 plots test cost; runs log the dev set at each validation.) A label given
-    several runs (seeds) is drawn as their mean, shaded from their lowest to highest value."""
+    several runs (seeds) is drawn as their mean, shaded from their lowest to highest value.
+    A run without a CSV log is left out, and named (:func:`logged`)."""
     ylabel = ylabel or curve_label(metric)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, run_dirs in runs.items():
-        run_dirs = [run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs)
+        run_dirs = logged([run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs))
         steps, mean, low, high = mean_band([read_metrics(r).get(metric, []) for r in run_dirs])
         if steps:
             (line,) = ax.plot(steps, mean, marker=".", label=name)
@@ -126,7 +144,10 @@ def plot_learning_curves(
     ax.set_xlabel("mini-batches")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
