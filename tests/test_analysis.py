@@ -3,15 +3,19 @@ notebook run headless."""
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, compose_cfg, run_here, tiny_overrides, write_corpus
 from omegaconf import OmegaConf
 
 # ------------------------------------------------------------------ tiny runs
@@ -58,11 +62,30 @@ def test_report_puts_runs_beside_the_paper(runs, tmp_path):
     assert res.returncode == 2 and "not a luong_lit run directory" in res.stderr
 
 
-def test_notebook_executes_headless(runs, tmp_path):
+def _outputs(nb) -> str:
+    """Everything the executed notebook's cells printed or displayed, as text."""
+    texts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            texts += [
+                out.get("text", ""),
+                data.get("text/markdown", ""),
+                data.get("text/plain", ""),
+            ]
+    return "\n".join(texts)
+
+
+def test_notebook_executes_headless(runs, tiny_ladder, tmp_path):
+    """With the Table 4 runs, a two-row Table 1 ladder and a run stopped before its first log
+    (no csv/metrics.csv, no checkpoint): every figure is drawn, the stopped run named."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(REPO / "notebooks" / "analysis.ipynb", as_version=4)
-    os.environ["LUONG_LIT_RUNS"] = ",".join(str(p) for p in runs.values())
+    stopped = tmp_path / "stopped"
+    shutil.copytree(runs["local_p"], stopped, ignore=shutil.ignore_patterns("*.csv", "*.ckpt"))
+    listed = [*runs.values(), *tiny_ladder.values(), stopped]
+    os.environ["LUONG_LIT_RUNS"] = ",".join(str(p) for p in listed)
     os.environ["LUONG_LIT_FIGURES"] = str(tmp_path / "figures")
     try:
         nbclient.NotebookClient(
@@ -77,9 +100,20 @@ def test_notebook_executes_headless(runs, tmp_path):
     assert figures == {
         "figure5_learning_curves.png",
         "figure6_bleu_by_length.png",
+        "figure5_table1_ladder.png",  # Figure 5 and 6 of the Table 1 ladder
+        "figure6_table1_ladder.png",
         "attention_side_by_side.png",
         "attention_own_sentence.png",  # drawn through luong_lit.load
     }
+    text = _outputs(nb)
+    assert "### Table 1 (§4.2): ours on files (toy); the paper's on WMT'14 En→De" in text
+    assert (
+        "| + reverse | files (toy) | 1 |" in text
+        and "| + dropout | files (toy) | not run yet |" in text
+    )
+    assert "No Table 3 ladder run among the runs" in text
+    assert "skipped stopped: no csv/metrics.csv (a run logged elsewhere" in text
+    assert "skipped stopped: no checkpoint" in text
 
 
 def test_runs_are_found_from_the_folder_jupyter_started_in_and_empty_patterns_named(runs, tmp_path):
@@ -200,6 +234,174 @@ def test_no_sweeps_yet_is_said_as_information_not_a_warning(runs, tmp_path, caps
     assert len(find_runs(DEFAULT_RUNS, folders=[tmp_path])) == 1
     assert not [w for w in recwarn if "matches no run directory" in str(w.message)]
     assert "no sweeps yet (logs/train/multiruns/*/* is empty" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the ladders (Tables 1 and 3)
+
+
+@pytest.fixture(scope="session")
+def tiny_ladder(toy_corpus, tmp_path_factory) -> dict[str, Path]:
+    """Two rows of Table 1's ladder, Base and + reverse, each trained for two epochs on the toy
+    corpus with a test set, as a sweep's run directories: ``{ladder: run directory}``."""
+    from luong_lit.training.run import train
+
+    sweep = tmp_path_factory.mktemp("ladder")
+    test = write_corpus(tmp_path_factory.mktemp("ladder_data"), "test", 10, 3)
+    out = {}
+    for num, ladder in enumerate(("table1_base", "table1_reverse")):
+        run = sweep / f"{num}_{ladder}_seed1234"  # Hydra reads no "=" in paths.output_dir
+        overrides = [f"ladder={ladder}", "seed=1234"]
+        extra = ["trainer.max_epochs=2", "logger=csv", f"+data.test.toy.src={test['src']}",
+                 f"+data.test.toy.tgt={test['tgt']}"]  # fmt: skip
+        cfg = compose_cfg(overrides + tiny_overrides(toy_corpus) + extra, run)
+        train(cfg)
+        (run / ".hydra").mkdir()
+        OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+        OmegaConf.save(OmegaConf.create(overrides), run / ".hydra" / "overrides.yaml")
+        out[ladder] = run
+    return out
+
+
+@functools.cache
+def ladder_config(ladder: str) -> str:
+    """The ladder row's composed config (``conf/ladder/``), as YAML."""
+    with tempfile.TemporaryDirectory() as out:  # Hydra reads no "=" in paths.output_dir
+        return OmegaConf.to_yaml(compose_cfg([f"ladder={ladder}"], Path(out)))
+
+
+def ladder_run(sweep: Path, num: int, ladder: str, seed: int, numbers=None) -> Path:
+    """A ladder run as a sweep leaves it: its Multi30k config, and test results with
+    ``numbers`` (test ppl, greedy, beam, beam after unk replacement; None: not finished)."""
+    run = sweep / f"{num}_ladder={ladder},seed={seed}"
+    (run / ".hydra").mkdir(parents=True)
+    cfg = OmegaConf.create(ladder_config(ladder))
+    cfg.seed = seed
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    (run / ".hydra" / "overrides.yaml").write_text(f"- ladder={ladder}\n- seed={seed}\n")
+    if numbers:
+        test = dict(zip(("ppl", "bleu_greedy", "bleu_beam", "bleu_unk_beam"), numbers))
+        results = {"checkpoint": "best.ckpt", "dev_ppl": numbers[0], "test_2016_flickr": test}
+        (run / "results.json").write_text(json.dumps(results))
+    return run
+
+
+def table_rows(markdown: str) -> dict[str, list[str]]:
+    """A ladder table's rows by their paper row: the cells of each."""
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")] for line in markdown.splitlines()
+    ]
+    return {r[0]: r for r in rows if len(r) == 12 and r[0] not in ("paper row", "---")}
+
+
+def results_of(sweep: Path, ladder: str, key: str) -> list[float]:
+    """``key`` of each finished run of ``ladder``, read back from its results.json."""
+    files = sorted(sweep.glob(f"*_ladder={ladder},*/results.json"))
+    return [json.loads(f.read_text())["test_2016_flickr"][key] for f in files]
+
+
+# means 21.004 and 24.006: printed 21.00 and 24.01, a gain of +3.00 (not 24.01 - 21.00 = 3.01)
+LADDER = {
+    ("table1_base", 1234): (10.0, 20.0, 20.504, 20.504),
+    ("table1_base", 2): (12.5, 21.5, 21.504, 21.504),
+    ("table1_reverse", 1234): (9.0, 23.0, 23.006, 23.006),
+    ("table1_reverse", 2): (9.5, 22.0, 25.006, 25.006),
+    ("table1_local_p_general", 1234): (6.0, 30.0, 31.0, 32.5),
+    ("table1_local_p_general", 2): (6.5, 29.0, 31.5, 33.25),
+}
+
+
+def test_report_lays_out_a_ladder_with_its_gains_beside_the_paper(tmp_path):
+    sweep = tmp_path / "sweep"
+    for num, ((ladder, seed), numbers) in enumerate(LADDER.items()):
+        ladder_run(sweep, num, ladder, seed, numbers)
+    ladder_run(sweep, 6, "table1_dropout", 1234)  # started, not finished
+    members = [str(p / "checkpoints" / "best.ckpt") for p in sorted(sweep.glob("[45]_*"))]
+    bleu = {"bleu": {"bleu_tok": 34.0}, "bleu_unk_replaced": {"bleu_tok": 35.5}}
+    ensemble = {"test": "test_2016_flickr", "checkpoints": members, "ppl": [6.0], **bleu}
+    (tmp_path / "ens.json").write_text(json.dumps(ensemble))
+    res = run_here(["report", str(sweep), "--ensemble", str(tmp_path / "ens.json")])
+    assert res.returncode == 0, res.stderr.decode()
+    out = res.stdout.decode()
+    rows = table_rows(out)
+    assert list(rows) == ["Base", "+ reverse", "+ dropout", "+ global attention (location)",
+                          "+ feed input", "+ local-p (general) + feed input", "+ unk replace",
+                          "Ensemble 8 models + unk replace"]  # fmt: skip
+    of, sd = functools.partial(results_of, sweep), statistics.stdev
+    base, rev = of("table1_base", "bleu_beam"), of("table1_reverse", "bleu_beam")
+    assert rows["Base"][5] == f"{statistics.fmean(base):.2f} ± {sd(base):.2f}" == "21.00 ± 0.71"
+    diff, spread = statistics.fmean(rev) - statistics.fmean(base), math.hypot(sd(base), sd(rev))
+    assert rows["+ reverse"][7] == f"{diff:+.2f} ± {spread:.2f} (beam)" == "+3.00 ± 1.58 (beam)"
+    assert rows["+ reverse"][11] == "+1.3" and rows["+ reverse"][10] == "12.6"
+    assert [rows["+ dropout"][2], rows["+ dropout"][7]] == ["not run yet", "–"]
+    assert rows["+ local-p (general) + feed input"][7] == "–"  # the row above is not run yet
+    beam, unk = (
+        of("table1_local_p_general", "bleu_beam"),
+        of("table1_local_p_general", "bleu_unk_beam"),
+    )
+    unk_gain, unk_sd = statistics.fmean(unk) - statistics.fmean(beam), math.hypot(sd(beam), sd(unk))
+    assert rows["+ unk replace"][7] == f"{unk_gain:+.2f} ± {unk_sd:.2f} (beam)"
+    assert rows["Ensemble 8 models + unk replace"][2] == "ensemble of 2"
+    ens_gain = 35.5 - statistics.fmean(unk)  # one system: only the seeds' sd of the row above
+    assert rows["Ensemble 8 models + unk replace"][7] == f"{ens_gain:+.2f} ± {sd(unk):.2f} (beam)"
+    assert {r[1] for r in rows.values()} == {"Multi30k En→De (test_2016_flickr)"}
+    assert {r[8] for r in rows.values()} == {"WMT'14 En→De newstest2014"}
+    assert "Not finished (no test results yet): 6_ladder=table1_dropout,seed=1234." in out
+    assert "### Table 3" not in out and "| cell |" not in out  # no other runs: no other table
+
+
+def test_an_ensemble_is_found_beside_the_runs_or_named_with_its_table(tmp_path):
+    from luong_lit.analysis.ladders import find_ensembles
+    from luong_lit.analysis.runs import collect
+    from luong_lit.errors import DataError
+
+    run = ladder_run(tmp_path, 0, "table3_base_reverse", 1234, (9.0, 20.0, 21.0, 21.0))
+    row = collect(run)  # a ladder run is given its row of the paper
+    assert (row["ladder"], row["paper"]["table"]) == ("table3_base_reverse", "3")
+    assert row["paper"]["row"] == "Base (reverse) (measured on WMT'15 De→En; this run: multi30k)"
+    report = {"test": "t", "checkpoints": [str(run / "checkpoints" / "best.ckpt")], "ppl": [9.0],
+              "bleu": {"bleu_tok": 21.0}, "bleu_unk_replaced": {"bleu_tok": 21.5}}  # fmt: skip
+    (tmp_path / "e.json").write_text(json.dumps(report))
+    assert list(find_ensembles([], [str(tmp_path / "e.json")])) == ["table3"]  # its runs' ladder
+    assert list(find_ensembles([], [f"table1={tmp_path / 'e.json'}"])) == ["table1"]
+    shutil.copy(tmp_path / "e.json", tmp_path / "ensemble_table1.json")
+    assert find_ensembles([tmp_path])["table1"]["bleu_unk"] == 21.5
+    (tmp_path / "e.json").write_text(json.dumps({**report, "checkpoints": ["elsewhere/best.ckpt"]}))
+    with pytest.raises(DataError, match="name its table"):
+        find_ensembles([], [str(tmp_path / "e.json")])
+    (tmp_path / "bad.json").write_text("{}")
+    res = run_here(["report", str(tmp_path), "--ensemble", str(tmp_path / "bad.json")])
+    assert (
+        res.returncode == 2
+        and "not a report of `python -m luong_lit evaluate`" in res.stderr.decode()
+    )
+    assert len(res.stderr.decode().strip().splitlines()) == 1
+
+
+def test_the_paper_gains_are_the_ones_tables_1_and_3_print():
+    from luong_lit.analysis.ladders import lay_out, markdown_ladder
+
+    printed = {"table1": ["–", "+1.3", "+1.4", "+2.8", "+1.3", "+0.9", "+1.9", "+2.1"],
+               "table3": ["–", "+2.2", "+1.0", "+2.7", "+2.1"]}  # fmt: skip
+    for table, gains in printed.items():
+        rows = table_rows(markdown_ladder(table, lay_out([], table))).values()
+        assert [r[11] for r in rows] == gains
+        assert {r[2] for r in rows} == {"not run yet"}
+
+
+def test_report_of_a_trained_two_row_ladder(tiny_ladder):
+    sweep = tiny_ladder["table1_base"].parent
+    res = run_here(["report", str(sweep)])
+    assert res.returncode == 0, res.stderr.decode()
+    rows = table_rows(res.stdout.decode())
+    found = {
+        k: json.loads((run / "results.json").read_text())["toy"] for k, run in tiny_ladder.items()
+    }
+    base, rev = found["table1_base"], found["table1_reverse"]
+    assert rows["Base"][3] == f"{base['ppl']:.2f}" and rows["+ reverse"][3] == f"{rev['ppl']:.2f}"
+    kind = "beam" if "bleu_beam" in base else "greedy"
+    diff = rev[f"bleu_{kind}"] - base[f"bleu_{kind}"]
+    assert rows["+ reverse"][7] == f"{diff:+.2f} ({kind})"  # one seed a row: no spread
+    assert rows["+ dropout"][2] == "not run yet" and rows["Base"][1] == "files (toy)"
 
 
 def test_a_run_without_a_csv_log_is_skipped_and_named(runs, tmp_path, capsys):

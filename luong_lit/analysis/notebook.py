@@ -2,6 +2,8 @@
 
 Everything here reads what ``train``, ``evaluate`` and ``align`` wrote into run directories,
 falling back to decoding the dev set when a run has no evaluation report yet.
+The ladders' tables and figures: :mod:`luong_lit.analysis.ladder_views`. A run without a CSV
+log or without a checkpoint is left out of what needs it, and named in one line.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.analysis.runs import run_label
+from luong_lit.analysis.runs import own_evals, run_label
 
 SWEEPS = "logs/train/multiruns/*/*"
 DEFAULT_RUNS = f"logs/train/runs/*,{SWEEPS}"
@@ -114,6 +116,21 @@ def table4(runs: Sequence[Path]) -> str:
     return markdown_cells(cells) if any(c["n"] > 1 for c in cells) else markdown(rows)
 
 
+NO_MODEL = "no checkpoint (a run stopped before its first validation)"
+
+
+def decodable(runs: Sequence[Path], reports: bool = True) -> list[Path]:
+    """The runs with a checkpoint (or, with ``reports``, an ``evaluate`` report, all Figure 6
+    reads); each other run is named in one line."""
+    kept = []
+    for run in runs:
+        if checkpoint_of(run).is_file() or (reports and own_evals(run)):
+            kept.append(run)
+        else:
+            print(f"skipped {run.name}: {NO_MODEL}")
+    return kept
+
+
 def checkpoint_of(run: Path) -> Path:
     """A run's best checkpoint (its last one while it has no best yet)."""
     best = Path(run) / "checkpoints" / "best.ckpt"
@@ -132,7 +149,7 @@ def load_run_model(run: Path):
 
 def buckets_source(run: Path) -> str:
     """Which sentences and decoding :func:`length_buckets` reads for ``run``, in words."""
-    evals = sorted(run.glob("eval_*.json"))
+    evals = own_evals(run)
     if evals:
         report = json.loads(evals[0].read_text())
         beam = (report.get("decoding") or {}).get("beam", "?")
@@ -142,7 +159,7 @@ def buckets_source(run: Path) -> str:
 
 def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     """BLEU by source length: from the run's ``eval_*.json``, else greedy on its dev set."""
-    evals = sorted(run.glob("eval_*.json"))
+    evals = own_evals(run)
     if evals:
         return json.loads(evals[0].read_text())["length_buckets"]
     from luong_lit.metrics.bleu import bleu_lines

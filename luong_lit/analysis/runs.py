@@ -2,7 +2,9 @@
 
 A run directory is one ``python -m luong_lit train`` run: its config (``.hydra/``),
 ``results.json`` (what ``trainer.test`` measured), any ``eval_*.json`` written by ``evaluate``
-(beam BLEU before and after unk replacement) and any ``align.json`` written by ``align`` (AER).
+(beam BLEU before and after unk replacement; an ensemble's ``eval_*_ensemble.json`` is not the
+run's own) and any ``align.json`` written by ``align`` (AER). A run of a ladder (``ladder=`` in
+its overrides: a row of the paper's Table 1 or Table 3) is given that row of the paper.
 """
 
 from __future__ import annotations
@@ -14,31 +16,63 @@ from pathlib import Path
 from luong_lit.analysis.paper_numbers import like_with_like, paper_row
 from luong_lit.nn.names import attention_name, score_name
 
+DATASETS = {"multi30k": "Multi30k", "wmt14_ende": "WMT'14", "iwslt14_deen": "IWSLT'14"}
+
+
+def corpus_label(dataset: str | None, src: str | None, tgt: str | None, test: str | None) -> str:
+    """Where a run was measured, in words: ``Multi30k En→De (test_2016_flickr)``."""
+    name = DATASETS.get(str(dataset), str(dataset or "files"))
+    if src and tgt and (src, tgt) != ("src", "tgt"):  # data=files leaves them unnamed
+        name += f" {src.capitalize()}→{tgt.capitalize()}"
+    return f"{name} ({test})" if test else name
+
+
+def override_value(overrides, key: str) -> str | None:
+    """The value ``key`` is given on the run's command line (``key=``, ``+key=``), or None."""
+    found = [str(o).split("=", 1) for o in overrides if "=" in str(o)]
+    return next((v for k, v in found if k.lstrip("+~") == key), None)
+
+
+def is_run(path: Path) -> bool:
+    """Whether ``path`` is a run directory (it holds ``.hydra/config.yaml``)."""
+    return (Path(path) / ".hydra" / "config.yaml").is_file()
+
 
 def describe(run_dir: Path) -> dict:
-    """Experiment name, attention, score and input feeding of a run, from its saved config."""
+    """Experiment or ladder name, attention, score, input feeding and corpus of a run, from its
+    saved config."""
     from omegaconf import OmegaConf
 
     cfg_path = run_dir / ".hydra" / "config.yaml"
     if not cfg_path.is_file():
         raise FileNotFoundError(f"{run_dir}: not a luong_lit run directory (no .hydra/config.yaml)")
     cfg = OmegaConf.to_container(OmegaConf.load(cfg_path), resolve=False)
-    net = cfg["model"]["net"]
+    net, data = cfg["model"]["net"], cfg.get("data") or {}
     overrides_path = run_dir / ".hydra" / "overrides.yaml"
     overrides = OmegaConf.load(overrides_path) if overrides_path.is_file() else []
-    experiment = next(
-        (o.split("=", 1)[1] for o in overrides if o.startswith("experiment=")), "m30k_small"
-    )
     attention = attention_name(net.get("attention"))
+    tests = data.get("test")
     return {
         "run": run_dir.name,
-        "experiment": experiment,
+        "experiment": override_value(overrides, "experiment") or "m30k_small",
+        "ladder": override_value(overrides, "ladder"),
         "attention": attention,
         "score": score_name(net.get("score")) if attention != "none" else None,
         "feed_input": cfg.get("feed_input"),
         "seed": cfg.get("seed"),
-        "dataset": (cfg.get("data") or {}).get("dataset"),
+        "dataset": data.get("dataset"),
+        "corpus": corpus_label(
+            data.get("dataset"),
+            data.get("src_lang"),
+            data.get("tgt_lang"),
+            next(iter(tests), None) if isinstance(tests, dict) else None,
+        ),
     }
+
+
+def own_evals(run_dir: Path) -> list[Path]:
+    """The run's own ``eval_*.json`` reports (not an ensemble's written into its folder)."""
+    return [p for p in sorted(run_dir.glob("eval_*.json")) if not p.stem.endswith("_ensemble")]
 
 
 def collect(run_dir: Path) -> dict:
@@ -52,7 +86,7 @@ def collect(run_dir: Path) -> dict:
         row.update(test=name, ppl=first.get("ppl"), bleu_greedy=first.get("bleu_greedy"))
         if "bleu_beam" in first:
             row.update(bleu_beam=first["bleu_beam"], bleu_beam_unk=first.get("bleu_unk_beam"))
-    for path in sorted(run_dir.glob("eval_*.json")):
+    for path in own_evals(run_dir):
         ev = json.loads(path.read_text())
         row.update(
             beam=ev["decoding"]["beam"],
@@ -61,7 +95,7 @@ def collect(run_dir: Path) -> dict:
         )
     if (run_dir / "align.json").is_file():
         row["aer"] = json.loads((run_dir / "align.json").read_text()).get("aer")
-    paper = paper_row(row["experiment"], row["attention"], row["score"])
+    paper = paper_row(row["ladder"] or row["experiment"], row["attention"], row["score"])
     row["paper"] = like_with_like(paper, row["dataset"])
     return row
 

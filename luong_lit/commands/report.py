@@ -2,10 +2,19 @@
 
     python -m luong_lit report RUN_DIR [RUN_DIR ...] [--out report.md]
     python -m luong_lit report MULTIRUN_DIR [--out report.md] [--csv report.csv]
+    python -m luong_lit report LADDER_SWEEP_DIR [--ensemble [table1=]ENSEMBLE.json]
 
 Run directories give one line per run. A sweep directory (``-m``) gives one line per cell: the
 runs that differ only by ``seed``, as mean ± sd (``--per-run``: one line per run instead). See
 :mod:`luong_lit.analysis.runs` for what is read from each run directory.
+
+Ladder runs (``python -m luong_lit.train -m 'ladder=glob(table*)' seed=1234,2``) are laid out
+as the paper's Table 1 and Table 3 first: each row's mean ± sd over seeds, its BLEU gain over
+the row above (± sqrt(sd_a² + sd_b²)) beside the paper's, rows not finished marked "not run
+yet", then "+ unk replace" and the ensemble row. The ensemble is the JSON report of
+``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk``, found as
+``ensemble_table1.json`` / ``ensemble_table3.json`` in the sweep directory or given with
+``--ensemble`` (see :mod:`luong_lit.analysis.ladders`). Other runs follow in the table above.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.analysis.cells import csv_cells, group, markdown_cells, read_run, run_dirs
+from luong_lit.analysis.ladders import find_ensembles, markdown_ladders
 from luong_lit.analysis.runs import markdown
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
@@ -29,7 +39,26 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", help="write the Markdown here as well")
     ap.add_argument("--csv", help="write the table as CSV here")
     ap.add_argument("--per-run", action="store_true", help="one line per run, never grouped")
+    ap.add_argument(
+        "--ensemble",
+        action="append",
+        metavar="[TABLE=]FILE",
+        help="an ensemble's report of `evaluate CKPT1 CKPT2 ... --replace-unk` for the ladder's "
+        "ensemble row; TABLE (table1 or table3) unset: the ladder of its checkpoints' runs "
+        "(unset: ensemble_table1.json / ensemble_table3.json in the sweep directory)",
+    )
     return ap
+
+
+def tables(rows: list[dict], sweep: bool, per_run: bool, ensembles: dict) -> tuple[str, str | None]:
+    """The Markdown (ladders first, Tables 1 and 3, then the other runs) and the cells' CSV."""
+    ladder = [r for r in rows if r.get("ladder")] if not per_run else []
+    others = [r for r in rows if r not in ladder]
+    text = markdown_ladders(ladder, ensembles) if ladder or (ensembles and not per_run) else ""
+    if others:
+        body = markdown_cells(group(others)) if sweep and not per_run else markdown(others)
+        text += ("\n" if text else "") + body
+    return text, csv_cells(group(rows)) if sweep and not per_run else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,12 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = [read_run(d) for d in dirs]
         except (FileNotFoundError, KeyError, json.JSONDecodeError) as err:
             raise DataError(str(err)).with_traceback(None) from None
-        sweep = any(Path(r) not in dirs for r in args.runs)
-        if sweep and not args.per_run:
-            cells = group(rows)
-            text, table = markdown_cells(cells), csv_cells(cells)
-        else:
-            text, table = markdown(rows), None
+        sweeps = [r for r in args.runs if Path(r) not in dirs]
+        ensembles = find_ensembles(sweeps, args.ensemble or [])
+        text, table = tables(rows, bool(sweeps), args.per_run, ensembles)
         if args.out:
             Path(args.out).write_text(text, encoding="utf-8")
         if args.csv:

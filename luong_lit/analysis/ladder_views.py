@@ -1,0 +1,90 @@
+"""The ladders in the notebook: Tables 1 and 3 from the ladder runs (``ladder=table1_…``,
+``table3_…``; :func:`ladder_markdown`), and Figures 5 and 6 of Table 1's models
+(:func:`figure5_ladder`, :func:`figure6_ladder`), the corpus named in every title."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from luong_lit.analysis.notebook import buckets_source, cell_buckets, decodable
+from luong_lit.analysis.paper_numbers import LADDERS
+from luong_lit.analysis.runs import describe
+
+
+def ladder_runs(runs: Sequence[Path], table: str = "table1") -> dict[str, list[Path]]:
+    """The runs of one ladder (``table1``: Table 1, ``table3``: Table 3) by row in the paper's
+    order, keyed by the paper's row (and the number of seeds, where several); rows without runs
+    are left out."""
+    by_row: dict[str | None, list[Path]] = {}
+    for run in runs:
+        by_row.setdefault(describe(run)["ladder"], []).append(run)
+    out = {}
+    for key, paper in LADDERS[table][2].items():
+        if members := by_row.get(key):
+            out[paper[0] + (f", {len(members)} seeds" if len(members) > 1 else "")] = members
+    return out
+
+
+def no_ladder(table: str = "table1") -> str:
+    """The one line said where the runs hold no run of the ladder."""
+    return (
+        f"No Table {table[-1]} ladder run among the runs (`python -m luong_lit.train -m "
+        f"'ladder=glob({table}_*)' seed=1234,2` makes them)."
+    )
+
+
+def ladder_markdown(runs: Sequence[Path], table: str = "table1") -> str:
+    """Table 1 or Table 3 from the ladder's runs (:mod:`luong_lit.analysis.ladders`), with the
+    ensemble of ``ensemble_table1.json`` (``_table3``) beside the runs' folders, if any."""
+    from luong_lit.analysis.cells import read_run
+    from luong_lit.analysis.ladders import find_ensembles, markdown_ladders
+
+    mine = [run for members in ladder_runs(runs, table).values() for run in members]
+    if not mine:
+        return no_ladder(table) + "\n"
+    found = find_ensembles(dict.fromkeys(run.parent for run in mine))
+    ensembles = {t: e for t, e in found.items() if t == table}
+    return markdown_ladders([read_run(run) for run in mine], ensembles)
+
+
+def _where(run: Path) -> str:
+    """The run's corpus and direction, without its test set: ``Multi30k En→De``."""
+    return describe(run)["corpus"].split(" (")[0]
+
+
+def figure5_ladder(runs: Sequence[Path], path: Path, table: str = "table1") -> Path | None:
+    """Figure 5 on our ladder: the dev cost (ln perplexity, ``val/nll_per_token``) of each row's
+    models against mini-batches, seeds as their mean and range (the paper plots test cost on
+    newstest2014); None without runs of the ladder."""
+    from luong_lit.analysis.figures import plot_learning_curves
+
+    rows = ladder_runs(runs, table)
+    if not rows:
+        return None
+    where = _where(next(iter(rows.values()))[0])
+    title = f"Figure 5: Table {table[-1]}'s models on {where}, dev set\n"
+    title += f"(the paper: test cost on {LADDERS[table][4]})"
+    return plot_learning_curves(rows, path, title=title)
+
+
+def figure6_ladder(
+    runs: Sequence[Path], path: Path, table: str = "table1", max_sentences: int | None = None
+) -> Path | None:
+    """Figure 6 on our ladder: BLEU by source length of each row's models (:func:`cell_buckets`:
+    a run's ``eval_*.json``, else greedy on its dev set; seeds: mean ± sd), the sentences read
+    named per row; None without runs of the ladder that can be decoded."""
+    from luong_lit.metrics.buckets import plot_bleu_by_length
+
+    rows = {
+        k: kept for k, members in ladder_runs(runs, table).items() if (kept := decodable(members))
+    }
+    if not rows:
+        return None
+    for label, members in rows.items():
+        print(f"{label}: {buckets_source(members[0])}")
+    first = next(iter(rows.values()))[0]
+    read = buckets_source(first).split(" (")[0]
+    title = f"Figure 6: Table {table[-1]}'s models on {_where(first)} ({read})"
+    systems = {label: cell_buckets(members, max_sentences) for label, members in rows.items()}
+    return plot_bleu_by_length(systems, path, title=title)

@@ -1,0 +1,233 @@
+"""The paper's ladders, Table 1 (§4.2, En→De) and Table 3 (§4.3, De→En), from ladder runs.
+
+A ladder run is a job of ``python -m luong_lit.train -m 'ladder=glob(table*)' seed=1234,2``
+(``ladder=table1_…`` or ``ladder=table3_…`` in its overrides). A table lists the paper's rows in
+its order: our test perplexity and BLEU (greedy; beam where ``results.json`` has ``bleu_beam``;
+after unk replacement, ``bleu_unk_beam``, on rows with attention) as mean ± sample sd over the
+seeds that finished, beside the paper's ppl, BLEU and gain; every row names both corpora. A row
+without a finished run says "not run yet". **Gain**: a row's BLEU minus the row above's (beam
+where both rows have it, else greedy), from the unrounded means, ± sqrt(sd_a² + sd_b²) (the two
+rows' seed sds combined as for independent runs; given when both rows have two or more seeds).
+
+Below the models, as in the paper: "+ unk replace" (the last row's beam BLEU after unk
+replacement; gain over the same runs' beam BLEU) and the ensemble: the JSON report of
+``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk``, its BLEU after unk
+replacement (one system: its sd counts as 0), gain over "+ unk replace". It is read from
+``ensemble_table1.json`` / ``ensemble_table3.json`` in the sweep directory, or given to
+``report`` as ``--ensemble FILE`` (the ladder its checkpoints' runs belong to) or
+``--ensemble table1=FILE``. The paper's Table 3 has no ensemble row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from luong_lit.analysis.cells import mean_sd
+from luong_lit.analysis.paper_numbers import LADDERS
+from luong_lit.analysis.runs import describe, is_run
+from luong_lit.errors import DataError
+
+NOT_RUN = "not run yet"
+HEAD = (
+    "paper row | our corpus | runs | test ppl | greedy BLEU | beam BLEU | + unk | gain (BLEU)"
+    " | paper corpus | paper ppl | paper BLEU | paper gain"
+)
+RULE = "|---|---|---:|" + "---:|" * 5 + "---|---:|---:|---:|"
+ENSEMBLE = "`python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk` writes it"
+NOTE = (
+    "Ours: mean ± sample sd over seeds; gain: BLEU minus the row above's (beam where both "
+    "rows have it, else greedy), from unrounded means, ± sqrt(sd_a² + sd_b²)."
+)
+
+
+def ladder_table(ladder: str | None) -> str | None:
+    """``table1`` or ``table3`` for a ladder config name (``table1_dropout``), else None."""
+    table = str(ladder or "").split("_", 1)[0]
+    return table if table in LADDERS else None
+
+
+def _model_row(paper: tuple, runs: Sequence[dict]) -> dict:
+    """A model row: its finished runs' mean ± sd per metric beside the paper's (row, ppl, BLEU)."""
+    done = [r for r in runs if r.get("ppl") is not None]
+    row = {"paper_row": paper[0], "paper_ppl": paper[1], "paper_bleu": paper[2]}
+    row.update(runs=len(runs), n=len(done), corpus=runs[0]["corpus"] if runs else None)
+    metrics = ["ppl", "bleu_greedy", "bleu_beam"]
+    if done and done[0]["attention"] != "none":
+        metrics.append("bleu_beam_unk")
+    row.update({m: mean_sd([r.get(m) for r in done]) for m in metrics})
+    return row
+
+
+def _unk_row(last: dict, paper: tuple) -> dict:
+    """'+ unk replace': the last model row's runs decoded with unknown-word replacement."""
+    unk = last.get("bleu_beam_unk", (None, None))
+    row = {"paper_row": paper[0], "paper_bleu": paper[1], "corpus": last["corpus"]}
+    row.update(runs=last["runs"], n=last["n"] if unk[0] is not None else 0)
+    return {**row, "bleu_beam_unk": unk, "compare": {"bleu_beam": unk}}
+
+
+def _ensemble_row(ensemble: dict | None, paper: tuple | None, corpus: str | None) -> dict:
+    """Our ensemble (a report of ``evaluate``) beside the paper's ensemble row, if it has one."""
+    row = {"paper_row": paper[0] if paper else "ensemble (no such row in the paper)"}
+    row.update(paper_bleu=paper[1] if paper else None, corpus=corpus, runs=0, n=0)
+    if ensemble:
+        if corpus and ensemble["test"]:
+            row["corpus"] = f"{corpus.split(' (')[0]} ({ensemble['test']})"
+        unk = (ensemble["bleu_unk"], 0.0)
+        row.update(n=1, ensemble=len(ensemble["checkpoints"]), ppl=(ensemble["ppl"], None))
+        row.update(bleu_beam=(ensemble["bleu_beam"], None), bleu_beam_unk=unk)
+        row["compare"] = {"bleu_beam": unk}
+    return row
+
+
+def lay_out(rows: Sequence[dict], table: str, ensemble: dict | None = None) -> list[dict]:
+    """``table``'s rows in the paper's order from the runs' rows (:func:`~luong_lit.analysis.
+    cells.read_run`): the models, "+ unk replace", and the ensemble where either side has one."""
+    models, after = LADDERS[table][2:4]
+    out = [_model_row(p, [r for r in rows if r.get("ladder") == k]) for k, p in models.items()]
+    corpus = next((r["corpus"] for r in out if r["corpus"]), None)
+    for row in out:
+        row["corpus"] = row["corpus"] or corpus
+    out.append(_unk_row(out[-1], after["unk"]))
+    if ensemble or "ensemble" in after:
+        out.append(_ensemble_row(ensemble, after.get("ensemble"), corpus))
+    return out
+
+
+def gain(above: dict, row: dict) -> tuple[float, float | None, str] | None:
+    """BLEU gain of ``row`` over ``above``: (difference of the means, sqrt(sd_a² + sd_b²) or
+    None below two seeds a side, which BLEU), or None unless both rows have that BLEU."""
+    a, b = above.get("compare", above), row.get("compare", row)
+    for kind in ("bleu_beam", "bleu_greedy"):
+        (ma, sa), (mb, sb) = a.get(kind, (None, None)), b.get(kind, (None, None))
+        if ma is not None and mb is not None:
+            spread = math.hypot(sa, sb) if sa is not None and sb is not None else None
+            return mb - ma, spread, kind.split("_")[1]
+    return None
+
+
+def _pm(pair: tuple | None) -> str:
+    mean, sd = pair or (None, None)
+    return "–" if mean is None else f"{mean:.2f}" + (f" ± {sd:.2f}" if sd else "")
+
+
+def _gain_text(found: tuple | None) -> str:
+    if found is None:
+        return "–"
+    diff, spread, kind = found
+    return f"{diff:+.2f}" + (f" ± {spread:.2f}" if spread is not None else "") + f" ({kind})"
+
+
+def _runs_text(row: dict) -> str:
+    if not row["n"]:
+        return NOT_RUN
+    if row.get("ensemble"):
+        return f"ensemble of {row['ensemble']}"
+    return str(row["n"]) if row["n"] == row["runs"] else f"{row['n']} of {row['runs']}"
+
+
+def _one(x: float | None, fmt: str = "{:.1f}") -> str:
+    return "–" if x is None else fmt.format(x)
+
+
+def _paper_gain(above: dict | None, row: dict) -> str:
+    """The paper's gain, from its BLEU of the two rows (as printed in Tables 1 and 3)."""
+    if not above or row["paper_bleu"] is None or above["paper_bleu"] is None:
+        return "–"
+    return _one(row["paper_bleu"] - above["paper_bleu"], "{:+.1f}")
+
+
+def markdown_ladder(table: str, laid: Sequence[dict]) -> str:
+    """One table of :func:`lay_out`'s rows, ours beside the paper's, with the gains."""
+    number, section, *_, where = LADDERS[table]
+    title = f"### Table {number} ({section}): ours on {laid[0]['corpus'] or '–'}"
+    lines = [f"{title}; the paper's on {where}", "", f"| {HEAD} |", RULE]
+    for i, row in enumerate(laid):
+        above = laid[i - 1] if i else None
+        ours = gain(above, row) if above and above["n"] and row["n"] else None
+        cells = [row["paper_row"], row["corpus"] or "–", _runs_text(row)]
+        cells += [_pm(row.get(k)) for k in ("ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")]
+        cells += [_gain_text(ours), where]
+        cells += [_one(row.get("paper_ppl")), _one(row["paper_bleu"]), _paper_gain(above, row)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _notes(table: str, rows: Sequence[dict], ensemble: dict | None) -> str:
+    """What the numbers are, which runs have not finished, where the ensemble comes from."""
+    notes = [NOTE]
+    waiting = [
+        r["run"] for r in rows if ladder_table(r.get("ladder")) == table and not r.get("ppl")
+    ]
+    if waiting:
+        notes.append("Not finished (no test results yet): " + ", ".join(waiting) + ".")
+    if ensemble:
+        names = ", ".join(Path(c).parent.parent.name or c for c in ensemble["checkpoints"])
+        notes.append(f"Ensemble: {ensemble['path']} (checkpoints of {names}).")
+    else:
+        notes.append(f"No ensemble yet (`ensemble_{table}.json` in the sweep: {ENSEMBLE}).")
+    return "  \n".join(notes) + "\n"
+
+
+def markdown_ladders(rows: Sequence[dict], ensembles: dict[str, dict] | None = None) -> str:
+    """Table 1 and Table 3 (those the rows have ladder runs of), each with its notes."""
+    ensembles, parts = ensembles or {}, []
+    for table in LADDERS:
+        if table in ensembles or any(ladder_table(r.get("ladder")) == table for r in rows):
+            laid = lay_out(rows, table, ensembles.get(table))
+            parts.append(
+                f"{markdown_ladder(table, laid)}\n{_notes(table, rows, ensembles.get(table))}"
+            )
+    return "\n".join(parts)
+
+
+def read_ensemble(path: str | Path) -> dict:
+    """A report of ``python -m luong_lit evaluate`` as the ensemble row reads it: checkpoints,
+    test set, perplexity and BLEU before and after unk replacement."""
+    try:
+        rep = json.loads(Path(path).read_text(encoding="utf-8"))
+        out = {
+            "bleu_beam": rep["bleu"]["bleu_tok"],
+            "bleu_unk": rep["bleu_unk_replaced"]["bleu_tok"],
+        }
+        out["checkpoints"] = [str(c) for c in rep.get("checkpoints", [])]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        kind = type(err).__name__
+        raise DataError(
+            f"{path}: not a report of `python -m luong_lit evaluate` ({kind}: {err})"
+        ) from None
+    ppl = rep.get("ppl_ensemble", (rep.get("ppl") or [None])[0])
+    return {**out, "path": str(path), "test": rep.get("test"), "ppl": ppl}
+
+
+def ensemble_table(ensemble: dict) -> str:
+    """``table1`` or ``table3``: the ladder of the runs all the ensemble's checkpoints are in."""
+    runs = [Path(c).parent.parent for c in ensemble["checkpoints"]]
+    tables = {ladder_table(describe(r)["ladder"]) if is_run(r) else None for r in runs}
+    if len(tables) != 1 or None in tables:
+        raise DataError(
+            f"{ensemble['path']}: its checkpoints are not all in runs of one ladder; "
+            "name its table: --ensemble table1=FILE (or table3=FILE)"
+        )
+    return tables.pop()
+
+
+def find_ensembles(folders: Iterable[str | Path], given: Sequence[str] = ()) -> dict[str, dict]:
+    """The tables' ensembles: ``ensemble_table1.json`` / ``ensemble_table3.json`` in the
+    folders, then each of ``given`` (``FILE`` or ``table1=FILE``), which wins."""
+    out = {}
+    for path in (Path(f) / f"ensemble_{t}.json" for f in folders for t in LADDERS):
+        if path.is_file():
+            out[path.stem.split("_", 1)[1]] = read_ensemble(path)
+    for spec in given:
+        named = re.fullmatch(r"(table\d+)=(.+)", spec)
+        ensemble = read_ensemble(named.group(2) if named else spec)
+        table = named.group(1) if named else ensemble_table(ensemble)
+        if table not in LADDERS:
+            raise DataError(f"--ensemble {spec}: {table} is not a ladder (table1 or table3)")
+        out[table] = ensemble
+    return out
