@@ -1,6 +1,6 @@
 """Beam-search decoding speed of a trained checkpoint, batched against one sentence at a time.
 
-    LUONG_LIT_DATA=../shared/data python -m benchmarks.beam_speed RUN/checkpoints/best.ckpt \
+    LUONG_LIT_DATA=MIRROR python -m benchmarks.beam_speed RUN/checkpoints/best.ckpt \
         [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--limit N]
         [--output FILE] [--engine fast|reference] [--int8 [output|all]] [--workers 1] [--authors]
         [--device cuda [--launches]]

@@ -27,6 +27,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from luong_lit.data.sources.fetch import local_mirror
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = "wmt14/tok/luong_nmt_hybrid/train.10k.{lang}.gz"
 RAW = "wmt14/train/europarl_v7_head20k/europarl-v7.de-en.head20k.{lang}.gz"
@@ -34,7 +36,7 @@ DEV = "wmt14/tok/luong_nmt_hybrid/valid.100.{lang}.gz"
 
 
 def data_root() -> Path:
-    return Path(os.environ.get("LUONG_LIT_DATA", REPO.parent / "shared" / "data"))
+    return local_mirror("benchmarks.scale")
 
 
 def repeat_corpus(template: str, out: Path, name: str, pairs: int) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from luong_lit.data.sources.fetch import local_mirror
 from luong_lit.serving.client import free_port, wait_until_up
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ SETTINGS = {
 
 
 def sentences() -> list[str]:
-    root = Path(os.environ.get("LUONG_LIT_DATA", REPO.parent / "shared" / "data"))
+    root = local_mirror("benchmarks.serve_load")
     with gzip.open(root / "multi30k" / "raw" / "test_2016_flickr.en.gz", "rt") as fh:
         return fh.read().splitlines()
 

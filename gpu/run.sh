@@ -32,14 +32,14 @@
 #
 # Set-up, done by the first stage: the wheels of gpu/wheelhouse.sh in .whl (carried
 # beside the repository) are installed into /tmp/site; the corpora are read from
-# $LUONG_LIT_DATA (default: shared/data inside the repository).
+# $LUONG_LIT_DATA (required: a local mirror, e.g. one copied beside the repository).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-gpu_out}"
 WORK="${WORK:-/tmp/gpu_work}"  # runs, checkpoints, models: only their small text files go to $OUT
 mkdir -p "$OUT" "$WORK"
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
-export LUONG_LIT_DATA="${LUONG_LIT_DATA:-$PWD/shared/data}"
+export LUONG_LIT_DATA="${LUONG_LIT_DATA:?set LUONG_LIT_DATA to a local mirror of the corpora}"
 export LUONG_LIT_CACHE="${LUONG_LIT_CACHE:-/tmp/luong_lit_cache}"
 PY="${PY:-python3}"
 

@@ -7,7 +7,7 @@
 #   PEERS_DIR       where venvs and prepared data go (default: <repo>/.peers;
 #                   keep it out of version control)
 #   LUONG_LIT_DATA  local data mirror holding multi30k/tok/*.lc.norm.tok.{en,de}.gz
-#                   (default: <repo>/../shared/data)
+#                   (required)
 #   PYTHON          interpreter used to create the venvs (default: python3)
 #   FORCE=1         delete existing venvs / prepared data first
 #   OFFLINE_PYTHON  an interpreter that already imports torch, OpenNMT-py 3.5.1 and its
@@ -32,7 +32,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
 PEERS_DIR="${PEERS_DIR:-$REPO/.peers}"
-LUONG_LIT_DATA="${LUONG_LIT_DATA:-$REPO/../shared/data}"
+LUONG_LIT_DATA="${LUONG_LIT_DATA:?set LUONG_LIT_DATA to a local mirror of the corpora (README, Data)}"
 PYTHON="${PYTHON:-python3}"
 TORCH_PIN="torch==2.13.0"
 ONMT_PIN="OpenNMT-py==3.5.1"

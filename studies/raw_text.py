@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ import sacrebleu
 import torch
 
 from luong_lit.data.loading.model_data import model_text
+from luong_lit.data.sources.fetch import local_mirror
 from luong_lit.data.text.recase import Recaser
 from luong_lit.data.vocab import UNK
 from luong_lit.metrics.bleu import UNK_DETOK
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--src", type=Path, help="raw source (default: test_2016_flickr.en)")
     ap.add_argument("--ref", type=Path, help="raw reference (default: test_2016_flickr.de)")
     args = ap.parse_args(argv)
-    root = Path(os.environ.get("LUONG_LIT_DATA", REPO.parent / "shared" / "data"))
+    root = local_mirror("studies.raw_text")
     raw = root / "multi30k" / "raw"
     src = read(args.src or raw / "test_2016_flickr.en.gz")
     ref = read(args.ref or raw / "test_2016_flickr.de.gz")

@@ -1,7 +1,7 @@
 """BLEU gain from unknown-word replacement on a test set, with three dictionaries.
 
-    LUONG_LIT_DATA=../shared/data python -m studies.unk_gain RUN/checkpoints/best.ckpt \
-        [--test newstest2014_filtered] [--beam 5] [--muse ../shared/data/dict/muse/en-de.txt.gz]
+    LUONG_LIT_DATA=MIRROR python -m studies.unk_gain RUN/checkpoints/best.ckpt \
+        [--test newstest2014_filtered] [--beam 5] [--muse MIRROR/dict/muse/en-de.txt.gz]
 
 Decodes once (beam search, attention kept), then scores the output before replacement, with
 the aligned source word copied, translated through the MUSE dictionary, and translated

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import SHARED_DATA
+from conftest import DATA_MIRROR, needs_mirror
 
 from luong_lit.data import (
     BucketBatchSampler,
@@ -87,7 +87,7 @@ def test_sampler_equals_the_naive_sort_it_replaces(chunk_batches, by, size):
     assert flat == sorted(range(503), key=lambda i: (tgt[i], src[i]))
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")
+@needs_mirror
 def test_store_gives_the_in_memory_batches_id_for_id_on_multi30k(cache):
     dm = TranslationDataModule(
         "multi30k",
@@ -95,7 +95,7 @@ def test_store_gives_the_in_memory_batches_id_for_id_on_multi30k(cache):
         vocab_size=None,
         batch_size=64,
         chunk_batches=1,
-        mirror=str(SHARED_DATA),
+        mirror=str(DATA_MIRROR),
     )
     dm.setup()
     memory = dm.read_train_split()

@@ -9,7 +9,7 @@ import io
 import tarfile
 
 import pytest
-from conftest import SHARED_DATA
+from conftest import DATA_MIRROR, needs_mirror
 
 from luong_lit.data import (
     DataError,
@@ -96,7 +96,7 @@ def test_mirror_checksum_mismatch_is_reported(tmp_path):
         resolve(Source("c/g.gz", Remote("https://example.org/g", "sha256:0")), tmp_path)
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")
+@needs_mirror
 @pytest.mark.parametrize("src_lang,tgt_lang", [("en", "de"), ("de", "en")])
 def test_multi30k_from_mirror_both_directions(src_lang, tgt_lang):
     dm = TranslationDataModule(
@@ -106,7 +106,7 @@ def test_multi30k_from_mirror_both_directions(src_lang, tgt_lang):
         test={"t": "test_2016_flickr"},
         min_freq=2,
         vocab_size=None,
-        mirror=str(SHARED_DATA),
+        mirror=str(DATA_MIRROR),
     )
     dm.setup()
     assert len(dm.splits["dev"].src_ids) == 1014 and len(dm.splits["t"].tgt_tokens) == 1000
@@ -117,7 +117,7 @@ def test_multi30k_from_mirror_both_directions(src_lang, tgt_lang):
 
     counts = Counter(
         w
-        for ln in read_lines(SHARED_DATA / "multi30k/tok/train.lc.norm.tok.en.gz")
+        for ln in read_lines(DATA_MIRROR / "multi30k/tok/train.lc.norm.tok.en.gz")
         for w in ln.split()
     )
     en_vocab = dm.src_vocab if src_lang == "en" else dm.tgt_vocab
@@ -317,15 +317,14 @@ def test_a_damaged_extraction_or_short_mirror_file_is_detected(tmp_path, monkeyp
 
 
 # ---------------------------------------------------------------- corpora released tokenised
+@needs_mirror
 @pytest.mark.parametrize("lang", ["en", "de"])
 def test_tokenised_text_restored_to_plain_text_tokenises_as_the_raw_text(lang):
     """Europarl lines tokenised the Stanford way (``-a``, XML escapes) and restored to plain
     text give the same tokens as the raw lines, under the kit's Moses settings."""
-    from conftest import SHARED_DATA
-
     from luong_lit.data.text.tokenize import PlainText
 
-    path = SHARED_DATA / f"wmt14/train/europarl_v7_head20k/europarl-v7.de-en.head20k.{lang}.gz"
+    path = DATA_MIRROR / f"wmt14/train/europarl_v7_head20k/europarl-v7.de-en.head20k.{lang}.gz"
     raw = read_lines(path)[:200]
     stanford, ours, plain = MosesTokenizer(lang, True, True), MosesTokenizer(lang), PlainText(lang)
     tokenised = [" ".join(stanford.tokenize(line)) for line in raw]
@@ -334,27 +333,26 @@ def test_tokenised_text_restored_to_plain_text_tokenises_as_the_raw_text(lang):
         assert ours.tokenize(plain(tok)) == ours.tokenize(line), tok
 
 
+@needs_mirror
 def test_a_corpus_released_tokenised_reaches_training_as_plain_text(monkeypatch, tmp_path):
     """The WMT samples released only tokenised resolve to a plain-text copy in the cache:
     checked against the release's checksum, both sides of equal length, no escapes or
     split-hyphen markers left, built once and rebuilt when its origin changes."""
-    from conftest import SHARED_DATA
-
     from luong_lit.data.sources.registry import corpus_source
 
     monkeypatch.setenv("LUONG_LIT_CACHE", str(tmp_path))
     for name, marker in (("opennmt_toy_ende", "&apos;"), ("nmt_hybrid_train10k", "##AT##")):
         sides = {lang: corpus_source("wmt14_ende", name, lang) for lang in ("en", "de")}
-        paths = {lang: resolve(src, SHARED_DATA) for lang, src in sides.items()}
+        paths = {lang: resolve(src, DATA_MIRROR) for lang, src in sides.items()}
         assert all(str(p).startswith(str(tmp_path)) for p in paths.values())
-        released = read_lines(SHARED_DATA / sides["en"].path)
+        released = read_lines(DATA_MIRROR / sides["en"].path)
         plain = {lang: read_lines(p) for lang, p in paths.items()}
         assert len(plain["en"]) == len(plain["de"]) == len(released) == 10000
         assert sum(marker.lower() in line.lower() for line in released) > 0
         assert not any(marker.lower() in line.lower() for line in plain["en"])
     stamp = paths["en"].stat().st_mtime_ns
-    assert resolve(sides["en"], SHARED_DATA) == paths["en"]
+    assert resolve(sides["en"], DATA_MIRROR) == paths["en"]
     assert paths["en"].stat().st_mtime_ns == stamp  # not rebuilt
     paths["en"].with_name(paths["en"].name + ".from").write_text("another text\n")
-    assert read_lines(resolve(sides["en"], SHARED_DATA)) == plain["en"]
+    assert read_lines(resolve(sides["en"], DATA_MIRROR)) == plain["en"]
     assert paths["en"].stat().st_mtime_ns != stamp

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, SHARED_DATA, write_corpus
+from conftest import DATA_MIRROR, REPO, needs_mirror, write_corpus
 
 from luong_lit.data import DataError
 from luong_lit.data.store.prepare import ensure_store
@@ -189,7 +189,7 @@ def test_ddp_ranks_and_the_jobs_of_a_sweep_share_one_store(toy_corpus, tmp_path,
     assert len(list((tmp_path / "sweep").glob("*/checkpoints/last.ckpt"))) == 2
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")
+@needs_mirror
 def test_the_paper_recipe_reads_three_corpora_with_their_checks(tmp_path, cache, monkeypatch):
     """``data=wmt14_ende``: Europarl, Common Crawl and News Commentary concatenated, Moses with
     the hyphen marks, a 50-word filter, the paper's dev and test sets; every file checked."""
@@ -210,7 +210,7 @@ def test_the_paper_recipe_reads_three_corpora_with_their_checks(tmp_path, cache,
         for lang in ("en", "de"):
             rel = corpora.wmt14(name, lang).path
             (mirror / rel).parent.mkdir(parents=True, exist_ok=True)
-            (mirror / rel).symlink_to(SHARED_DATA / rel)
+            (mirror / rel).symlink_to(DATA_MIRROR / rel)
     import hydra
 
     cfg = compose_cfg(["experiment=table1_base", f"data.mirror={mirror}"], tmp_path / "run")

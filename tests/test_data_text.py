@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import SHARED_DATA
+from conftest import DATA_MIRROR, needs_mirror
 
 from luong_lit.data.io import DataError
 from luong_lit.data.text.dictionary import dictionary_from_links, load_dictionary, parse_links
@@ -40,13 +40,13 @@ def test_sentencepiece_trained_and_cached(tmp_path):
     assert "".join(a.tokenize("the cat sat")).replace("▁", " ").strip() == "the cat sat"
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs the local data mirror")
+@needs_mirror
 @pytest.mark.parametrize("split", ["val", "test_2016_flickr"])
 @pytest.mark.parametrize("lang", ["en", "de"])
 def test_multi30k_raw_text_made_as_the_release_was(split, lang):
     recipe = recipe_for({"dataset": "multi30k", "variant": "tok"})
-    raw = lines(SHARED_DATA / "multi30k" / "raw" / f"{split}.{lang}.gz")
-    tok = lines(SHARED_DATA / "multi30k" / "tok" / f"{split}.lc.norm.tok.{lang}.gz")
+    raw = lines(DATA_MIRROR / "multi30k" / "raw" / f"{split}.{lang}.gz")
+    tok = lines(DATA_MIRROR / "multi30k" / "tok" / f"{split}.lc.norm.tok.{lang}.gz")
     same = sum(recipe.apply(r, lang) == t.split() for r, t in zip(raw, tok))
     assert same >= len(raw) - 2  # the German normaliser places 1 closing quote differently
     back = sum(

@@ -65,6 +65,17 @@ def mirror_dir(configured: str | os.PathLike | None = None) -> Path | None:
     return Path(value).expanduser() if value else None
 
 
+def local_mirror(purpose: str) -> Path:
+    """``LUONG_LIT_DATA``, for a script that reads corpus files straight from a local mirror."""
+    mirror = mirror_dir(None)
+    if mirror is None or not mirror.is_dir():
+        raise DataError(
+            f"{purpose} reads the corpora from a local mirror: set LUONG_LIT_DATA to one, laid "
+            "out as the README's Data section says"
+        )
+    return mirror
+
+
 def _digest(kind: str, data_path: Path, gz: bool = False) -> str:
     h = hashlib.new(kind)
     opener = gzip.open if gz else open
