@@ -12,9 +12,20 @@ LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaun
 WAITS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 
 
+def busy_us(intervals) -> float:
+    """The time covered by ``(start, end)`` intervals, each instant counted once: kernels that
+    overlap (several streams, a graph's kernels beside its own event) are not summed twice."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
 def counts(prof, wall_s: float | None = None) -> dict:
-    """Kernel and graph launches and host waits; with ``wall_s``, the share of it the GPU ran
-    kernels (the summed kernel time, which overlapping kernels would count twice)."""
+    """Kernel and graph launches and host waits; with ``wall_s``, the share of it in which the
+    GPU ran at least one kernel (the union of the device events' time ranges)."""
     from torch.autograd import DeviceType
 
     events = prof.events()
@@ -25,8 +36,10 @@ def counts(prof, wall_s: float | None = None) -> dict:
         "host_waits": sum(n in WAITS for n in names),
     }
     if wall_s:
-        gpu_us = sum(
-            getattr(e, "device_time", 0.0) for e in events if e.device_type == DeviceType.CUDA
-        )
-        out["gpu_busy_share"] = round(gpu_us / 1e6 / wall_s, 3)
+        spans = [
+            (e.time_range.start, e.time_range.end)
+            for e in events
+            if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start
+        ]
+        out["gpu_busy_share"] = round(busy_us(spans) / 1e6 / wall_s, 3)
     return out
