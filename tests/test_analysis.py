@@ -418,3 +418,20 @@ def test_a_run_without_a_csv_log_is_skipped_and_named(runs, tmp_path, capsys):
     assert f"skipped wandb_run: {why}" in capsys.readouterr().out.splitlines()
     with pytest.raises(DataError, match="wandb_run: no csv/metrics.csv"):
         read_metrics(run)
+
+
+def test_figure6_of_a_ladder_reads_every_row_from_one_kind_of_source(tmp_path, capsys):
+    """Where some runs have an evaluate report (test set, beam), a run without one is left out
+    and named rather than read greedily from the dev set beside them."""
+    from luong_lit.analysis.ladder_views import one_source
+
+    a, b, c = (tmp_path / n for n in ("a", "b", "c"))
+    for run in (a, b, c):
+        run.mkdir()
+    rows = {"Base, 2 seeds": [a, b], "+ reverse": [c]}
+    assert one_source(rows) == rows  # no reports: all of them, greedy on the dev set
+    for run in (a, c):
+        (run / "eval_test.json").write_text("{}")
+    (b / "eval_test_ensemble.json").write_text("{}")  # an ensemble's report is not b's own
+    assert one_source(rows) == {"Base": [a], "+ reverse": [c]}
+    assert "skipped b: no evaluate report" in capsys.readouterr().out

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from luong_lit.analysis.notebook import buckets_source, cell_buckets, decodable
 from luong_lit.analysis.paper_numbers import LADDERS
-from luong_lit.analysis.runs import describe
+from luong_lit.analysis.runs import describe, own_evals
 
 
 def ladder_runs(runs: Sequence[Path], table: str = "table1") -> dict[str, list[Path]]:
@@ -68,6 +68,25 @@ def figure5_ladder(runs: Sequence[Path], path: Path, table: str = "table1") -> P
     return plot_learning_curves(rows, path, title=title)
 
 
+def one_source(rows: dict[str, list[Path]]) -> dict[str, list[Path]]:
+    """The rows' runs that are read from one kind of source: where any run has an ``evaluate``
+    report (a test set, beam), only the runs with one, each other run named in one line; else
+    all of them (greedy on the dev set). Labels count the seeds kept."""
+    if not any(own_evals(run) for members in rows.values() for run in members):
+        return rows
+    kept = {}
+    for label, members in rows.items():
+        reported = [run for run in members if own_evals(run)]
+        for run in members:
+            if run not in reported:
+                print(f"skipped {run.name}: no evaluate report, unlike the other rows' runs "
+                      "(`python -m luong_lit evaluate CKPT --out RUN` writes one)")  # fmt: skip
+        name = label.rsplit(", ", 1)[0] if label.endswith(" seeds") else label
+        if reported:
+            kept[name + (f", {len(reported)} seeds" if len(reported) > 1 else "")] = reported
+    return kept
+
+
 def figure6_ladder(
     runs: Sequence[Path], path: Path, table: str = "table1", max_sentences: int | None = None
 ) -> Path | None:
@@ -79,12 +98,13 @@ def figure6_ladder(
     rows = {
         k: kept for k, members in ladder_runs(runs, table).items() if (kept := decodable(members))
     }
+    rows = one_source(rows)
     if not rows:
         return None
     for label, members in rows.items():
         print(f"{label}: {buckets_source(members[0])}")
     first = next(iter(rows.values()))[0]
     read = buckets_source(first).split(" (")[0]
-    title = f"Figure 6: Table {table[-1]}'s models on {_where(first)} ({read})"
+    title = f"Figure 6: Table {table[-1]}'s models on {_where(first)}\n({read})"
     systems = {label: cell_buckets(members, max_sentences) for label, members in rows.items()}
     return plot_bleu_by_length(systems, path, title=title)
