@@ -59,6 +59,7 @@ def evaluate(
     """The report of ``translator`` on its corpus's test set ``test``, decoded with its default
     search and unk replacement (``decoding``: what the report says it decoded with)."""
     tr, opts = translator, translator.defaults
+    tr.readable_alignments()  # the report replaces unknown words: refused now, not after decoding
     loaded = load_split(tr.meta, test, tr.src_vocab, tr.tgt_vocab)
     split = loaded.split
     report = {"test": test, **_perplexities(tr, split)}

@@ -596,6 +596,32 @@ def test_align_writes_here_and_says_where(ctx, tmp_path, monkeypatch):
     assert digest_tree(PRECIOUS) == ctx["digest"]
 
 
+def test_a_mixed_ensemble_is_refused_before_any_decoding(ctx, tmp_path, monkeypatch):
+    """Location and content-based members cannot give one alignment (footnote 14): what needs
+    one (evaluate's unk replacement, translate --replace-unk) is refused at once, not after
+    decoding a whole test set."""
+    from luong_lit.decoder import Decoder
+    from luong_lit.training.run import train as run_training
+
+    extra = ["score=location", "test_after_training=false"]
+    run_training(compose_cfg(ctx["overrides"] + extra, tmp_path / "loc"))
+    location = str(tmp_path / "loc" / "checkpoints" / "last.ckpt")
+
+    def never(*args, **kwargs):
+        raise AssertionError("decoded before refusing")
+
+    monkeypatch.setattr(Decoder, "split", never)
+    monkeypatch.setattr(Decoder, "decode", never)
+    for args in (
+        ["evaluate", ctx["ckpt"], location, "--test", "toy", "--out", str(tmp_path)],
+        ["translate", ctx["ckpt"], location, "--replace-unk", "--quiet"],
+    ):
+        err = run_here(args, b"a b\n").stderr.decode()
+        assert "error: the ensemble mixes location and content-based scores" in err, err[-2000:]
+    monkeypatch.undo()  # without unk replacement the same ensemble translates
+    assert run_here(["translate", ctx["ckpt"], location, "--quiet"], b"a b\n").returncode == 0
+
+
 NOISE = {  # a library's routine notice -> what it says
     "Lightning's litlogger tip": "litlogger",
     "torch's LeafSpec deprecation (on resume)": "LeafSpec",

@@ -167,9 +167,17 @@ class Translator:
         """This translator's default search with ``changes``, checked against the model."""
         return self.checked(self.defaults.replace(**changes) if changes else self.defaults)
 
+    def readable_alignments(self) -> None:
+        """Refuse now an ensemble whose attention cannot be read as one alignment (location and
+        content-based members, footnote 14), before any decoding that would need it."""
+        if self.decoder.has_attention:
+            self.decoder.content_based  # noqa: B018 - raises for mixed members
+
     def checked(self, search: SearchOptions) -> SearchOptions:
         """``search``, refused if this model cannot decode with it: the beam cannot be wider
-        than the target vocabulary."""
+        than the target vocabulary, and unknown-word replacement needs alignments."""
+        if search.replace_unk:
+            self.readable_alignments()
         beam = search.search().beam_size
         if beam > len(self.tgt_vocab):
             raise UsageError(
