@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from luong_lit.analysis.runs import collect
+from luong_lit.analysis.runs import collect, is_run
 
 METRICS = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
 PAPER = (("ppl", "paper ppl"), ("bleu", "paper BLEU"), ("bleu_unk", "paper + unk"))
@@ -24,12 +24,12 @@ def run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     """Run directories: each path itself, or the runs inside a sweep directory."""
     found: list[Path] = []
     for path in map(Path, paths):
-        if (path / ".hydra" / "config.yaml").is_file():
+        if is_run(path):
             found.append(path)
             continue
         inside = (
             sorted(
-                (p for p in path.iterdir() if (p / ".hydra" / "config.yaml").is_file()),
+                (p for p in path.iterdir() if is_run(p)),
                 key=lambda p: int(p.name.split("_")[0]) if p.name.split("_")[0].isdigit() else 0,
             )
             if path.is_dir()
@@ -94,7 +94,8 @@ def group(rows: Sequence[dict]) -> list[dict]:
     return out
 
 
-def _pm(pair: tuple[float | None, float | None]) -> str:
+def pm(pair: tuple[float | None, float | None]) -> str:
+    """``mean ± sd`` (``mean`` alone without an sd, ``–`` without a mean)."""
     mean, sd = pair
     if mean is None:
         return "–"
@@ -113,7 +114,7 @@ def markdown_cells(cells: Sequence[dict]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|---|---:|" + "---:|" * 5 + "---|" + "---:|" * 3]
     for c in cells:
         p = c["paper"]
-        row = [c["cell"], str(c["n"])] + [_pm(c[m]) for m in METRICS]
+        row = [c["cell"], str(c["n"])] + [pm(c[m]) for m in METRICS]
         row += [f"Table {p['table']}: {p['row']}" if p else "–"]
         row += [_paper(p, key) for key, _ in PAPER]
         lines.append("| " + " | ".join(row) + " |")

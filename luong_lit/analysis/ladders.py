@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from luong_lit.analysis.cells import mean_sd
+from luong_lit.analysis.cells import mean_sd, pm
 from luong_lit.analysis.paper_numbers import LADDERS
 from luong_lit.analysis.runs import describe, is_run
 from luong_lit.errors import DataError
@@ -111,8 +111,9 @@ def gain(above: dict, row: dict) -> tuple[float, float | None, str] | None:
 
 
 def _pm(pair: tuple | None) -> str:
+    """:func:`~luong_lit.analysis.cells.pm`, an sd of 0 (one system) left out."""
     mean, sd = pair or (None, None)
-    return "–" if mean is None else f"{mean:.2f}" + (f" ± {sd:.2f}" if sd else "")
+    return pm((mean, sd or None))
 
 
 def _gain_text(found: tuple | None) -> str:

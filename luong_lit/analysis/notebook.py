@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.analysis.runs import own_evals, run_label
+from luong_lit.analysis.runs import is_run, own_evals, run_label
 
 SWEEPS = "logs/train/multiruns/*/*"
 DEFAULT_RUNS = f"logs/train/runs/*,{SWEEPS}"
@@ -34,16 +34,12 @@ def search_folders() -> list[Path]:
     return out
 
 
-def _is_run(path: Path) -> bool:
-    return (path / ".hydra" / "config.yaml").is_file()
-
-
 def _matches(pattern: str, folders: Sequence[Path]) -> list[Path]:
     if Path(pattern).is_absolute():
-        return sorted(p for p in map(Path, glob.glob(pattern)) if _is_run(p))
+        return sorted(p for p in map(Path, glob.glob(pattern)) if is_run(p))
     for folder in folders:
         found = sorted(folder / m for m in glob.glob(pattern, root_dir=folder))
-        found = [p for p in found if _is_run(p)]
+        found = [p for p in found if is_run(p)]
         if found:
             return found
     return []

@@ -128,12 +128,13 @@ class LuongLitModule(L.LightningModule):
     ) -> None:
         """Paper §4.1: rescale the gradient whenever its norm exceeds ``trainer.gradient_clip_val``
         (Lightning's own clipping; with ``clip_exclude_embeddings``, the norm leaves them out)."""
-        if not (self.clip_exclude_embeddings and gradient_clip_val):
-            if not clip_unscaled(
-                self.trainer, optimizer, gradient_clip_val, gradient_clip_algorithm
-            ):
-                self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
-            return
+        if self.clip_exclude_embeddings and gradient_clip_val:
+            return self._clip_without_embeddings(gradient_clip_val)
+        if not clip_unscaled(self.trainer, optimizer, gradient_clip_val, gradient_clip_algorithm):
+            self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+
+    def _clip_without_embeddings(self, gradient_clip_val: float) -> None:
+        """The rescaling of §4.1 with the norm taken over every parameter but the embeddings."""
         emb = {id(self.net.encoder.embedding.weight), id(self.net.decoder.embedding.weight)}
         params = [p for p in self.parameters() if p.grad is not None]
         norm = torch.linalg.vector_norm(

@@ -53,13 +53,6 @@ def one_text(text: Any, name: str = "text") -> str:
     return texts_of(text, name)[0]
 
 
-def count(value: Any, name: str, low: int = 1) -> int:
-    """An integer of at least ``low`` (a bool is no count)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise UsageError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value
-
-
 def checkpoint_paths(checkpoints: Any) -> list[str | os.PathLike]:
     """One checkpoint path, or a non-empty sequence of them (an ensemble)."""
     if isinstance(checkpoints, (str, os.PathLike)):

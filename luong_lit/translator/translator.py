@@ -32,9 +32,9 @@ from luong_lit.decoder import Decoder
 from luong_lit.decoding.corpus import Translation
 from luong_lit.decoding.unk import replace_unks, word_alignment
 from luong_lit.errors import UsageError
-from luong_lit.translator.arguments import checkpoint_paths, count, one_text, texts_of
+from luong_lit.translator.arguments import checkpoint_paths, one_text, texts_of
 from luong_lit.translator.attention import AttentionMap, attention_map, empty_map
-from luong_lit.translator.options import LoadOptions, SearchOptions
+from luong_lit.translator.options import LoadOptions, SearchOptions, at_least
 
 log = logging.getLogger("luong_lit.translate")
 
@@ -133,7 +133,8 @@ class Translator:
     def n_best(self, texts: str | Sequence[str], n: int, **search) -> list[list[Scored]]:
         """Exactly ``n`` scored translations of each text, best first (empty ones after the
         search's own, and for an empty text)."""
-        lines, opts = texts_of(texts), self.search_options(n_best=count(n, "n"), **search)
+        at_least("n", n, 1)  # named as this call names it (the option: n_best)
+        lines, opts = texts_of(texts), self.search_options(n_best=n, **search)
         return [o.hypotheses for o in self.run(lines, opts)]
 
     def attention(self, text: str, **search) -> AttentionMap:
