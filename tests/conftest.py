@@ -259,31 +259,29 @@ def trained(toy_corpus, tmp_path_factory):
 def runs(toy_corpus, tmp_path_factory):
     """Three toy runs, global, local-m and local-p (general), with their heatmaps and saved
     configs, as run directories: ``{attention: run directory}``."""
+    extra = ["trainer.max_epochs=2", "logger=csv", "callbacks.attention_heatmaps.sentences=[0,1]",
+             "callbacks.attention_heatmaps.every_n_epochs=1"]  # fmt: skip
+    return {
+        att: saved_run(
+            tmp_path_factory.mktemp(att), toy_corpus, [f"attention={att}", "score=general"], extra
+        )
+        for att in ("global", "local_m", "local_p")
+    }
+
+
+def saved_run(run: Path, corpus, overrides: list[str], extra: list[str]) -> Path:
+    """A toy run trained in this process into ``run``, with its config and ``overrides`` saved
+    under ``.hydra/`` as Hydra saves them (``extra``: overrides it does not record)."""
     from omegaconf import OmegaConf
 
     from luong_lit.training.run import train
 
-    out = {}
-    for att in ("global", "local_m", "local_p"):
-        d = tmp_path_factory.mktemp(att)
-        overrides = [f"attention={att}", "score=general"]
-        cfg = compose_cfg(
-            tiny_overrides(toy_corpus)
-            + overrides
-            + [
-                "trainer.max_epochs=2",
-                "logger=csv",
-                "callbacks.attention_heatmaps.sentences=[0,1]",
-                "callbacks.attention_heatmaps.every_n_epochs=1",
-            ],
-            d,
-        )
-        train(cfg)
-        (d / ".hydra").mkdir()
-        OmegaConf.save(cfg, d / ".hydra" / "config.yaml")
-        OmegaConf.save(OmegaConf.create(overrides), d / ".hydra" / "overrides.yaml")
-        out[att] = d
-    return out
+    cfg = compose_cfg(tiny_overrides(corpus) + overrides + extra, run)
+    train(cfg)
+    (run / ".hydra").mkdir()
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    OmegaConf.save(OmegaConf.create(overrides), run / ".hydra" / "overrides.yaml")
+    return run
 
 
 HALVING = ("schedule=halving", "model.scheduler.after=1")

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, run_here
+from conftest import REPO, run_cli, run_here
 
 from luong_lit.alignment.eflomal import eflomal_links
 from luong_lit.data.text.dictionary import dictionary_from_links
@@ -79,27 +79,8 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
     tgt.write_text("A B C\nD E\n", encoding="utf-8")
     gold.write_text("1-1 2-2 3-3\n1-1 2-2\n", encoding="utf-8")
     ckpt = runs["local_p"] / "checkpoints" / "best.ckpt"
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "luong_lit",
-            "align",
-            str(ckpt),
-            "--src",
-            str(src),
-            "--tgt",
-            str(tgt),
-            "--gold",
-            str(gold),
-            "--baselines",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-    )
+    files = ["--src", str(src), "--tgt", str(tgt), "--gold", str(gold)]
+    res = run_cli(["align", str(ckpt), *files, "--baselines", "--out", str(tmp_path)], stdin="")
     assert res.returncode == 0, res.stderr
     links = (tmp_path / "alignments.txt").read_text().splitlines()
     assert [len(x.split()) for x in links] == [3, 2]  # one link per target word
@@ -115,26 +96,7 @@ def test_align_cli_writes_pharaoh_links_and_aer(runs, tmp_path):
     assert sum(rep["link_offsets"]["model"].values()) == pytest.approx(1.0)
     assert rep["baselines"]["diagonal, length-blind"] == pytest.approx(0.0)
     ens = [str(runs[a] / "checkpoints" / "best.ckpt") for a in ("global", "local_m", "local_p")]
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "luong_lit",
-            "align",
-            *ens,
-            "--src",
-            str(src),
-            "--tgt",
-            str(tgt),
-            "--gold",
-            str(gold),
-            "--out",
-            str(tmp_path / "ens"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-    )
+    res = run_cli(["align", *ens, *files, "--out", str(tmp_path / "ens")], stdin="")
     assert res.returncode == 0, res.stderr
     assert not (tmp_path / "ens" / "align.json").exists()  # a member's own file is not taken
     rep = json.loads((tmp_path / "ens" / "align_ensemble.json").read_text())

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, compose_cfg, run_here, tiny_overrides, write_corpus
+from conftest import REPO, compose_cfg, run_here, saved_run, write_corpus
 from omegaconf import OmegaConf
 
 # ------------------------------------------------------------------ tiny runs
@@ -243,23 +243,15 @@ def test_no_sweeps_yet_is_said_as_information_not_a_warning(runs, tmp_path, caps
 def tiny_ladder(toy_corpus, tmp_path_factory) -> dict[str, Path]:
     """Two rows of Table 1's ladder, Base and + reverse, each trained for two epochs on the toy
     corpus with a test set, as a sweep's run directories: ``{ladder: run directory}``."""
-    from luong_lit.training.run import train
-
     sweep = tmp_path_factory.mktemp("ladder")
     test = write_corpus(tmp_path_factory.mktemp("ladder_data"), "test", 10, 3)
-    out = {}
+    extra = ["trainer.max_epochs=2", "logger=csv", f"+data.test.toy.src={test['src']}",
+             f"+data.test.toy.tgt={test['tgt']}"]  # fmt: skip
+    runs = {}
     for num, ladder in enumerate(("table1_base", "table1_reverse")):
         run = sweep / f"{num}_{ladder}_seed1234"  # Hydra reads no "=" in paths.output_dir
-        overrides = [f"ladder={ladder}", "seed=1234"]
-        extra = ["trainer.max_epochs=2", "logger=csv", f"+data.test.toy.src={test['src']}",
-                 f"+data.test.toy.tgt={test['tgt']}"]  # fmt: skip
-        cfg = compose_cfg(overrides + tiny_overrides(toy_corpus) + extra, run)
-        train(cfg)
-        (run / ".hydra").mkdir()
-        OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
-        OmegaConf.save(OmegaConf.create(overrides), run / ".hydra" / "overrides.yaml")
-        out[ladder] = run
-    return out
+        runs[ladder] = saved_run(run, toy_corpus, [f"ladder={ladder}", "seed=1234"], extra)
+    return runs
 
 
 @functools.cache

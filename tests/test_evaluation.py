@@ -9,27 +9,22 @@ import pytest
 from conftest import run_cli
 
 
+def evaluate_toy(checkpoints, out_dir: Path, *extra: str):
+    """``evaluate CKPT... --test toy --out OUT_DIR --quiet EXTRA`` in a subprocess."""
+    paths = [str(c) for c in checkpoints]
+    return run_cli(["evaluate", *paths, "--test", "toy", "--out", str(out_dir), "--quiet", *extra])
+
+
 def test_evaluate_writes_markdown_and_json(trained, tmp_path):
     out, _, _ = trained
-    res = run_cli(
-        [
-            "evaluate",
-            str(out / "checkpoints" / "best.ckpt"),
-            "--test",
-            "toy",
-            "--beam",
-            "3",
-            "--out",
-            str(tmp_path),
-            "--quiet",
-        ]
-    )
+    ckpt = out / "checkpoints" / "best.ckpt"
+    res = evaluate_toy([ckpt], tmp_path, "--beam", "3")
     assert res.returncode == 0, res.stderr.decode()
     report = json.loads((tmp_path / "eval_toy.json").read_text())
     assert report["ppl"][0] > 1.0 and len(report["samples"]) == 5
     with open(out / "data" / "test.tgt", encoding="utf-8") as fh:  # the toy test set's references
         refs = fh.read().splitlines()
-    hyps = run_cli(["translate", str(out / "checkpoints" / "best.ckpt"), "--beam", "3",
+    hyps = run_cli(["translate", str(ckpt), "--beam", "3",
                     "-i", str(out / "data" / "test.src"), "--quiet"], stdin=None)  # fmt: skip
     from luong_lit.metrics.bleu import corpus_bleu_tok
 
@@ -42,43 +37,14 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
     assert "| BLEU on cased text |" in md  # the toy corpus keeps its case
     assert f"wrote {tmp_path / 'eval_toy.md'}, {tmp_path / 'eval_toy.json'}" in res.stdout.decode()
     assert (tmp_path / "eval_toy_bleu_by_length.png").stat().st_size > 1000
-    res = run_cli(
-        [
-            "evaluate",
-            str(out / "checkpoints" / "best.ckpt"),
-            "--test",
-            "toy",
-            "--beam",
-            "3",
-            "--out",
-            str(tmp_path / "int8"),
-            "--quiet",
-            "--int8",
-            "all",
-        ]
-    )
+    res = evaluate_toy([ckpt], tmp_path / "int8", "--beam", "3", "--int8", "all")
     assert res.returncode == 0, res.stderr.decode()
     int8 = json.loads((tmp_path / "int8" / "eval_toy.json").read_text())
     assert int8["decoding"]["int8"] == "all" and report["decoding"]["int8"] is None
     assert int8["ppl"] == report["ppl"]  # scoring keeps the float weights
     assert "ppl_ensemble" not in report
     for extra in ([], ["--int8", "all"]):  # scoring keeps the float weights here too
-        res = run_cli(
-            [
-                "evaluate",
-                *[str(out / "checkpoints" / "best.ckpt")] * 2
-                + [
-                    "--test",
-                    "toy",
-                    "--beam",
-                    "1",
-                    "--out",
-                    str(tmp_path / "ens"),
-                    "--quiet",
-                    *extra,
-                ],
-            ]
-        )
+        res = evaluate_toy([ckpt, ckpt], tmp_path / "ens", "--beam", "1", *extra)
         assert res.returncode == 0, res.stderr.decode()
         ens = json.loads((tmp_path / "ens" / "eval_toy_ensemble.json").read_text())
         assert ens["ppl_ensemble"] == pytest.approx(

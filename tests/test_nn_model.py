@@ -5,6 +5,7 @@ initialisation and the model's options."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 import torch
@@ -119,36 +120,18 @@ def test_parameters_initialised_uniformly():
         assert p.abs().max() <= 0.1
 
 
-def test_invalid_combinations_raise_clear_errors():
-    with pytest.raises(ConfigError, match="attention=local_p score=location"):
-        small_model(
-            src_vocab_size=10,
-            tgt_vocab_size=10,
-            embed_size=4,
-            hidden_size=4,
-            num_layers=1,
-            attention="local_p",
-            score="location",
-        )
-    with pytest.raises(ConfigError, match="attention=none feed_input=true"):
-        small_model(
-            src_vocab_size=10,
-            tgt_vocab_size=10,
-            embed_size=4,
-            hidden_size=4,
-            num_layers=1,
-            attention="none",
-            score=None,
-        )
-    with pytest.raises(ConfigError, match="score='cosine' is unknown"):
-        small_model(
-            src_vocab_size=10,
-            tgt_vocab_size=10,
-            embed_size=4,
-            hidden_size=4,
-            num_layers=1,
-            score="cosine",
-        )
+@pytest.mark.parametrize(
+    "options,says",
+    [
+        ({"attention": "local_p", "score": "location"}, "attention=local_p score=location"),
+        ({"attention": "none", "score": None}, "attention=none feed_input=true"),
+        ({"score": "cosine"}, "score='cosine' is unknown"),
+    ],
+)
+def test_invalid_combinations_raise_clear_errors(options, says):
+    sizes = {"src_vocab_size": 10, "tgt_vocab_size": 10, "embed_size": 4, "hidden_size": 4}
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        small_model(**sizes, num_layers=1, **options)
 
 
 def test_dropout_only_in_training_and_on_layer_inputs():
