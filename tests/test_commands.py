@@ -40,9 +40,9 @@ def ckpt(trained) -> str:
 
 # ------------------------------------------------------------------------ at a terminal
 def in_terminal(args: list[str], typed: list[bytes], wait_for: list[int], timeout=120) -> tuple:
-    """``python -m luong_lit ARGS`` with a pseudo-terminal as its standard streams: type each
-    of ``typed`` once the output holds ``wait_for[i]`` answer lines (``|||`` or translated
-    lines ending the previous input); returns the exit status and everything it printed."""
+    """``python -m luong_lit ARGS`` with a pseudo-terminal as its standard streams: once it says
+    it is ready, type each of ``typed`` when the output holds ``wait_for[i]`` more lines (echoed
+    input, ``|||`` or translated lines); returns the exit status and everything it printed."""
     import pty
     import select
 
@@ -52,14 +52,21 @@ def in_terminal(args: list[str], typed: list[bytes], wait_for: list[int], timeou
         os.chdir(REPO)
         os.execv(sys.executable, [sys.executable, "-m", "luong_lit", *args])
     out, deadline = b"", time.time() + timeout
-    for keys, want in zip(typed, wait_for):
-        while out.count(b"\n") < want and time.time() < deadline:
+
+    def read_until(done) -> None:
+        nonlocal out
+        while not done() and time.time() < deadline:
             ready, _, _ = select.select([fd], [], [], 0.2)
             if ready:
                 try:
                     out += os.read(fd, 65536)
                 except OSError:
-                    break
+                    return
+
+    read_until(lambda: b"ready:" in out and out.rstrip(b" ").endswith(b"\n"))  # loaded
+    start = out.count(b"\n")  # answer lines are counted from the ready line on
+    for keys, want in zip(typed, wait_for):
+        read_until(lambda want=want: out.count(b"\n") - start >= want)
         os.write(fd, keys)
     while time.time() < deadline:
         try:
