@@ -282,7 +282,7 @@ def table_rows(markdown: str) -> dict[str, list[str]]:
     rows = [
         [c.strip() for c in line.strip().strip("|").split("|")] for line in markdown.splitlines()
     ]
-    return {r[0]: r for r in rows if len(r) == 12 and r[0] not in ("paper row", "---")}
+    return {r[0]: r for r in rows if len(r) == 13 and r[0] not in ("paper row", "---")}
 
 
 def results_of(sweep: Path, ladder: str, key: str) -> list[float]:
@@ -320,23 +320,28 @@ def test_report_lays_out_a_ladder_with_its_gains_beside_the_paper(tmp_path):
                           "Ensemble 8 models + unk replace"]  # fmt: skip
     of, sd = functools.partial(results_of, sweep), statistics.stdev
     base, rev = of("table1_base", "bleu_beam"), of("table1_reverse", "bleu_beam")
-    assert rows["Base"][5] == f"{statistics.fmean(base):.2f} ± {sd(base):.2f}" == "21.00 ± 0.71"
+    assert rows["Base"][6] == f"{statistics.fmean(base):.2f} ± {sd(base):.2f}" == "21.00 ± 0.71"
+    dev = [
+        json.loads(f.read_text())["dev_ppl"]
+        for f in sorted(sweep.glob("*_ladder=table1_base,*/results.json"))
+    ]
+    assert rows["Base"][3] == f"{statistics.fmean(dev):.2f} ± {sd(dev):.2f}" == "11.25 ± 1.77"
     diff, spread = statistics.fmean(rev) - statistics.fmean(base), math.hypot(sd(base), sd(rev))
-    assert rows["+ reverse"][7] == f"{diff:+.2f} ± {spread:.2f} (beam)" == "+3.00 ± 1.58 (beam)"
-    assert rows["+ reverse"][11] == "+1.3" and rows["+ reverse"][10] == "12.6"
-    assert [rows["+ dropout"][2], rows["+ dropout"][7]] == ["not run yet", "–"]
-    assert rows["+ local-p (general) + feed input"][7] == "–"  # the row above is not run yet
+    assert rows["+ reverse"][8] == f"{diff:+.2f} ± {spread:.2f} (beam)" == "+3.00 ± 1.58 (beam)"
+    assert rows["+ reverse"][12] == "+1.3" and rows["+ reverse"][11] == "12.6"
+    assert [rows["+ dropout"][2], rows["+ dropout"][8]] == ["not run yet", "–"]
+    assert rows["+ local-p (general) + feed input"][8] == "–"  # the row above is not run yet
     beam, unk = (
         of("table1_local_p_general", "bleu_beam"),
         of("table1_local_p_general", "bleu_unk_beam"),
     )
     unk_gain, unk_sd = statistics.fmean(unk) - statistics.fmean(beam), math.hypot(sd(beam), sd(unk))
-    assert rows["+ unk replace"][7] == f"{unk_gain:+.2f} ± {unk_sd:.2f} (beam)"
+    assert rows["+ unk replace"][8] == f"{unk_gain:+.2f} ± {unk_sd:.2f} (beam)"
     assert rows["Ensemble 8 models + unk replace"][2] == "ensemble of 2"
     ens_gain = 35.5 - statistics.fmean(unk)  # one system: only the seeds' sd of the row above
-    assert rows["Ensemble 8 models + unk replace"][7] == f"{ens_gain:+.2f} ± {sd(unk):.2f} (beam)"
+    assert rows["Ensemble 8 models + unk replace"][8] == f"{ens_gain:+.2f} ± {sd(unk):.2f} (beam)"
     assert {r[1] for r in rows.values()} == {"Multi30k En→De (test_2016_flickr)"}
-    assert {r[8] for r in rows.values()} == {"WMT'14 En→De newstest2014"}
+    assert {r[9] for r in rows.values()} == {"WMT'14 En→De newstest2014"}
     assert "Not finished (no test results yet): 6_ladder=table1_dropout,seed=1234." in out
     assert "### Table 3" not in out and "| cell |" not in out  # no other runs: no other table
 
@@ -376,7 +381,7 @@ def test_the_paper_gains_are_the_ones_tables_1_and_3_print():
                "table3": ["–", "+2.2", "+1.0", "+2.7", "+2.1"]}  # fmt: skip
     for table, gains in printed.items():
         rows = table_rows(markdown_ladder(table, lay_out([], table))).values()
-        assert [r[11] for r in rows] == gains
+        assert [r[12] for r in rows] == gains
         assert {r[2] for r in rows} == {"not run yet"}
 
 
@@ -389,10 +394,15 @@ def test_report_of_a_trained_two_row_ladder(tiny_ladder):
         k: json.loads((run / "results.json").read_text())["toy"] for k, run in tiny_ladder.items()
     }
     base, rev = found["table1_base"], found["table1_reverse"]
-    assert rows["Base"][3] == f"{base['ppl']:.2f}" and rows["+ reverse"][3] == f"{rev['ppl']:.2f}"
+    assert rows["Base"][4] == f"{base['ppl']:.2f}" and rows["+ reverse"][4] == f"{rev['ppl']:.2f}"
+    dev = {
+        k: json.loads((run / "results.json").read_text())["dev_ppl"]
+        for k, run in tiny_ladder.items()
+    }
+    assert rows["Base"][3] == f"{dev['table1_base']:.2f}"  # one seed: no spread
     kind = "beam" if "bleu_beam" in base else "greedy"
     diff = rev[f"bleu_{kind}"] - base[f"bleu_{kind}"]
-    assert rows["+ reverse"][7] == f"{diff:+.2f} ({kind})"  # one seed a row: no spread
+    assert rows["+ reverse"][8] == f"{diff:+.2f} ({kind})"  # one seed a row: no spread
     assert rows["+ dropout"][2] == "not run yet" and rows["Base"][1] == "files (toy)"
 
 

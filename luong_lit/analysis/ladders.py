@@ -2,12 +2,13 @@
 
 A ladder run is a job of ``python -m luong_lit.train -m 'ladder=glob(table*)' seed=1234,2``
 (``ladder=table1_…`` or ``ladder=table3_…`` in its overrides). A table lists the paper's rows in
-its order: our test perplexity and BLEU (greedy; beam where ``results.json`` has ``bleu_beam``;
-after unk replacement, ``bleu_unk_beam``, on rows with attention) as mean ± sample sd over the
-seeds that finished, beside the paper's ppl, BLEU and gain; every row names both corpora. A row
-without a finished run says "not run yet". **Gain**: a row's BLEU minus the row above's (beam
-where both rows have it, else greedy), from the unrounded means, ± sqrt(sd_a² + sd_b²) (the two
-rows' seed sds combined as for independent runs; given when both rows have two or more seeds).
+its order: our dev and test perplexity and BLEU (greedy; beam where ``results.json`` has
+``bleu_beam``; after unk replacement, ``bleu_unk_beam``, on rows with attention) as mean ±
+sample sd over the seeds that finished, beside the paper's ppl, BLEU and gain; every row names
+both corpora. A row without a finished run says "not run yet". **Gain**: a row's BLEU minus
+the row above's (beam where both rows have it, else greedy), from the unrounded means,
+± sqrt(sd_a² + sd_b²) (the two rows' seed sds combined as for independent runs; given when both
+rows have two or more seeds).
 
 Below the models, as in the paper: "+ unk replace" (the last row's beam BLEU after unk
 replacement; gain over the same runs' beam BLEU) and the ensemble: the JSON report of
@@ -33,10 +34,10 @@ from luong_lit.errors import DataError
 
 NOT_RUN = "not run yet"
 HEAD = (
-    "paper row | our corpus | runs | test ppl | greedy BLEU | beam BLEU | + unk | gain (BLEU)"
-    " | paper corpus | paper ppl | paper BLEU | paper gain"
+    "paper row | our corpus | runs | dev ppl | test ppl | greedy BLEU | beam BLEU | + unk"
+    " | gain (BLEU) | paper corpus | paper ppl | paper BLEU | paper gain"
 )
-RULE = "|---|---|---:|" + "---:|" * 5 + "---|---:|---:|---:|"
+RULE = "|---|---|---:|" + "---:|" * 6 + "---|---:|---:|---:|"
 ENSEMBLE = "`python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk` writes it"
 NOTE = (
     "Ours: mean ± sample sd over seeds; gain: BLEU minus the row above's (beam where both "
@@ -55,7 +56,7 @@ def _model_row(paper: tuple, runs: Sequence[dict]) -> dict:
     done = [r for r in runs if r.get("ppl") is not None]
     row = {"paper_row": paper[0], "paper_ppl": paper[1], "paper_bleu": paper[2]}
     row.update(runs=len(runs), n=len(done), corpus=runs[0]["corpus"] if runs else None)
-    metrics = ["ppl", "bleu_greedy", "bleu_beam"]
+    metrics = ["dev_ppl", "ppl", "bleu_greedy", "bleu_beam"]
     if done and done[0]["attention"] != "none":
         metrics.append("bleu_beam_unk")
     row.update({m: mean_sd([r.get(m) for r in done]) for m in metrics})
@@ -151,7 +152,8 @@ def markdown_ladder(table: str, laid: Sequence[dict]) -> str:
         above = laid[i - 1] if i else None
         ours = gain(above, row) if above and above["n"] and row["n"] else None
         cells = [row["paper_row"], row["corpus"] or "–", _runs_text(row)]
-        cells += [_pm(row.get(k)) for k in ("ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")]
+        shown = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
+        cells += [_pm(row.get(k)) for k in shown]
         cells += [_gain_text(ours), where]
         cells += [_one(row.get("paper_ppl")), _one(row["paper_bleu"]), _paper_gain(above, row)]
         lines.append("| " + " | ".join(cells) + " |")
