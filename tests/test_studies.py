@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
 
 
@@ -26,3 +27,27 @@ def test_raw_text_benchmark_rebuilds_the_kits_output_from_tokens(lowercase_model
     names = [r["recasing"] for r in rows[1:]]
     assert names[0].startswith("none") and names[-1].endswith("(the kit)")
     assert len({r["lowercased"] for r in rows[1:]}) == 1  # recasing changes case only
+
+
+def test_precision_by_third_matches_left_to_right_with_clipping():
+    """Each word is matched once at most, the first copies first; thirds by relative position."""
+    from studies.ngram_position import precision_by_third
+
+    # 6 words: thirds (a a) (b x) (a c); the reference holds two a's, one b, one c
+    hyps, refs = [["a", "a", "b", "x", "a", "c"]], [["c", "a", "b", "a"]]
+    assert precision_by_third(hyps, refs) == [100.0, 50.0, 50.0]
+    # a 2-word output has no middle third
+    assert precision_by_third([["a", "b"]], [["b"]]) == [0.0, None, 100.0]
+
+
+def test_ngram_report_of_the_reference_itself_is_perfect_and_of_a_half_is_short():
+    from studies.ngram_position import ngram_report
+
+    refs = ["a man rides a red bike .", "two dogs play in the snow ."]
+    same = ngram_report(refs, refs)
+    assert same["bleu"] == pytest.approx(100.0)
+    assert same["bp"] == 1.0 and same["length_ratio"] == 1.0
+    assert same["precision_by_third"] == [100.0, 100.0, 100.0]
+    half = ngram_report(["a man rides", "two dogs play"], refs)
+    assert half["length_ratio"] == 6 / 14 and half["bp"] < 1.0
+    assert half["precisions"][0] == 100.0 and half["precision_by_third"] == [100.0] * 3
