@@ -335,11 +335,14 @@ def test_report_lays_out_a_ladder_with_its_gains_beside_the_paper(tmp_path):
         of("table1_local_p_general", "bleu_beam"),
         of("table1_local_p_general", "bleu_unk_beam"),
     )
-    unk_gain, unk_sd = statistics.fmean(unk) - statistics.fmean(beam), math.hypot(sd(beam), sd(unk))
-    assert rows["+ unk replace"][8] == f"{unk_gain:+.2f} ± {unk_sd:.2f} (beam)"
+    own = [u - b for u, b in zip(unk, beam, strict=True)]  # each run's own gain: paired
+    assert rows["+ unk replace"][8] == f"{statistics.fmean(own):+.2f} ± {sd(own):.2f} (beam)"
+    assert rows["+ unk replace"][8] == "+1.62 ± 0.18 (beam)"  # not ± hypot(sds) = 0.64
     assert rows["Ensemble 8 models + unk replace"][2] == "ensemble of 2"
     ens_gain = 35.5 - statistics.fmean(unk)  # one system: only the seeds' sd of the row above
     assert rows["Ensemble 8 models + unk replace"][8] == f"{ens_gain:+.2f} ± {sd(unk):.2f} (beam)"
+    best = f'Its gain over the best single run of "+ unk replace" ({max(unk):.2f}): +2.25.'
+    assert best in out and max(unk) == 33.25
     assert {r[1] for r in rows.values()} == {"Multi30k En→De (test_2016_flickr)"}
     assert {r[9] for r in rows.values()} == {"WMT'14 En→De newstest2014"}
     assert "Not finished (no test results yet): 6_ladder=table1_dropout,seed=1234." in out

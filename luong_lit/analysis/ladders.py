@@ -11,9 +11,11 @@ the row above's (beam where both rows have it, else greedy), from the unrounded 
 rows have two or more seeds).
 
 Below the models, as in the paper: "+ unk replace" (the last row's beam BLEU after unk
-replacement; gain over the same runs' beam BLEU) and the ensemble: the JSON report of
+replacement; gain over the same runs' beam BLEU, paired: mean ± sd of each run's own gain) and
+the ensemble: the JSON report of
 ``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk``, its BLEU after unk
-replacement (one system: its sd counts as 0), gain over "+ unk replace". It is read from
+replacement (one system: its sd counts as 0), gain over "+ unk replace" (and, in the notes,
+over the best single run of that row). It is read from
 ``ensemble_table1.json`` / ``ensemble_table3.json`` in the sweep directory, or given to
 ``report`` as ``--ensemble FILE`` (the ladder its checkpoints' runs belong to) or
 ``--ensemble table1=FILE``. The paper's Table 3 has no ensemble row.
@@ -41,7 +43,8 @@ RULE = "|---|---|---:|" + "---:|" * 6 + "---|---:|---:|---:|"
 ENSEMBLE = "`python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk` writes it"
 NOTE = (
     "Ours: mean ± sample sd over seeds; gain: BLEU minus the row above's (beam where both "
-    "rows have it, else greedy), from unrounded means, ± sqrt(sd_a² + sd_b²)."
+    'rows have it, else greedy), from unrounded means, ± sqrt(sd_a² + sd_b²); "+ unk '
+    "replace\" (the same runs decoded again): mean ± sd of each run's own gain."
 )
 
 
@@ -60,6 +63,9 @@ def _model_row(paper: tuple, runs: Sequence[dict]) -> dict:
     if done and done[0]["attention"] != "none":
         metrics.append("bleu_beam_unk")
     row.update({m: mean_sd([r.get(m) for r in done]) for m in metrics})
+    unk = [r for r in done if r.get("bleu_beam_unk") is not None and r.get("bleu_beam")]
+    row["unk_gain"] = mean_sd([r["bleu_beam_unk"] - r["bleu_beam"] for r in unk])
+    row["best_unk"] = max((r["bleu_beam_unk"] for r in unk), default=None)
     return row
 
 
@@ -68,6 +74,7 @@ def _unk_row(last: dict, paper: tuple) -> dict:
     unk = last.get("bleu_beam_unk", (None, None))
     row = {"paper_row": paper[0], "paper_bleu": paper[1], "corpus": last["corpus"]}
     row.update(runs=last["runs"], n=last["n"] if unk[0] is not None else 0)
+    row.update(paired=last.get("unk_gain"), best_unk=last.get("best_unk"))
     return {**row, "bleu_beam_unk": unk, "compare": {"bleu_beam": unk}}
 
 
@@ -101,7 +108,10 @@ def lay_out(rows: Sequence[dict], table: str, ensemble: dict | None = None) -> l
 
 def gain(above: dict, row: dict) -> tuple[float, float | None, str] | None:
     """BLEU gain of ``row`` over ``above``: (difference of the means, sqrt(sd_a² + sd_b²) or
-    None below two seeds a side, which BLEU), or None unless both rows have that BLEU."""
+    None below two seeds a side, which BLEU), or None unless both rows have that BLEU. A row of
+    the same runs decoded again ("+ unk replace") gives its paired gain instead."""
+    if (row.get("paired") or (None,))[0] is not None:
+        return (*row["paired"], "beam")
     a, b = above.get("compare", above), row.get("compare", row)
     for kind in ("bleu_beam", "bleu_greedy"):
         (ma, sa), (mb, sb) = a.get(kind, (None, None)), b.get(kind, (None, None))
@@ -160,7 +170,19 @@ def markdown_ladder(table: str, laid: Sequence[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _notes(table: str, rows: Sequence[dict], ensemble: dict | None) -> str:
+def _ensemble_note(ensemble: dict, laid: Sequence[dict]) -> str:
+    """Where the ensemble comes from, and its gain over the best single run of "+ unk"."""
+    names = ", ".join(Path(c).parent.parent.name or c for c in ensemble["checkpoints"])
+    note = f"Ensemble: {ensemble['path']} (checkpoints of {names})."
+    best = next((r.get("best_unk") for r in laid if "paired" in r), None)
+    if best is not None:
+        gain_best = ensemble["bleu_unk"] - best
+        note += f' Its gain over the best single run of "+ unk replace" ({best:.2f}): '
+        note += f"{gain_best:+.2f}."
+    return note
+
+
+def _notes(table: str, rows: Sequence[dict], ensemble: dict | None, laid: Sequence[dict]) -> str:
     """What the numbers are, which runs have not finished, where the ensemble comes from."""
     notes = [NOTE]
     waiting = [
@@ -169,8 +191,7 @@ def _notes(table: str, rows: Sequence[dict], ensemble: dict | None) -> str:
     if waiting:
         notes.append("Not finished (no test results yet): " + ", ".join(waiting) + ".")
     if ensemble:
-        names = ", ".join(Path(c).parent.parent.name or c for c in ensemble["checkpoints"])
-        notes.append(f"Ensemble: {ensemble['path']} (checkpoints of {names}).")
+        notes.append(_ensemble_note(ensemble, laid))
     else:
         notes.append(f"No ensemble yet (`ensemble_{table}.json` in the sweep: {ENSEMBLE}).")
     return "  \n".join(notes) + "\n"
@@ -181,10 +202,9 @@ def markdown_ladders(rows: Sequence[dict], ensembles: dict[str, dict] | None = N
     ensembles, parts = ensembles or {}, []
     for table in LADDERS:
         if table in ensembles or any(ladder_table(r.get("ladder")) == table for r in rows):
-            laid = lay_out(rows, table, ensembles.get(table))
-            parts.append(
-                f"{markdown_ladder(table, laid)}\n{_notes(table, rows, ensembles.get(table))}"
-            )
+            ensemble = ensembles.get(table)
+            laid = lay_out(rows, table, ensemble)
+            parts.append(f"{markdown_ladder(table, laid)}\n{_notes(table, rows, ensemble, laid)}")
     return "\n".join(parts)
 
 
