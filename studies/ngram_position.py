@@ -27,7 +27,7 @@ from luong_lit.checkpoint import load_model
 from luong_lit.data.loading.model_data import load_split
 from luong_lit.decoder import Decoder
 from luong_lit.decoding.beam import BeamConfig
-from luong_lit.metrics.bleu import rejoin_hyphens
+from luong_lit.metrics.bleu import corpus_bleu_tok_score, rejoin_hyphens
 
 
 def precision_by_third(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]) -> list:
@@ -46,19 +46,16 @@ def precision_by_third(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[st
 
 
 def ngram_report(hyps: Sequence[str], refs: Sequence[str]) -> dict:
-    """Tokenised BLEU's parts (sacreBLEU, ``tokenize='none'``) and :func:`precision_by_third`."""
-    import sacrebleu
-
-    hyps = [rejoin_hyphens(h) for h in hyps]
-    refs = [rejoin_hyphens(r) for r in refs]
-    b = sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", force=True)
+    """Tokenised BLEU's parts (:func:`~luong_lit.metrics.bleu.corpus_bleu_tok_score`) and
+    :func:`precision_by_third`."""
+    b = corpus_bleu_tok_score(hyps, refs)
     return {
         "bleu": b.score,
         "precisions": list(b.precisions),
         "bp": b.bp,
         "length_ratio": b.sys_len / b.ref_len,
         "precision_by_third": precision_by_third(
-            [h.split() for h in hyps], [r.split() for r in refs]
+            [rejoin_hyphens(h).split() for h in hyps], [rejoin_hyphens(r).split() for r in refs]
         ),
     }
 

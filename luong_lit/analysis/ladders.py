@@ -110,8 +110,9 @@ def gain(above: dict, row: dict) -> tuple[float, float | None, str] | None:
     """BLEU gain of ``row`` over ``above``: (difference of the means, sqrt(sd_a² + sd_b²) or
     None below two seeds a side, which BLEU), or None unless both rows have that BLEU. A row of
     the same runs decoded again ("+ unk replace") gives its paired gain instead."""
-    if (row.get("paired") or (None,))[0] is not None:
-        return (*row["paired"], "beam")
+    paired = row.get("paired")
+    if paired and paired[0] is not None:
+        return (*paired, "beam")
     a, b = above.get("compare", above), row.get("compare", row)
     for kind in ("bleu_beam", "bleu_greedy"):
         (ma, sa), (mb, sb) = a.get(kind, (None, None)), b.get(kind, (None, None))

@@ -48,18 +48,24 @@ def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
 
 
+def corpus_bleu_tok_score(hyps: Sequence[str], refs: Sequence[str], rejoin: bool = True):
+    """sacreBLEU's whole score object for tokenised text (n-gram precisions, brevity penalty,
+    lengths), as :func:`corpus_bleu_tok` computes it."""
+    import sacrebleu
+
+    _check(hyps, refs)
+    if rejoin:
+        hyps, refs = [rejoin_hyphens(h) for h in hyps], [rejoin_hyphens(r) for r in refs]
+    return sacrebleu.corpus_bleu(list(hyps), [list(refs)], tokenize="none", force=True)
+
+
 def corpus_bleu_tok(hyps: Sequence[str], refs: Sequence[str], rejoin: bool = True) -> float:
     """Case-sensitive corpus BLEU of tokenised text, as multi-bleu.perl computes it.
 
     sacreBLEU with ``tokenize='none'`` splits on whitespace only, which is what
     multi-bleu.perl does on already tokenised input.
     """
-    import sacrebleu
-
-    _check(hyps, refs)
-    if rejoin:
-        hyps, refs = [rejoin_hyphens(h) for h in hyps], [rejoin_hyphens(r) for r in refs]
-    return float(sacrebleu.corpus_bleu(list(hyps), [list(refs)], tokenize="none", force=True).score)
+    return float(corpus_bleu_tok_score(hyps, refs, rejoin).score)
 
 
 @lru_cache(maxsize=8)
