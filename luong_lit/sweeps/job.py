@@ -212,6 +212,16 @@ def dirname(overrides: str, limit: int = 120) -> str:
     return name[: limit - 9] + "~" + hashlib.sha1(name.encode()).hexdigest()[:8]
 
 
+def paper_epochs(dropout: Any) -> int:
+    """The paper's epochs (§4.1): 10, or 12 for a model trained with dropout."""
+    return 12 if float(dropout) > 0 else 10
+
+
+def paper_halving_after(dropout: Any) -> int:
+    """The paper's epochs before halving (§4.1): 5, or 8 for a model trained with dropout."""
+    return 8 if float(dropout) > 0 else 5
+
+
 def register_resolvers() -> None:
     """Make the ``luong_lit.*`` resolvers known to OmegaConf (once per process)."""
     resolvers = {
@@ -222,6 +232,8 @@ def register_resolvers() -> None:
         "luong_lit.wandb_group": wandb_group,
         "luong_lit.wandb_name": wandb_name,
         "luong_lit.wandb_tags": wandb_tags,
+        "luong_lit.paper_epochs": paper_epochs,
+        "luong_lit.paper_halving_after": paper_halving_after,
     }
     for name, fn in resolvers.items():
         if not OmegaConf.has_resolver(name):
