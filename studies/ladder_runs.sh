@@ -3,14 +3,17 @@
 # Europarl, the init_state runs and the concat cells, as two queues of sweeps that run side by
 # side (one job at a time each, one thread a job: both cores busy).
 #
-#   bash studies/ladder_runs.sh [LOGS]        # LOGS: where the sweeps go (default: logs)
+#   bash studies/ladder_runs.sh [LOGS] [OVERRIDE ...]   # LOGS: where the sweeps go (default: logs)
 #
+# OVERRIDEs are added to every run (e.g. trainer=gpu; ++trainer.max_steps=2 for a dry run into
+# another LOGS).
 # Run it again with the same LOGS to pick up where it stopped: a finished run (results.json) is
 # skipped, an interrupted one resumes from its last.ckpt. Training only: the test sets are
 # decoded afterwards by `python -m studies.ladder_evals LOGS` (beam 5, outputs kept).
 set -uo pipefail
 L="${1:-logs}"
-common=(callbacks.beam_bleu.on_test=false threads=1 trainer.enable_progress_bar=false)
+shift || true
+common=(callbacks.beam_bleu.on_test=false threads=1 trainer.enable_progress_bar=false "$@")
 
 sweep() {  # sweep DIR OVERRIDES...: one sweep into L/DIR, one job at a time
   local dir="$1"

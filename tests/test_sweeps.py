@@ -428,3 +428,29 @@ def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
         cfg = yaml.safe_load((job / ".hydra" / "config.yaml").read_text())
         combos.add((cfg["model"]["net"]["attention"]["name"], cfg["model"]["net"]["score"]["name"]))
     assert combos == {(a, s) for a in ("local_p", "global") for s in ("dot", "general")}
+
+
+def test_a_sweeps_job_folders_name_what_the_sweep_varies_first(monkeypatch):
+    """The design card's sweep with constant ``++trainer.*`` overrides: each folder name starts
+    with the swept values, so that the runs can be told apart before any cut."""
+    from luong_lit.sweeps.job import SWEPT_ENV, dirname, note_swept
+
+    monkeypatch.delenv(SWEPT_ENV, raising=False)
+    argv = ["-m", "attention=local_p,global", "score=dot,general",
+            "++trainer.limit_test_batches=2", "++trainer.limit_val_batches=2",
+            "++trainer.max_steps=20", "++trainer.val_check_interval=5", "seed=7"]  # fmt: skip
+    note_swept(argv)
+    hydra_name = (  # Hydra's override_dirname: sorted by key
+        "++trainer.limit_test_batches=2,++trainer.limit_val_batches=2,++trainer.max_steps=20,"
+        "++trainer.val_check_interval=5,attention={a},score={s},seed=7"
+    )
+    names = {
+        dirname(hydra_name.format(a=a, s=s))
+        for a in ("local_p", "global")
+        for s in ("dot", "general")
+    }
+    assert len(names) == 4
+    for name in names:
+        assert name.startswith(("attention=local_p,score=", "attention=global,score="))
+        assert ",seed=7,++trainer." in name
+    assert len(dirname(hydra_name.format(a="local_p", s="dot"), limit=40)) == 40

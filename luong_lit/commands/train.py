@@ -20,7 +20,7 @@ from luong_lit.cli import user_error_message
 from luong_lit.config import CONF_DIR, compose, help_text
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.quiet import quiet
-from luong_lit.sweeps.job import register_resolvers
+from luong_lit.sweeps.job import note_swept, register_resolvers
 from luong_lit.training.run import (
     Interrupted,
     done_message,
@@ -83,6 +83,8 @@ def run(argv: list[str]) -> None:
         except UserError as err:
             print(user_error_message(err), file=sys.stderr)
             sys.exit(2)
+    if "-m" in argv or "--multirun" in argv:
+        note_swept(argv)
     sys.argv = [sys.argv[0], *argv]
     main()
 
