@@ -117,7 +117,7 @@ from luong_lit.config import compose
 from luong_lit.data.store.prepare import ensure_store
 t0 = time.perf_counter()
 dm = corpus_datamodule(compose({ovr + extra!r}).data)
-store = ensure_store(dm.corpus_spec(), dm.prepare_workers, progress=False)
+store = ensure_store(dm.corpus_spec(), dm.tokenisation.prepare_workers, progress=False)
 children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps({{"seconds": time.perf_counter() - t0, "store": str(store.path),
                    "stats": store.meta["stats"], "workers_peak_mib": children, **memory()}}))

@@ -25,29 +25,29 @@ from luong_lit.nn.loss import token_nll
 def build(args):
     if args.paper:
         model = Seq2Seq(
-            50000,
-            50000,
-            1000,
-            1000,
-            4,
-            args.dropout,
-            args.attention or "local_p",
-            "general",
-            bool(args.feed),
-            True,
+            src_vocab_size=50000,
+            tgt_vocab_size=50000,
+            embed_size=1000,
+            hidden_size=1000,
+            num_layers=4,
+            dropout=args.dropout,
+            attention=args.attention or "local_p",
+            score="general",
+            feed_input=bool(args.feed),
+            reverse_source=True,
             bias=False,
         )
         return model, torch.optim.SGD(model.parameters(), 1.0), (128, 50000, 50000, 24)
     model = Seq2Seq(
-        5921,
-        7859,
-        args.hidden,
-        args.hidden,
-        2,
-        args.dropout,
-        args.attention or "global",
-        "general",
-        bool(args.feed),
+        src_vocab_size=5921,
+        tgt_vocab_size=7859,
+        embed_size=args.hidden,
+        hidden_size=args.hidden,
+        num_layers=2,
+        dropout=args.dropout,
+        attention=args.attention or "global",
+        score="general",
+        feed_input=bool(args.feed),
     )
     return model, torch.optim.Adam(model.parameters(), 1e-3, fused=True), (64, 5921, 7859, 13)
 

@@ -4,11 +4,18 @@ A bad value raises :class:`OptionError`, which names the option, its value and w
 Where the object is built from a config group, the builder adds the group's path
 (:meth:`OptionError.within`), so that ``Seq2Seq(hidden_size=-3)`` built from ``model.net``
 reads ``model.net.hidden_size=-3 is out of range: it must be an integer >= 1``.
+
+A constructor with many options takes them as keywords and groups them into option objects
+(frozen dataclasses whose fields are the config keys): :func:`takes_options` shows every field
+in its signature, :func:`split_options` builds the groups and refuses a key none of them has.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from luong_lit.errors import ConfigError
@@ -20,11 +27,21 @@ class OptionError(ConfigError):
 
     def __init__(self, option: str, value: Any, why: str) -> None:
         self.option, self.value, self.why = option, value, why
-        super().__init__(f"{option}={value!r} {why}")
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return f"{self.option}={self.value!r} {self.why}"
 
     def within(self, group: str) -> OptionError:
         """The same error, the option named by its path in ``group`` (``model.net``)."""
-        return OptionError(f"{group}.{self.option}", self.value, self.why)
+        return type(self)(f"{group}.{self.option}", self.value, self.why)
+
+
+class UnknownOption(OptionError):
+    """A keyword its constructor does not take: ``option`` and the options it does take."""
+
+    def _message(self) -> str:
+        return f"{self.option} {self.why}"
 
 
 def _range(allowed: str) -> str:
@@ -62,3 +79,39 @@ def one_of(option: str, value: Any, allowed) -> None:
     """One of ``allowed``."""
     if value not in allowed:
         raise OptionError(option, value, f"is unknown; choose one of {', '.join(allowed)}")
+
+
+def takes_options(*groups: type) -> Callable:
+    """Decorate an ``__init__(self, ..., **options)`` whose options are the fields of ``groups``:
+    its signature (what ``help`` and the config's key check read) names each field as a
+    keyword-only argument with its default, in place of ``**options``."""
+
+    def decorate(init: Callable) -> Callable:
+        sig = inspect.signature(init)
+        params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        params += [
+            inspect.Parameter(f.name, keyword, default=f.default, annotation=f.type)
+            for group in groups
+            for f in fields(group)
+        ]
+        init.__signature__ = sig.replace(parameters=params)
+        return init
+
+    return decorate
+
+
+def split_options(owner: type, groups: Sequence[type], options: Mapping[str, Any]) -> list[Any]:
+    """One object of each option class in ``groups``, in order, each made from the keys of
+    ``options`` that are its fields (it checks their values). A key that no group has raises
+    :class:`UnknownOption`, naming it and every option of ``owner``."""
+    known = {f.name for group in groups for f in fields(group)}
+    for key, value in options.items():
+        if key not in known:
+            names = list(inspect.signature(owner).parameters)
+            why = f"is not an option of {owner.__name__}; its options: {', '.join(names)}"
+            raise UnknownOption(key, value, why)
+    return [
+        group(**{f.name: options[f.name] for f in fields(group) if f.name in options})
+        for group in groups
+    ]

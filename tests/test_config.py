@@ -121,3 +121,79 @@ def test_every_ladder_row_changes_only_what_the_papers_row_adds(tmp_path):
         and last[".model.net.score.name"] == "general"
     )
     assert _changed(_resolved([], tmp_path), last) == {"attention"}  # the main job: global
+
+
+#: The options of Seq2Seq and TranslationDataModule with their defaults, as each took them one by
+#: one before they were grouped: every one is still a keyword of the class, with that default.
+NET_DEFAULTS = {
+    "embed_size": 256, "hidden_size": 256, "num_layers": 2, "dropout": 0.0,
+    "attention": "global", "score": "general", "feed_input": True, "reverse_source": False,
+    "bias": True, "init_scale": 0.1, "forget_bias": 0.0, "hidden_dropout": 0.0,
+    "init": "uniform", "src_eos": False, "init_state": "copy", "tie_output": False,
+    "output_dropout": 0.0,
+}  # fmt: skip
+DATA_DEFAULTS = {
+    "dataset": "multi30k", "src_lang": "en", "tgt_lang": "de", "train": "train", "dev": "val",
+    "test": None, "variant": "tok", "tokenizer": "none", "tokenizer_opts": None,
+    "vocab_size": 50000, "min_freq": 1, "max_len": 50, "length_mode": "filter",
+    "batch_size": 128, "batch_by": "sentences", "eval_batch_size": 128, "chunk_batches": 100,
+    "seed": 1234, "mirror": None, "num_workers": 0, "prepare_workers": None,
+    "clean_control": False, "preprocess": None, "recase_from": None,
+}  # fmt: skip
+
+
+def _fields(groups) -> dict[str, object]:
+    """The fields of option groups and their defaults; no field is in two groups."""
+    from dataclasses import fields
+
+    found = [(f.name, f.default) for group in groups for f in fields(group)]
+    assert len(found) == len(dict(found)), found
+    return dict(found)
+
+
+def test_the_option_groups_hold_the_config_keys():
+    """The fields of the option groups of ``Seq2Seq`` (:mod:`luong_lit.nn.options`) are the keys
+    of ``model.net`` (attention and score come from their own config groups), those of
+    ``TranslationDataModule`` (:mod:`luong_lit.data.loading.options`) the keys of the data
+    configs; the class's signature names each, with its default."""
+    import inspect
+
+    from omegaconf import OmegaConf
+
+    from luong_lit.data import TranslationDataModule
+    from luong_lit.data.loading.options import DATA_OPTIONS
+    from luong_lit.nn import Seq2Seq
+    from luong_lit.nn.options import NET_OPTIONS
+
+    net = set(OmegaConf.load(CONF_DIR / "model" / "luong.yaml").net) - {"_target_", "_partial_"}
+    assert set(_fields(NET_OPTIONS)) - {"attention", "score"} == net
+    data = [set(OmegaConf.load(p)) - {"_target_"} for p in (CONF_DIR / "data").glob("*.yaml")]
+    assert set().union(*data) == set(_fields(DATA_OPTIONS))
+    assert _fields(NET_OPTIONS) == NET_DEFAULTS and _fields(DATA_OPTIONS) == DATA_DEFAULTS
+    net_sig = inspect.signature(Seq2Seq).parameters
+    assert list(net_sig)[:4] == ["src_vocab_size", "tgt_vocab_size", "pad_id", "eos_id"]
+    assert {n: p.default for n, p in list(net_sig.items())[4:]} == NET_DEFAULTS
+    data_sig = inspect.signature(TranslationDataModule).parameters
+    assert {n: p.default for n, p in data_sig.items()} == DATA_DEFAULTS
+
+
+@pytest.mark.parametrize("path,key", [("model.net", "hiden_size"), ("data", "batchsize")])
+def test_an_unknown_key_is_one_line_naming_it(path, key, tmp_path):
+    """Refused before anything is built (the key check reads the class's signature), and by the
+    class itself where it is built from the config's keys alone (``prepare``'s datamodule)."""
+    from omegaconf import OmegaConf
+
+    from luong_lit.data.loading.datamodule import corpus_datamodule
+    from luong_lit.errors import ConfigError
+    from luong_lit.training.instantiate import instantiate_at
+
+    cfg = compose_cfg([f"+{path}.{key}=8"], tmp_path)
+    node = OmegaConf.select(cfg, path)
+    with pytest.raises(ConfigError) as err:
+        instantiate_at(path, node)
+    said = str(err.value)
+    assert said.startswith(f"{path}.{key} is not an option of {node._target_}; its options: ")
+    assert "\n" not in said
+    if path == "data":
+        with pytest.raises(ConfigError, match=rf"^data\.{key} is not an option of Translation"):
+            corpus_datamodule(cfg.data)

@@ -45,9 +45,9 @@ def naive_batches(src_lens, tgt_lens, batch_size, chunk_batches, seed, epoch, by
 def test_length_filter_and_truncate():
     src = [["x"] * 3, ["x"] * 60, [], ["x"] * 10]
     tgt = [["y"] * 3, ["y"] * 5, ["y"], ["y"] * 55]
-    s, t = length_filter(src, tgt, 50, "filter")
+    s, t = length_filter(src, tgt, max_len=50, mode="filter")
     assert [len(x) for x in s] == [3]  # empty and overlong pairs dropped (paper §4.1)
-    s, t = length_filter(src, tgt, 50, "truncate")
+    s, t = length_filter(src, tgt, max_len=50, mode="truncate")
     assert [len(x) for x in s] == [3, 50, 10] and [len(x) for x in t] == [3, 5, 50]
 
 
@@ -77,7 +77,7 @@ def test_tokens_per_batch_respects_budget():
 def test_sampler_equals_the_naive_sort_it_replaces(chunk_batches, by, size):
     g = random.Random(0)
     src, tgt = [g.randint(1, 9) for _ in range(503)], [g.randint(1, 9) for _ in range(503)]
-    sampler = BucketBatchSampler(src, tgt, size, by, chunk_batches=chunk_batches, seed=7)
+    sampler = BucketBatchSampler(src, tgt, size, batch_by=by, chunk_batches=chunk_batches, seed=7)
     for epoch in (0, 3):
         sampler.set_epoch(epoch)
         want = naive_batches(src, tgt, size, chunk_batches, 7, epoch, by)
@@ -90,7 +90,7 @@ def test_sampler_equals_the_naive_sort_it_replaces(chunk_batches, by, size):
 @needs_mirror
 def test_store_gives_the_in_memory_batches_id_for_id_on_multi30k(cache):
     dm = TranslationDataModule(
-        "multi30k",
+        dataset="multi30k",
         min_freq=2,
         vocab_size=None,
         batch_size=64,
@@ -109,7 +109,7 @@ def test_store_gives_the_in_memory_batches_id_for_id_on_multi30k(cache):
             [len(e[2]) for e in examples],
             64,
             chunk_batches=1,
-            seed=dm.seed,
+            seed=dm.batching.seed,
         )
         sampler.set_epoch(epoch)
         loader = dm.train_dataloader()

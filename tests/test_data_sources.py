@@ -100,9 +100,9 @@ def test_mirror_checksum_mismatch_is_reported(tmp_path):
 @pytest.mark.parametrize("src_lang,tgt_lang", [("en", "de"), ("de", "en")])
 def test_multi30k_from_mirror_both_directions(src_lang, tgt_lang):
     dm = TranslationDataModule(
-        "multi30k",
-        src_lang,
-        tgt_lang,
+        dataset="multi30k",
+        src_lang=src_lang,
+        tgt_lang=tgt_lang,
         test={"t": "test_2016_flickr"},
         min_freq=2,
         vocab_size=None,

@@ -134,6 +134,44 @@ def test_invalid_combinations_raise_clear_errors(options, says):
         small_model(**sizes, num_layers=1, **options)
 
 
+def test_each_option_reaches_the_module_it_sets():
+    """Seq2Seq hands its option groups (:mod:`luong_lit.nn.options`) to the encoder and decoder."""
+    net = small_model(
+        num_layers=3,
+        feed_input=False,
+        reverse_source=True,
+        src_eos=True,
+        bias=False,
+        dropout=0.3,
+        hidden_dropout=0.2,
+        output_dropout=0.1,
+        pad_id=1,
+        eos_id=2,
+    )
+    enc, dec = net.encoder, net.decoder
+    assert (enc.reverse_source, enc.eos_last, net.src_eos) == (True, True, True)
+    assert (net.pad_id, net.eos_id) == (1, 2)
+    assert enc.embedding.padding_idx == dec.embedding.padding_idx == 1
+    assert enc.rnn.num_layers == dec.rnn.num_layers == dec.num_layers == 3
+    assert not enc.rnn.bias and not dec.rnn.bias and dec.W_s.bias is None and dec.W_c.bias is None
+    assert enc.dropout.p == dec.dropout.p == enc.rnn.dropout == dec.rnn.dropout == 0.3
+    assert (dec.hidden_dropout.p, dec.output_dropout.p) == (0.2, 0.1)
+    assert not dec.feed_input and dec.rnn.input_size == dec.embed_size == 8
+    tied = small_model(tie_output=True, init_state="last")
+    assert tied.decoder.W_s.weight is tied.decoder.embedding.weight and tied.init_state == "last"
+
+
+def test_an_unknown_option_is_one_line_naming_it_and_the_options():
+    from luong_lit.validate import UnknownOption
+
+    with pytest.raises(UnknownOption) as err:
+        small_model(hiden_size=8)
+    said = str(err.value.within("model.net"))
+    assert said.startswith("model.net.hiden_size is not an option of Seq2Seq; its options: ")
+    assert "src_vocab_size, tgt_vocab_size, pad_id, eos_id, embed_size, hidden_size" in said
+    assert "\n" not in said
+
+
 def test_dropout_only_in_training_and_on_layer_inputs():
     torch.manual_seed(0)
     model = small_model(dropout=0.5)

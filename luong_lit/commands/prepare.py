@@ -53,9 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = compose(argv)
         dm = corpus_datamodule(cfg.data)  # its options checked as it is built
         t0 = time.perf_counter()
-        store = ensure_store(dm.corpus_spec(), dm.prepare_workers, progress=True)
+        store = ensure_store(dm.corpus_spec(), dm.tokenisation.prepare_workers, progress=True)
         print(f"store: {store.path} ({time.perf_counter() - t0:.1f} s)")
-        print(counts_table(store.meta, dm.cfg["src_lang"], dm.cfg["tgt_lang"]))
+        print(counts_table(store.meta, dm.corpus.src_lang, dm.corpus.tgt_lang))
 
     return run_command(body)
 

@@ -136,7 +136,7 @@ class _LocalAttention(_Attention):
         if self.clip_to == "batch":
             bound = torch.full_like(memory.src_len, memory.h_bar_s.size(1))
         S = memory.h_bar_s.size(1)
-        idx, valid = window(center, self.D, memory.src_len, bound, S)  # (B, T, W) x2
+        idx, valid = window(center, self.D, memory.src_len, bound=bound, S=S)  # (B, T, W) x2
         keys = gather_positions(memory.keys, idx)  # (B, T, W, k)
         a_t = _masked_softmax(self.score(h_t, keys), valid)  # (B, T, W)
         return a_t, idx, valid

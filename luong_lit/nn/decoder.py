@@ -20,6 +20,8 @@ import torch
 from torch import Tensor, nn
 
 from luong_lit.nn.attention import Alignment, Memory, _Attention
+from luong_lit.nn.encoder import stacked_lstm
+from luong_lit.nn.options import Architecture, Regularisation, Sizes
 
 
 class DecoderState(NamedTuple):
@@ -51,40 +53,31 @@ class Decoder(nn.Module):
 
     def __init__(
         self,
+        *,
         vocab_size: int,
-        embed_size: int,
-        hidden_size: int,
-        num_layers: int,
+        pad_id: int,
+        sizes: Sizes,
+        architecture: Architecture,
+        regularisation: Regularisation,
         attention: _Attention | None,
-        feed_input: bool = True,
-        dropout: float = 0.0,
-        bias: bool = True,
-        pad_id: int = 0,
-        hidden_dropout: float = 0.0,
-        tie_output: bool = False,
-        output_dropout: float = 0.0,
     ) -> None:
+        """The target side of the options: ``feed_input``, ``tie_output`` and ``bias`` of
+        ``architecture``, every probability of ``regularisation``; ``attention`` is built."""
         super().__init__()
-        self.attention, self.feed_input = attention, feed_input
-        self.embed_size, self.hidden_size, self.num_layers = embed_size, hidden_size, num_layers
-        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
-        self.dropout = nn.Dropout(dropout)
-        self.hidden_dropout = nn.Dropout(hidden_dropout)
-        self.output_dropout = nn.Dropout(output_dropout)
-        in_size = embed_size + (hidden_size if feed_input else 0)  # [emb(y_{t-1}); h_tilde_{t-1}]
-        self.rnn = nn.LSTM(
-            in_size,
-            hidden_size,
-            num_layers,
-            bias=bias,
-            batch_first=True,
-            dropout=dropout if num_layers > 1 else 0.0,
+        e, d, bias = sizes.embed_size, sizes.hidden_size, architecture.bias
+        self.attention, self.feed_input = attention, architecture.feed_input
+        self.embed_size, self.hidden_size, self.num_layers = e, d, sizes.num_layers
+        self.embedding = nn.Embedding(vocab_size, e, padding_idx=pad_id)
+        self.dropout = nn.Dropout(regularisation.dropout)
+        self.hidden_dropout = nn.Dropout(regularisation.hidden_dropout)
+        self.output_dropout = nn.Dropout(regularisation.output_dropout)
+        in_size = e + (d if self.feed_input else 0)  # [emb(y_{t-1}); h_tilde_{t-1}]
+        self.rnn = stacked_lstm(
+            in_size, sizes=sizes, architecture=architecture, regularisation=regularisation
         )
-        self.W_c = (
-            nn.Linear(2 * hidden_size, hidden_size, bias=bias) if attention is not None else None
-        )
-        self.W_s = nn.Linear(hidden_size, vocab_size, bias=bias)
-        if tie_output:  # one (V, d) matrix embeds y_{t-1} and scores y_t (needs e == d)
+        self.W_c = nn.Linear(2 * d, d, bias=bias) if attention is not None else None
+        self.W_s = nn.Linear(d, vocab_size, bias=bias)
+        if architecture.tie_output:  # one (V, d) matrix embeds y_{t-1} and scores y_t (e == d)
             self.W_s.weight = self.embedding.weight
 
     def attend(self, h_t: Tensor, memory: Memory, step: int) -> tuple[Tensor, Alignment | None]:

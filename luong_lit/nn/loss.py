@@ -21,9 +21,10 @@ def check_label_smoothing(eps: float) -> None:
 
 def output_nll(
     h_tilde: Tensor,
+    targets: Tensor,
+    *,
     weight: Tensor,
     bias: Tensor | None,
-    targets: Tensor,
     label_smoothing: float = 0.0,
     ignore_index: int = -100,
 ) -> Tensor:

@@ -12,7 +12,7 @@ from torch import Tensor
 
 
 def window(
-    center: Tensor, D: int, src_len: Tensor, bound: Tensor | None = None, S: int | None = None
+    center: Tensor, D: int, src_len: Tensor, *, bound: Tensor | None = None, S: int | None = None
 ) -> tuple[Tensor, Tensor]:
     """The ``2D+1`` source positions ``[center-D, center+D]`` around each window centre.
 

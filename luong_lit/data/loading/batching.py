@@ -124,6 +124,7 @@ class BucketBatchSampler:
         src_lens: Sequence[int],
         tgt_lens: Sequence[int],
         batch_size: int,
+        *,
         batch_by: str = "sentences",
         chunk_batches: int = 100,
         shuffle: bool = True,

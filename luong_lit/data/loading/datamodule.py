@@ -8,7 +8,7 @@ test sets, a few thousand sentences, are read and tokenised at every start.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,106 +19,44 @@ from torch.utils.data import DataLoader
 from luong_lit.data.io import DataError
 from luong_lit.data.loading.batching import BucketBatchSampler, collate
 from luong_lit.data.loading.loader import ResumableLoader
+from luong_lit.data.loading.options import DATA_OPTIONS
 from luong_lit.data.loading.splits import Split, read_pairs, split_files, tokenized_split
 from luong_lit.data.sources.fetch import mirror_dir
-from luong_lit.data.sources.registry import DATASETS
 from luong_lit.data.store.prepare import ensure_store, length_filter, make_tokenizers
 from luong_lit.data.store.spec import CorpusSpec
 from luong_lit.data.store.token_store import SIDES, TokenStore
-from luong_lit.data.text.preprocess import Preprocessing
 from luong_lit.data.text.tokenize import make_tokenizer
 from luong_lit.data.vocab import Vocab
-from luong_lit.errors import ConfigError
-from luong_lit.validate import OptionError, integer
+from luong_lit.validate import OptionError, split_options, takes_options
 
 log = logging.getLogger(__name__)
-
-
-def _check_numbers(args: Mapping[str, Any]) -> None:
-    """The numeric options of :class:`TranslationDataModule`, each checked once here."""
-    for name in ("batch_size", "eval_batch_size", "min_freq", "chunk_batches"):
-        integer(name, args[name], 1)
-    for name in ("max_len", "vocab_size", "prepare_workers"):
-        integer(name, args[name], 1, nullable=True)
-    integer("num_workers", args["num_workers"], 0)
 
 
 class TranslationDataModule(L.LightningDataModule):
     """Parallel data for training and evaluation.
 
-    Args:
-        dataset: ``multi30k``, ``wmt14_ende``, ``iwslt14_deen`` or ``files``.
-        src_lang, tgt_lang: the direction; every named dataset works both ways.
-        train, dev: a split name, a list of corpus names (concatenated), or for ``files`` a
-            mapping ``{src: path, tgt: path}``.
-        test: a mapping from a test-set name to a split spec as above.
-        variant: ``tok`` or ``raw`` (Multi30k only).
-        tokenizer: ``none`` (pre-tokenised), ``moses`` or ``sentencepiece``; ``tokenizer_opts``
-            are passed on (``aggressive``, ``escape``, ``lowercase``, ``model_type``,
-            ``vocab_size``).
-        vocab_size, min_freq: keep the top-K words (paper: 50K) and/or words with count ≥ min_freq.
-        max_len, length_mode: drop (``filter``) or cut (``truncate``) training pairs over max_len.
-        batch_size, batch_by: sentences (paper: 128) or target tokens per batch.
-        mirror: a local directory laid out like the official data (else ``LUONG_LIT_DATA``).
-        prepare_workers: processes that tokenise the training corpus when its store is
-            prepared (default: one per core).
-        clean_control: replace control characters (other than tab) in the text by spaces;
-            by default a line holding one is an error that names the file and line.
+    Its keyword arguments are the keys of a data config, each a field of one group of
+    :mod:`luong_lit.data.loading.options` (where each is described), kept as ``self.corpus``,
+    ``self.tokenisation`` and ``self.batching``:
+
+    * :class:`~luong_lit.data.loading.options.Corpus`: ``dataset``, ``src_lang``, ``tgt_lang``,
+      ``train``, ``dev``, ``test``, ``variant``, ``mirror``, ``clean_control``;
+    * :class:`~luong_lit.data.loading.options.Tokenisation`: ``tokenizer``, ``tokenizer_opts``,
+      ``vocab_size``, ``min_freq``, ``max_len``, ``length_mode``, ``prepare_workers``,
+      ``preprocess``, ``recase_from`` (the last two describe the text for ``translate``, see
+      :mod:`luong_lit.data.text.user_text`: checked here, kept in the checkpoint);
+    * :class:`~luong_lit.data.loading.options.Batching`: ``batch_size``, ``batch_by``,
+      ``eval_batch_size``, ``chunk_batches``, ``seed``, ``num_workers``.
+
+    A key of none of them raises :class:`~luong_lit.validate.UnknownOption`.
     """
 
-    def __init__(
-        self,
-        dataset: str = "multi30k",
-        src_lang: str = "en",
-        tgt_lang: str = "de",
-        train: Any = "train",
-        dev: Any = "val",
-        test: dict[str, Any] | None = None,
-        variant: str = "tok",
-        tokenizer: str = "none",
-        tokenizer_opts: dict[str, Any] | None = None,
-        vocab_size: int | None = 50000,
-        min_freq: int = 1,
-        max_len: int | None = 50,
-        length_mode: str = "filter",
-        batch_size: int = 128,
-        batch_by: str = "sentences",
-        eval_batch_size: int = 128,
-        chunk_batches: int = 100,
-        seed: int = 1234,
-        mirror: str | None = None,
-        num_workers: int = 0,
-        prepare_workers: int | None = None,
-        clean_control: bool = False,
-        preprocess: Mapping | None = None,
-        recase_from: str | None = None,
-    ) -> None:
-        """``preprocess`` and ``recase_from`` describe the text for ``translate`` (see
-        :mod:`luong_lit.data.text.user_text`); checked here, kept in the checkpoint."""
+    @takes_options(*DATA_OPTIONS)
+    def __init__(self, **options: Any) -> None:
         super().__init__()
-        _check_numbers(locals())
-        Preprocessing.from_dict(preprocess)  # a wrong step name fails now, not at translation
-        if dataset not in DATASETS:
-            raise DataError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
-        self.cfg = {
-            "dataset": dataset,
-            "src_lang": src_lang,
-            "tgt_lang": tgt_lang,
-            "variant": variant,
-        }
-        if test is not None and not isinstance(test, Mapping):
-            raise ConfigError(
-                f"data.test must map test-set names to splits ({{name: {{src: PATH, tgt: PATH}}}}"
-                f" or {{name: SPLIT}}), got {test!r}"
-            )
-        self.train_spec, self.dev_spec, self.test_spec = train, dev, dict(test or {})
-        self.tokenizer_kind, self.tokenizer_opts = tokenizer, dict(tokenizer_opts or {})
-        self.vocab_size, self.min_freq = vocab_size, min_freq
-        self.max_len, self.length_mode = max_len, length_mode
-        self.batch_size, self.batch_by, self.eval_batch_size = batch_size, batch_by, eval_batch_size
-        self.chunk_batches, self.seed, self.num_workers = chunk_batches, seed, num_workers
-        self.mirror = mirror_dir(mirror)
-        self.prepare_workers, self.clean_control = prepare_workers, clean_control
+        groups = split_options(TranslationDataModule, DATA_OPTIONS, options)
+        self.corpus, self.tokenisation, self.batching = groups
+        self.mirror = mirror_dir(self.corpus.mirror)
         self.train_store: TokenStore | None = None
         self.splits: dict[str, Split] = {}
         self.src_vocab: Vocab | None = None
@@ -127,19 +65,24 @@ class TranslationDataModule(L.LightningDataModule):
         self._train_loader: ResumableLoader | None = None  # its position goes into checkpoints
         self._resume_position: dict[str, int] | None = None  # a checkpoint's, for the next loader
 
+    @property
+    def test_spec(self) -> dict[str, Any]:
+        """The test sets by name (``corpus.test``), each a split spec."""
+        return self.corpus.test
+
     # ------------------------------------------------------------------ reading
     def _paths(self, spec: Any) -> list[tuple[Path, Path]]:
         """(src, tgt) file pairs for a split spec."""
-        return split_files(spec, **self.cfg, mirror=self.mirror)
+        return split_files(spec, corpus=self.corpus, mirror=self.mirror)
 
     def read_pairs(self, spec: Any) -> tuple[list[str], list[str]]:
         """The source and target lines of a split spec (``train``, ``cfg.data.dev``, a list of
         corpora, ``{src: PATH, tgt: PATH}``), read as training reads them: checked, untokenised."""
-        return read_pairs(self._paths(spec), self.clean_control)
+        return read_pairs(self._paths(spec), self.corpus.clean_control)
 
     def _tokenize(self, name: str, src: Sequence[str], tgt: Sequence[str]) -> Split:
-        keep_text = name != "train" and self.tokenizer_kind != "none"
-        return tokenized_split(name, src, tgt, self.tokenizers, keep_text)
+        keep_text = name != "train" and self.tokenisation.tokenizer != "none"
+        return tokenized_split(name, src, tgt, tokenizers=self.tokenizers, keep_text=keep_text)
 
     def _encode(self, split: Split) -> None:
         split.encode(self.src_vocab, self.tgt_vocab)
@@ -147,28 +90,29 @@ class TranslationDataModule(L.LightningDataModule):
     # ------------------------------------------------------------------ setup
     def corpus_spec(self) -> CorpusSpec:
         """What decides the training store: files, direction, tokeniser, vocabulary, filter."""
+        corpus, tok = self.corpus, self.tokenisation
         return CorpusSpec(
-            files=tuple((str(s), str(t)) for s, t in self._paths(self.train_spec)),
-            src_lang=self.cfg["src_lang"],
-            tgt_lang=self.cfg["tgt_lang"],
-            tokenizer=self.tokenizer_kind,
-            tokenizer_opts=self.tokenizer_opts,
-            vocab_size=self.vocab_size,
-            min_freq=self.min_freq,
-            max_len=self.max_len,
-            length_mode=self.length_mode,
-            clean_control=self.clean_control,
+            files=tuple((str(s), str(t)) for s, t in self._paths(corpus.train)),
+            src_lang=corpus.src_lang,
+            tgt_lang=corpus.tgt_lang,
+            tokenizer=tok.tokenizer,
+            tokenizer_opts=tok.tokenizer_opts,
+            vocab_size=tok.vocab_size,
+            min_freq=tok.min_freq,
+            max_len=tok.max_len,
+            length_mode=tok.length_mode,
+            clean_control=corpus.clean_control,
         )
 
     def setup(self, stage: str | None = None) -> None:
         if self.src_vocab is not None:
             return
-        self.train_store = ensure_store(self.corpus_spec(), self.prepare_workers)
+        self.train_store = ensure_store(self.corpus_spec(), self.tokenisation.prepare_workers)
         store = self.train_store
         self.src_vocab, self.tgt_vocab = store.vocabs["src"], store.vocabs["tgt"]
         protos = {side: store.sentencepiece(side) for side in SIDES}
         self.tokenizers = make_tokenizers(self.corpus_spec(), protos)
-        self.splits = {"dev": self._tokenize("dev", *self.read_pairs(self.dev_spec))}
+        self.splits = {"dev": self._tokenize("dev", *self.read_pairs(self.corpus.dev))}
         for name, spec in self.test_spec.items():
             self.splits[name] = self._tokenize(name, *self.read_pairs(spec))
         for split in self.splits.values():
@@ -184,10 +128,13 @@ class TranslationDataModule(L.LightningDataModule):
     def read_train_split(self) -> Split:
         """The training split read, tokenised and encoded in memory, without the store (for
         aligning the corpus or building dictionaries from it). Needs :meth:`setup` first."""
-        src, tgt = self.read_pairs(self.train_spec)
+        src, tgt = self.read_pairs(self.corpus.train)
         train = self._tokenize("train", src, tgt)
         train.src_tokens, train.tgt_tokens = length_filter(
-            train.src_tokens, train.tgt_tokens, self.max_len, self.length_mode
+            train.src_tokens,
+            train.tgt_tokens,
+            max_len=self.tokenisation.max_len,
+            mode=self.tokenisation.length_mode,
         )
         self._encode(train)
         return train
@@ -201,17 +148,18 @@ class TranslationDataModule(L.LightningDataModule):
         model's own ``src`` and ``tgt`` tokenisers): the pieces model is then trained on it
         again (or taken from the cache), and the vocabularies rebuilt must equal the model's.
         """
-        if self.tokenizer_kind == "sentencepiece" and not tokenizers:
+        tok = self.tokenisation
+        if tok.tokenizer == "sentencepiece" and not tokenizers:
             self.setup("test")
             if self.src_vocab != src_vocab or self.tgt_vocab != tgt_vocab:
                 raise DataError(
                     f"the vocabularies rebuilt from the training data differ from the model's; "
-                    f"has the training data of {self.cfg['dataset']} changed?"
+                    f"has the training data of {self.corpus.dataset} changed?"
                 )
             return
-        for side, lang in (("src", self.cfg["src_lang"]), ("tgt", self.cfg["tgt_lang"])):
+        for side, lang in (("src", self.corpus.src_lang), ("tgt", self.corpus.tgt_lang)):
             self.tokenizers[side] = (tokenizers or {}).get(side) or make_tokenizer(
-                self.tokenizer_kind, lang, **self.tokenizer_opts
+                tok.tokenizer, lang, **tok.tokenizer_opts
             )
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         for name, spec in self.test_spec.items():
@@ -219,43 +167,44 @@ class TranslationDataModule(L.LightningDataModule):
             self._encode(self.splits[name])
 
     # ------------------------------------------------------------------ loaders
-    def _loader(self, split: Split | TokenStore, train: bool) -> DataLoader:
+    def _sampler(self, split: Split | TokenStore, train: bool):
+        """The examples of ``split`` and their batches: bucketed and shuffled in training,
+        sorted for evaluation (:class:`BucketBatchSampler`)."""
         if isinstance(split, TokenStore):
             examples, src_lens, tgt_lens = split, split.lengths["src"], split.lengths["tgt"]
         else:
             examples = split.examples()
             src_lens, tgt_lens = [len(e[1]) for e in examples], [len(e[2]) for e in examples]
+        b = self.batching
         sampler = BucketBatchSampler(
             src_lens,
             tgt_lens,
-            self.batch_size if train else self.eval_batch_size,
-            self.batch_by if train else "sentences",
-            self.chunk_batches,
+            batch_size=b.batch_size if train else b.eval_batch_size,
+            batch_by=b.batch_by if train else "sentences",
+            chunk_batches=b.chunk_batches,
             shuffle=train,
-            seed=self.seed,
+            seed=b.seed,
         )
         trainer = getattr(self, "trainer", None)
         if train and trainer is not None and trainer.world_size > 1:
             sampler.set_rank(trainer.global_rank, trainer.world_size)
+        return examples, sampler
+
+    def _loader(self, split: Split | TokenStore, train: bool) -> DataLoader:
+        examples, sampler = self._sampler(split, train)
         # its own generator: creating an iterator draws a seed, which must not move the global
         # random state (dropout masks) between a checkpoint and the batches that follow it
-        generator = torch.Generator().manual_seed(self.seed)
+        generator = torch.Generator().manual_seed(self.batching.seed)
+        loading = {
+            "batch_sampler": sampler,
+            "collate_fn": collate,
+            "num_workers": self.batching.num_workers,
+            "generator": generator,
+        }
         if not train:
-            return DataLoader(
-                examples,
-                batch_sampler=sampler,
-                collate_fn=collate,
-                num_workers=self.num_workers,
-                generator=generator,
-            )
+            return DataLoader(examples, **loading)
         self._train_loader = ResumableLoader(
-            examples,
-            batch_sampler=sampler,
-            collate_fn=collate,
-            num_workers=self.num_workers,
-            epoch=self._epoch,
-            limit=self._limit_batches,
-            generator=generator,
+            examples, epoch=self._epoch, limit=self._limit_batches, **loading
         )
         if self._resume_position is not None:
             self._train_loader.load_state_dict(self._resume_position)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from luong_lit.data.io import DataError, read_parallel
+from luong_lit.data.loading.options import Corpus
 from luong_lit.data.sources.fetch import resolve
 from luong_lit.data.sources.registry import corpus_source
 
@@ -35,12 +36,11 @@ class Split:
         return [(i, s, t) for i, (s, t) in enumerate(zip(self.src_ids, self.tgt_ids)) if s]
 
 
-def split_files(
-    spec: Any, dataset: str, variant: str, src_lang: str, tgt_lang: str, mirror: Path | None
-) -> list[tuple[Path, Path]]:
-    """(src, tgt) file pairs of a split spec: a split name or a list of them (a named corpus,
-    from ``mirror`` or its download), or ``{src: PATH, tgt: PATH}`` (``dataset=files``)."""
-    if dataset == "files":
+def split_files(spec: Any, *, corpus: Corpus, mirror: Path | None) -> list[tuple[Path, Path]]:
+    """(src, tgt) file pairs of a split spec: a split name or a list of them (a named corpus of
+    ``corpus.dataset``, from ``mirror`` or its download), or ``{src: PATH, tgt: PATH}``
+    (``dataset=files``)."""
+    if corpus.dataset == "files":
         if not hasattr(spec, "get") or not spec.get("src") or not spec.get("tgt"):
             raise DataError(
                 f"dataset=files needs each split as {{src: PATH, tgt: PATH}}, got {spec!r}"
@@ -48,9 +48,9 @@ def split_files(
         return [(Path(spec["src"]), Path(spec["tgt"]))]
     names = [spec] if isinstance(spec, str) else list(spec)
     return [
-        (
-            resolve(corpus_source(dataset, n, src_lang, variant), mirror),
-            resolve(corpus_source(dataset, n, tgt_lang, variant), mirror),
+        tuple(
+            resolve(corpus_source(corpus.dataset, n, lang, variant=corpus.variant), mirror)
+            for lang in (corpus.src_lang, corpus.tgt_lang)
         )
         for n in names
     ]
@@ -67,7 +67,7 @@ def read_pairs(files: list[tuple[Path, Path]], clean_control: bool) -> tuple[lis
 
 
 def tokenized_split(
-    name: str, src: Sequence[str], tgt: Sequence[str], tokenizers: dict, keep_text: bool
+    name: str, src: Sequence[str], tgt: Sequence[str], *, tokenizers: dict, keep_text: bool
 ) -> Split:
     """A split of ``src`` and ``tgt`` lines tokenised by ``tokenizers["src"]`` and ``["tgt"]``
     (``keep_text``: the target lines are kept too, as references for detokenised BLEU)."""

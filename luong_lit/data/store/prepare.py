@@ -46,7 +46,7 @@ def ensure_store(
     final.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(final.with_name(final.name + ".lock")):
         if not (final / "meta.json").is_file():  # another process may have built it meanwhile
-            build_store(spec, final, workers, progress)
+            build_store(spec, final, workers=workers, progress=progress)
     return TokenStore(final)
 
 
@@ -84,7 +84,7 @@ def make_tokenizers(spec: CorpusSpec, protos: dict[str, bytes] | None = None) ->
     }
 
 
-def length_filter(src: list[list[str]], tgt: list[list[str]], max_len: int | None, mode: str):
+def length_filter(src: list[list[str]], tgt: list[list[str]], *, max_len: int | None, mode: str):
     """Drop empty pairs, then drop (``filter``, paper §4.1) or cut (``truncate``) long ones."""
     if mode not in ("filter", "truncate"):
         raise DataError(f"data.length_mode must be 'filter' or 'truncate', got {mode!r}")
@@ -103,7 +103,7 @@ def _tokenize_chunk(chunk: tuple[list[str], list[str]]) -> dict[str, Any]:
     src = [tok["src"].tokenize(x) for x in chunk[0]]
     tgt = [tok["tgt"].tokenize(x) for x in chunk[1]]
     words = {"src": sum(map(len, src)), "tgt": sum(map(len, tgt))}
-    src, tgt = length_filter(src, tgt, spec.max_len, spec.length_mode)
+    src, tgt = length_filter(src, tgt, max_len=spec.max_len, mode=spec.length_mode)
     out: dict[str, Any] = {"read": len(chunk[0]), "kept": len(src), "words": words}
     for side, sents in (("src", src), ("tgt", tgt)):
         counts: Counter[str] = Counter()
@@ -126,17 +126,19 @@ def _encode_chunk(chunk: tuple[list[str], list[str]]) -> dict[str, tuple[bytes, 
 
 # ------------------------------------------------------------------ running the passes
 def ordered_map(
-    fn: Callable, items: Iterable, workers: int, init: Callable, initargs: tuple
+    fn: Callable, items: Iterable, *, workers: int, init: tuple[Callable, tuple]
 ) -> Iterator:
     """``fn(item)`` for each item, in order, in ``workers`` forked processes (or in this one),
-    with at most two items per worker in flight: the input is never read far ahead."""
+    each set up by ``init`` (an initialiser and its arguments), with at most two items per
+    worker in flight: the input is never read far ahead."""
+    initializer, initargs = init
     if workers <= 1:
-        init(*initargs)
+        initializer(*initargs)
         yield from map(fn, items)
         return
     import multiprocessing as mp
 
-    with mp.get_context("fork").Pool(workers, init, initargs) as pool:
+    with mp.get_context("fork").Pool(workers, initializer, initargs) as pool:
         pending: list = []
         for item in items:
             pending.append(pool.apply_async(fn, (item,)))
@@ -148,7 +150,7 @@ def ordered_map(
 
 def _line_chunks(spec: CorpusSpec) -> Iterator[tuple[list[str], list[str]]]:
     for src, tgt in spec.files:
-        yield from iter_parallel(src, tgt, CHUNK, spec.clean_control)
+        yield from iter_parallel(src, tgt, chunk=CHUNK, clean=spec.clean_control)
 
 
 def _train_sentencepiece(spec: CorpusSpec) -> dict[str, bytes]:
@@ -181,7 +183,7 @@ def _progress(total: int | None, enabled: bool | None, desc: str):
 
 
 def build_store(
-    spec: CorpusSpec, final: Path, workers: int | None = None, progress: bool | None = None
+    spec: CorpusSpec, final: Path, *, workers: int | None = None, progress: bool | None = None
 ) -> dict:
     """Build the store of ``spec`` into ``final`` (atomically); returns its ``meta.json``."""
     for stale in final.parent.glob(f".tmp-{final.name}-*"):  # a killed earlier build
@@ -189,14 +191,14 @@ def build_store(
     tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
     tmp.mkdir(parents=True)
     try:
-        meta = _build(spec, tmp, workers or default_workers(), progress)
+        meta = _build(spec, tmp, workers=workers or default_workers(), progress=progress)
         os.rename(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return meta
 
 
-def _build(spec: CorpusSpec, tmp: Path, workers: int, progress: bool | None) -> dict:
+def _build(spec: CorpusSpec, tmp: Path, *, workers: int, progress: bool | None) -> dict:
     t0 = time.perf_counter()
     protos = _train_sentencepiece(spec) if spec.tokenizer == "sentencepiece" else None
     counts = {side: Counter() for side in SIDES}
@@ -206,9 +208,8 @@ def _build(spec: CorpusSpec, tmp: Path, workers: int, progress: bool | None) -> 
         open(tmp / "tgt.tok", "w", encoding="utf-8") as ft,
     ):
         with _progress(None, progress, "tokenising") as bar:
-            for res in ordered_map(
-                _tokenize_chunk, _line_chunks(spec), workers, _init_tokenize, (spec, protos)
-            ):
+            init = (_init_tokenize, (spec, protos))
+            for res in ordered_map(_tokenize_chunk, _line_chunks(spec), workers=workers, init=init):
                 for side, fh in (("src", fs), ("tgt", ft)):
                     counts[side].update(res[side][0])
                     fh.write(res[side][1])
@@ -224,7 +225,9 @@ def _build(spec: CorpusSpec, tmp: Path, workers: int, progress: bool | None) -> 
     }
     _check_vocabularies(spec, vocabs, counts)
     dtype = id_dtype(max(len(v) for v in vocabs.values()))
-    sizes = _encode(tmp, vocabs, dtype, workers, progress, stats["pairs"])
+    sizes = _encode(
+        tmp, vocabs, dtype=dtype, workers=workers, progress=progress, total=stats["pairs"]
+    )
     for side in SIDES:
         (tmp / f"{side}.vocab").write_text(
             "".join(w + "\n" for w in vocabs[side].itos), encoding="utf-8"
@@ -264,16 +267,16 @@ def _check_vocabularies(
 
 
 def _encode(
-    tmp: Path, vocabs: dict[str, Vocab], dtype: np.dtype, workers: int, progress, total: int
+    tmp: Path, vocabs: dict[str, Vocab], *, dtype: np.dtype, workers: int, progress, total: int
 ) -> dict[str, int]:
     """Pass 2: the ids and offsets files of both sides; returns the files' sizes in bytes."""
     lengths: dict[str, list[np.ndarray]] = {side: [] for side in SIDES}
     files = {side: open(tmp / f"{side}.ids", "wb") for side in SIDES}
     try:
-        chunks = iter_parallel(tmp / "src.tok", tmp / "tgt.tok", CHUNK)
+        chunks = iter_parallel(tmp / "src.tok", tmp / "tgt.tok", chunk=CHUNK)
         init = (_init_encode, ({s: v.itos for s, v in vocabs.items()}, dtype.name))
         with _progress(total, progress, "encoding") as bar:
-            for res in ordered_map(_encode_chunk, chunks, workers, *init):
+            for res in ordered_map(_encode_chunk, chunks, workers=workers, init=init):
                 for side in SIDES:
                     files[side].write(res[side][0])
                     lengths[side].append(res[side][1])

@@ -1,0 +1,113 @@
+"""The options of :class:`~luong_lit.nn.Seq2Seq`, in four groups whose fields are the keys of its
+config (``model.net`` in ``conf/model/luong.yaml``; ``attention`` and ``score`` come from the
+config groups of those names).
+
+Each group is a frozen dataclass that checks its own values when it is made. ``Seq2Seq`` takes
+every field as a keyword argument, makes one object of each group, and hands the objects to the
+encoder and the decoder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from luong_lit.nn.init import INITS
+from luong_lit.validate import integer, one_of, positive, rate
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The dimensions: embeddings ``e``, LSTM cells ``d`` (also ``h_t``, ``h_bar_s``,
+    ``h_tilde_t``) and stacked layers ``L`` (paper: 1000, 1000, 4)."""
+
+    embed_size: int = 256
+    hidden_size: int = 256
+    num_layers: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("embed_size", "hidden_size", "num_layers"):
+            integer(name, getattr(self, name), 1)
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """The paper's switches, and the alternatives of other toolkits.
+
+    Attributes:
+        attention: ``none``, ``global``, ``local_m``, ``local_p``, or ``{"name": ..., **options}``
+            (§3.1–3.2).
+        score: ``dot``, ``general``, ``concat``, ``location``, or ``{"name": ..., **options}``
+            (Eq. 8–9).
+        feed_input: input feeding (§3.3).
+        reverse_source: read the source backwards (§4.1).
+        src_eos: append ``</s>`` to every source sentence, so the encoder reads it and attention
+            can rest on it (Joey NMT). False is the paper: attention covers the ``S`` source
+            words only (docs/paper_notes.md §0). With ``reverse_source`` the ``</s>`` is still
+            read last.
+        init_state: the decoder's initial state: ``copy`` (the paper: layer ``l`` starts from the
+            encoder's final ``(h, c)`` of layer ``l``), ``last`` (Joey NMT: the top layer's final
+            ``h`` as ``h`` and ``c`` of every layer) or ``zero``.
+        tie_output: use the target embedding matrix as ``W_s`` too (Press & Wolf, 2017). Needs
+            ``embed_size == hidden_size``. False is the paper: separate matrices.
+        bias: biases in LSTMs and linear layers (the authors' code has none,
+            docs/paper_notes.md §0).
+
+    Whether they make a model together is checked where the model is built
+    (:class:`~luong_lit.nn.Seq2Seq`), once its attention exists.
+    """
+
+    attention: Any = "global"
+    score: Any = "general"
+    feed_input: bool = True
+    reverse_source: bool = False
+    src_eos: bool = False
+    init_state: str = "copy"
+    tie_output: bool = False
+    bias: bool = True
+
+
+@dataclass(frozen=True)
+class Regularisation:
+    """Drop probabilities (docs/paper_notes.md §7).
+
+    Attributes:
+        dropout: on every LSTM layer's input (paper: 0.2).
+        hidden_dropout: on ``[c_t; h_t]`` before ``W_c`` (Eq. 5), as Joey NMT's
+            ``hidden_dropout``. 0 is the paper.
+        output_dropout: on ``h_tilde_t`` before ``W_s`` (Eq. 6) in training, as Zaremba et al.
+            (2014) and OpenNMT-py. 0 is the paper.
+    """
+
+    dropout: float = 0.0
+    hidden_dropout: float = 0.0
+    output_dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("dropout", "hidden_dropout", "output_dropout"):
+            rate(name, getattr(self, name))
+
+
+@dataclass(frozen=True)
+class Initialisation:
+    """How the parameters start (paper §4.1).
+
+    Attributes:
+        init: ``uniform`` (the paper: U(-init_scale, init_scale)) or ``xavier`` (Glorot
+            matrices, zero biases: Joey NMT).
+        init_scale: the uniform range (paper: 0.1).
+        forget_bias: initial LSTM forget-gate bias (needs ``bias``). 0 leaves the uniform draw;
+            tensorflow/nmt and Joey NMT start at 1.0, which speeds up early learning.
+    """
+
+    init: str = "uniform"
+    init_scale: float = 0.1
+    forget_bias: float = 0.0
+
+    def __post_init__(self) -> None:
+        positive("init_scale", self.init_scale)
+        one_of("init", self.init, INITS)
+
+
+#: The groups, in the order of ``Seq2Seq``'s signature (and of their checks).
+NET_OPTIONS = (Sizes, Architecture, Regularisation, Initialisation)
