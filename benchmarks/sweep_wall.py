@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from luong_lit.sweeps.job import most_at_once
+from luong_lit.sweeps.resources import most_at_once
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP = ["attention=local_p,global", "score=dot,general"]

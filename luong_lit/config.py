@@ -28,7 +28,7 @@ def _raw_compose(overrides: Sequence[str], config_name: str = "train"):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from luong_lit.sweeps.job import register_resolvers
+    from luong_lit.sweeps.resolvers import register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 import sacrebleu
-import torch
 
+from luong_lit.checkpoint import read_meta
 from luong_lit.data.loading.model_data import model_text
 from luong_lit.data.sources.fetch import local_mirror
 from luong_lit.data.text.recase import Recaser
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     extra = ["--beam", str(args.beam)] + (["--replace-unk"] if args.replace_unk else [])
     natural = translate(args.checkpoint, src, args.out / "natural.de", extra)
-    meta = torch.load(args.checkpoint, map_location="cpu", weights_only=True)["luong_lit"]
+    meta = read_meta(args.checkpoint)
     text = model_text(meta)  # a recipe's text: raw in, natural out
     tok, detok = text.source_tokenizer, text.detokenizer
     pre = [" ".join(tok.tokenize(x)) for x in src]

@@ -117,7 +117,7 @@ def test_notebook_executes_headless(runs, tiny_ladder, tmp_path):
 
 
 def test_runs_are_found_from_the_folder_jupyter_started_in_and_empty_patterns_named(runs, tmp_path):
-    from luong_lit.analysis.notebook import find_runs
+    from luong_lit.analysis.discovery import find_runs
 
     project = tmp_path / "project"
     shutil.copytree(runs["global"], project / "logs" / "train" / "runs" / "2026-01-01_00-00-00")
@@ -132,7 +132,7 @@ def test_runs_are_found_from_the_folder_jupyter_started_in_and_empty_patterns_na
 def test_patterns_resolve_in_one_folder_only(runs, tmp_path, capsys):
     """The user's folder has single runs, the repository a sweep: the default patterns
     (runs and multiruns) must not add the repository's sweep to the user's runs."""
-    from luong_lit.analysis.notebook import find_runs
+    from luong_lit.analysis.discovery import find_runs
 
     user, repo = tmp_path / "user", tmp_path / "repo"
     shutil.copytree(runs["global"], user / "logs" / "train" / "runs" / "a")
@@ -148,7 +148,7 @@ def test_patterns_resolve_in_one_folder_only(runs, tmp_path, capsys):
 
 
 def test_figures_folder_is_relative_to_where_jupyter_started(monkeypatch, tmp_path):
-    from luong_lit.analysis.notebook import figures_dir
+    from luong_lit.analysis.discovery import figures_dir
 
     monkeypatch.setenv("PWD", str(tmp_path))
     monkeypatch.setenv("LUONG_LIT_FIGURES", "figs")
@@ -188,7 +188,8 @@ def test_readme_notebook_command_runs_on_the_main_jobs_run_directory(runs, tmp_p
 
 
 def test_figure6_and_table6_say_what_they_read_or_what_is_missing(runs, tmp_path):
-    from luong_lit.analysis.notebook import aer_table, buckets_source
+    from luong_lit.analysis.decoded import buckets_source
+    from luong_lit.analysis.tables import aer_table
 
     run = tmp_path / "run"
     shutil.copytree(runs["global"], run)
@@ -228,7 +229,7 @@ def test_the_paper_row_stands_beside_runs_of_its_own_corpus_only(runs, tmp_path)
 
 
 def test_no_sweeps_yet_is_said_as_information_not_a_warning(runs, tmp_path, capsys, recwarn):
-    from luong_lit.analysis.notebook import DEFAULT_RUNS, find_runs
+    from luong_lit.analysis.discovery import DEFAULT_RUNS, find_runs
 
     shutil.copytree(runs["global"], tmp_path / "logs" / "train" / "runs" / "2026-01-01_00-00-00")
     assert len(find_runs(DEFAULT_RUNS, folders=[tmp_path])) == 1

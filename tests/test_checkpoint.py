@@ -54,7 +54,7 @@ def test_average_is_the_mean_of_every_parameter(tmp_path):
     assert (
         src_vocab.itos == SRC
         and tgt_vocab.itos == TGT
-        and meta["averaged_from"] == ["e0.ckpt", "e1.ckpt", "e2.ckpt"]
+        and meta.averaged_from == ("e0.ckpt", "e1.ckpt", "e2.ckpt")
     )
     for name, p in avg.named_parameters():
         by_hand = sum(dict(n.named_parameters())[name] for n in nets) / 3

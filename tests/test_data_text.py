@@ -7,7 +7,6 @@ import gzip
 from pathlib import Path
 
 import pytest
-import torch
 from conftest import DATA_MIRROR, needs_mirror
 
 from luong_lit.data.io import DataError
@@ -93,9 +92,11 @@ def test_recaser_takes_the_usual_form_and_copies_the_source_casing():
 
 
 def test_the_checkpoint_keeps_its_recipe_and_recaser(lowercase_model):
-    extra = torch.load(lowercase_model, weights_only=True)["luong_lit"]
-    assert extra["preprocess"]["lowercase"] and extra["preprocess"]["moses"]
-    assert extra["recaser"] == {"b": "B"}
+    from luong_lit.checkpoint import read_meta
+
+    meta = read_meta(lowercase_model)
+    assert meta.preprocess["lowercase"] and meta.preprocess["moses"]
+    assert meta.recaser == {"b": "B"}
 
 
 # ------------------------------------------------------------------ dictionaries

@@ -59,26 +59,31 @@ def test_evaluate_reads_only_the_test_set_and_keeps_raw_references(trained, tmp_
 
     out, test, _ = trained
     _, src_vocab, tgt_vocab, meta = load_model(out / "checkpoints" / "best.ckpt")
-    full = TranslationDataModule(**{k: v for k, v in meta["data"].items() if not k.startswith("_")})
+    full = TranslationDataModule(**{k: v for k, v in meta.data.items() if not k.startswith("_")})
     full.setup("test")
-    meta["data"]["train"] = {"src": str(tmp_path / "gone.src"), "tgt": str(tmp_path / "gone.tgt")}
+    gone = {"src": str(tmp_path / "gone.src"), "tgt": str(tmp_path / "gone.tgt")}
+    meta = meta.replace(data={**meta.data, "train": gone})
     loaded = load_split(meta, "toy", src_vocab, tgt_vocab)  # the training files are gone
     assert (
         loaded.split.src_ids == full.splits["toy"].src_ids
         and loaded.split.tgt_ids == full.splits["toy"].tgt_ids
     )
     assert loaded.raw_refs is None  # pre-tokenised data: no raw text besides the tokens
-    meta["data"]["tokenizer"] = "moses"
+    meta = meta.replace(data={**meta.data, "tokenizer": "moses"})
     moses = load_split(meta, "toy", src_vocab, tgt_vocab)
     assert moses.raw_refs == (Path(test["tgt"]).read_text(encoding="utf-8").splitlines())
 
 
 def test_evaluate_says_bleu_compares_lowercased_text_for_a_lowercased_corpus():
+    from luong_lit.checkpoint import CheckpointMeta
     from luong_lit.evaluation import compared, markdown
 
-    meta = {"data": {"dataset": "multi30k", "variant": "tok", "tokenizer": "none"}}
+    def meta_of(data: dict) -> CheckpointMeta:
+        return CheckpointMeta(net={}, src_vocab=(), tgt_vocab=(), data=data)
+
+    meta = meta_of({"dataset": "multi30k", "variant": "tok", "tokenizer": "none"})
     assert compared(meta).startswith("lowercased text")
-    assert compared({"data": {"dataset": "multi30k", "variant": "raw"}}) == "cased text"
+    assert compared(meta_of({"dataset": "multi30k", "variant": "raw"})) == "cased text"
     report = {"test": "t", "checkpoints": ["a.ckpt"], "ppl": [2.0], "decoding": {},
               "bleu": {"bleu_tok": 1.0, "bleu_detok": 1.0}, "unk_in_output": 0,
               "bleu_unk_replaced": {"bleu_tok": 1.0, "bleu_detok": 1.0}, "length_buckets": [],

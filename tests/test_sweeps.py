@@ -22,8 +22,8 @@ import yaml
 from conftest import REPO, compose_cfg, run_cli, run_env, step_of, tiny_overrides, train_command
 
 from luong_lit.config import CONF_DIR
-from luong_lit.sweeps.job import usable_cores
 from luong_lit.sweeps.pool import DevicePool
+from luong_lit.sweeps.resources import usable_cores
 
 pytestmark = pytest.mark.slow
 
@@ -129,7 +129,7 @@ def test_submitit_local_runs_each_job_as_its_own_process(resume_corpus, tmp_path
 def test_job_record_adds_up_tries_and_a_finished_run_keeps_its_record(tmp_path):
     from omegaconf import OmegaConf
 
-    from luong_lit.sweeps.job import job_resources
+    from luong_lit.sweeps.resources import job_resources
 
     cfg = OmegaConf.create({"paths": {"output_dir": str(tmp_path)}, "threads": 1})
     earlier = {"pid": 1, "tries": 1, "start": 100.0, "end": 160.0, "seconds": 60.0}
@@ -260,7 +260,7 @@ def test_a_sweeps_jobs_join_one_wandb_group_named_after_it(resume_corpus, tmp_pa
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf, open_dict
 
-    from luong_lit.sweeps.job import register_resolvers
+    from luong_lit.sweeps.resolvers import register_resolvers
 
     register_resolvers()
     overrides = ["logger=wandb", "attention=local_m", "seed=2"]
@@ -314,7 +314,7 @@ def test_report_groups_a_sweeps_seeds_into_mean_and_sd(tmp_path):
 
 
 def test_notebook_table4_groups_seeds_only_when_a_seed_repeats(tmp_path):
-    from luong_lit.analysis.notebook import table4
+    from luong_lit.analysis.tables import table4
 
     numbers = [{"ppl": 5.0 + i, "bleu": 30.0 + i, "dev": 6.0 + i} for i in range(3)]
     fake_run(tmp_path, 0, ["attention=global", "score=dot", "seed=1234"], numbers[0])
@@ -330,7 +330,7 @@ def test_notebook_table4_groups_seeds_only_when_a_seed_repeats(tmp_path):
 
 def test_notebook_figures_draw_a_cell_once_whatever_its_seeds(tmp_path):
     """Seeds share a system's name: keyed by name alone, one seed would hide the other."""
-    from luong_lit.analysis.notebook import cells
+    from luong_lit.analysis.tables import cells
 
     n = {"ppl": 5.0, "bleu": 30.0, "dev": 6.0}
     fake_run(tmp_path, 0, ["attention=global", "score=dot", "seed=1234"], n)
@@ -353,7 +353,7 @@ def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tm
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
 
-    from luong_lit.sweeps.job import job_resources
+    from luong_lit.sweeps.resources import job_resources
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -385,7 +385,7 @@ def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tm
 def test_most_at_once_counts_the_jobs_that_overlap_on_each_device():
     import random
 
-    from luong_lit.sweeps.job import most_at_once
+    from luong_lit.sweeps.resources import most_at_once
 
     rng = random.Random(0)
     for _ in range(50):
@@ -433,7 +433,7 @@ def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
 def test_a_sweeps_job_folders_name_what_the_sweep_varies_first(monkeypatch):
     """The design card's sweep with constant ``++trainer.*`` overrides: each folder name starts
     with the swept values, so that the runs can be told apart before any cut."""
-    from luong_lit.sweeps.job import SWEPT_ENV, dirname, note_swept
+    from luong_lit.sweeps.dirnames import SWEPT_ENV, dirname, note_swept
 
     monkeypatch.delenv(SWEPT_ENV, raising=False)
     argv = ["-m", "attention=local_p,global", "score=dot,general",

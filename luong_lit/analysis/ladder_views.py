@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.analysis.notebook import buckets_source, cell_buckets, decodable
+from luong_lit.analysis.decoded import buckets_source, cell_buckets, decodable
 from luong_lit.analysis.paper_numbers import LADDERS
 from luong_lit.analysis.runs import describe, own_evals
 

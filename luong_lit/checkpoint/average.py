@@ -15,16 +15,18 @@ from pathlib import Path
 import torch
 
 from luong_lit.checkpoint.files import atomic_save, read_checkpoint
+from luong_lit.checkpoint.meta import KEY, CheckpointMeta
 from luong_lit.errors import CheckpointError
 
 _SAME = ("net", "src_vocab", "tgt_vocab")  # what every averaged checkpoint must share
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> tuple[dict, CheckpointMeta]:
+    """A checkpoint's weights and its description."""
     ckpt = read_checkpoint(path)
     if "state_dict" not in ckpt:
         raise CheckpointError(f"{path}: no weights inside (state_dict is missing)")
-    return ckpt
+    return ckpt["state_dict"], CheckpointMeta.of(ckpt, path)
 
 
 def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -41,18 +43,19 @@ def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, 
     return out
 
 
-def _check_same_model(paths: Sequence[Path], ckpts: Sequence[dict]) -> None:
+def _check_same_model(
+    paths: Sequence[Path], states: Sequence[dict], metas: Sequence[CheckpointMeta]
+) -> None:
     """Every checkpoint describes the first one's network, vocabularies and parameter shapes."""
-    ref = ckpts[0]
-    shapes = {k: v.shape for k, v in ref["state_dict"].items()}
-    for p, c in zip(paths[1:], ckpts[1:]):
+    shapes = {k: v.shape for k, v in states[0].items()}
+    for p, state, meta in zip(paths[1:], states[1:], metas[1:]):
         for field in _SAME:
-            if c["luong_lit"].get(field) != ref["luong_lit"].get(field):
+            if getattr(meta, field) != getattr(metas[0], field):
                 raise CheckpointError(
                     f"{p}: its {field} differs from that of {paths[0]}; "
                     "only checkpoints of one model can be averaged"
                 )
-        if {k: v.shape for k, v in c["state_dict"].items()} != shapes:
+        if {k: v.shape for k, v in state.items()} != shapes:
             raise CheckpointError(
                 f"{p}: its parameters differ in name or shape from those of {paths[0]}"
             )
@@ -63,8 +66,8 @@ def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Path:
     paths = [Path(p) for p in paths]
     if not paths:
         raise CheckpointError("no checkpoints to average")
-    ckpts = [_read(p) for p in paths]
-    _check_same_model(paths, ckpts)
-    state = average_state_dicts([c["state_dict"] for c in ckpts])
-    meta = dict(ckpts[0]["luong_lit"], averaged_from=[p.name for p in paths])
-    return atomic_save({"state_dict": state, "luong_lit": meta}, out)
+    states, metas = zip(*(_read(p) for p in paths))
+    _check_same_model(paths, states, metas)
+    state = average_state_dicts(states)
+    meta = metas[0].replace(averaged_from=tuple(p.name for p in paths))
+    return atomic_save({"state_dict": state, KEY: meta.to_dict()}, out)

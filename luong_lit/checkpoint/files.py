@@ -1,5 +1,5 @@
-"""Checkpoint files: atomic writes, reading them safely (``weights_only``), and the run a
-checkpoint belongs to."""
+"""Checkpoint files: atomic writes, and reading them safely (``weights_only``), with the
+model description they keep (:mod:`luong_lit.checkpoint.meta`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.errors import CheckpointError
 
 
@@ -76,7 +77,8 @@ def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=Fal
     """A luong_lit checkpoint as a dict, read with ``torch.load(weights_only=True)``
     (``mmap``: its tensors mapped from the file, not read, for a look at its description).
 
-    Raises :class:`CheckpointError` for a missing, unreadable or foreign file.
+    Raises :class:`CheckpointError` for a missing, unreadable or foreign file, or one whose
+    description does not read (:meth:`CheckpointMeta.from_dict`).
     """
     path = Path(path)
     if not path.is_file():
@@ -87,7 +89,10 @@ def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=Fal
         raise _unpickling_error(path, str(err)) from None
     except Exception as err:  # torch raises many types for corrupt files
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(err).__name__})") from None
-    meta = ckpt.get("luong_lit") if isinstance(ckpt, dict) else None
-    if not isinstance(meta, dict) or "net" not in meta:
-        raise CheckpointError(f"{path}: not a luong_lit checkpoint (no model description inside)")
+    CheckpointMeta.of(ckpt, path)  # a luong_lit checkpoint whose description reads, or refused
     return ckpt
+
+
+def read_meta(path: str | os.PathLike) -> CheckpointMeta:
+    """The description a checkpoint keeps (:class:`CheckpointMeta`), its tensors left unread."""
+    return CheckpointMeta.of(read_checkpoint(path, mmap=True), path)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from luong_lit.checkpoint.files import read_checkpoint
+from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.data.vocab import Vocab
 from luong_lit.errors import CheckpointError, ConfigError
 from luong_lit.nn import Seq2Seq
@@ -68,28 +69,28 @@ def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int)
 
 def load_model(
     path: str | os.PathLike, map_location: str = "cpu"
-) -> tuple[Seq2Seq, Vocab, Vocab, dict]:
+) -> tuple[Seq2Seq, Vocab, Vocab, CheckpointMeta]:
     """Load a trained model from a Lightning checkpoint with ``weights_only=True``.
 
     Returns the network in eval mode, the source and target vocabularies, and the stored
-    metadata (net and data config).
+    description (:class:`~luong_lit.checkpoint.meta.CheckpointMeta`).
     """
     path = Path(path)
     ckpt = read_checkpoint(path, map_location)
-    meta = ckpt["luong_lit"]
+    meta = CheckpointMeta.of(ckpt, path)
     try:
         return _restore(ckpt, meta) + (meta,)
     except CheckpointError as err:
         raise CheckpointError(f"{path}: {err}") from None
 
 
-def _restore(ckpt: dict, meta: dict) -> tuple[Seq2Seq, Vocab, Vocab]:
+def _restore(ckpt: dict, meta: CheckpointMeta) -> tuple[Seq2Seq, Vocab, Vocab]:
     """The network (eval mode) and both vocabularies, or a :class:`CheckpointError`."""
     try:
-        src_vocab, tgt_vocab = Vocab(meta["src_vocab"]), Vocab(meta["tgt_vocab"])
-    except (KeyError, TypeError, ValueError) as err:
+        src_vocab, tgt_vocab = Vocab(meta.src_vocab), Vocab(meta.tgt_vocab)
+    except (TypeError, ValueError) as err:
         raise CheckpointError(f"damaged vocabularies ({type(err).__name__}: {err})") from None
-    net = build_net(meta["net"], len(src_vocab), len(tgt_vocab))
+    net = build_net(meta.net, len(src_vocab), len(tgt_vocab))
     weights = ckpt.get("state_dict")
     if not isinstance(weights, dict):
         raise CheckpointError("no weights inside (state_dict is missing)")
@@ -112,7 +113,7 @@ def load_models(paths, combine: str = "logits", map_location: str = "cpu"):
     """One model, or an :class:`~luong_lit.decoding.ensemble.Ensemble` of several checkpoints.
 
     All checkpoints must share both vocabularies. Returns ``(model, src_vocab, tgt_vocab,
-    metas)`` with one metadata dict per checkpoint.
+    metas)`` with one :class:`~luong_lit.checkpoint.meta.CheckpointMeta` per checkpoint.
     """
     from luong_lit.decoding.ensemble import Ensemble
 

@@ -51,7 +51,7 @@ def run(args) -> dict:
             raise ConfigError("give --align-convention or --member-conventions, not both")
         members = member_conventions(args.member_conventions, len(args.checkpoints))
     tr = Translator.load(args.checkpoints)
-    src, tgt, gold, flip = input_files(args, tr.meta.get("data") or {})
+    src, tgt, gold, flip = input_files(args, tr.meta.data)
     extra = None
     if args.baselines and args.extra_src and args.extra_tgt:
         extra = [[x.split() for x in read_lines(p)] for p in (args.extra_src, args.extra_tgt)]

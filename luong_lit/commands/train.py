@@ -20,7 +20,8 @@ from luong_lit.cli import user_error_message
 from luong_lit.config import CONF_DIR, compose, help_text
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.quiet import quiet
-from luong_lit.sweeps.job import note_swept, register_resolvers
+from luong_lit.sweeps.dirnames import note_swept
+from luong_lit.sweeps.resolvers import register_resolvers
 from luong_lit.training.run import (
     Interrupted,
     done_message,

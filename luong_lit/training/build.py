@@ -14,11 +14,12 @@ import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from omegaconf import DictConfig, OmegaConf
 
-from luong_lit.checkpoint import atomic_save
+from luong_lit.checkpoint import CheckpointMeta, atomic_save
 from luong_lit.data.sources.registry import cased_target_file
 from luong_lit.data.text.user_text import user_text
 from luong_lit.errors import ConfigError
 from luong_lit.training.instantiate import config_error, instantiate_all, instantiate_at, refused
+from luong_lit.training.lightning_internals import check_lightning_version
 from luong_lit.validate import integer
 
 
@@ -30,21 +31,29 @@ def resolved(cfg: DictConfig) -> dict[str, Any]:
         return OmegaConf.to_container(cfg, resolve=False)
 
 
-def checkpoint_extras(cfg: DictConfig, dm) -> dict[str, Any]:
+def checkpoint_meta(cfg: DictConfig, dm) -> CheckpointMeta:
     """What every checkpoint keeps besides the weights: the model and data description, the
     vocabularies and any sentencepiece models, so that decoding needs no training data."""
-    extra = {
-        "net": OmegaConf.to_container(cfg.model.net, resolve=True),
-        "src_vocab": dm.src_vocab.itos,
-        "tgt_vocab": dm.tgt_vocab.itos,
-        "data": OmegaConf.to_container(cfg.data, resolve=True),
-    }
-    cased = cased_target_file(extra["data"])
-    extra.update(user_text(extra["data"], cased))  # translate: raw text in, natural text out
-    extra["overrides"] = _overrides()  # how the run was asked for (to resume it as it was)
-    if dm.tokenizer_kind == "sentencepiece":  # translating later needs the same pieces
-        extra["sentencepiece"] = {side: tok.proto() for side, tok in dm.tokenizers.items()}
-    return extra
+    data = OmegaConf.to_container(cfg.data, resolve=True)
+    text = user_text(data, cased_target_file(data))  # translate: raw text in, natural text out
+    pieces = None
+    if dm.tokenisation.tokenizer == "sentencepiece":  # translating later needs the same pieces
+        pieces = {side: tok.proto() for side, tok in dm.tokenizers.items()}
+    return CheckpointMeta(
+        net=OmegaConf.to_container(cfg.model.net, resolve=True),
+        src_vocab=tuple(dm.src_vocab.itos),
+        tgt_vocab=tuple(dm.tgt_vocab.itos),
+        data=data,
+        overrides=tuple(_overrides()),  # how the run was asked for (to resume it as it was)
+        preprocess=text.get("preprocess"),
+        recaser=text.get("recaser"),
+        sentencepiece=pieces,
+    )
+
+
+def checkpoint_extras(cfg: DictConfig, dm) -> dict[str, Any]:
+    """:func:`checkpoint_meta` as the plain data every checkpoint stores."""
+    return checkpoint_meta(cfg, dm).to_dict()
 
 
 def _overrides() -> list[str]:
@@ -67,7 +76,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 def plugins() -> list[Any]:
     """Atomic checkpoint writes; on SLURM, Lightning's environment without its own requeue (a
-    sweep's submitit launcher requeues, after :class:`~luong_lit.training.resume.SignalCheckpoint`
+    sweep's submitit launcher requeues, after :class:`~luong_lit.training.signals.SignalCheckpoint`
     has saved the step: one mechanism, not two)."""
     from lightning.pytorch.plugins.environments import SLURMEnvironment
 
@@ -109,6 +118,7 @@ def _model_parts(cfg: DictConfig) -> tuple[Any, dict[str, Any]]:
 
 
 def _trainer(cfg: DictConfig):
+    check_lightning_version()  # the kit reaches into Lightning: only the versions it was tested on
     if str(cfg.trainer.get("accelerator")) in ("gpu", "cuda") and not torch.cuda.is_available():
         raise ConfigError(
             "trainer=gpu asks for a CUDA GPU, and torch finds none here "

@@ -20,16 +20,16 @@ from pathlib import Path
 
 import lightning as L
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
-from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+
+from luong_lit.training.lightning_internals import (
+    KeptCSVWriter,
+    csv_experiment,
+    drop_unset_wandb_anonymous,
+)
 
 
-class _AppendingWriter(ExperimentWriter):
+class _AppendingWriter(KeptCSVWriter):
     """Lightning's CSV writer, but an existing ``metrics.csv`` is kept and appended to."""
-
-    def _check_log_dir_exists(self) -> None:
-        if os.path.isfile(self.metrics_file_path):
-            with open(self.metrics_file_path, newline="") as fh:
-                self.metrics_keys = sorted(csv.DictReader(fh).fieldnames or [])
 
     def keep_until(self, step: int) -> None:
         """Drop the rows logged after ``step``: a resumed run logs those steps again."""
@@ -50,10 +50,7 @@ class ResumableCSVLogger(CSVLogger):
 
     @property
     def experiment(self) -> _AppendingWriter:
-        if self._experiment is None:
-            self._fs.makedirs(self.root_dir, exist_ok=True)
-            self._experiment = _AppendingWriter(log_dir=self.log_dir)
-        return self._experiment
+        return csv_experiment(self, _AppendingWriter)
 
 
 class ResumableWandbLogger(WandbLogger):
@@ -64,8 +61,7 @@ class ResumableWandbLogger(WandbLogger):
         kwargs.setdefault("id", run_id)
         kwargs.setdefault("resume", "allow")
         super().__init__(save_dir=save_dir, **kwargs)
-        if self._wandb_init.get("anonymous") is None:  # wandb warns of the key, even unset
-            self._wandb_init.pop("anonymous", None)
+        drop_unset_wandb_anonymous(self)  # wandb warns of the key, even unset
 
 
 class ResumedLogs(L.Callback):

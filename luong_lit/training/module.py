@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 from torchmetrics import SumMetric
 
+from luong_lit.checkpoint.meta import KEY as META_KEY
 from luong_lit.data.loading.batching import Batch
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
@@ -38,7 +39,8 @@ class LuongLitModule(L.LightningModule):
         clip_exclude_embeddings: compute the clipping norm (``trainer.gradient_clip_val``)
             without the embeddings, as nmt.matlab, while still rescaling every parameter
             (docs/paper_notes.md §8).
-        extra_state: plain data stored in every checkpoint (vocabularies, net config).
+        extra_state: the model's description, stored in every checkpoint (plain data:
+            :meth:`~luong_lit.checkpoint.meta.CheckpointMeta.to_dict`).
     """
 
     def __init__(
@@ -145,7 +147,7 @@ class LuongLitModule(L.LightningModule):
                 p.grad.mul_(gradient_clip_val / (norm + 1e-6))
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["luong_lit"] = self.extra_state
+        checkpoint[META_KEY] = self.extra_state  # a CheckpointMeta as plain data
         checkpoint["rng_torch"] = torch.get_rng_state()
         if torch.cuda.is_available():
             checkpoint["rng_cuda"] = torch.cuda.get_rng_state_all()

@@ -18,13 +18,15 @@ from typing import Any
 
 import torch
 
+from luong_lit.training.lightning_internals import optimizer_unscales_in_step
+
 log = logging.getLogger(__name__)
 
 
 def _fused(optimizer: Any) -> bool:
     """Whether an optimizer (or its factory) steps in its fused form, unscaling inside it."""
     if isinstance(optimizer, torch.optim.Optimizer):
-        return bool(getattr(optimizer, "_step_supports_amp_scaling", False))
+        return optimizer_unscales_in_step(optimizer)
     return bool(getattr(optimizer, "keywords", {}).get("fused"))
 
 

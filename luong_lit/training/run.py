@@ -15,11 +15,13 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from luong_lit.checkpoint.resumable import check_resumable
 from luong_lit.quiet import quiet
 from luong_lit.runtime import configure_cpu_from
-from luong_lit.sweeps.job import earlier_work, job_resources
+from luong_lit.sweeps.earlier import earlier_work
+from luong_lit.sweeps.resources import job_resources
 from luong_lit.training.precision import note_cpu_mixed
-from luong_lit.training.resume import SignalCheckpoint, check_resumable
+from luong_lit.training.signals import SignalCheckpoint
 
 log = logging.getLogger(__name__)
 

@@ -1,13 +1,15 @@
 """The data of a trained model: its test sets and tokenisers, as its training data was read.
 
-A checkpoint keeps its data description (``meta["data"]``); these functions rebuild the
-model's datamodule from it, so that ``evaluate``, ``translate``, ``align`` and the analysis
-read test sets and raw text exactly as training did.
+A checkpoint keeps its data description (``meta.data`` of its
+:class:`~luong_lit.checkpoint.meta.CheckpointMeta`); these functions rebuild the model's
+datamodule from it, so that ``evaluate``, ``translate``, ``align`` and the analysis read test
+sets and raw text exactly as training did.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Protocol
 
 from luong_lit.data.text.model_text import RecipeText, TokenizedText
 from luong_lit.data.text.preprocess import Preprocessing, recipe_for
@@ -16,14 +18,32 @@ from luong_lit.data.text.tokenize import WhitespaceTokenizer, make_tokenizer
 from luong_lit.errors import CheckpointError, ConfigError, DataError
 
 
-def stored_tokenizers(meta: dict) -> dict | None:
+class ModelMeta(Protocol):
+    """What these functions read of a checkpoint's description: the fields of
+    :class:`~luong_lit.checkpoint.meta.CheckpointMeta` about its text (the data layer reads
+    them without importing the checkpoints' layer)."""
+
+    @property
+    def data(self) -> Mapping[str, Any]: ...
+
+    @property
+    def preprocess(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def recaser(self) -> Mapping[str, str] | None: ...
+
+    @property
+    def sentencepiece(self) -> Mapping[str, bytes] | None: ...
+
+
+def stored_tokenizers(meta: ModelMeta) -> dict | None:
     """The sentencepiece tokenisers a checkpoint keeps (``src``, ``tgt``), or None."""
     from luong_lit.data.text.tokenize import SentencePieceTokenizer
 
-    protos = meta.get("sentencepiece")
+    protos = meta.sentencepiece
     if not protos:
         return None
-    lowercase = bool(((meta.get("data") or {}).get("tokenizer_opts") or {}).get("lowercase", False))
+    lowercase = bool((meta.data.get("tokenizer_opts") or {}).get("lowercase", False))
     try:
         return {
             side: SentencePieceTokenizer.from_proto(protos[side], lowercase)
@@ -35,11 +55,11 @@ def stored_tokenizers(meta: dict) -> dict | None:
         ) from None
 
 
-def datamodule_for(meta: dict, tests: dict | None = None, setup: bool = True):
+def datamodule_for(meta: ModelMeta, tests: dict | None = None, setup: bool = True):
     """The model's own dataset, tokenised as in training, with the given test sets."""
     from luong_lit.data.loading.datamodule import TranslationDataModule
 
-    cfg = {k: v for k, v in (meta.get("data") or {}).items() if not k.startswith("_")}
+    cfg = {k: v for k, v in meta.data.items() if not k.startswith("_")}
     cfg["mirror"] = None  # this machine's LUONG_LIT_DATA, not the training machine's
     cfg["test"] = dict(tests or {})
     try:
@@ -62,11 +82,11 @@ class TestSet(NamedTuple):
     raw_refs: list[str] | None  # untokenised references, where the data was tokenised here
 
 
-def load_split(meta: dict, name: str, src_vocab, tgt_vocab) -> TestSet:
+def load_split(meta: ModelMeta, name: str, src_vocab, tgt_vocab) -> TestSet:
     """The test split ``name`` of the model's dataset, tokenised as in training and encoded with
     the model's vocabularies. The training data is not read (except for a sentencepiece model
     whose checkpoint does not keep its pieces model)."""
-    data = meta.get("data") or {}
+    data = meta.data
     dm = datamodule_for(meta, {name: dict(data.get("test") or {}).get(name, name)}, setup=False)
     dm.setup_test(src_vocab, tgt_vocab, stored_tokenizers(meta))
     split = dm.splits[name]
@@ -75,40 +95,40 @@ def load_split(meta: dict, name: str, src_vocab, tgt_vocab) -> TestSet:
     return TestSet(split, data.get("tgt_lang", "de"), dm.tokenizers["tgt"], raw)
 
 
-def test_set_names(meta: dict) -> list[str]:
+def test_set_names(meta: ModelMeta) -> list[str]:
     """The test sets the model's training config named (``data.test``), in its order."""
-    return list(dict((meta.get("data") or {}).get("test") or {}))
+    return list(dict(meta.data.get("test") or {}))
 
 
-def load_train_split(meta: dict):
+def load_train_split(meta: ModelMeta):
     """The model's training split (length-filtered, tokenised), e.g. to align it."""
     return datamodule_for(meta).read_train_split()
 
 
-def _recipe(meta: dict, data: dict) -> Preprocessing:
+def _recipe(meta: ModelMeta, data: Mapping) -> Preprocessing:
     """The checkpoint's recipe; a checkpoint from before recipes were kept: its corpus's."""
     try:
-        if "preprocess" in meta:
-            return Preprocessing.from_dict(meta["preprocess"], "the checkpoint's preprocess")
+        if meta.preprocess is not None:
+            return Preprocessing.from_dict(meta.preprocess, "the checkpoint's preprocess")
         return recipe_for(data)
     except ConfigError as err:
         raise CheckpointError(str(err)) from None
 
 
-def model_recipe(meta: dict) -> Preprocessing:
+def model_recipe(meta: ModelMeta) -> Preprocessing:
     """How the model's training text was made from raw text (identity if not known)."""
-    data = meta.get("data") or {}
+    data = meta.data
     recipe = _recipe(meta, data)
     if (data.get("tokenizer_opts") or {}).get("lowercase"):
         recipe = Preprocessing(**{**recipe.to_dict(), "lowercase": True})
     return recipe
 
 
-def _recaser(meta: dict, data: dict, recipe: Preprocessing) -> Recaser | None:
+def _recaser(meta: ModelMeta, data: Mapping, recipe: Preprocessing) -> Recaser | None:
     """The checkpoint's recaser; for an older checkpoint, learned now if its data is at hand."""
-    if meta.get("recaser"):
-        return Recaser(meta["recaser"])
-    if "preprocess" in meta or not recipe.lowercase:
+    if meta.recaser:
+        return Recaser(meta.recaser)
+    if meta.preprocess is not None or not recipe.lowercase:
         return None
     from luong_lit.data.sources.registry import cased_target_file
     from luong_lit.data.text.user_text import user_text
@@ -120,7 +140,7 @@ def _recaser(meta: dict, data: dict, recipe: Preprocessing) -> Recaser | None:
     return Recaser(forms) if forms else None
 
 
-def model_text(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab=None):
+def model_text(meta: ModelMeta, pretokenized: bool = False, src_vocab=None, tgt_vocab=None):
     """How text reaches the model of ``meta`` and leaves it, as its training data was read
     (:mod:`luong_lit.data.text.model_text`); ``pretokenized``: input and output stay tokens.
 
@@ -128,7 +148,7 @@ def model_text(meta: dict, pretokenized: bool = False, src_vocab=None, tgt_vocab
     rebuilt from the training data (or taken from the cache), which must still give the
     model's vocabularies.
     """
-    data = meta.get("data") or {}
+    data = meta.data
     kind, opts = data.get("tokenizer", "none"), dict(data.get("tokenizer_opts") or {})
     src_lang, tgt_lang = data.get("src_lang", "en"), data.get("tgt_lang", "de")
     if kind == "none" and not pretokenized:

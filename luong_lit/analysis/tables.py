@@ -1,0 +1,76 @@
+"""The notebook's tables and groups of runs: Table 4 (runs that differ only by their seed are one
+row, mean ± sd), the cells of the figures (:func:`cells`) and Table 6, AER (:func:`aer_table`).
+Each reads what ``train`` and ``align`` wrote into the run directories. The ladders' tables and
+figures: :mod:`luong_lit.analysis.ladder_views`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from luong_lit.analysis.runs import run_label
+
+
+def cells(runs: Sequence[Path]) -> dict[str, list[Path]]:
+    """Runs grouped as :func:`table4` groups them (runs that differ only by their seed are one
+    cell), keyed by a figure label: the system (``global (general)``), then the cell's
+    overrides where two cells share a system, and the number of seeds where there are several."""
+    from luong_lit.analysis.cells import cell_of
+
+    groups: dict[str, list[Path]] = {}
+    for run in runs:
+        groups.setdefault(cell_of(run), []).append(run)
+    systems = [run_label(members[0]) for members in groups.values()]
+    out: dict[str, list[Path]] = {}
+    for (cell, members), system in zip(groups.items(), systems):
+        label = f"{system} [{cell}]" if systems.count(system) > 1 else system
+        out[label + (f", {len(members)} seeds" if len(members) > 1 else "")] = members
+    return out
+
+
+def table4(runs: Sequence[Path]) -> str:
+    """Table 4 from run directories: runs that differ only by their seed are one row, mean ±
+    sd (``python -m luong_lit report`` on a sweep); one row per run when no seed repeats."""
+    from luong_lit.analysis.cells import group, markdown_cells, read_run
+    from luong_lit.analysis.runs import markdown
+
+    rows = [read_run(r) for r in runs]
+    cells = group(rows)
+    return markdown_cells(cells) if any(c["n"] > 1 for c in cells) else markdown(rows)
+
+
+def _aer_row(label: str, rep: dict) -> str:
+    other = rep.get("aer_by_convention", {}).get("predicted")
+    unk = rep.get("unk_token_share")
+    cells = [f"{rep['aer']:.3f}", "" if other is None else f"{other:.3f}"]
+    cells.append("" if unk is None else f"{100 * unk:.1f} %")
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
+def aer_table(runs: Sequence[Path]) -> str:
+    """Table 6 in Markdown: each run's AER (``align.json``), an ensemble led by it
+    (``align_ensemble.json``), the predicted-word convention's AER and the share of ``<unk>``
+    tokens beside it, then the baselines."""
+    lines = ["| system | AER | AER, predicted word | `<unk>` tokens |", "|---|---:|---:|---:|"]
+    baselines: dict[str, float] = {}
+    for run in runs:
+        for name in ("align.json", "align_ensemble.json"):
+            if not (run / name).is_file():
+                continue
+            rep = json.loads((run / name).read_text())
+            label = run_label(run)
+            if name == "align_ensemble.json":
+                label = f"ensemble of {len(rep.get('checkpoints', []))} (with {label})"
+                if str(rep.get("convention", "")).startswith("per member"):
+                    label += f", {rep['convention']}"  # each member read in its own convention
+            lines.append(_aer_row(label, rep))
+            baselines.update(rep.get("baselines", {}))
+    if len(lines) == 2:
+        return (
+            "No run has an AER yet: `python -m luong_lit align RUN/checkpoints/best.ckpt "
+            "--rwth --baselines` writes `RUN/align.json`.\n"
+        )
+    lines += [f"| {name} | {value:.3f} | | |" for name, value in baselines.items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,173 @@
+"""What a checkpoint keeps beside its weights (``ckpt["luong_lit"]``), as one typed, versioned
+schema: :class:`CheckpointMeta`. Training writes it (:mod:`luong_lit.training.build`), and
+everything that reads a checkpoint reads it through :meth:`CheckpointMeta.of`.
+
+What is stored is plain data (strings, numbers, bytes, lists and dicts), so that
+``torch.load(weights_only=True)`` reads it. A checkpoint is untrusted: every field's type is
+checked, and a description that cannot be read (a newer version, a missing field, a field of
+the wrong type) is refused with a :class:`~luong_lit.errors.CheckpointError` naming the file.
+
+Versions:
+
+1. no ``version`` key: ``net``, ``src_vocab`` and ``tgt_vocab``, and where they were known
+   ``data``, ``overrides``, ``preprocess``, ``recaser``, ``sentencepiece`` and
+   ``averaged_from`` (any other key is left unread);
+2. ``version: 2``: the same fields, ``data`` and ``overrides`` always there, nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from luong_lit.errors import CheckpointError
+
+KEY = "luong_lit"  #: where a checkpoint keeps its description
+VERSION = 2  #: the version this kit writes
+_REQUIRED = {  # the fields a description of each version always holds
+    1: ("net", "src_vocab", "tgt_vocab"),
+    2: ("net", "src_vocab", "tgt_vocab", "data", "overrides"),
+}
+
+
+@dataclass(frozen=True)
+class CheckpointMeta:
+    """A trained model's description: what decoding needs besides the weights, without the
+    training data.
+
+    Attributes:
+        net: the resolved ``model.net`` config (built by :func:`~luong_lit.checkpoint.build_net`).
+        src_vocab, tgt_vocab: the vocabularies' symbols, ids 0–3 the specials.
+        data: the resolved ``data`` config (how the text was read and tokenised).
+        overrides: the command line's overrides of the run (to resume it as it was).
+        preprocess: the corpus's preprocessing recipe, where the kit does not tokenise (a
+            :class:`~luong_lit.data.text.preprocess.Preprocessing` as a dict), else None.
+        recaser: lowercase form → cased form, for a lowercased corpus with a cased text.
+        sentencepiece: the serialised sentencepiece models (``src``, ``tgt``), if any.
+        averaged_from: for an average of checkpoints, their file names.
+        version: the schema's version the description was written in (1: no version key).
+    """
+
+    net: dict[str, Any]
+    src_vocab: tuple[str, ...]
+    tgt_vocab: tuple[str, ...]
+    data: dict[str, Any] = field(default_factory=dict)
+    overrides: tuple[str, ...] = ()
+    preprocess: dict[str, Any] | None = None
+    recaser: dict[str, str] | None = None
+    sentencepiece: dict[str, bytes] | None = None
+    averaged_from: tuple[str, ...] | None = None
+    version: int = VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a checkpoint stores: plain data, in the current version (fields that are None
+        are left out)."""
+        out: dict[str, Any] = {
+            "version": VERSION,
+            "net": dict(self.net),
+            "src_vocab": list(self.src_vocab),
+            "tgt_vocab": list(self.tgt_vocab),
+            "data": dict(self.data),
+            "overrides": list(self.overrides),
+        }
+        for name in ("preprocess", "recaser", "sentencepiece"):
+            if getattr(self, name) is not None:
+                out[name] = dict(getattr(self, name))
+        if self.averaged_from is not None:
+            out["averaged_from"] = list(self.averaged_from)
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Any, source: str | os.PathLike = "checkpoint") -> CheckpointMeta:
+        """The description ``raw`` (version 1 or 2), every field checked; ``source``: the file
+        named in the error."""
+        if not isinstance(raw, dict) or "net" not in raw:
+            raise CheckpointError(
+                f"{source}: not a luong_lit checkpoint (no model description inside)"
+            )
+        version = _version(raw, source)
+        missing = [k for k in _REQUIRED[version] if k not in raw]
+        if missing:
+            raise CheckpointError(
+                f"{source}: damaged model description (version {version}): no "
+                f"{', '.join(missing)} inside"
+            )
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(str(k) for k in raw if k not in names) if version > 1 else []
+        if unknown:
+            raise CheckpointError(
+                f"{source}: damaged model description (version {version}): unknown field "
+                f"{', '.join(unknown)}"
+            )
+        fields = {k: _checked(k, raw[k], source) for k in names if k in raw and k != "version"}
+        return cls(**fields, version=version)
+
+    @classmethod
+    def of(cls, checkpoint: Any, source: str | os.PathLike = "checkpoint") -> CheckpointMeta:
+        """The description inside a loaded checkpoint (the whole dict ``torch.load`` gave)."""
+        raw = checkpoint.get(KEY) if isinstance(checkpoint, dict) else None
+        return cls.from_dict(raw, source)
+
+    def replace(self, **changes) -> CheckpointMeta:
+        """A copy with ``changes`` (:func:`dataclasses.replace`)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _version(raw: dict, source) -> int:
+    version = raw.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CheckpointError(f"{source}: damaged model description (version {version!r})")
+    if version > VERSION:
+        raise CheckpointError(
+            f"{source}: its model description is version {version}, newer than this luong_lit "
+            f"reads (1 to {VERSION}): load it with the luong_lit that wrote it, or a newer one"
+        )
+    return version
+
+
+def _strings(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value):
+        return tuple(value)
+    return None
+
+
+def _mapping(value: Any, of: type | None = None) -> dict | None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        return None
+    if of is not None and not all(isinstance(v, of) for v in value.values()):
+        return None
+    return dict(value)
+
+
+#: each field: how its stored value becomes the field's (None: the wrong type), and in words
+_FIELDS: dict[str, tuple[Callable[[Any], Any], str]] = {
+    "net": (_mapping, "a dict"),
+    "src_vocab": (_strings, "a list of strings"),
+    "tgt_vocab": (_strings, "a list of strings"),
+    "data": (_mapping, "a dict"),
+    "overrides": (_strings, "a list of strings"),
+    "preprocess": (_mapping, "a dict"),
+    "recaser": (lambda v: _mapping(v, str), "a dict of strings"),
+    "sentencepiece": (lambda v: _mapping(v, bytes), "a dict of bytes"),
+    "averaged_from": (_strings, "a list of strings"),
+}
+_OPTIONAL = ("preprocess", "recaser", "sentencepiece", "averaged_from")
+
+
+def _checked(name: str, value: Any, source) -> Any:
+    """The field ``name``'s value, or a :class:`CheckpointError` naming ``source``."""
+    if value is None and name in _OPTIONAL:
+        return None
+    if name == "data" and value is None:  # an older checkpoint without a data description
+        return {}
+    convert, expected = _FIELDS[name]
+    out = convert(value)
+    if out is None:
+        raise CheckpointError(
+            f"{source}: damaged model description: {name} should be {expected}, "
+            f"got {type(value).__name__}"
+        )
+    return out

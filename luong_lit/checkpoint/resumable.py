@@ -1,0 +1,68 @@
+"""Whether a checkpoint may be resumed with a training config: the weights of the model it
+describes (:class:`~luong_lit.checkpoint.meta.CheckpointMeta`) must fit the model the config
+asks for. A checkpoint of another model is refused before any weight is loaded, in one line
+that says what it was trained with, what the command asks for, and how to resume it as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from luong_lit.checkpoint.files import read_meta
+from luong_lit.checkpoint.models import NOT_NET_ARGS, build_net
+from luong_lit.errors import ConfigError
+
+
+def resumed_checkpoint(cfg, ckpt_path) -> Path | None:
+    """The file ``ckpt_path`` names (``last``: the run's ``checkpoints/last.ckpt``), if any."""
+    if not ckpt_path:
+        return None
+    if ckpt_path == "last":
+        return Path(cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
+    return Path(ckpt_path) if ckpt_path not in ("best", "hpc", "registry") else None
+
+
+def _described(value) -> str:
+    if isinstance(value, dict) and "name" in value:
+        opts = ", ".join(f"{k}={v}" for k, v in value.items() if k != "name")
+        return value["name"] + (f" ({opts})" if opts else "")
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _as_override(key: str, value) -> str:
+    if isinstance(value, dict) and "name" in value:  # an attention or a score: its group
+        return f"{key}={value['name']}"
+    return f"model.net.{key}={_described(value)}"
+
+
+def _shapes(net) -> dict[str, tuple]:
+    return {k: tuple(v.shape) for k, v in net.state_dict().items()}
+
+
+def check_resumable(cfg, ckpt_path) -> None:
+    """Refuse to resume a checkpoint into another model: say what it was trained with, what
+    the command asks for, and how to resume it as it was (before any weight is loaded)."""
+    import hydra
+    import torch
+    from omegaconf import OmegaConf
+
+    path = resumed_checkpoint(cfg, ckpt_path)
+    if path is None or not path.is_file():
+        return
+    meta = read_meta(path)
+    was, now = meta.net, OmegaConf.to_container(cfg.model.net, resolve=True)
+    with torch.device("meta"):  # the two models' weights, none allocated
+        same = _shapes(build_net(was, 8, 8)) == _shapes(hydra.utils.instantiate(now)(8, 8))
+    if same:
+        return  # the same weights (another dropout, say): Lightning resumes it
+    keys = sorted(
+        k for k in set(was) | set(now) if k not in NOT_NET_ARGS and was.get(k) != now.get(k)
+    )
+    trained = ", ".join(f"{k}={_described(was.get(k))}" for k in keys)
+    asked = ", ".join(f"{k}={_described(now.get(k))}" for k in keys)
+    fix = list(meta.overrides) or [_as_override(k, was.get(k)) for k in keys if k in was]
+    raise ConfigError(
+        f"{path} was trained with {trained}, and this command asks for {asked}: its weights "
+        f"would not fit. Resume it as it was: python -m luong_lit.train "
+        f"hydra.run.dir={path.parent.parent} ckpt_path={ckpt_path} {' '.join(fix)}"
+    )

@@ -1,0 +1,87 @@
+"""The ``luong_lit.*`` resolvers of the configs (:func:`register_resolvers`), used by
+``conf/hydra/``, ``conf/hydra/launcher/``, ``conf/logger/wandb.yaml`` and the paper's recipes
+(``conf/recipes/``): the number of parallel jobs, SLURM's GPU and task counts, the W&B group,
+name and tags of a sweep's job, a job's directory name (:mod:`luong_lit.sweeps.dirnames`) and
+the paper's epochs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from luong_lit.errors import ConfigError
+from luong_lit.sweeps.dirnames import dirname
+from luong_lit.sweeps.job import sweep_job
+from luong_lit.sweeps.resources import usable_cores
+
+
+def n_jobs(accelerator: str, jobs_per_gpu: int) -> int:
+    """Jobs at once on this machine: GPUs × jobs per GPU, or one per CPU core."""
+    import torch
+
+    gpus = torch.cuda.device_count() if str(accelerator) != "cpu" else 0
+    return gpus * int(jobs_per_gpu) if gpus else usable_cores()
+
+
+def slurm_gpus(accelerator: str, devices: Any) -> int | None:
+    """``gpus_per_node`` for SLURM: the trainer's device count (None on CPU)."""
+    if str(accelerator) == "cpu":
+        return None
+    try:
+        return int(devices)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"SLURM needs a number of GPUs per node: set trainer.devices=N (got {devices!r})"
+        ) from None
+
+
+def slurm_tasks(accelerator: str, devices: Any) -> int:
+    """``tasks_per_node``: one task per GPU, as Lightning's SLURM environment expects."""
+    return slurm_gpus(accelerator, devices) or 1
+
+
+def wandb_group() -> str | None:
+    """A sweep's jobs join one W&B group, named after the sweep's directory."""
+    job = sweep_job()
+    return None if job is None else "/".join(Path(job.sweep_dir).parts[-2:])
+
+
+def wandb_name(default: str) -> str:
+    job = sweep_job()
+    return default if job is None else (job.override_dirname or f"job{job.num}")
+
+
+def wandb_tags() -> list[str]:
+    job = sweep_job()
+    return [] if job is None else [o[:64] for o in job.overrides]  # W&B's limit per tag
+
+
+def paper_epochs(dropout: Any) -> int:
+    """The paper's epochs (§4.1): 10, or 12 for a model trained with dropout."""
+    return 12 if float(dropout) > 0 else 10
+
+
+def paper_halving_after(dropout: Any) -> int:
+    """The paper's epochs before halving (§4.1): 5, or 8 for a model trained with dropout."""
+    return 8 if float(dropout) > 0 else 5
+
+
+def register_resolvers() -> None:
+    """Make the ``luong_lit.*`` resolvers known to OmegaConf (once per process)."""
+    resolvers = {
+        "luong_lit.n_jobs": n_jobs,
+        "luong_lit.dirname": dirname,
+        "luong_lit.slurm_gpus": slurm_gpus,
+        "luong_lit.slurm_tasks": slurm_tasks,
+        "luong_lit.wandb_group": wandb_group,
+        "luong_lit.wandb_name": wandb_name,
+        "luong_lit.wandb_tags": wandb_tags,
+        "luong_lit.paper_epochs": paper_epochs,
+        "luong_lit.paper_halving_after": paper_halving_after,
+    }
+    for name, fn in resolvers.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)

@@ -1,0 +1,99 @@
+"""A clean stop on a signal: on SIGTERM (preemption) or SIGINT (Ctrl-C) the current step
+finishes, ``checkpoints/last.ckpt`` is written and training stops (:class:`SignalCheckpoint`);
+``ckpt_path=last`` continues from there. A second Ctrl-C stops at once. A signal that lands
+during an epoch's validation saves the epoch's training, and the resumed run validates that
+epoch again from its first batch before training on
+(:func:`~luong_lit.training.lightning_internals.rewind_validation`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+
+from luong_lit.training.lightning_internals import (
+    request_stop,
+    rewind_validation,
+    submitit_requeue_signal,
+)
+
+
+def requeue_signal() -> int | None:
+    """The signal by which submitit asks a job to stop before a timeout or a preemption
+    (``SIGUSR2`` unless ``SUBMITIT_PREEMPT_SIGNAL`` says otherwise), in a submitit job only."""
+    if not os.environ.get("SUBMITIT_EXECUTOR"):
+        return None
+    return submitit_requeue_signal()
+
+
+class SignalCheckpoint(L.Callback):
+    """On SIGTERM or SIGINT: finish the step, write ``last.ckpt``, stop (see the module doc).
+
+    In a submitit job, submitit's requeue signal is taken the same way, and :attr:`handover`
+    keeps submitit's own handler: called once ``last.ckpt`` is written, it requeues the job
+    (submitit owns the requeue; Lightning's is switched off in :mod:`luong_lit.training.build`).
+    """
+
+    def __init__(self, dirpath: str) -> None:
+        self.path = Path(dirpath) / "last.ckpt"
+        self.signal: int | None = None  # the signal that stopped training, if one did
+        self.handover: Callable | None = None  # submitit's handler, when its signal stopped us
+        self._previous: dict[int, Any] = {}
+        self._saved = False
+        self._in_validation = False  # the signal stopped an epoch's validation
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.signal, self.handover, self._saved, self._in_validation = None, None, False, False
+        requeue = requeue_signal()
+        for signum in (signal.SIGINT, requeue) if requeue else (signal.SIGINT,):
+            try:
+                self._previous[signum] = signal.signal(signum, self._on_signal(trainer))
+            except ValueError:  # not the main thread (a spawned DDP rank): SIGTERM only
+                pass
+
+    def _on_signal(self, trainer) -> Callable:
+        def handler(signum, frame) -> None:
+            self.signal = signum
+            request_stop(trainer)  # the trainer stops after this step
+            previous = self._previous.get(signum)
+            if signum == signal.SIGINT:
+                signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+            elif callable(previous):
+                self.handover = previous
+
+        return handler
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.received_sigterm and not self._saved:
+            self._save(trainer)
+
+    def _save(self, trainer) -> None:
+        self.signal = self.signal or signal.SIGTERM
+        trainer.save_checkpoint(self.path, weights_only=False)  # all of it, to resume
+        self._saved = True
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self._restore()
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+        if isinstance(exception, SIGTERMException) and not self._saved:  # stopped during validation
+            self._in_validation = trainer.validating and not trainer.sanity_checking
+            self._save(trainer)
+        self._restore()
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict[str, Any]) -> None:
+        if self._in_validation:
+            rewind_validation(checkpoint)
+
+    def _restore(self) -> None:
+        for signum, previous in self._previous.items():
+            if previous is not None:
+                signal.signal(signum, previous)
+        self._previous = {}
