@@ -26,8 +26,8 @@ import time
 
 from luong_lit.checkpoint import load_model
 from luong_lit.data.loading.model_data import load_split
-from luong_lit.decoding.beam import AUTHORS, BeamConfig
 from luong_lit.decoding.corpus import decode_corpus, output_words
+from luong_lit.decoding.search import AUTHORS, Search
 from luong_lit.engines import ENGINES, make_engine
 from luong_lit.metrics import corpus_bleu_tok
 from luong_lit.runtime import configure_cpu
@@ -40,11 +40,11 @@ def launches_of_one_batch(stepper, src_ids, batch_size: int, cfg, tgt_vocab) -> 
     from benchmarks.launches import counts
 
     few = src_ids[:batch_size]
-    decode_corpus(stepper, few, batch_size, cfg)
+    decode_corpus(stepper, few, search=cfg, batch_size=batch_size)
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=acts) as prof:
         t0 = time.perf_counter()
-        out = decode_corpus(stepper, few, batch_size, cfg)
+        out = decode_corpus(stepper, few, search=cfg, batch_size=batch_size)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         wall = time.perf_counter() - t0
@@ -87,11 +87,12 @@ def main() -> None:
     if args.limit > 0:
         src_ids, refs = src_ids[: args.limit], refs[: args.limit]
     net = net.to(args.device)
-    cfg = AUTHORS if args.authors else BeamConfig(beam_size=args.beam)
+    cfg = AUTHORS if args.authors else Search(beam_size=args.beam)
     engine = make_engine(args.engine)
     t0 = time.perf_counter()
     stepper = engine.for_decoding(net, args.int8)
-    out = decode_corpus(stepper, src_ids, args.batch_size, cfg, workers=args.workers)
+    size, workers = args.batch_size, args.workers
+    out = decode_corpus(stepper, src_ids, search=cfg, batch_size=size, workers=workers)
     batched = len(src_ids) / (time.perf_counter() - t0)
     words = output_words(out, tgt_vocab)
     hyps = [" ".join(w) for w in words]
@@ -112,7 +113,7 @@ def main() -> None:
     if args.single_limit > 0:  # 0 skips the one-sentence-at-a-time run
         few = src_ids[: args.single_limit]
         t0 = time.perf_counter()
-        decode_corpus(engine.for_decoding(net, args.int8), few, 1, cfg)
+        decode_corpus(engine.for_decoding(net, args.int8), few, search=cfg, batch_size=1)
         single = len(few) / (time.perf_counter() - t0)
         res.update(
             single_sent_per_s=round(single, 1), batched_over_single=round(batched / single, 2)

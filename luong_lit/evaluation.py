@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from luong_lit.data.loading.model_data import load_split, model_recipe
+from luong_lit.data.loading.model_data import ModelMeta, load_split, model_recipe
 from luong_lit.metrics.bleu import bleu_lines, bleu_scores
 from luong_lit.metrics.buckets import bleu_by_length, markdown_table
 from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
@@ -33,7 +33,7 @@ def samples(split, plain, replaced, n: int) -> list[dict]:
     ]
 
 
-def compared(meta: dict) -> str:
+def compared(meta: ModelMeta) -> str:
     """What BLEU compares: lowercased text when the model's corpus is lowercased (both the
     output and the references are then), else the text as cased."""
     lowercase = model_recipe(meta).lowercase
@@ -43,12 +43,12 @@ def compared(meta: dict) -> str:
 def _perplexities(translator, split) -> dict:
     """Each member's perplexity; for an ensemble, its own distribution's too (its combine rule,
     through its steps)."""
-    nets = list(getattr(translator.model, "members", [translator.model]))
-    engine = translator.decoder.engine
+    nets = list(translator.model.members)
+    engine = translator.inference.engine
     out = {"ppl": [perplexity(n, split.examples(), batch_nll=engine.nll) for n in nets]}
     if len(nets) > 1:
         out["ppl_ensemble"] = stepwise_perplexity(
-            translator.decoder.float_stepper, split.examples()
+            translator.inference.float_stepper, split.examples()
         )
     return out
 
@@ -63,7 +63,7 @@ def evaluate(
     loaded = load_split(tr.meta, test, tr.src_vocab, tr.tgt_vocab)
     split = loaded.split
     report = {"test": test, **_perplexities(tr, split)}
-    out = tr.decoder.split(
+    out = tr.inference.split(
         split, search=opts.search(), batch_size=tr.options.batch_size, replace_unk=True,
         dictionary=tr.dictionary, convention=tr.options.align_convention,
         workers=tr.options.workers, progress=progress,

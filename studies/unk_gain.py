@@ -20,8 +20,8 @@ from luong_lit.alignment.eflomal import eflomal_links
 from luong_lit.checkpoint import load_model
 from luong_lit.data.loading.model_data import load_split, load_train_split
 from luong_lit.data.text.dictionary import dictionary_from_links, load_dictionary
-from luong_lit.decoder import Decoder
-from luong_lit.decoding.beam import BeamConfig
+from luong_lit.decoding.search import Search
+from luong_lit.inference import Inference
 from luong_lit.metrics.bleu import bleu_scores as score
 
 
@@ -37,25 +37,25 @@ def main() -> None:
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     test = load_split(meta, args.test, src_vocab, tgt_vocab)
     split, lang = test.split, test.lang
-    decoder = Decoder(net, tgt_vocab)
-    beam = BeamConfig(beam_size=args.beam)
-    out = decoder.decode(split.src_ids, search=beam, batch_size=32, keep_attention=True)
+    inference = Inference(net, tgt_vocab)
+    beam = Search(beam_size=args.beam)
+    out = inference.decode(split.src_ids, search=beam, batch_size=32, keep_attention=True)
     refs = [" ".join(t) for t in split.tgt_tokens]
     result = {"test": args.test, "beam": args.beam, "unk_in_output": 0}
-    plain = decoder.words(out)
+    plain = inference.words(out)
     result["unk_in_output"] = sum(w.count("<unk>") for w in plain)
     result["none"] = score(plain, refs, lang)
-    result["copy"] = score(decoder.words(out, src_words=split.src_tokens), refs, lang)
+    result["copy"] = score(inference.words(out, src_words=split.src_tokens), refs, lang)
     if args.muse:
         muse = load_dictionary(args.muse)
-        replaced = decoder.words(out, src_words=split.src_tokens, dictionary=muse)
+        replaced = inference.words(out, src_words=split.src_tokens, dictionary=muse)
         result["muse"] = score(replaced, refs, lang)
     train = load_train_split(meta)
     links = eflomal_links(train.src_tokens, train.tgt_tokens)
     d = dictionary_from_links(train.src_tokens, train.tgt_tokens, links, args.min_count)
     result["eflomal_entries"] = len(d)
     result["eflomal"] = score(
-        decoder.words(out, src_words=split.src_tokens, dictionary=d), refs, lang
+        inference.words(out, src_words=split.src_tokens, dictionary=d), refs, lang
     )
     print(json.dumps(result))
 

@@ -14,10 +14,11 @@ from torch.nn import functional as F
 
 from luong_lit.data.vocab import Vocab
 from luong_lit.decoding import greedy_decode
-from luong_lit.decoding.beam import BeamConfig, beam_search
-from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
+from luong_lit.decoding.beam import beam_search
+from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.ensemble import Ensemble, EnsembleError
 from luong_lit.decoding.forced import attention_links, forced_attention
+from luong_lit.decoding.search import Hypothesis, Search
 from luong_lit.decoding.unk import replace_unks, word_alignment
 from luong_lit.decoding.workers import imap_workers
 from luong_lit.nn import Alignment, Memory
@@ -101,9 +102,9 @@ def test_ensemble_of_two_copies_equals_the_model(combine):
             ea.dense(src.size(1)), 2 * a.dense(src.size(1))
         )  # summed, docs/paper_notes.md §9
         y = logits.argmax(-1)
-    cfg = BeamConfig(beam_size=3, n_best=2)
+    cfg = Search(beam_size=3, n_best=2)
     single, double = beam_search(net, src, src_len, cfg), beam_search(ens, src, src_len, cfg)
-    assert [[h.tokens for h in s] for s in single] == [[h.tokens for h in s] for s in double]
+    assert [[h.ids for h in s] for s in single] == [[h.ids for h in s] for s in double]
 
 
 def test_ensemble_logit_rule_is_the_mean_of_logits_and_differs_from_the_others():
@@ -125,7 +126,7 @@ def test_ensemble_logit_rule_is_the_mean_of_logits_and_differs_from_the_others()
         outs["probs"], torch.log((F.softmax(la, -1) + F.softmax(lb, -1)) / 2)
     )
     assert not torch.allclose(outs["logits"], outs["probs"])
-    assert len(beam_search(Ensemble([a, b]), src, src_len, BeamConfig(beam_size=2))) == 4
+    assert len(beam_search(Ensemble([a, b]), src, src_len, Search(beam_size=2))) == 4
 
 
 def test_ensemble_rejects_different_vocabularies_and_unknown_rules():
@@ -162,7 +163,10 @@ def test_greedy_unk_replacement_of_a_translation_cut_at_the_length_limit():
         net.decoder.W_s.bias.copy_(torch.tensor([0.0, 5.0, 0.0, -5.0, 0.0]))  # always <unk>
     src = [[4, 4, 4]]
     tr = decode_corpus(net, src, keep_attention=True)
-    assert tr[0].ids == [1] * 9 and tr[0].attention.shape == (9, 3)  # floor(1.5 * 3) + 5 steps
+    assert tr[0][0].ids == [1] * 9 and tr[0][0].attention.shape == (
+        9,
+        3,
+    )  # floor(1.5 * 3) + 5 steps
     words = output_words(tr, vocab, [["a", "b", "c"]])[0]
     assert len(words) == 9 and set(words) <= {"a", "b", "c"}
 
@@ -180,7 +184,7 @@ def test_output_words_replace_through_the_attention_of_each_word():
     vocab = Vocab(["<pad>", "<unk>", "<s>", "</s>", "der", "hund"])
     # ids: der <unk> hund ; content-based, so word i uses step i+1's row
     att = torch.tensor([[1.0, 0, 0], [0, 0, 1.0], [0, 1.0, 0], [0, 0, 1.0]])  # (4 steps, S=3)
-    tr = [Translation([4, 1, 5], att), Translation([])]
+    tr = [[Hypothesis([4, 1, 5], None, att)], [Hypothesis([])]]
     src = [["the", "big", "dog"], []]
     assert output_words(tr, vocab) == [["der", "<unk>", "hund"], []]
     assert output_words(tr, vocab, src, content_based=True) == [["der", "big", "hund"], []]
@@ -192,18 +196,18 @@ def test_decode_corpus_keeps_order_and_empty_lines():
     net = _net(4)
     src_ids = [[5, 6, 7], [], [8, 9], [10, 11, 12, 13, 4]]
     out = decode_corpus(net, src_ids, batch_size=2)
-    assert len(out) == 4 and out[1].ids == []
+    assert len(out) == 4 and out[1] == []
     for i in (0, 2, 3):
         alone, _ = greedy_decode(net, torch.tensor([src_ids[i]]), torch.tensor([len(src_ids[i])]))
-        assert out[i].ids == alone[0]
+        assert out[i][0].ids == alone[0]
     beam = decode_corpus(
-        net, src_ids, batch_size=3, beam=BeamConfig(beam_size=2), keep_attention=True
+        net, src_ids, batch_size=3, search=Search(beam_size=2), keep_attention=True
     )
-    assert beam[3].attention.shape == (len(beam[3].ids) + 1, 5)
+    assert beam[3][0].attention.shape == (len(beam[3][0].ids) + 1, 5)
 
 
-@pytest.mark.parametrize("beam", [None, BeamConfig(beam_size=3, n_best=2)])
-def test_decoding_in_worker_processes_equals_one_process(beam):
+@pytest.mark.parametrize("search", [Search(beam_size=1), Search(beam_size=3, n_best=2)])
+def test_decoding_in_worker_processes_equals_one_process(search):
     """Forked workers (``--workers``) return every sentence's output, in input order, equal
     to decoding in this process: ids, scores, n-best lists and attention alike."""
     net = _net(5, "local_p", "general")
@@ -215,17 +219,19 @@ def test_decoding_in_worker_processes_equals_one_process(beam):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the workers get one thread each too: the same products, bit for bit
     try:
-        one = decode_corpus(net, src_ids, batch_size=4, beam=beam, keep_attention=True)
-        two = decode_corpus(net, src_ids, batch_size=4, beam=beam, keep_attention=True, workers=2)
+        one = decode_corpus(net, src_ids, batch_size=4, search=search, keep_attention=True)
+        two = decode_corpus(
+            net, src_ids, batch_size=4, search=search, keep_attention=True, workers=2
+        )
     finally:
         torch.set_num_threads(threads)
     assert any(not s for s in src_ids) and len(two) == len(src_ids)
-    for a, b in zip(one, two):
-        assert a.ids == b.ids and a.score == b.score
-        assert [h.tokens for h in a.n_best] == [h.tokens for h in b.n_best]
-        assert (a.attention is None and b.attention is None) or torch.equal(
-            a.attention, b.attention
-        )
+    for hyps_a, hyps_b in zip(one, two):
+        assert [(h.ids, h.score) for h in hyps_a] == [(h.ids, h.score) for h in hyps_b]
+        for a, b in zip(hyps_a, hyps_b):
+            assert (a.attention is None and b.attention is None) or torch.equal(
+                a.attention, b.attention
+            )
     with pytest.raises(ValueError, match="--workers must be at least 1"):
         decode_corpus(net, src_ids, workers=0)
 
@@ -254,7 +260,7 @@ def test_decoding_a_source_eos_model_attends_over_the_words(attention, score):
     ).eval()
     src, src_len = source_batch(n=4, S=6, seed=3)
     hyps, attn = greedy_decode(net, src, src_len, return_attention=True)
-    beams = beam_search(net, src, src_len, BeamConfig(beam_size=3), keep_attention=True)
+    beams = beam_search(net, src, src_len, Search(beam_size=3), keep_attention=True)
     for b in range(len(hyps)):
         S = int(src_len[b])
         assert attn[b].shape[1] == S
@@ -279,18 +285,17 @@ def test_decoding_and_metrics_never_import_lightning():
 @pytest.mark.parametrize("min_ratio,max_ratio", [(0.0, 1.5), (1.0, 1.5), (2.0, 3.0), (0.0, 0.5)])
 def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
     from luong_lit.data.loading.batching import collate
-    from luong_lit.decoding.corpus import is_greedy
 
     net = _net(5)
     with torch.no_grad():
         net.decoder.W_s.bias[3] += 4.0  # </s> first unless the minimum length forbids it
     src, src_len = source_batch(n=4, S=6, seed=3)
     ids = sorted(([int(w) for w in row[:n]] for row, n in zip(src, src_len)), key=lambda x: -len(x))
-    cfg = BeamConfig(beam_size=1, min_len_ratio=min_ratio, max_len_ratio=max_ratio, max_len_extra=1)
-    assert is_greedy(cfg)
-    greedy = [t.ids for t in decode_corpus(net, ids, 4, cfg)]  # runs greedy_decode
+    cfg = Search(beam_size=1, min_len_ratio=min_ratio, max_len_ratio=max_ratio, max_len_extra=1)
+    assert cfg.greedy
+    greedy = [t[0].ids for t in decode_corpus(net, ids, search=cfg, batch_size=4)]  # greedy_decode
     batch = collate([(i, x, []) for i, x in enumerate(ids)])
-    beam = [h[0].tokens for h in beam_search(net, batch.src, batch.src_len, cfg)]
+    beam = [h[0].ids for h in beam_search(net, batch.src, batch.src_len, cfg)]
     assert greedy == beam
     for out, x in zip(greedy, ids):
         assert int(len(x) * min_ratio) <= len(out) <= int(len(x) * max_ratio) + 1
@@ -300,9 +305,8 @@ def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
 def test_greedy_with_a_zero_length_limit_returns_empty_outputs():
     net = _net(5)
     src, src_len = source_batch(n=4, S=6, seed=3)
-    hyps, attn = greedy_decode(
-        net, src, src_len, max_len_ratio=0.0, max_len_extra=0, return_attention=True
-    )
+    none = Search(beam_size=1, max_len_ratio=0.0, max_len_extra=0)
+    hyps, attn = greedy_decode(net, src, src_len, none, return_attention=True)
     assert hyps == [[]] * 4 and [a.shape for a in attn] == [(1, int(n)) for n in src_len]
 
 

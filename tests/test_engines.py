@@ -12,9 +12,10 @@ import torch
 from conftest import small_model
 
 from luong_lit.data.loading.batching import bucket_shape, collate, pad_batch
-from luong_lit.decoding.beam import AUTHORS, BeamConfig, beam_search
+from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.corpus import decode_corpus
 from luong_lit.decoding.ensemble import Ensemble
+from luong_lit.decoding.search import AUTHORS, GREEDY, Search
 from luong_lit.engines import FastEngine, ReferenceEngine, make_engine
 from luong_lit.engines.graphs import auto_graphs, replayed_loss
 from luong_lit.errors import ConfigError
@@ -180,19 +181,17 @@ def test_translations_equal_the_reference(att, search):
     ref = engine_model(att, "general", True, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(3)
     src_ids = [torch.randint(4, 23, (n,), generator=g).tolist() for n in (9, 1, 4, 12, 6, 3)]
-    beam = {"greedy": None, "beam5": BeamConfig(beam_size=5, n_best=2), "authors": AUTHORS}[search]
-    out_f = decode_corpus(FastEngine().for_decoding(ref), src_ids, 4, beam, keep_attention=True)
-    out_r = decode_corpus(ref, src_ids, 4, beam, keep_attention=True)
-    assert [t.ids for t in out_f] == [t.ids for t in out_r]
-    if beam is not None:
-        assert [t.score for t in out_f] == pytest.approx(
-            [t.score for t in out_r], rel=1e-5, abs=1e-5
+    cfg = {"greedy": GREEDY, "beam5": Search(beam_size=5, n_best=2), "authors": AUTHORS}[search]
+    fast = FastEngine().for_decoding(ref)
+    out_f = decode_corpus(fast, src_ids, search=cfg, batch_size=4, keep_attention=True)
+    out_r = decode_corpus(ref, src_ids, search=cfg, batch_size=4, keep_attention=True)
+    assert [[h.ids for h in t] for t in out_f] == [[h.ids for h in t] for t in out_r]
+    if not cfg.greedy:
+        assert [t[0].score for t in out_f] == pytest.approx(
+            [t[0].score for t in out_r], rel=1e-5, abs=1e-5
         )
-        assert [[h.tokens for h in t.n_best] for t in out_f] == [
-            [h.tokens for h in t.n_best] for t in out_r
-        ]
     for a, b in zip(out_f, out_r):
-        torch.testing.assert_close(a.attention, b.attention, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(a[0].attention, b[0].attention, rtol=1e-4, atol=1e-5)
 
 
 def test_each_engine_gives_its_decode_time_form():
@@ -211,10 +210,10 @@ def test_each_engine_gives_its_decode_time_form():
 def test_beam_search_over_the_decode_time_form_equals_the_model_itself():
     net = engine_model(dtype=torch.float32).eval()
     batch = ragged_batch(2)
-    cfg = BeamConfig(beam_size=3, n_best=3)
+    cfg = Search(beam_size=3, n_best=3)
     plain = beam_search(net, batch.src, batch.src_len, cfg)
     wrapped = beam_search(FastStepper(net), batch.src, batch.src_len, cfg)
-    assert [[h.tokens for h in s] for s in plain] == [[h.tokens for h in s] for s in wrapped]
+    assert [[h.ids for h in s] for s in plain] == [[h.ids for h in s] for s in wrapped]
 
 
 @pytest.mark.parametrize("att,score,feed", VARIANTS)
@@ -480,3 +479,4 @@ def test_tf32_is_an_explicit_gpu_setting():
     finally:
         torch.set_float32_matmul_precision(before[0])
         torch.backends.cudnn.allow_tf32 = before[1]
+

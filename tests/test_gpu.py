@@ -8,8 +8,9 @@ import pytest
 import torch
 from conftest import compose_cfg, small_model, tiny_overrides, toy_batch
 
-from luong_lit.decoding.beam import BeamConfig, beam_search
+from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.greedy import greedy_decode
+from luong_lit.decoding.search import Search
 from luong_lit.engines import ENGINES
 from luong_lit.training.run import train
 
@@ -53,13 +54,13 @@ def test_decoding_on_the_gpu_gives_the_cpu_output(att):
     b = toy_batch(seed=1)
     g = b.to("cuda")
     assert greedy_decode(gpu, g.src, g.src_len)[0] == greedy_decode(cpu, b.src, b.src_len)[0]
-    cfg = BeamConfig(beam_size=4, n_best=2)
+    cfg = Search(beam_size=4, n_best=2)
     on_gpu = [
-        [(h.tokens, round(float(h.score), 8)) for h in s]
+        [(h.ids, round(float(h.score), 8)) for h in s]
         for s in beam_search(gpu, g.src, g.src_len, cfg)
     ]
     on_cpu = [
-        [(h.tokens, round(float(h.score), 8)) for h in s]
+        [(h.ids, round(float(h.score), 8)) for h in s]
         for s in beam_search(cpu, b.src, b.src_len, cfg)
     ]
     assert on_gpu == on_cpu

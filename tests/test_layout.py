@@ -1,11 +1,14 @@
 """The package's structure: layers that only point down, no import cycles, no command importing
-another, a plain nn/, and training and decoding that never reach into nn/fast/."""
+another, a plain nn/, training and decoding that never reach into nn/fast/, and Lightning's
+non-public API used in one module only."""
 
 from __future__ import annotations
 
 import ast
 import re
 from pathlib import Path
+
+from private_access import lightning_private_uses
 
 PKG = Path(__file__).resolve().parents[1] / "luong_lit"
 
@@ -90,7 +93,7 @@ LAYERS = [
     "metrics",  # BLEU, AER, perplexity
     "engines",  # how the model is computed: reference or fast
     "checkpoint",  # checkpoint files, the models they hold, averages
-    "decoder",  # the one decoder every caller uses
+    "inference",  # a model at decode time, as every caller decodes
     "translator",  # the Python API: options, text, search, attention
     "alignment",  # gold-aligned text, the alignment report, AER, eflomal
     "evaluation",  # a checkpoint's report on a test set
@@ -142,9 +145,9 @@ def upward_imports(edges: dict[str, set[str]], exempt: set[str] = frozenset()) -
 
 
 def test_the_layer_check_finds_an_upward_import():
-    edges = {"luong_lit.data.loading.datamodule": {"luong_lit.training.resume", "luong_lit.data"}}
+    edges = {"luong_lit.data.loading.datamodule": {"luong_lit.training.signals", "luong_lit.data"}}
     assert upward_imports(edges) == [
-        "luong_lit.data.loading.datamodule (data.loading) imports luong_lit.training.resume "
+        "luong_lit.data.loading.datamodule (data.loading) imports luong_lit.training.signals "
         "(training), a higher layer"
     ]
     assert upward_imports({"luong_lit.nn.fast.lstm": {"luong_lit.nn.encoder"}}) == []
@@ -234,3 +237,53 @@ def test_no_test_imports_the_benchmarks_or_another_test():
             m for m in _imports(path) if m.split(".")[0] == "benchmarks" or m.startswith("test_")
         }
         assert not found, f"{path.name} imports {sorted(found)}"
+
+
+#: The one module that may use Lightning's (and submitit's) non-public API, each use a function
+#: that says why (:mod:`luong_lit.training.lightning_internals`).
+INTERNALS = PKG / "training" / "lightning_internals.py"
+
+
+def test_the_private_access_finder_finds_each_kind():
+    source = (
+        "import lightning as L\n"
+        "from lightning.pytorch.loggers import CSVLogger\n"
+        "from lightning.fabric.utilities.imports import _TORCH_GREATER_EQUAL_2_4\n"
+        "class Log(CSVLogger):\n"
+        "    def __init__(self):\n"
+        "        self._mine = 1\n"
+        "    def _get_next_version(self):\n"
+        "        return self._fs, self._mine\n"
+        "def stop(trainer, job):\n"
+        "    trainer._signal_connector.received_sigterm = job._replace(x=1)\n"
+        "    return getattr(trainer, '_results'), {'loops': {'fit_loop': {}}}\n"
+    )
+    namespace: dict = {}  # its classes (the private import left out: it may not exist)
+    exec(source.replace("from lightning.fabric.utilities.imports import", "#"), namespace)
+    found = lightning_private_uses(source, namespace)
+    assert sorted(found) == sorted([
+        "line 3: imports _TORCH_GREATER_EQUAL_2_4",
+        "line 7: Log._get_next_version is Lightning's",
+        "line 8: Log._fs is Lightning's",
+        "line 10: ._signal_connector",
+        "line 11: getattr(..., '_results')",
+        "line 11: 'fit_loop'",
+    ])  # fmt: skip
+    assert lightning_private_uses("def f(x):\n    return x._cache\n", {}) == []  # not Lightning's
+
+
+def test_only_lightning_internals_reaches_into_lightning():
+    """Lightning's non-public API is used in one module, each use a function that says why
+    (``lightning_internals``), which refuses a Lightning it was not tested with."""
+    import importlib
+
+    for path in sorted(PKG.rglob("*.py")):
+        if path == INTERNALS:
+            continue
+        source = path.read_text(encoding="utf-8")
+        training = PKG / "training" in path.parents
+        theirs = "class " in source and "lightning" in source  # classes on a Lightning base?
+        module = importlib.import_module(module_name(path)) if theirs else None
+        found = lightning_private_uses(source, vars(module) if module else {}, training)
+        assert not found, f"{path.relative_to(PKG.parent)}: {found}"
+    assert lightning_private_uses(INTERNALS.read_text(encoding="utf-8"), {}, True)

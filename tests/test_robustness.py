@@ -608,7 +608,7 @@ def test_a_mixed_ensemble_is_refused_before_any_decoding(ctx, tmp_path, monkeypa
     """Location and content-based members cannot give one alignment (footnote 14): what needs
     one (evaluate's unk replacement, translate --replace-unk) is refused at once, not after
     decoding a whole test set."""
-    from luong_lit.decoder import Decoder
+    from luong_lit.inference import Inference
     from luong_lit.training.run import train as run_training
 
     extra = ["score=location", "test_after_training=false"]
@@ -618,8 +618,8 @@ def test_a_mixed_ensemble_is_refused_before_any_decoding(ctx, tmp_path, monkeypa
     def never(*args, **kwargs):
         raise AssertionError("decoded before refusing")
 
-    monkeypatch.setattr(Decoder, "split", never)
-    monkeypatch.setattr(Decoder, "decode", never)
+    monkeypatch.setattr(Inference, "split", never)
+    monkeypatch.setattr(Inference, "decode", never)
     for args in (
         ["evaluate", ctx["ckpt"], location, "--test", "toy", "--out", str(tmp_path)],
         ["translate", ctx["ckpt"], location, "--replace-unk", "--quiet"],

@@ -17,7 +17,7 @@ from conftest import REPO, compose_cfg, small_model, tiny_overrides, write_corpu
 from luong_lit.checkpoint import load_model
 from luong_lit.data.loading.batching import collate
 from luong_lit.decoding import greedy_decode
-from luong_lit.decoding.beam import BeamConfig
+from luong_lit.decoding.search import Search
 from luong_lit.engines import FastEngine
 from luong_lit.nn import ConfigError
 from luong_lit.nn.loss import token_nll
@@ -246,14 +246,14 @@ def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
     dev set with the weights of that epoch (``last.ckpt``), decoded again here."""
     from luong_lit.checkpoint import load_model
     from luong_lit.data.loading.model_data import datamodule_for
-    from luong_lit.decoder import Decoder
-    from luong_lit.decoding.beam import BeamConfig
+    from luong_lit.decoding.search import Search
+    from luong_lit.inference import Inference
 
     out, _, metrics = trained
     net, _, tgt_vocab, meta = load_model(out / "checkpoints" / "last.ckpt")
     dm = datamodule_for(meta)
-    direct = Decoder(net, tgt_vocab).split_bleu(
-        dm.splits["dev"], tokenizer=dm.tokenizers.get("tgt"), search=BeamConfig(beam_size=3),
+    direct = Inference(net, tgt_vocab).split_bleu(
+        dm.splits["dev"], tokenizer=dm.tokenizers.get("tgt"), search=Search(beam_size=3),
         batch_size=64, replace_unk=True,
     )  # fmt: skip
     assert metrics["val/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-4)
@@ -261,7 +261,7 @@ def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
 
 
 def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_path):
-    from luong_lit.decoder import Decoder
+    from luong_lit.inference import Inference
     from luong_lit.metrics.perplexity import perplexity
     from luong_lit.training.build import build
 
@@ -289,8 +289,8 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
     for name in ("a", "b"):
         split = dm.splits[name]
         assert res[f"test/{name}/ppl"] == pytest.approx(perplexity(net, split.examples()), rel=1e-4)
-        direct = Decoder(net, dm.tgt_vocab).split_bleu(
-            split, search=BeamConfig(beam_size=3), batch_size=64, replace_unk=True
+        direct = Inference(net, dm.tgt_vocab).split_bleu(
+            split, search=Search(beam_size=3), batch_size=64, replace_unk=True
         )
         assert res[f"test/{name}/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-6)
         assert res[f"test/{name}/bleu_unk_beam"] == pytest.approx(direct["bleu_unk"], abs=1e-6)

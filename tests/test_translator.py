@@ -197,14 +197,13 @@ def test_shown_attention_and_n_best_lists_show_the_words_the_user_sees(
 ):
     """Unknown words replaced and copied as typed, Moses escapes undone: in the one best, in
     every hypothesis of an n-best list, and in ``--show-attention``'s ``word→source`` line."""
-    import luong_lit.decoder as decoder_module
+    import luong_lit.inference as inference_module
     import luong_lit.translator as api
     from luong_lit.data.vocab import UNK_ID
-    from luong_lit.decoding.beam import Hypothesis
-    from luong_lit.decoding.corpus import Translation
+    from luong_lit.decoding.search import Hypothesis
 
     plain = luong_lit.load(lowercase_model, beam=3, replace_unk=True)
-    meta = {**plain.meta, "preprocess": {**plain.meta["preprocess"], "escape": True}}
+    meta = plain.meta.replace(preprocess={**plain.meta.preprocess, "escape": True})
     tr = api.Translator(
         plain.model, plain.src_vocab, plain.tgt_vocab, meta, plain.options, plain.defaults
     )
@@ -215,10 +214,10 @@ def test_shown_attention_and_n_best_lists_show_the_words_the_user_sees(
     rows[1, 0] = rows[2, 1] = rows[3, 3] = rows[0, 0] = 1.0
     hyps = [Hypothesis(ids, -1.0, rows), Hypothesis(ids, -2.0, rows)]
 
-    def decoded(stepper, src_ids, batch_size, search, keep, progress, workers):
-        return [Translation(ids, rows, -1.0, hyps) for _ in src_ids]
+    def decoded(stepper, src_ids, **options):
+        return [hyps for _ in src_ids]
 
-    monkeypatch.setattr(decoder_module, "decode_corpus", decoded)
+    monkeypatch.setattr(inference_module, "decode_corpus", decoded)
     one = tr.run([typed], attention=True)[0]
     two = tr.run([typed], tr.search_options(n_best=2))[0]
     assert "Mary" in one.text and all("Mary" in h.text for h in two.hypotheses)  # as typed

@@ -97,9 +97,9 @@ def _unk_share(translator, src, tgt) -> float:
 
 
 def _check_attention(translator, members) -> None:
-    stepper = translator.decoder.float_stepper
-    nets = list(getattr(stepper, "members", [stepper])) if members else [stepper]
-    if not all(getattr(m, "has_attention", True) for m in nets):
+    stepper = translator.inference.float_stepper
+    nets = list(stepper.members) if members else [stepper]
+    if not all(m.has_attention for m in nets):
         raise CheckpointError("a model without attention has no alignments (attention=none)")
 
 

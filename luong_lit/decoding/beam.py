@@ -6,8 +6,9 @@ still beat its ``n_best``-th finished one (raw log-probabilities only fall), whe
 collected ``stack_size`` finished hypotheses (the authors' decoder, docs/paper_notes.md §11), or at
 its maximum length, where the live hypotheses are closed with ``</s>``.
 
-The model offers ``encode``, ``step`` and a ``has_attention`` flag (taken as true when absent);
-without attention no per-step alignment is kept, so unk replacement has nothing to follow.
+The model is a :class:`~luong_lit.nn.interface.DecodeModel`; without attention
+(``has_attention`` false) no per-step alignment is kept, so unk replacement has nothing to
+follow. The options and the result type are :mod:`luong_lit.decoding.search`'s.
 """
 
 from __future__ import annotations
@@ -19,89 +20,13 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
-
-
-@dataclass
-class Hypothesis:
-    """A finished translation: ids without ``</s>``, raw log-probability, per-step attention."""
-
-    tokens: list[int]
-    score: float
-    attention: Tensor | None = None  # (len + 1, S): a_t of every step, the </s> step included
-    norm_score: float = 0.0
-
-
-@dataclass
-class BeamConfig:
-    """Search options. ``length_penalty``: None (raw scores, the paper), ``avg`` or a GNMT α."""
-
-    beam_size: int = 5
-    n_best: int = 1
-    max_len_ratio: float = 1.5
-    max_len_extra: int = 5
-    min_len_ratio: float = 0.0
-    length_penalty: float | str | None = None
-    stack_size: int | None = None  # stop after this many finished hypotheses (authors: 100)
-    src_len_plus: int = 0  # added to S before the length ratios (authors: 1, S counts </s>)
-
-    def normalise(self, score: float, length: int) -> float:
-        if self.length_penalty is None:
-            return score
-        if self.length_penalty == "avg":
-            return score / max(length, 1)
-        alpha = float(self.length_penalty)
-        return score / (((5.0 + length) / 6.0) ** alpha)  # Wu et al. (2016)
-
-
-def parse_length_penalty(value) -> float | str | None:
-    """``None``/``"none"`` (raw scores), ``"avg"``, or a GNMT α given as a number or string."""
-    if value is None or value in ("none", "avg"):
-        return None if value == "none" else value
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"length penalty must be none, avg or a number, got {value!r}") from None
-
-
-#: nmt.matlab's decoder (docs/paper_notes.md §11): beam 12, stop after 100 finished hypotheses,
-#: the highest raw score; between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words.
-AUTHORS = BeamConfig(
-    beam_size=12,
-    n_best=1,
-    stack_size=100,
-    max_len_ratio=1.5,
-    max_len_extra=0,
-    min_len_ratio=0.5,
-    src_len_plus=1,
-)
+from luong_lit.decoding.search import Hypothesis, Search
 
 
 @dataclass
 class _Sentence:
     finished: list[Hypothesis] = field(default_factory=list)
     done: bool = False
-
-
-def length_bounds(
-    src_len: Tensor,
-    max_len_ratio: float = 1.5,
-    max_len_extra: int = 5,
-    min_len_ratio: float = 0.0,
-    src_len_plus: int = 0,
-) -> tuple[Tensor, Tensor]:
-    """Most and fewest output words per sentence (docs/paper_notes.md §11), for greedy
-    and beam search alike: ``floor(max_len_ratio · S') + max_len_extra`` and
-    ``floor(min_len_ratio · S')``, with ``S' = S + src_len_plus``."""
-    S = (src_len + src_len_plus).float()  # (B,)
-    max_len = (S * max_len_ratio).floor().long() + max_len_extra  # (B,)
-    min_len = (S * min_len_ratio).floor().long()  # (B,)
-    return max_len, min_len
-
-
-def _limits(src_len: Tensor, cfg: BeamConfig) -> tuple[Tensor, Tensor]:
-    return length_bounds(
-        src_len, cfg.max_len_ratio, cfg.max_len_extra, cfg.min_len_ratio, cfg.src_len_plus
-    )
 
 
 def _bound_lengths(logp: Tensor, t: int, min_len: Tensor, max_len: Tensor) -> Tensor:
@@ -116,7 +41,7 @@ def _bound_lengths(logp: Tensor, t: int, min_len: Tensor, max_len: Tensor) -> Te
     return logp
 
 
-def _is_done(sent: _Sentence, best_live: float, cfg: BeamConfig) -> bool:
+def _is_done(sent: _Sentence, best_live: float, cfg: Search) -> bool:
     if cfg.stack_size is not None:
         return len(sent.finished) >= cfg.stack_size
     if len(sent.finished) < cfg.n_best:
@@ -129,20 +54,20 @@ def _is_done(sent: _Sentence, best_live: float, cfg: BeamConfig) -> bool:
 
 @torch.no_grad()
 def beam_search(
-    model, src: Tensor, src_len: Tensor, cfg: BeamConfig = BeamConfig(), keep_attention: bool = True
+    model, src: Tensor, src_len: Tensor, cfg: Search = Search(), keep_attention: bool = True
 ) -> list[list[Hypothesis]]:
     """Translate a batch; returns for each sentence its ``n_best`` hypotheses, best first."""
     B, K, S = src.size(0), cfg.beam_size, src.size(1)
-    keep_attention = keep_attention and getattr(model, "has_attention", True)  # none: no a_t
+    keep_attention = keep_attention and model.has_attention  # none: no a_t
     memory, state = model.encode(src, src_len)
     width = 1  # rows per sentence: its one live hypothesis at step 0, then K
     scores = src.new_zeros((B, 1), dtype=torch.float)  # (B, width)
-    tokens = torch.full((B, 1, 0), BOS_ID, dtype=torch.long, device=src.device)
+    ids = torch.full((B, 1, 0), BOS_ID, dtype=torch.long, device=src.device)
     attn = (
         src.new_zeros((B, 1, 0, S), dtype=torch.float) if keep_attention else None
     )  # (B, width, t, S)
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
-    max_len, min_len = _limits(src_len, cfg)
+    max_len, min_len = cfg.bounds(src_len)  # (B,) x2
     sents = [_Sentence() for _ in range(B)]
     active = list(sents)  # the sentences of the current batch rows, in order
     for t in range(int(max_len.max()) + 1):
@@ -157,15 +82,13 @@ def beam_search(
         cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, width*V)
         top_s, top_i = cand.topk(min(2 * K, cand.size(1)), dim=1)  # (B, 2K)
         beam, tok = top_i // logp.size(-1), top_i % logp.size(-1)  # (B, 2K)
-        _collect_finished(active, top_s, beam, tok, tokens, attn, a_t, cfg)
+        _collect_finished(active, top_s, beam, tok, ids, attn, a_t, cfg)
         live_s = top_s.masked_fill(tok == EOS_ID, float("-inf"))
         keep_s, keep_j = live_s.topk(K, dim=1)  # (B, K) the best non-</s> candidates
         src_beam = beam.gather(1, keep_j)  # (B, K)
         new_tok = tok.gather(1, keep_j)
-        parents = tokens.gather(
-            1, src_beam.unsqueeze(-1).expand(-1, -1, tokens.size(2))
-        )  # (B, K, t)
-        tokens = torch.cat([parents, new_tok.unsqueeze(-1)], 2)  # (B, K, t+1)
+        parents = ids.gather(1, src_beam.unsqueeze(-1).expand(-1, -1, ids.size(2)))  # (B, K, t)
+        ids = torch.cat([parents, new_tok.unsqueeze(-1)], 2)  # (B, K, t+1)
         attn = _extend_attention(attn, a_t, src_beam)
         scores = keep_s
         best_live, at_max = scores[:, 0].tolist(), (max_len <= t).tolist()
@@ -178,7 +101,7 @@ def beam_search(
         if len(keep) < B or width == 1:  # finished sentences leave; step 0's rows widen to K
             memory = memory.index_select(_rows(kept, width, K))
         if len(keep) < B:
-            src_beam, new_tok, tokens = src_beam[kept], new_tok[kept], tokens[kept]
+            src_beam, new_tok, ids = src_beam[kept], new_tok[kept], ids[kept]
             attn = attn[kept] if keep_attention else None
             scores, max_len, min_len = scores[kept], max_len[kept], min_len[kept]
             active, B = [active[b] for b in keep], len(keep)
@@ -204,7 +127,7 @@ def _extend_attention(attn: Tensor | None, a_t: Tensor | None, src_beam: Tensor)
     )
 
 
-def _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg: BeamConfig) -> None:
+def _collect_finished(sents, top_s, beam, tok, ids, attn, a_t, cfg: Search) -> None:
     """Move candidates ending in ``</s>`` into their sentence's finished list."""
     K = cfg.beam_size
     for b, j in (tok[:, :K] == EOS_ID).nonzero().tolist():  # only </s> among the top K count
@@ -215,11 +138,11 @@ def _collect_finished(sents, top_s, beam, tok, tokens, attn, a_t, cfg: BeamConfi
         steps = (
             torch.cat([attn[b, k], a_t[b, k].unsqueeze(0)], 0) if attn is not None else None
         )  # (t+1, S)
-        hyp = Hypothesis(tokens[b, k].tolist(), float(top_s[b, j]), steps)
-        hyp.norm_score = cfg.normalise(hyp.score, len(hyp.tokens) + 1)
+        hyp = Hypothesis(ids[b, k].tolist(), float(top_s[b, j]), steps)
+        hyp.norm_score = cfg.normalise(hyp.score, len(hyp.ids) + 1)
         sent.finished.append(hyp)
 
 
-def _best(sent: _Sentence, cfg: BeamConfig) -> list[Hypothesis]:
+def _best(sent: _Sentence, cfg: Search) -> list[Hypothesis]:
     ranked = sorted(sent.finished, key=lambda h: h.norm_score, reverse=True)
     return ranked[: cfg.n_best]

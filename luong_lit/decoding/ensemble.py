@@ -50,7 +50,8 @@ class SummedAlignment(NamedTuple):
 
 
 class Ensemble(nn.Module):
-    """``encode``/``step`` over ``M`` models, combining their next-word scores per step."""
+    """``encode``/``step`` over ``M`` models, combining their next-word scores per step: a
+    :class:`~luong_lit.nn.interface.DecodeModel` whose ``members`` are the models."""
 
     def __init__(self, models: Sequence[nn.Module], combine: str = "logits") -> None:
         super().__init__()
@@ -87,6 +88,19 @@ class Ensemble(nn.Module):
     @property
     def tgt_vocab_size(self) -> int:
         return self.members[0].tgt_vocab_size
+
+    @property
+    def src_eos(self) -> bool:
+        """False: the summed attention is read over the source words only."""
+        return False
+
+    @property
+    def window(self) -> None:
+        return None
+
+    @property
+    def attention_kind(self) -> None:
+        return None
 
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[_Many, _Many]:
         encoded = [m.encode(src, src_len) for m in self.members]

@@ -1,4 +1,4 @@
-"""Greedy decoding over the :class:`~luong_lit.nn.Seq2Seq` step interface."""
+"""Greedy decoding over a model's ``encode``/``step`` (:mod:`luong_lit.nn.interface`)."""
 
 from __future__ import annotations
 
@@ -6,25 +6,18 @@ import torch
 from torch import Tensor
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
-from luong_lit.decoding.beam import length_bounds
+from luong_lit.decoding.search import GREEDY, Search
 
 
 @torch.no_grad()
 def greedy_decode(
-    model,
-    src: Tensor,
-    src_len: Tensor,
-    max_len_ratio: float = 1.5,
-    max_len_extra: int = 5,
-    return_attention: bool = False,
-    min_len_ratio: float = 0.0,
-    src_len_plus: int = 0,
+    model, src: Tensor, src_len: Tensor, search: Search = GREEDY, return_attention: bool = False
 ):
     """Pick the most probable word at every step until ``</s>`` or the length limit.
 
-    At most ``floor(max_len_ratio · S') + max_len_extra`` words and no ``</s>`` before
-    ``floor(min_len_ratio · S')`` words, with ``S' = S + src_len_plus``: the bounds of beam
-    search (:func:`~luong_lit.decoding.beam.length_bounds`, docs/paper_notes.md §11).
+    The output length is bounded as in beam search (:meth:`Search.bounds
+    <luong_lit.decoding.search.Search.bounds>`, docs/paper_notes.md §11); ``search``'s other
+    options do not apply. ``model``: a :class:`~luong_lit.nn.interface.DecodeModel`.
 
     Returns:
         hyps: a list of B id lists, without ``</s>``.
@@ -33,9 +26,7 @@ def greedy_decode(
     """
     memory, state = model.encode(src, src_len)
     B = src.size(0)
-    limits, min_len = length_bounds(
-        src_len, max_len_ratio, max_len_extra, min_len_ratio, src_len_plus
-    )  # (B,) x2
+    limits, min_len = search.bounds(src_len)  # (B,) x2
     min_steps = int(min_len.max())  # steps that may still forbid </s> for some row
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)

@@ -13,9 +13,12 @@ always uses the vector of the step that produced the word (OpenNMT-py, seq2seq-a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
+
+from luong_lit.data.vocab import BOS, PAD, UNK
 
 CONVENTIONS = ("paper", "predicted")
 
@@ -74,17 +77,36 @@ def replace_unks(
     return out
 
 
-def replace_in_hypothesis(
-    words: Sequence[str],
-    src_words: Sequence[str],
-    attention: Tensor | None,
-    content_based: bool,
+class Rendered(NamedTuple):
+    """A hypothesis as words: the output ``words`` (stray ``<s>`` and ``<pad>`` left out) and,
+    for each word filled in by unknown-word replacement, the source position it came from."""
+
+    words: list[str]
+    replaced: dict[int, int]
+
+
+def render(
+    ids: Sequence[int],
+    itos: Sequence[str],
+    src_words: Sequence[str] | None = None,
+    attention: Tensor | None = None,
+    content_based: bool = True,
     dictionary: Mapping[str, str] | None = None,
     convention: str = "paper",
-    unk: str = "<unk>",
-) -> list[str]:
-    """:func:`replace_unks` for one decoded hypothesis with its per-step ``attention`` (T, S)."""
-    if unk not in words or attention is None:
-        return list(words)
-    positions = word_alignment(attention, len(words), content_based, convention)
-    return replace_unks(words, src_words, positions, dictionary, unk)
+) -> Rendered:
+    """The words of a hypothesis (``ids`` in a vocabulary of words ``itos``); with
+    ``src_words`` and its per-step ``attention`` (T, S), each ``<unk>`` replaced
+    (:func:`replace_unks`). Replacement works on the raw output, one word per step, so that
+    each word keeps its own attention vector; stray ``<s>``/``<pad>`` are dropped afterwards."""
+    words = [itos[i] for i in ids]
+    replaced: dict[int, int] = {}
+    if src_words and attention is not None and UNK in words:
+        where = word_alignment(attention, len(words), content_based, convention)
+        replaced = {
+            i: where[i] for i, w in enumerate(words) if w == UNK and 0 <= where[i] < len(src_words)
+        }
+        words = replace_unks(words, src_words, where, dictionary, UNK)
+    kept = [i for i, w in enumerate(words) if w not in (PAD, BOS)]
+    moved = {i: n for n, i in enumerate(kept)}
+    replaced = {moved[i]: s for i, s in replaced.items() if i in moved}
+    return Rendered([words[i] for i in kept], replaced)

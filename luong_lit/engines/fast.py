@@ -168,13 +168,13 @@ class FastEngine(ReferenceEngine):
         padded = pad_batch(batch, *shape)
         inputs = {k: getattr(padded, k) for k in ("src", "src_len", "tgt_in", "tgt_out")}
         if self.mode == "static":
-            nll, tokens = self._static_nll(net, label_smoothing, **inputs)
-            return nll / denominator(batch, tokens)
+            nll, n_tokens = self._static_nll(net, label_smoothing, **inputs)
+            return nll / denominator(batch, n_tokens)
         if self._graphed is None:
             params = [p for p in net.parameters() if p.requires_grad]
             self._graphed = GraphedSteps(partial(self._scaled_nll, net, label_smoothing), params)
-        tokens = (batch.tgt_out != net.pad_id).sum()  # a device tensor: no host sync
-        scale = torch.ones((), device=batch.src.device) / denominator(batch, tokens)
+        n_tokens = (batch.tgt_out != net.pad_id).sum()  # a device tensor: no host sync
+        scale = torch.ones((), device=batch.src.device) / denominator(batch, n_tokens)
         loss, grads = self._graphed({**inputs, "scale": scale})
         return replayed_loss(loss, grads, self._graphed.params)
 
@@ -196,10 +196,9 @@ class FastEngine(ReferenceEngine):
         """Each model (each ensemble member) as a :class:`FastStepper`; a model in training
         mode (dropout on) steps by itself."""
         int8 = int8 or self.int8
-        members = getattr(model, "members", None)
-        if members is not None:
-            return Ensemble([self.for_decoding(m, int8) for m in members], model.combine)
-        if not hasattr(model, "decoder"):  # already a decode-time form
+        if isinstance(model, Ensemble):
+            return Ensemble([self.for_decoding(m, int8) for m in model.members], model.combine)
+        if isinstance(model, FastStepper):  # already a decode-time form
             return model
         if model.training:
             if int8:

@@ -11,7 +11,7 @@ for training and decoding alike:
 * :meth:`setup`: called once the trainer knows its device and precision.
 
 Every engine gives the reference engine's losses, gradients and translations (parity tests in
-``tests/test_parity.py``), except where an option says it is approximate (``int8``).
+``tests/test_engines.py``), except where an option says it is approximate (``int8``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from torch import Tensor
 from luong_lit.errors import ConfigError
 from luong_lit.nn.loss import token_nll
 
-#: ``denominator(batch, tokens)``: what a batch's summed NLL is divided by (the loss norm).
+#: ``denominator(batch, n_tokens)``: what a batch's summed NLL is divided by (the loss norm).
 Denominator = Callable[[Any, Any], Any]
 
 
@@ -44,9 +44,9 @@ class ReferenceEngine:
         return token_nll(net, batch, label_smoothing)
 
     def training_loss(self, net, batch, label_smoothing: float, denominator: Denominator) -> Tensor:
-        """``nll / denominator(batch, tokens)``, to be differentiated by the trainer."""
-        nll, tokens = self.nll(net, batch, label_smoothing)
-        return nll / denominator(batch, tokens)
+        """``nll / denominator(batch, n_tokens)``, to be differentiated by the trainer."""
+        nll, n_tokens = self.nll(net, batch, label_smoothing)
+        return nll / denominator(batch, n_tokens)
 
     def for_decoding(self, model, int8: str | None = None):
         """The model itself: its own ``encode``/``step``/``logits`` (an ensemble likewise)."""

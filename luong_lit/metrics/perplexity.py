@@ -19,9 +19,9 @@ Examples = Sequence[
 ]  # (index, src_ids, tgt_ids), as Split.examples()
 
 
-def ppl_from_nll(nll: float, tokens: float) -> float:
+def ppl_from_nll(nll: float, n_tokens: float) -> float:
     """``exp`` of the mean token NLL, capped at ``exp(50)`` so an untrained model stays finite."""
-    return math.exp(min(nll / max(tokens, 1.0), 50.0))
+    return math.exp(min(nll / max(n_tokens, 1.0), 50.0))
 
 
 @torch.no_grad()
@@ -29,12 +29,12 @@ def corpus_ppl(model, examples: Examples, batch_size: int, batch_nll: Callable) 
     """``exp`` of the mean token NLL over ``examples``, ``batch_nll(model, batch)`` giving each
     batch's summed NLL and token count; the model runs in eval mode and is put back after."""
     device = next(model.parameters()).device
-    nll, tokens = 0.0, 0
+    nll, n_tokens = 0.0, 0
     with evaluating(model):
         for i in range(0, len(examples), batch_size):
             n, t = batch_nll(model, collate(examples[i : i + batch_size]).to(device))
-            nll, tokens = nll + float(n), tokens + t
-    return ppl_from_nll(nll, tokens)
+            nll, n_tokens = nll + float(n), n_tokens + t
+    return ppl_from_nll(nll, n_tokens)
 
 
 def perplexity(

@@ -18,20 +18,35 @@ import torch
 from torch import Tensor, nn
 
 from luong_lit.errors import ConfigError
-from luong_lit.nn.attention import Alignment, LocalPredictiveAttention, Memory, _Attention
+from luong_lit.nn.attention import (
+    Alignment,
+    LocalPredictiveAttention,
+    Memory,
+    _Attention,
+    _LocalAttention,
+)
 from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder
-from luong_lit.nn.init import INITS, initialise_
+from luong_lit.nn.init import initialise_
 from luong_lit.nn.loss import output_nll
 from luong_lit.nn.names import ATTENTIONS, SCORES, part_spec
-from luong_lit.validate import OptionError, integer, one_of, positive, rate
+from luong_lit.nn.options import NET_OPTIONS, Architecture, Sizes
+from luong_lit.validate import OptionError, split_options, takes_options
 
 
-def append_eos(src: Tensor, src_len: Tensor, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
+def append_eos(src: Tensor, src_len: Tensor, *, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
     """Write ``</s>`` after each source sentence: (B, S) -> (B, S+1), lengths + 1."""
     src = nn.functional.pad(src, (0, 1), value=pad_id)  # (B, S+1)
     src = src.scatter(1, src_len.unsqueeze(1), eos_id)  # (B, S+1)
     return src, src_len + 1
+
+
+#: How an encoder is computed: ``read(encoder, src, src_len) -> (h_bar_s, (h, c))``.
+EncoderRead = Callable[[Encoder, Tensor, Tensor], tuple[Tensor, tuple[Tensor, Tensor]]]
+
+
+def _read_with_module(encoder: Encoder, src: Tensor, src_len: Tensor):
+    return encoder(src, src_len)  # (B, S, d), (L, B, d) x2
 
 
 #: The decoder's initial (h, c) from the encoder's final (h, c), each (L, B, d).
@@ -45,7 +60,9 @@ INIT_STATES: dict[str, Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]] = {
 }
 
 
-def build_attention(attention: Any, score: Any, dim: int, bias: bool = True) -> _Attention | None:
+def build_attention(
+    attention: Any, score: Any, dim: int, *, bias: bool = True
+) -> _Attention | None:
     """Compose "where to look" with "how to score" from their names and options.
 
     ``attention``: ``none``, a name (``global``, ``local_m``, ``local_p``) or
@@ -78,29 +95,27 @@ def build_attention(attention: Any, score: Any, dim: int, bias: bool = True) -> 
         ) from None
 
 
-def _check(
-    att, feed_input: bool, init_state: str, tie_output: bool, embed_size: int, hidden_size: int
-) -> None:
+def _check(att: _Attention | None, arch: Architecture, sizes: Sizes) -> None:
     """Refuse combinations that do not make a model, naming the options."""
-    if init_state not in INIT_STATES:
+    if arch.init_state not in INIT_STATES:
         raise ConfigError(
-            f"init_state={init_state!r} is unknown; choose one of {list(INIT_STATES)}"
+            f"init_state={arch.init_state!r} is unknown; choose one of {list(INIT_STATES)}"
         )
-    if att is None and feed_input:
+    if att is None and arch.feed_input:
         raise ConfigError(
             "invalid model configuration attention=none feed_input=true: input feeding feeds "
             "the attentional vector h_tilde_t, which a model without attention does not have; "
             "set feed_input=false"
         )
-    if att is None and init_state == "zero":
+    if att is None and arch.init_state == "zero":
         raise ConfigError(
             "invalid model configuration attention=none init_state=zero: without attention "
             "the decoder sees the source only through its initial state; use copy or last"
         )
-    if tie_output and embed_size != hidden_size:
+    if arch.tie_output and sizes.embed_size != sizes.hidden_size:
         raise ConfigError(
             f"invalid model configuration tie_output=true: the target embedding "
-            f"({embed_size}) and W_s ({hidden_size}) must have the same size"
+            f"({sizes.embed_size}) and W_s ({sizes.hidden_size}) must have the same size"
         )
 
 
@@ -109,103 +124,46 @@ class Seq2Seq(nn.Module):
 
     Args:
         src_vocab_size, tgt_vocab_size: vocabulary sizes (separate embeddings).
-        embed_size, hidden_size, num_layers: sizes (paper: 1000, 1000, 4).
-        dropout: drop probability on every LSTM layer's input (paper: 0.2).
-        attention: ``none``, ``global``, ``local_m``, ``local_p``, or ``{"name": ..., **options}``.
-        score: ``dot``, ``general``, ``concat``, ``location``, or ``{"name": ..., **options}``.
-        feed_input: input feeding (paper §3.3).
-        reverse_source: read the source backwards (paper §4.1).
-        bias: biases in LSTMs and linear layers (the authors' code has none,
-            docs/paper_notes.md §0).
-        init_scale: uniform initialisation range (paper: 0.1).
-        init: ``uniform`` (the paper) or ``xavier`` (Glorot matrices, zero biases: Joey NMT).
-        forget_bias: initial LSTM forget-gate bias (needs ``bias``). 0 leaves the uniform
-            draw; tensorflow/nmt and Joey NMT start at 1.0, which speeds up early learning.
-        hidden_dropout: drop probability on ``[c_t; h_t]`` before ``W_c`` (Eq. 5), as Joey
-            NMT's ``hidden_dropout``. 0 is the paper (docs/paper_notes.md §7).
-        output_dropout: drop probability on ``h_tilde_t`` before ``W_s`` (Eq. 6) in training,
-            as Zaremba et al. (2014) and OpenNMT-py. 0 is the paper.
         pad_id, eos_id: ids of ``<pad>`` and ``</s>`` in the source vocabulary.
-        src_eos: append ``</s>`` to every source sentence, so the encoder reads it and
-            attention can rest on it (Joey NMT). False is the paper: attention covers the
-            ``S`` source words only (docs/paper_notes.md §0). With ``reverse_source`` the
-            ``</s>`` is still read last.
-        init_state: the decoder's initial state: ``copy`` (the paper: layer ``l`` starts from
-            the encoder's final ``(h, c)`` of layer ``l``), ``last`` (Joey NMT: the top layer's
-            final ``h`` as ``h`` and ``c`` of every layer) or ``zero``.
-        tie_output: use the target embedding matrix as ``W_s`` too (Press & Wolf, 2017).
-            Needs ``embed_size == hidden_size``. False is the paper: separate matrices.
+        options: the keys of the ``model.net`` config, each a field of one group of
+            :mod:`luong_lit.nn.options` (where each is described):
+
+            * :class:`~luong_lit.nn.options.Sizes`: ``embed_size``, ``hidden_size``,
+              ``num_layers``;
+            * :class:`~luong_lit.nn.options.Architecture`, the paper's switches: ``attention``,
+              ``score``, ``feed_input``, ``reverse_source``, ``src_eos``, ``init_state``,
+              ``tie_output``, ``bias``;
+            * :class:`~luong_lit.nn.options.Regularisation`: ``dropout``, ``hidden_dropout``,
+              ``output_dropout``;
+            * :class:`~luong_lit.nn.options.Initialisation`: ``init``, ``init_scale``,
+              ``forget_bias``.
+
+            A key of none of them raises :class:`~luong_lit.validate.UnknownOption`.
     """
 
+    @takes_options(*NET_OPTIONS)
     def __init__(
         self,
         src_vocab_size: int,
         tgt_vocab_size: int,
-        embed_size: int = 256,
-        hidden_size: int = 256,
-        num_layers: int = 2,
-        dropout: float = 0.0,
-        attention: Any = "global",
-        score: Any = "general",
-        feed_input: bool = True,
-        reverse_source: bool = False,
-        bias: bool = True,
-        init_scale: float = 0.1,
-        forget_bias: float = 0.0,
-        hidden_dropout: float = 0.0,
-        init: str = "uniform",
+        *,
         pad_id: int = 0,
-        src_eos: bool = False,
         eos_id: int = 3,
-        init_state: str = "copy",
-        tie_output: bool = False,
-        output_dropout: float = 0.0,
+        **options: Any,
     ) -> None:
         super().__init__()
-        self.src_eos, self.eos_id, self.pad_id = src_eos, eos_id, pad_id
-        self.init_state = init_state
-        for name, size in (("embed_size", embed_size), ("hidden_size", hidden_size)):
-            integer(name, size, 1)
-        integer("num_layers", num_layers, 1)
-        for name, p in (
-            ("dropout", dropout),
-            ("hidden_dropout", hidden_dropout),
-            ("output_dropout", output_dropout),
-        ):
-            rate(name, p)
-        positive("init_scale", init_scale)
-        one_of("init", init, INITS)
-        att = build_attention(attention, score, hidden_size, bias)
-        _check(att, feed_input, init_state, tie_output, embed_size, hidden_size)
-        self.encoder = Encoder(
-            src_vocab_size,
-            embed_size,
-            hidden_size,
-            num_layers,
-            dropout,
-            reverse_source,
-            bias,
-            pad_id,
-            eos_last=src_eos,
-        )
-        self.decoder = Decoder(
-            tgt_vocab_size,
-            embed_size,
-            hidden_size,
-            num_layers,
-            att,
-            feed_input,
-            dropout,
-            bias,
-            pad_id,
-            hidden_dropout,
-            tie_output,
-            output_dropout,
-        )
+        sizes, arch, regularisation, init = split_options(Seq2Seq, NET_OPTIONS, options)
+        self.src_eos, self.eos_id, self.pad_id = arch.src_eos, eos_id, pad_id
+        self.init_state = arch.init_state
+        att = build_attention(arch.attention, arch.score, dim=sizes.hidden_size, bias=arch.bias)
+        _check(att, arch, sizes)
+        parts = {"sizes": sizes, "architecture": arch, "regularisation": regularisation}
+        self.encoder = Encoder(vocab_size=src_vocab_size, pad_id=pad_id, **parts)
+        self.decoder = Decoder(vocab_size=tgt_vocab_size, pad_id=pad_id, attention=att, **parts)
         self.attention = att
-        initialise_(self, init, init_scale)
-        if forget_bias and bias:
-            self._set_forget_bias(forget_bias, hidden_size, num_layers)
+        initialise_(self, init.init, init.init_scale)
+        if init.forget_bias and arch.bias:
+            self._set_forget_bias(init.forget_bias, sizes.hidden_size, sizes.num_layers)
 
     @torch.no_grad()
     def _set_forget_bias(self, value: float, d: int, num_layers: int) -> None:
@@ -229,12 +187,33 @@ class Seq2Seq(nn.Module):
     def tgt_vocab_size(self) -> int:
         return self.decoder.W_s.out_features
 
+    @property
+    def members(self) -> tuple[Seq2Seq]:
+        """One model: an ensemble of one (:class:`~luong_lit.nn.interface.DecodeModel`)."""
+        return (self,)
+
+    @property
+    def window(self) -> int | None:
+        """Local attention's half-width ``D`` (§3.2), else None."""
+        return self.attention.D if isinstance(self.attention, _LocalAttention) else None
+
+    @property
+    def attention_kind(self) -> str | None:
+        return None if self.attention is None else type(self.attention).__name__
+
     # ------------------------------------------------------------------ decoding interface
-    def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
-        """Encode a batch: the attention memory and the decoder's initial state."""
+    def encode(
+        self, src: Tensor, src_len: Tensor, read: EncoderRead | None = None
+    ) -> tuple[Memory, DecoderState]:
+        """Encode a batch: the attention memory and the decoder's initial state. ``read``:
+        how the encoder is computed, ``read(encoder, src, src_len) -> (h_bar_s, (h, c))``
+        (an engine's faster form; default: the encoder module itself)."""
         if self.src_eos:
-            src, src_len = append_eos(src, src_len, self.eos_id, self.pad_id)  # (B, S+1), (B,)
-        h_bar_s, (h, c) = self.encoder(src, src_len)  # (B, S, d), (L, B, d) x2
+            src, src_len = append_eos(
+                src, src_len, eos_id=self.eos_id, pad_id=self.pad_id
+            )  # (B, S+1), (B,)
+        read = read or _read_with_module
+        h_bar_s, (h, c) = read(self.encoder, src, src_len)  # (B, S, d), (L, B, d) x2
         return self.initial(h_bar_s, h, c, src_len)
 
     def initial(
@@ -268,7 +247,7 @@ class Seq2Seq(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced pass: ``h_tilde`` (B, T, d) and optionally dense ``a_t`` (B, T, S)."""
         memory, state = self.encode(src, src_len)
-        return self.decoder(tgt_in, state, memory, return_attention)
+        return self.decoder(tgt_in, state, memory, return_attention=return_attention)
 
     def output_nll(
         self, h_tilde: Tensor, targets: Tensor, label_smoothing: float = 0.0, ignore_index=-100
@@ -276,4 +255,11 @@ class Seq2Seq(nn.Module):
         """``Σ_i -log softmax(W_s h_tilde_i)[y_i]`` (Eq. 6): ``h_tilde`` (N, d), targets (N,);
         rows whose target is ``ignore_index`` count for nothing."""
         W_s = self.decoder.W_s
-        return output_nll(h_tilde, W_s.weight, W_s.bias, targets, label_smoothing, ignore_index)
+        return output_nll(
+            h_tilde,
+            targets,
+            weight=W_s.weight,
+            bias=W_s.bias,
+            label_smoothing=label_smoothing,
+            ignore_index=ignore_index,
+        )

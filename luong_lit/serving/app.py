@@ -49,13 +49,12 @@ SECURITY = {
 def describe(model: ServedModel) -> dict[str, Any]:
     """What ``/health`` says of a model (the page draws a panel per model from it)."""
     tr = model.translator
-    net = getattr(tr.model, "members", [tr.model])[0]
-    att = getattr(net, "attention", None)
+    first = tr.model.members[0]  # an ensemble: its first model
     return {
         "name": model.name,
         "checkpoints": model.checkpoints,
-        "attention": type(att).__name__ if att is not None else None,
-        "window": getattr(att, "D", None),
+        "attention": first.attention_kind,
+        "window": first.window,
     }
 
 

@@ -1,7 +1,7 @@
 """Callbacks: target-token throughput, greedy BLEU and beam BLEU (with unk replacement).
 
 The BLEU callbacks score the dev set during training and every test set in ``trainer.test``,
-through :class:`luong_lit.decoder.Decoder`, the decoder every command uses too.
+through :class:`luong_lit.inference.Inference`, as every command decodes.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import torch
 
 from luong_lit.data.loading.batching import Batch
 from luong_lit.data.text.dictionary import load_dictionary
-from luong_lit.decoder import Decoder
-from luong_lit.decoding.beam import BeamConfig, parse_length_penalty
+from luong_lit.decoding.search import Search, parse_length_penalty
+from luong_lit.inference import Inference
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
 from luong_lit.training.loggers import log_samples
 from luong_lit.validate import OptionError, integer
@@ -102,8 +102,8 @@ class GreedyBleuCallback(L.Callback):
             return
         dm, dev = trainer.datamodule, trainer.datamodule.splits["dev"]
         tok = dm.tokenizers.get("tgt")
-        decoder = Decoder(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
-        out = decoder.split(dev, batch_size=self.batch_size, max_sentences=self.max_sentences)
+        inference = Inference(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
+        out = inference.split(dev, batch_size=self.batch_size, max_sentences=self.max_sentences)
         hyps, refs = bleu_lines(out.words, tok), bleu_lines(dev.tgt_tokens[: len(out.words)], tok)
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
         if trainer.is_global_zero:
@@ -117,9 +117,9 @@ class GreedyBleuCallback(L.Callback):
 
     def on_test_epoch_end(self, trainer, pl_module) -> None:
         dm = trainer.datamodule
-        decoder = Decoder(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
+        inference = Inference(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
         for name in dm.test_spec:
-            bleu = decoder.split_bleu(
+            bleu = inference.split_bleu(
                 dm.splits[name], tokenizer=dm.tokenizers.get("tgt"), batch_size=self.batch_size
             )["bleu"]
             pl_module.log(f"test/{name}/bleu_greedy", bleu, add_dataloader_idx=False)
@@ -155,7 +155,7 @@ class BeamBleuCallback(L.Callback):
             why = "is not none, avg or a number"
             raise OptionError("length_penalty", length_penalty, why) from None
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
-        self.beam = BeamConfig(beam_size=beam_size, length_penalty=penalty)
+        self.beam = Search(beam_size=beam_size, length_penalty=penalty)
         self.replace_unk, self.dictionary_path, self.on_test = replace_unk, dictionary, on_test
         self._dictionary = None
 
@@ -163,8 +163,8 @@ class BeamBleuCallback(L.Callback):
         if self.dictionary_path and self._dictionary is None:
             self._dictionary = load_dictionary(self.dictionary_path)
         dm = pl_module.trainer.datamodule
-        decoder = Decoder(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
-        return decoder.split_bleu(
+        inference = Inference(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
+        return inference.split_bleu(
             split, tokenizer=dm.tokenizers.get("tgt"), search=self.beam,
             batch_size=self.batch_size, max_sentences=self.max_sentences,
             replace_unk=self.replace_unk, dictionary=self._dictionary,

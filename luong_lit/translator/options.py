@@ -12,8 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from luong_lit.decoding.beam import AUTHORS, BeamConfig, parse_length_penalty
 from luong_lit.decoding.ensemble import COMBINE
+from luong_lit.decoding.search import AUTHORS, Search, parse_length_penalty
 from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.decoding.workers import check_workers
 from luong_lit.engines import ENGINES, INT8_PARTS
@@ -150,7 +150,7 @@ class SearchOptions:
             raise UsageError(f"unknown search option {unknown[0]!r}; the options: {known}")
         return dataclasses.replace(self, **changes)
 
-    def search(self) -> BeamConfig:
+    def search(self) -> Search:
         """The search these options ask for; beam size 1 runs as greedy search with the same
         length bounds."""
         try:
@@ -165,7 +165,7 @@ class SearchOptions:
                 )  # fmt: skip
             cfg = dataclasses.replace(AUTHORS, n_best=self.n_best)
         else:
-            cfg = BeamConfig(beam_size=self.beam, n_best=self.n_best, length_penalty=penalty)
+            cfg = Search(beam_size=self.beam, n_best=self.n_best, length_penalty=penalty)
         if self.n_best > cfg.beam_size:
             raise BadOption(
                 f"{{n_best}} {self.n_best} needs a beam of at least {self.n_best} "

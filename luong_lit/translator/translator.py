@@ -23,15 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from luong_lit.checkpoint import load_models
+from luong_lit.checkpoint import CheckpointMeta, load_models
 from luong_lit.data.loading.model_data import model_text
 from luong_lit.data.text.dictionary import load_dictionary
 from luong_lit.data.text.model_text import Source
-from luong_lit.data.vocab import BOS, PAD, UNK
-from luong_lit.decoder import Decoder
-from luong_lit.decoding.corpus import Translation
-from luong_lit.decoding.unk import replace_unks, word_alignment
+from luong_lit.decoding.search import Hypothesis
+from luong_lit.decoding.unk import Rendered, render
 from luong_lit.errors import UsageError
+from luong_lit.inference import Inference
 from luong_lit.translator.arguments import checkpoint_paths, one_text, texts_of
 from luong_lit.translator.attention import AttentionMap, attention_map, empty_map
 from luong_lit.translator.options import LoadOptions, SearchOptions, at_least
@@ -55,16 +54,6 @@ class Output:
     hypotheses: list[Scored]
     truncated: bool = False
     attention: AttentionMap | None = None
-
-
-class Rendered(NamedTuple):
-    """A hypothesis as text: the ``text``, the output ``words`` it shows (stray ``<s>`` and
-    ``<pad>`` left out), and ``replaced``: for each word filled in by unknown-word replacement,
-    the source word it came from."""
-
-    text: str
-    words: list[str]
-    replaced: dict[int, int]
 
 
 def split_options(options: dict) -> tuple[dict, dict]:
@@ -92,10 +81,11 @@ def load(checkpoints: str | os.PathLike | Sequence, **options) -> Translator:
 
 
 class Translator:
-    """A loaded model (or ensemble) with its text handling, its decoder and default search."""
+    """A loaded model (or ensemble) with its text handling, its decode-time form
+    (:class:`~luong_lit.inference.Inference`) and default search."""
 
     def __init__(
-        self, model, src_vocab, tgt_vocab, meta: dict, options: LoadOptions,
+        self, model, src_vocab, tgt_vocab, meta: CheckpointMeta, options: LoadOptions,
         search: SearchOptions | None = None,
     ) -> None:  # fmt: skip
         self.src_vocab, self.tgt_vocab, self.meta, self.options = (
@@ -105,7 +95,7 @@ class Translator:
             options,
         )
         self.text = model_text(meta, options.pretokenized, src_vocab, tgt_vocab)
-        self.decoder = Decoder(model, tgt_vocab, engine=options.engine, int8=options.int8)
+        self.inference = Inference(model, tgt_vocab, engine=options.engine, int8=options.int8)
         self.defaults = self.checked(search or SearchOptions())  # refused here if it cannot be
         self.dictionary = load_dictionary(options.dictionary) if options.dictionary else None
 
@@ -121,7 +111,7 @@ class Translator:
     @property
     def model(self):
         """The network (or ensemble)."""
-        return self.decoder.model
+        return self.inference.model
 
     # ------------------------------------------------------------------ the API
     def translate(self, texts: str | Sequence[str], progress: bool = False, **search) -> list[str]:
@@ -145,7 +135,8 @@ class Translator:
     def score(self, src: str | Sequence[str], tgt: str | Sequence[str]) -> list[float]:
         """``log p(tgt | src)`` of each pair: the sum over the target words and ``</s>``."""
         src_ids, tgt_ids = self._ids(*self._pairs(src, tgt))
-        return [float(f.logprob.sum()) for f in self.decoder.forced(src_ids, tgt_ids, scores=True)]
+        forced = self.inference.forced(src_ids, tgt_ids, scores=True)
+        return [float(f.logprob.sum()) for f in forced]
 
     def align(
         self, src: str | Sequence[str], tgt: str | Sequence[str]
@@ -160,8 +151,8 @@ class Translator:
         self, src_tokens, tgt_tokens, conventions: Sequence[str], members=None
     ) -> dict[str, list[set[tuple[int, int]]]]:
         """Links of pairs given in the model's tokens, under each of ``conventions`` (or, for an
-        ensemble, ``members``: one convention per member; :meth:`Decoder.alignments`)."""
-        return self.decoder.alignments(*self._ids(src_tokens, tgt_tokens), conventions, members)
+        ensemble, ``members``: one convention per member; :meth:`Inference.alignments`)."""
+        return self.inference.alignments(*self._ids(src_tokens, tgt_tokens), conventions, members)
 
     # ------------------------------------------------------------------ the work
     def search_options(self, **changes) -> SearchOptions:
@@ -171,8 +162,8 @@ class Translator:
     def readable_alignments(self) -> None:
         """Refuse now an ensemble whose attention cannot be read as one alignment (location and
         content-based members, footnote 14), before any decoding that would need it."""
-        if self.decoder.has_attention:
-            self.decoder.content_based  # noqa: B018 - raises for mixed members
+        if self.inference.has_attention:
+            self.inference.content_based  # noqa: B018 - raises for mixed members
 
     def checked(self, search: SearchOptions) -> SearchOptions:
         """``search``, refused if this model cannot decode with it: the beam cannot be wider
@@ -195,22 +186,20 @@ class Translator:
         ``n_best`` hypotheses each, and the attention of the best if asked."""
         opts = self.defaults if search is None else self.checked(search)
         n, sources, cut = opts.n_best, *self._sources(lines)
-        out = self.decoder.decode(
+        out = self.inference.decode(
             [self.src_vocab.encode(s.tokens) for s in sources], search=opts.search(),
             batch_size=self.options.batch_size, keep_attention=opts.replace_unk,
             workers=self.options.workers, progress=progress,
         )  # fmt: skip
         results, best = [], []
-        for source, tr, was_cut in zip(sources, out, cut):
-            hyps = (
-                [tr] if n == 1 else [Translation(h.tokens, h.attention, h.score) for h in tr.n_best]
-            )
+        for source, hyps, was_cut in zip(sources, out, cut):
             rendered = [self._render(source, h, opts) for h in hyps[:n]]
-            scored = [Scored(r.text, h.score) for r, h in zip(rendered, hyps)]
+            texts = [self._text(r, source) for r in rendered]
+            scored = [Scored(x, h.score) for x, h in zip(texts, hyps)]
             scored += [Scored("", 0.0)] * (n - len(scored))  # an empty input, a short list
             results.append(Output(scored[0].text, scored, was_cut))
             if attention:  # the best is the n-best list's first (an empty input has none)
-                best.append(rendered[0] if rendered else self._render(source, tr, opts))
+                best.append(rendered[0] if rendered else Rendered([], {}))
         if attention:
             self._attach_attention(sources, best, results)
         return results
@@ -230,24 +219,18 @@ class Translator:
             sources = [s._replace(tokens=[]) if c else s for s, c in zip(sources, cut)]
         return sources, cut
 
-    def _render(self, source: Source, hyp, opts: SearchOptions) -> Rendered:
-        """The text of a hypothesis, its words and where replaced words came from."""
-        words = [self.tgt_vocab.itos[i] for i in hyp.ids]
-        replaced = {}
-        if opts.replace_unk and UNK in words and hyp.attention is not None and source.tokens:
-            where = word_alignment(
-                hyp.attention, len(words), self.decoder.content_based, self.options.align_convention
-            )
-            replaced = {
-                i: where[i]
-                for i, w in enumerate(words)
-                if w == UNK and 0 <= where[i] < len(source.tokens)
-            }
-            words = replace_unks(words, source.tokens, where, self.dictionary, UNK)
-        kept = [i for i, w in enumerate(words) if w not in (PAD, BOS)]
-        words = [words[i] for i in kept]
-        replaced = {kept.index(i): s for i, s in replaced.items() if i in kept}
-        return Rendered(self.text.render(words, source) if words else "", words, replaced)
+    def _render(self, source: Source, hyp: Hypothesis, opts: SearchOptions) -> Rendered:
+        """A hypothesis' words, its ``<unk>`` replaced when ``opts`` asks for it."""
+        src_words = source.tokens if opts.replace_unk else None
+        return render(
+            hyp.ids, self.tgt_vocab.itos, src_words, hyp.attention,
+            self.inference.content_based if src_words else True, self.dictionary,
+            self.options.align_convention,
+        )  # fmt: skip
+
+    def _text(self, rendered: Rendered, source: Source) -> str:
+        """The words as the text a user reads (detokenised, recased)."""
+        return self.text.render(rendered.words, source) if rendered.words else ""
 
     def _attach_attention(self, sources: list[Source], best: list[Rendered], results) -> None:
         """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``
@@ -255,9 +238,9 @@ class Translator:
         rows = [i for i, src in enumerate(sources) if src.tokens]
         src_ids = [self.src_vocab.encode(sources[i].tokens) for i in rows]
         tgt_ids = [self.tgt_vocab.encode(best[i].words) for i in rows]
-        eos = bool(getattr(self.model, "src_eos", False))  # (an ensemble: its words only)
-        forced = dict(zip(rows, self.decoder.forced(src_ids, tgt_ids, eos_slot=eos)))
-        D = getattr(getattr(self.model, "attention", None), "D", None)
+        eos = self.model.src_eos  # (an ensemble: its words only)
+        forced = dict(zip(rows, self.inference.forced(src_ids, tgt_ids, eos_slot=eos)))
+        D = self.model.window
         for i, (source, shown, res) in enumerate(zip(sources, best, results)):
             if i not in forced:
                 res.attention = empty_map()
@@ -265,9 +248,9 @@ class Translator:
             shown_target = self.text.show_target(shown.words, source)
             res.attention = attention_map(
                 forced[i], self.text.show_source(source), shown_target,
-                len(source.tokens), content_based=self.decoder.content_based,
+                len(source.tokens), content_based=self.inference.content_based,
                 convention=self.options.align_convention, replaced=shown.replaced, D=D,
-                has_attention=self.decoder.has_attention,
+                has_attention=self.inference.has_attention,
             )  # fmt: skip
 
     def _pairs(self, src, tgt) -> tuple[list[list[str]], list[list[str]]]:

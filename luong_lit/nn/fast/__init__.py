@@ -2,7 +2,7 @@
 
 These are functions over a :class:`~luong_lit.nn.Seq2Seq`'s modules, not other modules: the
 ``fast`` engine (:mod:`luong_lit.engines`) calls them, and the reference code carries no hook
-for them. Parity tests pin them to the reference (``tests/test_parity.py``):
+for them. Parity tests pin them to the reference (``tests/test_engines.py``):
 
 * :mod:`.model`: the encoder over a ragged batch with deferred weight gradients, and the
   input-feeding decoder unrolled over the rows still running (:mod:`.lstm`);

@@ -6,7 +6,7 @@ and the gradient of the (scalar) loss in the same pass, keeps each ``(chunk, V)`
 logits in cache and never materialises the full ``(N, V)`` log-probabilities, their
 gradient, or the one-hot scatter. The result equals
 ``F.cross_entropy(h @ W.T + b, y, reduction="sum", label_smoothing=eps)`` and its
-gradients (``tests/test_loss.py``).
+gradients (``tests/test_nn_loss.py``).
 
 With ``eps > 0`` (label smoothing, Szegedy et al. 2016; not in the paper) the target is
 ``(1 - eps)`` on the reference word plus ``eps / V`` on every word, so the loss of a row is

@@ -6,7 +6,7 @@ with the layout of a fused RNN kernel: the input projection ``W_ih x`` of a laye
 matrix product over every real token, and only ``W_hh h_{t-1}`` runs step by step. On CPU
 its backward pass is also cheaper than ``nn.LSTM`` on a ``PackedSequence``, whose per-step
 slices of the projected input each cost a full-size zero fill and add. The results equal
-``nn.LSTM`` on the packed batch (``tests/test_model.py``).
+``nn.LSTM`` on the packed batch (``tests/test_nn_model.py``).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class RecurrentWeight:
     Under autograd the per-step products ``x_tᵀ delta_t`` of the weight gradient, each
     with only ``n_t`` rows, are replaced by one product over all steps, as fused RNN
     kernels do, and the gradient is no longer accumulated step by step. The result is the
-    same sum (``tests/test_training_paths.py``). Without autograd it is a plain ``addmm``.
+    same sum (``tests/test_engines.py``). Without autograd it is a plain ``addmm``.
     Under autocast ``W`` is cast once to the autocast dtype, not at every step. ``defer=False``
     keeps autograd's own step-by-step sum (a compiled step cannot hold the deferred products).
     """

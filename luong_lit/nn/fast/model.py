@@ -29,7 +29,6 @@ from luong_lit.nn.fast.lstm import (
     summed_bias,
     unpack,
 )
-from luong_lit.nn.seq2seq import append_eos
 
 
 def drop(x: Tensor, module: nn.Dropout) -> Tensor:
@@ -50,15 +49,12 @@ def fast_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, tup
     else:
         out, (h, c) = ragged_lstm(packed, enc.rnn)  # the same result, faster on CPU
     h_bar_s = unpack(out.data, flat_index, src.size(0), S)  # (B, S, d), zeros at padding
-    return enc._original_order(h_bar_s, src_len), (h, c)
+    return enc.original_order(h_bar_s, src_len), (h, c)
 
 
 def fast_memory(net, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
     """:meth:`Seq2Seq.encode <luong_lit.nn.Seq2Seq.encode>` with :func:`fast_encode`."""
-    if net.src_eos:
-        src, src_len = append_eos(src, src_len, net.eos_id, net.pad_id)  # (B, S+1), (B,)
-    h_bar_s, (h, c) = fast_encode(net.encoder, src, src_len)  # (B, S, d), (L, B, d) x2
-    return net.initial(h_bar_s, h, c, src_len)
+    return net.encode(src, src_len, read=fast_encode)
 
 
 def fast_attend(

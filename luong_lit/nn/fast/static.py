@@ -20,7 +20,7 @@ sentence lengths is a tensor on the device:
 Work that does not depend on the recurrence runs once outside the loops: each layer's input
 product for all steps (layer 1's embedding half in the decoder) and the score's keys of
 ``h_bar_s`` (``Memory.keys``). With dropout off, losses and gradients equal the eager path's
-(``tests/test_static.py``); with dropout on, the masks are drawn in another order.
+(``tests/test_engines.py``); with dropout on, the masks are drawn in another order.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from luong_lit.nn.fast.model import (
     fast_output_nll,
     step_weights,
 )
-from luong_lit.nn.seq2seq import append_eos
 
 
 def masked_layer(x: Tensor, valid: Tensor, rnn, l: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -77,7 +76,7 @@ def static_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, t
         x, h, c = masked_layer(x, valid, enc.rnn, l)  # (B, S, d), (B, d) x2
         hs.append(h)
         cs.append(c)
-    return enc._original_order(x, src_len), (torch.stack(hs), torch.stack(cs))
+    return enc.original_order(x, src_len), (torch.stack(hs), torch.stack(cs))
 
 
 def decoder_step(dec: Decoder, x_t: Tensor, h_tilde: Tensor, h: list, c: list, weights, memory,
@@ -136,7 +135,7 @@ def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tens
             x = F.dropout(x, enc.rnn.dropout, enc.rnn.training)  # nn.LSTM's own dropout
         w = [getattr(enc.rnn, f"weight_ih_l{l}"), getattr(enc.rnn, f"weight_hh_l{l}")]
         # nn.LSTM's own call, for one layer without biases: (B, S, d), (1, B, d) x2
-        x, h, c = torch._VF.lstm(x, (zeros, zeros), w, False, 1, 0.0, enc.training, False, True)
+        x, h, c = torch.lstm(x, (zeros, zeros), w, False, 1, 0.0, enc.training, False, True)
         hs.append(h[0])
         cs.append(c[0])
     back = (order + shift).clamp(max=S - 1)  # (B, S) source slot s reads left slot order[s]+shift
@@ -180,12 +179,8 @@ def static_memory(
     ``left_padded`` one whole-sequence call per layer (:func:`left_padded_encode`), ``auto``
     chooses (:func:`use_left_padded`).
     """
-    if net.src_eos:
-        src, src_len = append_eos(src, src_len, net.eos_id, net.pad_id)  # (B, S+1), (B,)
     left = use_left_padded(encoder, net, src)
-    encode = left_padded_encode if left else static_encode
-    h_bar_s, (h, c) = encode(net.encoder, src, src_len)  # (B, S, d), (L, B, d) x2
-    return net.initial(h_bar_s, h, c, src_len)
+    return net.encode(src, src_len, read=left_padded_encode if left else static_encode)
 
 
 def static_nll(

@@ -14,7 +14,7 @@ computes without autograd:
   (``int8="all"``, :mod:`.quantize`).
 
 The model must be in eval mode (dropout off). Its results equal the model's own ``step``
-(``tests/test_parity.py``), except with ``int8``, which is approximate.
+(``tests/test_engines.py``), except with ``int8``, which is approximate.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from luong_lit.nn.fast.quantize import PARTS, Int8Linear, Int8Recurrent
 
 
 class FastStepper(nn.Module):
-    """``encode``/``step``/``logits`` of a :class:`~luong_lit.nn.Seq2Seq` in eval mode."""
+    """``encode``/``step``/``logits`` of a :class:`~luong_lit.nn.Seq2Seq` in eval mode: a
+    :class:`~luong_lit.nn.interface.DecodeModel`."""
 
     def __init__(self, net: nn.Module, int8: str | None = None) -> None:
         super().__init__()
@@ -67,6 +68,22 @@ class FastStepper(nn.Module):
     @property
     def tgt_vocab_size(self) -> int:
         return self.net.tgt_vocab_size
+
+    @property
+    def members(self) -> tuple[FastStepper]:
+        return (self,)
+
+    @property
+    def src_eos(self) -> bool:
+        return self.net.src_eos
+
+    @property
+    def window(self) -> int | None:
+        return self.net.window
+
+    @property
+    def attention_kind(self) -> str | None:
+        return self.net.attention_kind
 
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
         return fast_memory(self.net, src, src_len)  # the ragged encoder on a CPU

@@ -1,8 +1,9 @@
-"""The one decoder every caller uses: the validation callbacks, ``evaluate``, ``align``,
-``translate``, ``serve`` and the Python API.
+"""A model at decode time, as every caller decodes: the validation callbacks, ``evaluate``,
+``align``, ``translate``, ``serve`` and the Python API.
 
-A :class:`Decoder` holds a model (or an ensemble) in an engine's decode-time form, made once,
-and decodes through the pure functions of :mod:`luong_lit.decoding`: searches (greedy or beam),
+An :class:`Inference` holds a model (or an ensemble) in an engine's decode-time form, made
+once, and decodes through the pure functions of :mod:`luong_lit.decoding`: searches (greedy or
+beam, one :class:`~luong_lit.decoding.search.Search` for both),
 the output words with unknown words replaced, forced passes over given translations, and word
 alignments under footnote 14's convention or the other one. A model in training mode is
 decoded in eval mode (dropout off) and left as it was. Tokenised BLEU is multi-bleu.perl's, the
@@ -14,30 +15,35 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from luong_lit.decoding.beam import BeamConfig
-from luong_lit.decoding.corpus import Translation, decode_corpus, output_words
+from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.forced import Forced, attention_links, forced_pass, member_links
+from luong_lit.decoding.search import GREEDY, Hypothesis, Search
 from luong_lit.engines import make_engine
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
+from luong_lit.nn.interface import DecodeModel
 from luong_lit.nn.modes import evaluating
 
 
 class SplitOutput(NamedTuple):
-    """A split's translations: output words before and (with unk replacement) after."""
+    """A split's translations (each source's n-best hypotheses, best first) and the best
+    one's words before and (with unk replacement) after."""
 
-    translations: list[Translation]
+    hypotheses: list[list[Hypothesis]]
     words: list[list[str]]
     replaced: list[list[str]] | None
 
 
-class Decoder:
-    """A model (or ensemble) in its decode-time form, with its target vocabulary.
+class Inference:
+    """A model (or ensemble, a :class:`~luong_lit.nn.interface.DecodeModel`) in its
+    decode-time form, with its target vocabulary.
 
     ``engine``: an engine or its name (default ``fast``); ``int8``: the fast engine's 8-bit
     products for searches (forced passes keep the float weights, as perplexity does).
     """
 
-    def __init__(self, model, tgt_vocab, *, engine=None, int8: str | None = None) -> None:
+    def __init__(
+        self, model: DecodeModel, tgt_vocab, *, engine=None, int8: str | None = None
+    ) -> None:
         self.model, self.tgt_vocab, self.int8 = model, tgt_vocab, int8
         self.engine = make_engine() if engine is None else make_engine(engine)
         with evaluating(model):
@@ -48,11 +54,11 @@ class Decoder:
     @property
     def content_based(self) -> bool:
         """Whether its score reads the content (dot, general, concat), not only the location."""
-        return getattr(self.model, "content_based", True)
+        return self.model.content_based
 
     @property
     def has_attention(self) -> bool:
-        return getattr(self.model, "has_attention", True)
+        return self.model.has_attention
 
     @property
     def float_stepper(self):
@@ -64,29 +70,30 @@ class Decoder:
 
     # ------------------------------------------------------------------ searching
     def decode(
-        self, src_ids: Sequence[Sequence[int]], *, search: BeamConfig | None = None,
+        self, src_ids: Sequence[Sequence[int]], *, search: Search = GREEDY,
         batch_size: int = 64, keep_attention: bool = False, workers: int = 1,
         progress: bool = False,
-    ) -> list[Translation]:  # fmt: skip
-        """Every source translated, in input order (greedy when ``search`` is None;
-        ``keep_attention``: each translation's per-step ``a_t``, for unknown words)."""
+    ) -> list[list[Hypothesis]]:  # fmt: skip
+        """Every source translated, in input order: its n-best hypotheses, best first
+        (``keep_attention``: each one's per-step ``a_t``, for unknown words)."""
         with evaluating(self.model):
             return decode_corpus(
-                self.stepper, src_ids, batch_size, search, keep_attention, progress, workers
-            )
+                self.stepper, src_ids, search=search, batch_size=batch_size,
+                keep_attention=keep_attention, progress=progress, workers=workers,
+            )  # fmt: skip
 
     def words(
-        self, translations: Sequence[Translation], *, src_words=None,
+        self, found: Sequence[Sequence[Hypothesis]], *, src_words=None,
         dictionary: Mapping[str, str] | None = None, convention: str = "paper",
     ) -> list[list[str]]:  # fmt: skip
-        """The output words; with ``src_words``, each ``<unk>`` replaced by its aligned source
-        word (through ``dictionary`` where it has an entry)."""
+        """The best hypothesis' words; with ``src_words``, each ``<unk>`` replaced by its
+        aligned source word (through ``dictionary`` where it has an entry)."""
         return output_words(
-            translations, self.tgt_vocab, src_words, self.content_based, dictionary, convention
+            found, self.tgt_vocab, src_words, self.content_based, dictionary, convention
         )
 
     def split(
-        self, split, *, search: BeamConfig | None = None, batch_size: int = 128,
+        self, split, *, search: Search = GREEDY, batch_size: int = 128,
         max_sentences: int | None = None, replace_unk: bool = False,
         dictionary: Mapping[str, str] | None = None, convention: str = "paper",
         workers: int = 1, progress: bool = False,
@@ -135,7 +142,7 @@ class Decoder:
         convention per member of an ensemble instead, keyed ``per member: ...``
         (:func:`~luong_lit.decoding.forced.member_links`)."""
         if members:
-            nets = list(getattr(self.float_stepper, "members", [self.float_stepper]))
+            nets = list(self.float_stepper.members)
             with evaluating(self.model):
                 links = member_links(nets, src_ids, tgt_ids, members)
             return {"per member: " + ",".join(members): links}

@@ -1,0 +1,108 @@
+"""What a search is asked for, and what it finds: one options object for greedy and beam search
+(:class:`Search`) and one result type (:class:`Hypothesis`).
+
+Beam size 1 with nothing else asked is greedy search (:attr:`Search.greedy`); both searches
+bound the output length the same way (:func:`length_bounds`, docs/paper_notes.md §11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor
+
+
+@dataclass
+class Hypothesis:
+    """A translation found by a search: word ids without ``</s>``, its raw log-probability
+    (None from greedy search, which does not add them up), per-step attention, and the score
+    it was ranked by (``length_penalty``)."""
+
+    ids: list[int]
+    score: float | None = None
+    attention: Tensor | None = None  # (len + 1, S): a_t of every step, the </s> step included
+    norm_score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Search:
+    """Search options. ``beam_size`` 1 (with ``n_best`` 1, raw scores and no stack) is greedy
+    search. ``length_penalty``: None (raw scores, the paper), ``avg`` or a GNMT α;
+    ``stack_size``: stop after this many finished hypotheses (the authors' decoder: 100);
+    the output has at most ``floor(max_len_ratio · S') + max_len_extra`` and at least
+    ``floor(min_len_ratio · S')`` words, ``S' = S + src_len_plus``."""
+
+    beam_size: int = 5
+    n_best: int = 1
+    max_len_ratio: float = 1.5
+    max_len_extra: int = 5
+    min_len_ratio: float = 0.0
+    length_penalty: float | str | None = None
+    stack_size: int | None = None
+    src_len_plus: int = 0  # added to S before the length ratios (authors: 1, S counts </s>)
+
+    @property
+    def greedy(self) -> bool:
+        """Whether this asks for nothing beyond greedy search (beam size 1 equals greedy)."""
+        return (
+            self.beam_size == 1
+            and self.n_best == 1
+            and self.length_penalty is None
+            and self.stack_size is None
+        )
+
+    def normalise(self, score: float, length: int) -> float:
+        if self.length_penalty is None:
+            return score
+        if self.length_penalty == "avg":
+            return score / max(length, 1)
+        alpha = float(self.length_penalty)
+        return score / (((5.0 + length) / 6.0) ** alpha)  # Wu et al. (2016)
+
+    def bounds(self, src_len: Tensor) -> tuple[Tensor, Tensor]:
+        """Most and fewest output words per sentence (:func:`length_bounds`)."""
+        return length_bounds(
+            src_len, self.max_len_ratio, self.max_len_extra, self.min_len_ratio, self.src_len_plus
+        )
+
+
+#: Greedy search with the default length bounds.
+GREEDY = Search(beam_size=1)
+
+#: nmt.matlab's decoder (docs/paper_notes.md §11): beam 12, stop after 100 finished hypotheses,
+#: the highest raw score; between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words.
+AUTHORS = Search(
+    beam_size=12,
+    n_best=1,
+    stack_size=100,
+    max_len_ratio=1.5,
+    max_len_extra=0,
+    min_len_ratio=0.5,
+    src_len_plus=1,
+)
+
+
+def parse_length_penalty(value) -> float | str | None:
+    """``None``/``"none"`` (raw scores), ``"avg"``, or a GNMT α given as a number or string."""
+    if value is None or value in ("none", "avg"):
+        return None if value == "none" else value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"length penalty must be none, avg or a number, got {value!r}") from None
+
+
+def length_bounds(
+    src_len: Tensor,
+    max_len_ratio: float = 1.5,
+    max_len_extra: int = 5,
+    min_len_ratio: float = 0.0,
+    src_len_plus: int = 0,
+) -> tuple[Tensor, Tensor]:
+    """Most and fewest output words per sentence (docs/paper_notes.md §11), for greedy
+    and beam search alike: ``floor(max_len_ratio · S') + max_len_extra`` and
+    ``floor(min_len_ratio · S')``, with ``S' = S + src_len_plus``."""
+    S = (src_len + src_len_plus).float()  # (B,)
+    max_len = (S * max_len_ratio).floor().long() + max_len_extra  # (B,)
+    min_len = (S * min_len_ratio).floor().long()  # (B,)
+    return max_len, min_len

@@ -1,0 +1,126 @@
+"""The contracts between the package's rooms, held by its source: every decode-time model is a
+:class:`~luong_lit.nn.interface.DecodeModel` and no caller probes what it was given; no module
+reaches into another package's ``_private`` names (Lightning's: only
+:mod:`luong_lit.training.lightning_internals`; torch's: only
+:mod:`luong_lit.nn.fast.compiled`)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import torch
+
+PKG = Path(__file__).resolve().parents[1] / "luong_lit"
+PROBED = {"members", "has_attention", "content_based", "src_eos", "attention", "decoder", "window"}
+NAMEDTUPLE = {"_replace", "_asdict", "_fields", "_make"}  # public, though they start with _
+#: the modules that may use an outside package's private names, each for one reason (its
+#: docstring says which names and why)
+ALLOWED = {
+    "training/lightning_internals.py": "Lightning's and submitit's, where no public API exists",
+    "nn/fast/compiled.py": "torch's setting for the compiled step's backward under autocast",
+}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def probes(source: str) -> list[str]:
+    """``getattr``/``hasattr`` of a decode-time model's members by name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
+            name = node.args[1] if len(node.args) > 1 else None
+            if isinstance(name, ast.Constant) and name.value in PROBED:
+                found.append(f"line {node.lineno}: {node.func.id}(..., {name.value!r})")
+    return found
+
+
+def own_private_names(tree: ast.Module) -> set[str]:
+    """The ``_names`` a module defines: functions, classes, assignments, ``self._x``."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+    return {n for n in names if _private(n)}
+
+
+def foreign_privates(source: str, package: str) -> list[tuple[str, str]]:
+    """``(owner, where)`` for each use of another package's private name in a module of
+    ``package`` (``luong_lit.nn``): an import of a ``_`` name or module from elsewhere, and
+    ``x._name`` (not on ``self``/``cls``) of a name this module does not define itself. The
+    owner is the outside package (``torch``), or ``luong_lit`` for another room's."""
+    tree = ast.parse(source)
+    own, found = own_private_names(tree), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            mod = node.module
+            inside = mod.startswith("luong_lit")
+            other = not inside or not (mod == package or mod.startswith(package + "."))
+            names = [a.name for a in node.names] + mod.split(".")[1:]
+            if other and any(_private(n) for n in names):
+                found.append((mod.split(".")[0], f"line {node.lineno}: from {mod} import ..."))
+        elif isinstance(node, ast.Attribute) and _private(node.attr):
+            if node.attr in NAMEDTUPLE or node.attr in own:
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            owner = node.value.id if isinstance(node.value, ast.Name) else "luong_lit"
+            found.append((owner, f"line {node.lineno}: {ast.unparse(node)}"))
+    return found
+
+
+def test_the_finders_find_each_kind():
+    assert probes("n = getattr(m, 'members', [m])\nhasattr(m, 'decoder')") == [
+        "line 1: getattr(..., 'members')",
+        "line 2: hasattr(..., 'decoder')",
+    ]
+    source = (
+        "from luong_lit.nn.attention import _Attention\n"
+        "import torch\n"
+        "x = torch._VF.lstm\n"
+        "def f(enc, s):\n"
+        "    s._replace(a=1)\n"
+        "    return enc._original_order\n"
+    )
+    found = foreign_privates(source, "luong_lit.nn.fast")
+    assert [o for o, _ in found] == ["luong_lit", "torch", "enc"]
+    assert foreign_privates(source.splitlines()[0], "luong_lit.nn") == []  # its own room's
+
+
+def test_decode_time_models_keep_the_contract_and_no_caller_probes():
+    from luong_lit.decoding.ensemble import Ensemble
+    from luong_lit.nn import Seq2Seq
+    from luong_lit.nn.fast.stepper import FastStepper
+    from luong_lit.nn.interface import DecodeModel
+
+    net = Seq2Seq(src_vocab_size=9, tgt_vocab_size=9, embed_size=4, hidden_size=4).eval()
+    for model in (net, FastStepper(net), Ensemble([net, net])):
+        assert isinstance(model, DecodeModel), type(model).__name__
+        assert all(isinstance(m, DecodeModel) for m in model.members)
+    assert net.members == (net,) and net.window is None and net.attention_kind == "GlobalAttention"
+    found = {
+        str(p.relative_to(PKG)): hits
+        for p in sorted(PKG.rglob("*.py"))
+        if (hits := probes(p.read_text("utf-8")))
+    }
+    assert not found, f"callers probe a decode-time model instead of its contract: {found}"
+
+
+def test_no_module_reaches_into_another_packages_private_names():
+    found = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = str(path.relative_to(PKG))
+        package = ".".join(("luong_lit", *path.relative_to(PKG).parts[:-1]))
+        if rel in ALLOWED:
+            continue
+        hits = [where for _, where in foreign_privates(path.read_text("utf-8"), package)]
+        if hits:
+            found[rel] = hits
+    assert not found, f"private names of another package: {found}"
+    assert torch.lstm is not None  # the public name of the left-padded encoder's LSTM call
