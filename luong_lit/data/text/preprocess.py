@@ -110,7 +110,7 @@ def _unescape(text: str) -> str:
 
 RAW = Preprocessing()
 RECIPES: dict[tuple[str, str], Preprocessing] = {
-    # scripts/task1-tokenize.sh of multi30k/dataset: lowercase, normalise, tokenise
+    # multi30k/dataset's task1-tokenize.sh: lowercase, normalise, tokenise
     ("multi30k", "tok"): Preprocessing(
         lowercase=True, normalize_punct=True, moses=True, escape=True
     ),
