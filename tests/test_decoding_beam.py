@@ -3,6 +3,7 @@ n-best lists, length bounds and penalties, the authors' decoder."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -175,3 +176,32 @@ def test_a_model_without_attention_keeps_its_unks():
     itos = ["<pad>", "<unk>", "<s>", "</s>", "x", "y"]
     rendered = render([4, 1, 5], itos, ["a", "b"], out[0][0].attention, none.content_based)
     assert rendered.words == ["x", "<unk>", "y"] and rendered.replaced == {}
+
+
+@pytest.mark.parametrize("every", [3, 8])
+def test_a_trained_models_search_reads_the_host_every_k_steps_to_the_same_translations(every):
+    """Greedy and beam search read on the host every ``every`` steps only (a GPU's setting;
+    finished sentences stay in the batch meanwhile): a trained checkpoint's translations,
+    n-best lists, scores and attention equal those of a read at every step."""
+    from pathlib import Path
+
+    from luong_lit.checkpoint import load_model
+    from luong_lit.data.loading.batching import collate
+    from luong_lit.decoding.search import AUTHORS
+
+    net = load_model(Path(__file__).parent / "data" / "checkpoint_v1.ckpt")[0]
+    g = torch.Generator().manual_seed(5)
+    srcs = [torch.randint(4, 14, (int(n),), generator=g).tolist() for n in (9, 3, 6, 1, 12, 5)]
+    batch = collate([(i, s, []) for i, s in enumerate(srcs)])
+    src, src_len = batch.src, batch.src_len
+    for cfg in (Search(beam_size=4, n_best=3), Search(beam_size=3, length_penalty=0.6), AUTHORS):
+        cfg = dataclasses.replace(cfg, beam_size=min(cfg.beam_size, 10))  # 14 target words
+        step, kth = (beam_search(net, src, src_len, cfg, every=e) for e in (1, every))
+        assert [[(h.ids, h.score, h.norm_score) for h in s] for s in step] == [
+            [(h.ids, h.score, h.norm_score) for h in s] for s in kth
+        ]
+        for a, b in zip(step, kth):
+            assert all(torch.equal(x.attention, y.attention) for x, y in zip(a, b))
+    assert greedy_decode(net, src, src_len, every=1) == greedy_decode(
+        net, src, src_len, every=every
+    )

@@ -6,24 +6,29 @@ import torch
 from torch import Tensor
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
+from luong_lit.decoding.beam import sync_every
 from luong_lit.decoding.search import GREEDY, Search
 
 
 @torch.no_grad()
 def greedy_decode(
-    model, src: Tensor, src_len: Tensor, search: Search = GREEDY, return_attention: bool = False
-):
+    model, src: Tensor, src_len: Tensor, search: Search = GREEDY, return_attention: bool = False,
+    every: int | None = None,
+):  # fmt: skip
     """Pick the most probable word at every step until ``</s>`` or the length limit.
 
     The output length is bounded as in beam search (:meth:`Search.bounds
     <luong_lit.decoding.search.Search.bounds>`, docs/paper_notes.md §11); ``search``'s other
-    options do not apply. ``model``: a :class:`~luong_lit.nn.interface.DecodeModel`.
+    options do not apply. ``model``: a :class:`~luong_lit.nn.interface.DecodeModel`. Whether
+    every sentence has ended is read on the host every ``every`` steps only (default
+    :func:`~luong_lit.decoding.beam.sync_every`); the steps after a sentence's end give ``</s>``.
 
     Returns:
         hyps: a list of B id lists, without ``</s>``.
         attn: with ``return_attention``, a list of (len_i + 1, S) weight tensors (the
             ``</s>`` step included); otherwise None.
     """
+    every = every or sync_every(src.device)
     memory, state = model.encode(src, src_len)
     B = src.size(0)
     limits, min_len = search.bounds(src_len)  # (B,) x2
@@ -41,7 +46,7 @@ def greedy_decode(
         if return_attention and align is not None:
             attns.append(align.dense(src.size(1)).squeeze(1))  # (B, S)
         done |= y == EOS_ID
-        if bool(done.all()):
+        if (t + 1) % every == 0 and bool(done.all()):  # the one host read
             break
     if not out:  # a length limit of 0 words: nothing to decode
         return [[] for _ in range(B)], (
