@@ -315,7 +315,7 @@ def test_training_with_a_compiled_step_makes_the_same_updates(toy_corpus, tmp_pa
     "device, precision, accumulate, world, buckets, want",
     [
         ("cuda", "bf16-mixed", 1, 1, [10, 20], "capture"),
-        ("cuda", "32-true", 1, 1, [10, 20], "off"),  # fp32: no faster captured, more memory
+        ("cuda", "32-true", 1, 1, [10, 20], "capture"),  # the main job's fp32: host-bound eager
         ("cpu", "32-true", 1, 1, [10, 20], "off"),  # no graphs on a CPU
         ("cuda", "16-mixed", 1, 1, [10, 20], "off"),  # fp16 needs a loss scaler: not captured
         ("cuda", "bf16-mixed", 2, 1, [10, 20], "off"),  # accumulation: Lightning's own steps
@@ -480,3 +480,32 @@ def test_tf32_is_an_explicit_gpu_setting():
         torch.set_float32_matmul_precision(before[0])
         torch.backends.cudnn.allow_tf32 = before[1]
 
+
+def test_the_compiled_step_differentiates_as_eager_autograd_under_autocast(monkeypatch):
+    """``engine.compile=step`` under bf16 autocast, with torch's traced backward set to another
+    autocast dtype (as the GPU's default fp16 met the bf16 forward there, and inductor failed
+    with "Unexpected floating ScalarType in at::autocast::prioritize"): the compiled step runs
+    its backward without autocast, as eager autograd does, and gives the eager step's loss."""
+    import torch._functorch.config as functorch_config
+
+    from luong_lit.nn.fast.lstm import RecurrentWeight
+
+    forced = [{"device_type": "cpu", "dtype": torch.float16}]
+    monkeypatch.setattr(functorch_config, "backward_pass_autocast", forced)
+    net = engine_model("global", "dot", True, dtype=torch.float32, reverse_source=True, bias=False)
+    p = pad_batch(ragged_batch(), 8, 11, 11)
+    inputs = (p.src, p.src_len, p.tgt_in, p.tgt_out)
+    grads = {}
+    for c in ("off", "step"):
+        net.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = FastEngine(graphs="static", compile=c)._static_nll(net.eval(), 0.0, *inputs)[0]
+        loss.backward()
+        grads[c] = (loss.detach(), [q.grad.clone() for q in net.parameters()])
+    torch.testing.assert_close(grads["step"][0], grads["off"][0], rtol=1e-2, atol=1e-2)
+    for a, b in zip(grads["step"][1], grads["off"][1]):
+        assert (a - b).abs().max() <= 0.05 * b.abs().max() + 1e-6
+    W = torch.randn(6, 8, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert RecurrentWeight(W, defer=True).W.dtype == torch.bfloat16
+        assert RecurrentWeight(W, defer=False).W.dtype == torch.float32  # its grads add in fp32

@@ -3,11 +3,11 @@
 Training: the eager fast path (ragged encoder, unrolled input-feeding decoder, fused loss), or,
 with ``graphs``, the same loss in fixed shapes, each batch padded up to one of ``buckets``:
 ``static`` computes it without host synchronisation; ``capture`` also records it in one CUDA
-graph per bucket (:mod:`.graphs`); ``auto`` captures on one GPU in bf16-mixed and runs ``off``
-elsewhere. Decoding: :class:`~luong_lit.nn.fast.stepper.FastStepper`, with 8-bit products
-where ``int8`` asks for them (``output``: ``W_s``; ``all``: every decoder product; CPU only,
-approximate). ``compile=step`` runs the fixed-shape step's input-feeding decoder step through
-``torch.compile`` (its LSTM cells and attention fused into fewer, larger kernels).
+graph per bucket (:mod:`.graphs`); ``auto`` captures on one GPU in fp32 and bf16-mixed and
+runs ``off`` elsewhere. Decoding: :class:`~luong_lit.nn.fast.stepper.FastStepper`, with 8-bit
+products where ``int8`` asks for them (``output``: ``W_s``; ``all``: every decoder product;
+CPU only, approximate). ``compile=step`` runs the fixed-shape step's input-feeding decoder step
+through ``torch.compile`` (its LSTM cells and attention fused into fewer, larger kernels).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from luong_lit.decoding.ensemble import Ensemble
 from luong_lit.engines.graphs import GraphedSteps, auto_graphs, replayed_loss
 from luong_lit.engines.reference import Denominator, ReferenceEngine
 from luong_lit.errors import ConfigError
+from luong_lit.nn.fast.compiled import compiled_step
 from luong_lit.nn.fast.model import fast_nll
 from luong_lit.nn.fast.quantize import PARTS, QuantizationUnavailable
 from luong_lit.nn.fast.static import (
@@ -184,7 +185,7 @@ class FastEngine(ReferenceEngine):
         except ValueError as err:
             raise ConfigError(f"engine.static_encoder={self.static_encoder}: {err}") from None
         if self.compile == "step" and self._step is None:
-            self._step = torch.compile(decoder_step)  # shapes per bucket; t becomes dynamic
+            self._step = compiled_step(decoder_step)
         args = (src, src_len, tgt_in, tgt_out, label_smoothing, self.static_encoder, self._step)
         return static_nll(net, *args)
 

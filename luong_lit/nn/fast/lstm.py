@@ -68,11 +68,13 @@ class RecurrentWeight:
     kernels do, and the gradient is no longer accumulated step by step. The result is the
     same sum (``tests/test_engines.py``). Without autograd it is a plain ``addmm``.
     Under autocast ``W`` is cast once to the autocast dtype, not at every step. ``defer=False``
-    keeps autograd's own step-by-step sum (a compiled step cannot hold the deferred products).
+    keeps autograd's own step-by-step sum (a compiled step cannot hold the deferred products),
+    and ``W`` in its own dtype: autocast casts it at each step, and the cast's backward adds
+    the steps' gradients up in ``W``'s dtype (fp32), not in bf16.
     """
 
     def __init__(self, W: Tensor, defer: bool = True) -> None:
-        if torch.is_autocast_enabled(W.device.type):
+        if defer and torch.is_autocast_enabled(W.device.type):
             W = W.to(torch.get_autocast_dtype(W.device.type))  # (in, out) bf16/fp16 copy
         self._pairs: list = []
         self.deferred = defer and torch.is_grad_enabled() and W.requires_grad
