@@ -1,6 +1,7 @@
-"""The maintained benchmarks run as ``python -m benchmarks.<name>`` and report what they claim.
+"""The maintained benchmarks run as ``python -m scripts.benchmarks.<name>`` and report what they
+claim.
 
-Each is run as a user runs it, in a subprocess (the tests never import ``benchmarks``), and its
+Each is run as a user runs it, in a subprocess (the tests never import ``scripts``), and its
 JSON is checked against what the test counts itself."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 def run_module(name: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{name}", *args],
+        [sys.executable, "-m", f"scripts.benchmarks.{name}", *args],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -222,7 +222,7 @@ def test_only_the_command_line_imports_the_commands():
     """The library, the tests and the scripts use the library: ``luong_lit.commands`` is the
     command line's alone (``__main__``, ``train`` and the commands themselves)."""
     cli = {PKG / "__main__.py", PKG / "train.py"}
-    for folder in ("luong_lit", "tests", "benchmarks", "studies", "peers", "gpu"):
+    for folder in ("luong_lit", "tests", "scripts"):
         for path in (PKG.parent / folder).rglob("*.py"):
             if path in cli or PKG / "commands" in path.parents:
                 continue
@@ -234,7 +234,7 @@ def test_no_test_imports_the_benchmarks_or_another_test():
     """The tests run the benchmarks as a user does; what tests share lives in ``conftest.py``."""
     for path in (PKG.parent / "tests").glob("*.py"):
         found = {
-            m for m in _imports(path) if m.split(".")[0] == "benchmarks" or m.startswith("test_")
+            m for m in _imports(path) if m.startswith("scripts.benchmarks") or m.startswith("test_")
         }
         assert not found, f"{path.name} imports {sorted(found)}"
 

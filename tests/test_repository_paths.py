@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TOP = "luong_lit|tests|docs|conf|notebooks|scripts|constraints"
+TOP = "luong_lit|tests|docs|conf|notebooks|scripts"
 PATH = re.compile(
     rf"(?<![\w/.-])((?:{TOP})/[\w./-]*?\.(?:py|md|yaml|ipynb|sh|txt|png|json|toml))(::\w+)?\b"
 )

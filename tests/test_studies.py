@@ -1,4 +1,4 @@
-"""``studies/``: the quality studies run as a user runs them."""
+"""``scripts/studies/``: the quality studies run as a user runs them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def test_raw_text_benchmark_rebuilds_the_kits_output_from_tokens(lowercase_model
 
     (tmp_path / "src.en").write_text("A B C.\nD, E F!\nG H\n", encoding="utf-8")
     (tmp_path / "ref.de").write_text("X B c.\nY B d!\nZ b\n", encoding="utf-8")
-    cmd = [sys.executable, "-m", "studies.raw_text", str(lowercase_model), "--beam", "2"]
+    cmd = [sys.executable, "-m", "scripts.studies.raw_text", str(lowercase_model), "--beam", "2"]
     cmd += ["--out", str(tmp_path / "out"), "--src", str(tmp_path / "src.en")]
     cmd += ["--ref", str(tmp_path / "ref.de")]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
@@ -31,7 +31,7 @@ def test_raw_text_benchmark_rebuilds_the_kits_output_from_tokens(lowercase_model
 
 def test_precision_by_third_matches_left_to_right_with_clipping():
     """Each word is matched once at most, the first copies first; thirds by relative position."""
-    from studies.ngram_position import precision_by_third
+    from scripts.studies.ngram_position import precision_by_third
 
     # 6 words: thirds (a a) (b x) (a c); the reference holds two a's, one b, one c
     hyps, refs = [["a", "a", "b", "x", "a", "c"]], [["c", "a", "b", "a"]]
@@ -41,7 +41,7 @@ def test_precision_by_third_matches_left_to_right_with_clipping():
 
 
 def test_ngram_report_of_the_reference_itself_is_perfect_and_of_a_half_is_short():
-    from studies.ngram_position import ngram_report
+    from scripts.studies.ngram_position import ngram_report
 
     refs = ["a man rides a red bike .", "two dogs play in the snow ."]
     same = ngram_report(refs, refs)

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The training runs behind docs/results.md's ladders on both recipes, the reversal study on
+# Europarl, the init_state runs and the concat cells, as two queues of sweeps that run side by
+# side (one job at a time each, one thread a job: both cores busy).
+#
+#   bash scripts/studies/ladder_runs.sh [LOGS] [OVERRIDE ...]   # LOGS: where the sweeps go (default: logs)
+#
+# OVERRIDEs are added to every run (e.g. trainer=gpu; ++trainer.max_steps=2 for a dry run into
+# another LOGS).
+# Run it again with the same LOGS to pick up where it stopped: a finished run (results.json) is
+# skipped, an interrupted one resumes from its last.ckpt. Training only: the test sets are
+# decoded afterwards by `python -m studies.ladder_evals LOGS` (beam 5, outputs kept).
+set -uo pipefail
+L="${1:-logs}"
+shift || true
+common=(callbacks.beam_bleu.on_test=false threads=1 trainer.enable_progress_bar=false "$@")
+
+sweep() {  # sweep DIR OVERRIDES...: one sweep into L/DIR, one job at a time
+  local dir="$1"
+  shift
+  python -m luong_lit.train -m "$@" "${common[@]}" "hydra.sweep.dir=$L/$dir" \
+    >>"$L/queue_$dir.log" 2>&1 || echo "$(date -Is) sweep $dir $*: exit $?" >>"$L/queue_errors.log"
+}
+
+europarl() {  # the Europarl cut's data=files overrides (the cut is written once)
+  [ -f "$L/europarl20k/test.de" ] || python -m scripts.studies.europarl_split --out "$L/europarl20k" >/dev/null
+  python -m scripts.studies.europarl_split --out "$L/europarl20k" --print-only
+}
+
+paper=(experiment=m30k_paper)
+first=(ladder=table1_base,table1_reverse,table1_dropout)  # the rows whose sign is in question
+
+# A first pass with one seed a row gives every ladder, the reversal study and the attribution
+# runs; later passes add the seeds.
+queue_a() {
+  sweep ladders_paper "${paper[@]}" 'ladder=glob(table1*)' seed=1234
+  sweep ladders_paper "${paper[@]}" 'ladder=glob(table1*)' seed=2
+  sweep ladders_paper "${paper[@]}" 'ladder=glob(table3*)' seed=2
+  sweep ladders_paper "${paper[@]}" "${first[@]}" seed=3
+  sweep ladders_ours ladder=table1_global_location,table1_feed_input,table1_local_p_general seed=2
+  sweep ladders_ours 'ladder=glob(table3*)' seed=2
+  sweep concat ablation=global_general,local_m_general,local_p_general score=concat seed=1234
+}
+
+queue_b() {
+  sweep ladders_paper "${paper[@]}" 'ladder=glob(table3*)' seed=1234
+  sweep ladders_ours "${first[@]}" seed=1234
+  sweep init_state_copy "${first[@]}" model.net.init_state=copy seed=1234
+  # shellcheck disable=SC2046
+  sweep reversal_europarl "${paper[@]}" ladder=table1_base,table1_reverse seed=1234 \
+    $(europarl) data.vocab_size=20000
+  sweep ladders_ours ladder=table1_global_location,table1_feed_input,table1_local_p_general seed=1234
+  sweep ladders_ours 'ladder=glob(table3*)' seed=1234
+  sweep ladders_ours "${first[@]}" seed=2
+  sweep init_state_copy "${first[@]}" model.net.init_state=copy seed=2
+  # shellcheck disable=SC2046
+  sweep reversal_europarl "${paper[@]}" ladder=table1_base,table1_reverse seed=2,3 \
+    $(europarl) data.vocab_size=20000
+}
+
+mkdir -p "$L"
+queue_a &
+queue_b &
+wait
