@@ -85,6 +85,11 @@ def evaluate(
         bleu_lines(replaced, loaded.tokenizer), refs, [len(s) for s in split.src_tokens]
     )
     report["samples"] = samples(split, plain, replaced, n_samples)
+    report["outputs"] = {  # the lines BLEU read: written beside the report, for paired tests
+        "hyp": bleu_lines(plain, loaded.tokenizer),
+        "hyp_unk": bleu_lines(replaced, loaded.tokenizer),
+        "ref": refs,
+    }
     return report
 
 

@@ -307,7 +307,7 @@ def test_report_groups_a_sweeps_seeds_into_mean_and_sd(tmp_path):
             xs = [n[key] for n in numbers]
             assert float(row[f"{column}_mean"]) == pytest.approx(statistics.fmean(xs), abs=1e-4)
             assert float(row[f"{column}_sd"]) == pytest.approx(statistics.stdev(xs), abs=1e-4)
-    assert rows[1]["paper_table"] == "4" and rows[1]["paper_ppl"] == ""  # WMT'14's, not Multi30k's
+    assert rows[1]["paper_table"] == "4" and rows[1]["paper_ppl"] == "5.9"  # WMT'14's, so named
     assert rows[1]["paper_row"].endswith("(measured on WMT'14 En→De; this run: multi30k)")
     lines = res.stdout.splitlines()
     assert len(lines) == 4 and " ± " in lines[2] and "Table 4: global (dot)" in lines[2]

@@ -60,7 +60,7 @@ def read_run(run_dir: Path) -> dict:
     results = run_dir / "results.json"
     if results.is_file():
         row["dev_ppl"] = json.loads(results.read_text()).get("dev_ppl")
-    row["cell"] = cell_of(run_dir)
+    row["cell"], row["path"] = cell_of(run_dir), str(run_dir)
     return row
 
 
@@ -72,13 +72,22 @@ def mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None]
     return statistics.fmean(xs), statistics.stdev(xs) if len(xs) > 1 else None
 
 
+def varying(cells: Sequence[str]) -> list[str]:
+    """Each cell's overrides without those every cell shares: what the sweep varies (the
+    whole cell where there is one, or nothing varies)."""
+    parts = [set(c.split()) for c in cells]
+    common = set.intersection(*parts) if len(parts) > 1 else set()
+    return [" ".join(x for x in c.split() if x not in common) or c for c in cells]
+
+
 def group(rows: Sequence[dict]) -> list[dict]:
-    """One entry per cell, in order of first appearance: seeds, n, mean and sd per metric."""
+    """One entry per cell, in order of first appearance: seeds, n, mean and sd per metric; a
+    cell is named by what varies between the cells (:func:`varying`)."""
     cells: dict[str, list[dict]] = {}
     for row in rows:
         cells.setdefault(row["cell"], []).append(row)
     out = []
-    for cell, members in cells.items():
+    for cell, members in zip(varying(list(cells)), cells.values()):
         first = members[0]
         entry = {
             "cell": cell,

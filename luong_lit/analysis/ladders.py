@@ -32,19 +32,28 @@ from pathlib import Path
 from luong_lit.analysis.cells import mean_sd, pm
 from luong_lit.analysis.paper_numbers import LADDERS
 from luong_lit.analysis.runs import describe, is_run
+from luong_lit.analysis.steps import report_outputs, step_test, verdict_cells
 from luong_lit.errors import DataError
 
 NOT_RUN = "not run yet"
+RECIPES = {  # the experiment a ladder row is added to
+    "m30k_small": "ours (m30k_small: 2×256, Adam, the main job's additions)",
+    "m30k_paper": "the paper's (m30k_paper: its §4.1 settings, at 2×256)",
+}
 HEAD = (
     "paper row | our corpus | runs | dev ppl | test ppl | greedy BLEU | beam BLEU | + unk"
-    " | gain (BLEU) | paper corpus | paper ppl | paper BLEU | paper gain"
+    " | gain (BLEU) | p (paired bootstrap) | verdict | paper corpus | paper ppl | paper BLEU"
+    " | paper gain"
 )
-RULE = "|---|---|---:|" + "---:|" * 6 + "---|---:|---:|---:|"
+RULE = "|---|---|---:|" + "---:|" * 7 + "---|---|---:|---:|---:|"
 ENSEMBLE = "`python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk` writes it"
 NOTE = (
     "Ours: mean ± sample sd over seeds; gain: BLEU minus the row above's (beam where both "
     'rows have it, else greedy), from unrounded means, ± sqrt(sd_a² + sd_b²); "+ unk '
-    "replace\" (the same runs decoded again): mean ± sd of each run's own gain."
+    "replace\" (the same runs decoded again): mean ± sd of each run's own gain. p: paired "
+    "bootstrap of the two rows' test outputs (sacreBLEU, 1,000 resamples, two-sided), the "
+    "seeds pooled pair by pair; holds / reversed: p < 0.05 and the gain's sign, else no "
+    "measurable effect."
 )
 
 
@@ -62,7 +71,8 @@ def _model_row(paper: tuple, runs: Sequence[dict]) -> dict:
     metrics = ["dev_ppl", "ppl", "bleu_greedy", "bleu_beam"]
     if done and done[0]["attention"] != "none":
         metrics.append("bleu_beam_unk")
-    row.update({m: mean_sd([r.get(m) for r in done]) for m in metrics})
+    row.update({m: mean_sd([r.get(m) for r in done]) for m in metrics}, members=done)
+    row["recipe"] = runs[0].get("experiment") if runs else None
     unk = [r for r in done if r.get("bleu_beam_unk") is not None and r.get("bleu_beam")]
     row["unk_gain"] = mean_sd([r["bleu_beam_unk"] - r["bleu_beam"] for r in unk])
     row["best_unk"] = max((r["bleu_beam_unk"] for r in unk), default=None)
@@ -75,6 +85,7 @@ def _unk_row(last: dict, paper: tuple) -> dict:
     row = {"paper_row": paper[0], "paper_bleu": paper[1], "corpus": last["corpus"]}
     row.update(runs=last["runs"], n=last["n"] if unk[0] is not None else 0)
     row.update(paired=last.get("unk_gain"), best_unk=last.get("best_unk"))
+    row["unk_of"] = last.get("members", [])
     return {**row, "bleu_beam_unk": unk, "compare": {"bleu_beam": unk}}
 
 
@@ -89,6 +100,7 @@ def _ensemble_row(ensemble: dict | None, paper: tuple | None, corpus: str | None
         row.update(n=1, ensemble=len(ensemble["checkpoints"]), ppl=(ensemble["ppl"], None))
         row.update(bleu_beam=(ensemble["bleu_beam"], None), bleu_beam_unk=unk)
         row["compare"] = {"bleu_beam": unk}
+        row["ensemble_outputs"] = ensemble.get("outputs")
     return row
 
 
@@ -157,7 +169,9 @@ def _paper_gain(above: dict | None, row: dict) -> str:
 def markdown_ladder(table: str, laid: Sequence[dict]) -> str:
     """One table of :func:`lay_out`'s rows, ours beside the paper's, with the gains."""
     number, section, *_, where = LADDERS[table]
+    recipe = next((r["recipe"] for r in laid if r.get("recipe")), None)
     title = f"### Table {number} ({section}): ours on {laid[0]['corpus'] or '–'}"
+    title += f", recipe {RECIPES.get(recipe, recipe)}" if recipe else ""
     lines = [f"{title}; the paper's on {where}", "", f"| {HEAD} |", RULE]
     for i, row in enumerate(laid):
         above = laid[i - 1] if i else None
@@ -165,7 +179,7 @@ def markdown_ladder(table: str, laid: Sequence[dict]) -> str:
         cells = [row["paper_row"], row["corpus"] or "–", _runs_text(row)]
         shown = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
         cells += [_pm(row.get(k)) for k in shown]
-        cells += [_gain_text(ours), where]
+        cells += [_gain_text(ours), *verdict_cells(step_test(above, row) if ours else None), where]
         cells += [_one(row.get("paper_ppl")), _one(row["paper_bleu"]), _paper_gain(above, row)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -225,7 +239,8 @@ def read_ensemble(path: str | Path) -> dict:
             f"{path}: not a report of `python -m luong_lit evaluate` ({kind}: {err})"
         ) from None
     ppl = rep.get("ppl_ensemble", (rep.get("ppl") or [None])[0])
-    return {**out, "path": str(path), "test": rep.get("test"), "ppl": ppl}
+    found = report_outputs(Path(path), "hyp_unk")
+    return {**out, "path": str(path), "test": rep.get("test"), "ppl": ppl, "outputs": found}
 
 
 def ensemble_table(ensemble: dict) -> str:
@@ -244,9 +259,11 @@ def find_ensembles(folders: Iterable[str | Path], given: Sequence[str] = ()) -> 
     """The tables' ensembles: ``ensemble_table1.json`` / ``ensemble_table3.json`` in the
     folders, then each of ``given`` (``FILE`` or ``table1=FILE``), which wins."""
     out = {}
-    for path in (Path(f) / f"ensemble_{t}.json" for f in folders for t in LADDERS):
+    for folder, table in ((Path(f), t) for f in folders for t in LADDERS):
+        made = sorted((folder / f"ensemble_{table}").glob("eval_*_ensemble.json"))
+        path = made[0] if made else folder / f"ensemble_{table}.json"
         if path.is_file():
-            out[path.stem.split("_", 1)[1]] = read_ensemble(path)
+            out[table] = read_ensemble(path)
     for spec in given:
         named = re.fullmatch(r"(table\d+)=(.+)", spec)
         ensemble = read_ensemble(named.group(2) if named else spec)

@@ -59,13 +59,12 @@ CORPUS_NAMES = {"1": "WMT'14 En→De", "3": "WMT'15 De→En", "4": "WMT'14 En→
 
 def like_with_like(row: dict, dataset: str | None) -> dict:
     """The paper's row for a run trained on ``dataset``: as it is for the paper's corpus; for
-    another corpus its perplexity and BLEU are left out and the row says where they were
-    measured (Table 6's AER stays: it is measured on one gold set whatever the training text)."""
+    another corpus with its figures too, the row saying where they were measured, so that no
+    one reads them as the same corpus's (Table 6's AER is on one gold set for every run)."""
     if not row or dataset == PAPER_CORPUS:
         return row
-    kept = {k: v for k, v in row.items() if k not in ("ppl", "bleu", "bleu_unk")}
     where = CORPUS_NAMES.get(row["table"], "the paper's corpus")
-    return {**kept, "row": f"{row['row']} (measured on {where}; this run: {dataset})"}
+    return {**row, "row": f"{row['row']} (measured on {where}; this run: {dataset})"}
 
 
 def paper_row(experiment: str | None, attention: str | None, score: str | None) -> dict:

@@ -53,9 +53,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def write(report: dict, out: Path, stem: str) -> list[Path]:
-    """The report as JSON and Markdown, and its Figure 6 plot, under ``out``."""
+    """The report as JSON and Markdown, its Figure 6 plot and the lines BLEU read (the output
+    before and after unk replacement, and the references: ``STEM.hyp``, ``STEM.hyp_unk``,
+    ``STEM.ref``, one sentence a line, for paired significance tests) under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     plot_bleu_by_length({stem: report["length_buckets"]}, out / f"{stem}_bleu_by_length.png")
+    lines = report.pop("outputs", {})
+    for kind, text in lines.items():
+        (out / f"{stem}.{kind}").write_text("".join(x + "\n" for x in text), encoding="utf-8")
+    report["outputs"] = {kind: f"{stem}.{kind}" for kind in lines}
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     (out / f"{stem}.md").write_text(markdown(report), encoding="utf-8")
     return [out / f"{stem}{x}" for x in (".md", ".json", "_bleu_by_length.png")]

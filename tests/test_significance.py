@@ -1,0 +1,99 @@
+"""``luong_lit.metrics.significance`` (paired bootstrap on known outputs) and the ladder's steps
+judged by it (``luong_lit.analysis.steps``): the seeds pooled pair by pair, the verdicts."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from luong_lit.analysis.cells import varying
+from luong_lit.analysis.steps import step_test, verdict_cells
+from luong_lit.metrics.bleu import corpus_bleu_tok
+from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
+
+
+def corpus(seed: int, n: int = 200, right: float = 0.7, refs=None):
+    """References of random words, and a system that gets a share ``right`` of them whole."""
+    rng = random.Random(seed)
+    words = "abcdefghijklmnop"
+    refs = refs or [" ".join(rng.choice(words) for _ in range(10)) for _ in range(n)]
+    hyps = [r if rng.random() < right else " ".join(rng.choice(words) for _ in range(10))
+            for r in refs]  # fmt: skip
+    return hyps, refs
+
+
+def test_a_clearly_better_system_holds_and_the_same_step_backwards_is_reversed():
+    bad, refs = corpus(1, right=0.3)
+    good, _ = corpus(2, right=0.8, refs=refs)
+    up, down = paired_bootstrap(bad, good, refs), paired_bootstrap(good, bad, refs)
+    assert up.baseline == pytest.approx(corpus_bleu_tok(bad, refs))  # the tables' BLEU
+    assert up.system == pytest.approx(corpus_bleu_tok(good, refs))
+    assert up.gain > 20 and up.p < 0.01 and verdict(up) == "holds"
+    assert down.gain == pytest.approx(-up.gain) and verdict(down) == "reversed"
+
+
+def test_a_system_against_itself_or_a_near_twin_has_no_measurable_effect():
+    hyps, refs = corpus(3)
+    same = paired_bootstrap(hyps, hyps, refs)
+    assert same.gain == 0 and same.p == 1.0 and verdict(same) == "no measurable effect"
+    twin = list(hyps)
+    twin[0] = "zz " + twin[0]  # one word more in one sentence of 200
+    close = paired_bootstrap(hyps, twin, refs)
+    assert abs(close.gain) < 0.5 and close.p > 0.05 and verdict(close) == "no measurable effect"
+
+
+def test_verdicts_follow_p_and_the_sign_of_the_gain():
+    assert verdict(Paired(30.0, 31.0, 0.01, 100)) == "holds"
+    assert verdict(Paired(30.0, 29.0, 0.049, 100)) == "reversed"
+    assert verdict(Paired(30.0, 31.0, 0.05, 100)) == "no measurable effect"
+    with pytest.raises(ValueError, match="as many lines of each"):
+        paired_bootstrap(["a"], ["a", "b"], ["a"])
+
+
+def test_pooling_pairs_the_seeds_outputs_line_by_line():
+    a, b, r = pooled([(["a1", "a2"], ["b1", "b2"], ["r1", "r2"]), (["a3"], ["b3"], ["r3"])])
+    assert (a, b, r) == (["a1", "a2", "a3"], ["b1", "b2", "b3"], ["r1", "r2", "r3"])
+
+
+def _run(tmp_path, name: str, hyp, ref, unk=None):
+    """A run folder with an evaluate report and its output lines."""
+    run = tmp_path / name
+    run.mkdir()
+    outputs = {"hyp": "eval_t.hyp", "ref": "eval_t.ref"}
+    (run / "eval_t.hyp").write_text("\n".join(hyp) + "\n")
+    (run / "eval_t.ref").write_text("\n".join(ref) + "\n")
+    if unk is not None:
+        (run / "eval_t.hyp_unk").write_text("\n".join(unk) + "\n")
+        outputs["hyp_unk"] = "eval_t.hyp_unk"
+    (run / "eval_t.json").write_text(json.dumps({"outputs": outputs}))
+    return str(run)
+
+
+def test_a_ladder_step_pools_the_seeds_both_rows_have(tmp_path):
+    """Seeds 1 and 2 of the row above paired with seeds 1 and 2 of the row (its seed 3 has no
+    partner); the "+ unk" row pairs each run with itself decoded again."""
+    base = {s: corpus(10 + s, right=0.3) for s in (1, 2)}
+    refs = base[1][1]
+    better = {s: corpus(20 + s, right=0.8, refs=refs)[0] for s in (1, 2, 3)}
+    base = {s: corpus(10 + s, right=0.3, refs=refs)[0] for s in (1, 2)}
+    above = {"members": [{"seed": s, "path": _run(tmp_path, f"a{s}", h, refs)}
+                         for s, h in base.items()]}  # fmt: skip
+    row = {"members": [{"seed": s, "path": _run(tmp_path, f"b{s}", h, refs, unk=h)}
+                       for s, h in better.items()]}  # fmt: skip
+    found, said, seeds = step_test(above, row)
+    assert seeds == 2 and found.sentences == 2 * len(refs) and said == "holds"
+    unk, said, seeds = step_test(row, {"unk_of": row["members"]})
+    assert seeds == 3 and unk.gain == 0 and said == "no measurable effect"
+    assert verdict_cells((found, "holds", 2))[0] == "< 0.001 (2 seeds)"
+    assert step_test({"members": []}, row) is None and verdict_cells(None) == ("–", "–")
+
+
+def test_a_sweeps_cells_are_named_by_what_varies():
+    cells = [
+        "++trainer.max_steps=20 attention=global score=dot",
+        "++trainer.max_steps=20 attention=local_p score=dot",
+    ]
+    assert varying(cells) == ["attention=global", "attention=local_p"]
+    assert varying(["attention=global"]) == ["attention=global"]
