@@ -37,18 +37,35 @@ def draw_attention(
         ax.set_title(title, fontsize=9)
 
 
+#: panels of an attention figure side by side before it wraps to another row
+PANELS_PER_ROW = 4
+
+
 def attention_figure(
     panels: Sequence[tuple[str, np.ndarray]], src: Sequence[str], tgt: Sequence[str]
 ):
-    """One heatmap per (title, weights (len(tgt), len(src))) panel, side by side."""
+    """One heatmap per (title, weights (len(tgt), len(src))) panel, in rows of at most
+    :data:`PANELS_PER_ROW`, so that many runs stay as readable as two."""
     plt = _plt()
     w = max(3.0, 0.28 * len(src) + 1.5)
     h = max(2.5, 0.28 * len(tgt) + 1.5)
-    fig, axes = plt.subplots(1, len(panels), figsize=(w * len(panels), h), squeeze=False)
-    for ax, (title, weights) in zip(axes[0], panels):
+    cols = min(len(panels), PANELS_PER_ROW)
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_axis_off()
+    for ax, (title, weights) in zip(axes.flat, panels):
         draw_attention(ax, np.asarray(weights), src, tgt, title)
     fig.tight_layout()
     return fig
+
+
+def legend_below(ax, entries: int) -> None:
+    """The legend under the plot, in up to three columns: it never shrinks the plot, however
+    many lines it names (the figure grows downwards when saved with ``bbox_inches="tight"``)."""
+    if entries:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(entries, 3),
+                  fontsize=7, frameon=False)  # fmt: skip
 
 
 def heatmap_panels(models: dict, src_ids, tgt_ids) -> list[tuple[str, np.ndarray]]:
@@ -146,11 +163,10 @@ def plot_learning_curves(
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title, fontsize=9)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+    legend_below(ax, len(ax.get_legend_handles_labels()[0]))
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path

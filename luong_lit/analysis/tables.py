@@ -15,16 +15,18 @@ from luong_lit.analysis.runs import run_label
 
 def cells(runs: Sequence[Path]) -> dict[str, list[Path]]:
     """Runs grouped as :func:`table4` groups them (runs that differ only by their seed are one
-    cell), keyed by a figure label: the system (``global (general)``), then the cell's
-    overrides where two cells share a system, and the number of seeds where there are several."""
-    from luong_lit.analysis.cells import cell_of
+    cell), keyed by a figure label that says what differs between the cells: the system
+    (``global (general)``), then, where two cells share a system, the overrides that vary
+    between cells (not those every cell has), and the number of seeds where there are several."""
+    from luong_lit.analysis.cells import cell_of, varying
 
     groups: dict[str, list[Path]] = {}
     for run in runs:
         groups.setdefault(cell_of(run), []).append(run)
     systems = [run_label(members[0]) for members in groups.values()]
+    named = varying(list(groups))
     out: dict[str, list[Path]] = {}
-    for (cell, members), system in zip(groups.items(), systems):
+    for members, system, cell in zip(groups.values(), systems, named):
         label = f"{system} [{cell}]" if systems.count(system) > 1 else system
         out[label + (f", {len(members)} seeds" if len(members) > 1 else "")] = members
     return out

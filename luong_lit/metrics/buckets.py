@@ -132,12 +132,13 @@ def plot_bleu_by_length(
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlabel("source sentence length (sentences per bucket)")
     ax.set_ylabel("BLEU")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(len(systems), 3),
+              fontsize=7, frameon=False)  # under the plot: it never covers the lines  # fmt: skip
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
     return path
