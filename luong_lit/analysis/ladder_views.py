@@ -36,7 +36,7 @@ def no_ladder(table: str = "table1") -> str:
 
 def ladder_markdown(runs: Sequence[Path], table: str = "table1") -> str:
     """Table 1 or Table 3 from the ladder's runs (:mod:`luong_lit.analysis.ladders`), with the
-    ensemble of ``ensemble_table1.json`` (``_table3``) beside the runs' folders, if any."""
+    ensemble of ``ensemble_table1/`` (``_table3``) beside the runs' folders, if any."""
     from luong_lit.analysis.cells import read_run
     from luong_lit.analysis.ladders import find_ensembles, markdown_ladders
 

@@ -15,8 +15,9 @@ replacement; gain over the same runs' beam BLEU, paired: mean ± sd of each run'
 the ensemble: the JSON report of
 ``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk``, its BLEU after unk
 replacement (one system: its sd counts as 0), gain over "+ unk replace" (and, in the notes,
-over the best single run of that row). It is read from
-``ensemble_table1.json`` / ``ensemble_table3.json`` in the sweep directory, or given to
+over the best single run of that row). It is read from the folder ``ensemble_table1/`` (or
+``ensemble_table3/``: that report written there by ``evaluate --out``, with its output lines
+for the paired test) or the file ``ensemble_table1.json`` in the sweep directory, or given to
 ``report`` as ``--ensemble FILE`` (the ladder its checkpoints' runs belong to) or
 ``--ensemble table1=FILE``. The paper's Table 3 has no ensemble row.
 """
@@ -46,7 +47,7 @@ HEAD = (
     " | paper gain"
 )
 RULE = "|---|---|---:|" + "---:|" * 7 + "---|---|---:|---:|---:|"
-ENSEMBLE = "`python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk` writes it"
+ENSEMBLE = "`python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST"
 NOTE = (
     "Ours: mean ± sample sd over seeds; gain: BLEU minus the row above's (beam where both "
     'rows have it, else greedy), from unrounded means, ± sqrt(sd_a² + sd_b²); "+ unk '
@@ -208,7 +209,8 @@ def _notes(table: str, rows: Sequence[dict], ensemble: dict | None, laid: Sequen
     if ensemble:
         notes.append(_ensemble_note(ensemble, laid))
     else:
-        notes.append(f"No ensemble yet (`ensemble_{table}.json` in the sweep: {ENSEMBLE}).")
+        notes.append(f"No ensemble yet (`ensemble_{table}/` in the sweep: {ENSEMBLE} "
+                     f"--out SWEEP/ensemble_{table}`).")  # fmt: skip
     return "  \n".join(notes) + "\n"
 
 
@@ -256,8 +258,9 @@ def ensemble_table(ensemble: dict) -> str:
 
 
 def find_ensembles(folders: Iterable[str | Path], given: Sequence[str] = ()) -> dict[str, dict]:
-    """The tables' ensembles: ``ensemble_table1.json`` / ``ensemble_table3.json`` in the
-    folders, then each of ``given`` (``FILE`` or ``table1=FILE``), which wins."""
+    """The tables' ensembles: ``ensemble_table1/`` (an ``evaluate --out`` folder) or
+    ``ensemble_table1.json`` (``table3`` likewise) in the folders, then each of ``given``
+    (``FILE`` or ``table1=FILE``), which wins."""
     out = {}
     for folder, table in ((Path(f), t) for f in folders for t in LADDERS):
         made = sorted((folder / f"ensemble_{table}").glob("eval_*_ensemble.json"))
