@@ -89,6 +89,7 @@ def evaluate(
         "hyp": bleu_lines(plain, loaded.tokenizer),
         "hyp_unk": bleu_lines(replaced, loaded.tokenizer),
         "ref": refs,
+        "src": [" ".join(s) for s in split.src_tokens],
     }
     return report
 

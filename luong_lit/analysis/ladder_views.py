@@ -108,3 +108,41 @@ def figure6_ladder(
     title = f"Figure 6: Table {table[-1]}'s models on {_where(first)}\n({read})"
     systems = {label: cell_buckets(members, max_sentences) for label, members in rows.items()}
     return plot_bleu_by_length(systems, path, title=title)
+
+
+def ladder_table5(runs: Sequence[Path], table: str = "table1") -> str:
+    """Table 5 from a ladder: its last row's first run against its base row's first run
+    (:func:`~luong_lit.analysis.exhibits.table5`), or the line saying what is missing."""
+    from luong_lit.analysis.exhibits import table5
+    from luong_lit.errors import DataError
+
+    rows = list(ladder_runs(runs, table).values())
+    if len(rows) < 2:
+        return no_ladder(table) + "\n"
+    try:
+        return table5(rows[-1][0], rows[0][0])
+    except DataError as err:
+        return f"Table 5 needs both runs' evaluate reports: {err}\n"
+
+
+FIGURE7 = {"global": "table1_feed_input", "local-p": "table1_local_p_general"}
+
+
+def ladder_figure7(runs: Sequence[Path], path: Path) -> Path | str:
+    """Figure 7 from the runs (:func:`~luong_lit.analysis.exhibits.figure7`): Table 1's global
+    (location, input feeding) and local-p (general) rows, and a local-m run if there is one;
+    else the line saying what is missing."""
+    from luong_lit.analysis.decoded import checkpoint_of
+    from luong_lit.analysis.exhibits import figure7
+    from luong_lit.errors import UserError
+
+    by_ladder = {describe(r)["ladder"]: r for r in reversed(list(runs))}
+    models = {k: by_ladder[v] for k, v in FIGURE7.items() if v in by_ladder}
+    local_m = [r for r in runs if describe(r)["attention"] == "local_m"]
+    models.update({"local-m": local_m[0]} if local_m else {})
+    if len(models) < 2:
+        return "Figure 7 needs Table 1's attention rows (and a local-m run) among the runs"
+    try:
+        return figure7({k: checkpoint_of(r) for k, r in models.items()}, path)
+    except (UserError, FileNotFoundError) as err:
+        return f"Figure 7 needs the RWTH gold set and En→De or De→En models: {err}"
