@@ -59,6 +59,15 @@ def _check_options(
         raise OptionError("buckets", list(buckets), f"is empty: graphs={graphs} pads to buckets")
 
 
+def refuse_on_cpu(option: str, device: str) -> None:
+    """A GPU option asked of a run without a GPU: refused in one line naming it."""
+    if device != "cuda":
+        raise ConfigError(
+            f"{option} is a setting for a CUDA GPU, and this run is on {device}: leave it out "
+            "(engine.graphs=static runs the same fixed-shape steps uncaptured on any device)"
+        )
+
+
 def _use_tf32(on: bool, device: str) -> None:
     """fp32 products and cuDNN's LSTMs in TensorFloat-32 on a GPU, or neither."""
     key = f"engine.tf32={str(on).lower()}"
@@ -130,6 +139,10 @@ class FastEngine(ReferenceEngine):
             _use_tf32(self.tf32, device)
         args = (device, precision, accumulate, world_size, self.buckets)
         self.mode = auto_graphs(*args) if self.graphs == "auto" else self.graphs
+        if self.graphs == "capture":
+            refuse_on_cpu("engine.graphs=capture", device)
+        if self.compile != "off":
+            refuse_on_cpu(f"engine.compile={self.compile}", device)
         if self.compile != "off" and self.mode == "off":
             raise ConfigError(
                 f"engine.compile={self.compile} compiles the fixed-shape step: set "
@@ -145,11 +158,6 @@ class FastEngine(ReferenceEngine):
             raise ConfigError("engine.graphs=capture needs trainer.accumulate_grad_batches=1")
         if world_size > 1:  # the all-reduce hooks would be recorded in the graph: not checked
             raise ConfigError("engine.graphs=capture runs on one device; data-parallel runs: off")
-        if device != "cuda":
-            log.warning(
-                "engine.graphs=capture on a CPU: the same fixed-shape steps run, uncaptured"
-            )
-            self.mode = "static"
 
     @property
     def captured_graphs(self) -> int:

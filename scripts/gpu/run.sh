@@ -6,6 +6,11 @@
 #   bash scripts/gpu/run.sh STAGE [STAGE ...]
 #
 # Stages (in the order worth running when GPU time is short):
+#   answer  one 9-minute call, one archive ($OUT/answer.tar.gz, beside stages.txt and gpu.txt):
+#           the main job to results.json (its wall time), beam 5 and greedy speed with the
+#           GPU's busy share, ours beside OpenNMT-py at m30k_small in fp32 and in bf16-mixed
+#           (OpenNMT-py fp16), the paper's model without and with input feeding (and
+#           compiled), the design card's sweep with 2 jobs a GPU against 1 (short jobs)
 #   tests   pytest -m gpu: eager, captured and compiled steps against the reference (CPU)
 #   feed    the paper's model (4x1000, local-p, 50K vocabularies, batch 128), bf16-mixed:
 #           eager without input feeding (the cuDNN figure to reach), captured with input
@@ -179,11 +184,45 @@ run_long() {  # the corpus is built once per machine, its store once per cache
     keep long
 }
 
+run_answer() {  # the figures in one call of BUDGET seconds, most wanted first
+    local dir="$WORK/main" t0=$SECONDS ckpt win=(--steps 60 --warmup 20 --launches) setup_pid
+    peers_setup > "$OUT/peers_setup_bg.log" 2>&1 &  # on the CPU while the GPU stages run
+    setup_pid=$!
+    stage main_job 180 $PY -m luong_lit train trainer=gpu "hydra.run.dir=$dir"
+    echo "main job: $((SECONDS - t0)) s to results.json" | tee -a "$OUT/stages.txt"
+    keep main
+    ckpt="$dir/checkpoints/best.ckpt"
+    stage beam5_b128 45 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda \
+        --batch-size 128 --single-limit 0 --launches
+    stage greedy_b128 30 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda --beam 1 \
+        --batch-size 128 --single-limit 0 --launches
+    stage paper_nofeed_eager 45 $PY -m scripts.benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \
+        feed_input=false engine.graphs=off
+    stage paper_feed_capture 45 $PY -m scripts.benchmarks.ours_window "${win[@]}" "${PAPER[@]}"
+    stage paper_feed_compiled 70 $PY -m scripts.benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \
+        engine.compile=step
+    wait "$setup_pid"
+    local common=(--systems onmt,ours --rounds 1 --steps 100 --warmup 20 --threads 4
+        --peers-dir "$PEERS" --ours-python "$(command -v $PY)"
+        --onmt-arg=-gpu_ranks --onmt-arg=0 --onmt-arg=-world_size --onmt-arg=1 --ours-arg=trainer=gpu)
+    stage peers_fp32 70 $PY -m scripts.peers.throughput "${common[@]}" --out "$WORK/peers_fp32"
+    stage peers_mixed 70 $PY -m scripts.peers.throughput "${common[@]}" \
+        --onmt-arg=-model_dtype --onmt-arg=fp16 --ours-arg=trainer.precision=bf16-mixed \
+        --out "$WORK/peers_mixed"
+    keep peers_fp32 && keep peers_mixed
+    stage sweep 100 $PY -m scripts.benchmarks.sweep_wall --gpu --launchers joblib \
+        --jobs-per-gpu 2,1 --steps 100 --out "$WORK/sweep"
+    keep sweep
+    (cd "$OUT" && tar czf answer.tar.gz --exclude answer.tar.gz --exclude stages.txt \
+        --exclude gpu.txt . && find . -mindepth 1 -not -name answer.tar.gz -not -name stages.txt \
+        -not -name gpu.txt -delete)
+}
+
 setup
 for s in "$@"; do
     case "$s" in
-        tests | feed | shapes | tf32 | m30k | peers | peers_beam | sweep | long) "run_$s" ;;
-        *) echo "unknown stage $s: tests feed shapes tf32 m30k peers peers_beam sweep long" >&2
+        answer | tests | feed | shapes | tf32 | m30k | peers | peers_beam | sweep | long) "run_$s" ;;
+        *) echo "unknown stage $s: answer tests feed shapes tf32 m30k peers peers_beam sweep long" >&2
            exit 2 ;;
     esac
 done
