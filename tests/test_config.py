@@ -197,3 +197,48 @@ def test_an_unknown_key_is_one_line_naming_it(path, key, tmp_path):
     if path == "data":
         with pytest.raises(ConfigError, match=rf"^data\.{key} is not an option of Translation"):
             corpus_datamodule(cfg.data)
+
+
+#: The paper's recipe (§4.1), setting by setting, as experiment=m30k_paper composes it under each
+#: ladder row: (what the paper states, the config key, the value in a row without dropout, with)
+PAPER_RECIPE = [
+    ("SGD", "model.optimizer._target_", "torch.optim.SGD", "torch.optim.SGD"),
+    ("learning rate 1.0", "model.optimizer.lr", 1.0, 1.0),
+    ("halving the rate every epoch", "model.scheduler._target_",
+     "luong_lit.training.schedules.Halving", "luong_lit.training.schedules.Halving"),
+    ("after 5 epochs, 8 with dropout", "model.scheduler.after", 5, 8),
+    ("10 epochs, 12 with dropout", "trainer.max_epochs", 10, 12),
+    ("mini-batches of 128", "data.batch_size", 128, 128),
+    ("uniform initialisation in [-0.1, 0.1]", "model.net.init_scale", 0.1, 0.1),
+    ("uniform initialisation", "model.net.init", "uniform", "uniform"),
+    ("gradient norm rescaled at 5", "trainer.gradient_clip_val", 5.0, 5.0),
+    ("dropout 0.2 where the row has it", "dropout", 0.0, 0.2),
+    ("the decoder starts from each encoder layer's final state", "model.net.init_state",
+     "copy", "copy"),
+    ("no label smoothing", "model.label_smoothing", 0.0, 0.0),
+    ("separate output matrix", "model.net.tie_output", False, False),
+    ("no </s> read by the encoder", "model.net.src_eos", False, False),
+    ("no dropout on [c_t; h_t]", "model.net.hidden_dropout", 0.0, 0.0),
+    ("every training word in the vocabulary", "data.min_freq", 1, 1),
+    ("no vocabulary cut below the training words", "data.vocab_size", None, None),
+    ("sentences over 50 words dropped", "data.max_len", 50, 50),
+    ("the loss summed over a sentence, averaged over the batch", "model.loss_norm",
+     "sentences", "sentences"),
+    ("the main job's size, 2x256, said on every row", "model.net.hidden_size", 256, 256),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "setting,key,without,with_dropout", PAPER_RECIPE, ids=[p[0] for p in PAPER_RECIPE]
+)
+def test_the_paper_recipe_sets_what_the_paper_states(setting, key, without, with_dropout, tmp_path):
+    """Each setting the paper states (§4.1), in a ladder row without dropout (Table 1's base)
+    and in one with it (its last row)."""
+    from omegaconf import OmegaConf
+
+    from luong_lit.sweeps.resolvers import register_resolvers
+
+    register_resolvers()  # the paper's epochs and halving follow dropout
+    for row, want in (("table1_base", without), ("table1_local_p_general", with_dropout)):
+        cfg = compose_cfg(["experiment=m30k_paper", f"ladder={row}"], tmp_path)
+        assert OmegaConf.select(cfg, key) == want, f"{row}: {key}"
