@@ -91,10 +91,10 @@ def rwth_sentence(translator, index: int | None, longest: int = 14) -> tuple[lis
 def figure7(models: Mapping[str, str | Path], path: str | Path, index: int | None = None) -> Path:
     """Figure 7: each model's attention (``label: checkpoint``) on one RWTH sentence pair (the
     first model's choice, :func:`rwth_sentence`), and the gold alignment, side by side."""
-    import luong_lit
     from luong_lit.analysis.figures import attention_figure, heatmap_panels
+    from luong_lit.translator import load
 
-    loaded = {label: luong_lit.load(ckpt, pretokenized=True) for label, ckpt in models.items()}
+    loaded = {label: load(ckpt, pretokenized=True) for label, ckpt in models.items()}
     src, tgt, gold = rwth_sentence(next(iter(loaded.values())), index)
     panels = []
     for label, tr in loaded.items():
