@@ -9,10 +9,12 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import logging
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from luong_lit.data.io import decode_lines, read_lines
@@ -39,6 +41,38 @@ def run_command(main: Callable[[], int | None]) -> int:
     except UserError as err:
         print(user_error_message(err), file=sys.stderr)
         return 2
+
+
+#: set on an error of the task function itself (a bug in a job): it keeps its traceback
+JOB_ERROR = "luong_lit_job_error"
+
+
+def job_error(err: BaseException) -> None:
+    """Mark ``err`` as raised by a job (:func:`hydra_errors` lets it through)."""
+    setattr(err, JOB_ERROR, True)
+
+
+@contextlib.contextmanager
+def hydra_errors(overrides: Sequence[str]) -> Iterator[None]:
+    """Run a Hydra app: what Hydra raises while it composes the config or launches the jobs (a
+    bad override, a launcher that cannot start, for one run or a ``-m`` sweep) is one line and
+    exit status 2 (:func:`luong_lit.config.hydra_error`); a job's own error (:func:`job_error`)
+    goes on. ``HYDRA_FULL_ERROR=1``: Hydra's own report, with the full traceback."""
+    from luong_lit.config import hydra_error
+
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        yield
+        return
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors instead of printing them
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001 - Hydra's errors are said in one line
+        if getattr(err, JOB_ERROR, False):
+            raise
+        print(user_error_message(hydra_error(err, overrides)), file=sys.stderr)
+        sys.exit(2)
+    finally:
+        os.environ.pop("HYDRA_FULL_ERROR", None)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -147,11 +181,12 @@ def add_input_args(ap: argparse.ArgumentParser, max_src_len: int | None) -> None
     ap.add_argument(
         "--pretokenized", action="store_true", help="input is already tokenised; output stays so"
     )
+    unset = " (unset: no limit)" if max_src_len is None else ""  # else its default shows
     ap.add_argument(
         "--max-src-len",
         type=int,
         default=max_src_len,
-        help="sources longer than this many tokens are overlong (unset: no limit)",
+        help=f"sources longer than this many tokens are overlong{unset}",
     )
     ap.add_argument(
         "--overlong",

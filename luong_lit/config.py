@@ -1,5 +1,6 @@
 """The kit's Hydra configs (``conf/``, shipped inside every wheel): composing them
-outside a Hydra app, naming a mistyped override's nearest match, and ``train --help``."""
+outside a Hydra app, naming a mistyped override's nearest match, saying what Hydra raised while
+it composed or launched in one line, and ``train --help``."""
 
 from __future__ import annotations
 
@@ -8,10 +9,20 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.errors import ConfigError
+from luong_lit.errors import ConfigError, UserError, find_user_error
 from luong_lit.resources import CONF_DIR
+from luong_lit.sweeps.launchers import check_launcher, launch_error, sweep_jobs
+from luong_lit.validate import OptionError
 
-__all__ = ["CONF_DIR", "compose", "groups", "help_text"]
+__all__ = [
+    "CONF_DIR",
+    "check_seed",
+    "check_sweep",
+    "compose",
+    "groups",
+    "help_text",
+    "hydra_error",
+]
 HIDDEN_GROUPS = ("hydra", "paths", "recipes")  # plumbing and shared parts of experiments
 
 
@@ -24,7 +35,7 @@ def groups() -> dict[str, list[str]]:
     return found
 
 
-def _raw_compose(overrides: Sequence[str], config_name: str = "train"):
+def _raw_compose(overrides: Sequence[str], config_name: str = "train", hydra: bool = False):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
@@ -32,7 +43,7 @@ def _raw_compose(overrides: Sequence[str], config_name: str = "train"):
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name, overrides=list(overrides))
+        return hydra_compose(config_name, overrides=list(overrides), return_hydra_config=hydra)
 
 
 def _nearest(word: str, choices: Sequence[str]) -> str:
@@ -79,18 +90,43 @@ def _group_choices(overrides: Sequence[str]) -> list[str]:
     return [o for o in overrides if o.split("=", 1)[0].lstrip("+~") in names and "=" in o]
 
 
+def _not_a_name(overrides: Sequence[str]) -> tuple[str, object] | None:
+    """The first group override whose value (or a swept value) is not an option's name but a
+    number, a boolean or null (``attention=5``): ``(group, value)``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser, names = OverridesParser.create(), groups()
+    for text in overrides:
+        try:
+            override = parser.parse_override(text)
+        except Exception:  # noqa: BLE001 - an override Hydra cannot parse is said elsewhere
+            continue
+        value = override.value()
+        values = value.list if hasattr(value, "list") else [value]  # a choice sweep's values
+        bad = [v for v in values if not isinstance(v, str)]
+        if override.key_or_group in names and bad:
+            return override.key_or_group, bad[0]
+    return None
+
+
+def _not_an_option(group: str, option: object) -> str:
+    options = groups()[group]
+    return (
+        f"{group}={option} is not an option of {group}{_nearest(str(option), options)} "
+        f"(options: {', '.join(options)})"
+    )
+
+
 def explain(message: str, overrides: Sequence[str] = ()) -> str:
     """Hydra's complaint about an override, with the nearest name that exists (in the config
     the user's group choices among ``overrides`` make)."""
-    first = message.strip().splitlines()[0]
+    first = message.strip().splitlines()[0] if message.strip() else message
+    typed = _not_a_name(overrides) if "override must be a string" in first else None
+    if typed:
+        return _not_an_option(*typed)
     missing = re.search(r"Could not find '([\w.]+)/([\w.]+)'", first)
     if missing and missing.group(1) in groups():
-        group, option = missing.groups()
-        options = groups()[group]
-        return (
-            f"{group}={option} is not an option of {group}{_nearest(option, options)} "
-            f"(options: {', '.join(options)})"
-        )
+        return _not_an_option(*missing.groups())
     unknown = re.search(r"Could not override '([\w.]+)'", first)
     if unknown:
         key = unknown.group(1)
@@ -106,16 +142,69 @@ def explain(message: str, overrides: Sequence[str] = ()) -> str:
     return first
 
 
-def compose(overrides: Sequence[str], config_name: str = "train"):
+def compose(overrides: Sequence[str], config_name: str = "train", hydra: bool = False):
     """``conf/<name>.yaml`` with ``overrides``, composed as ``python -m luong_lit
-    train`` does; a bad override is one :class:`ConfigError` that names it and its nearest
-    match."""
+    train`` does (``hydra``: with Hydra's own config); a bad override is one
+    :class:`ConfigError` that names it and its nearest match."""
     from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
     try:
-        return _raw_compose(overrides, config_name)
-    except HydraException as err:
+        return _raw_compose(overrides, config_name, hydra)
+    except UserError:
+        raise
+    except (HydraException, OmegaConfBaseException, ValueError) as err:  # ValueError: attention=5
         raise ConfigError(f"cannot compose the config: {explain(str(err), overrides)}") from None
+
+
+def check_seed(seed: object) -> None:
+    """``seed``: an integer in numpy's range of seeds (or null: Lightning picks one)."""
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        why = f"is out of range: it must be an integer from 0 to {2**32 - 1}, or null"
+        raise OptionError("seed", seed, why)
+
+
+def check_sweep(overrides: Sequence[str]) -> None:
+    """A ``-m`` sweep's overrides, checked before Hydra starts it: its jobs compose (those of
+    :func:`luong_lit.sweeps.launchers.sweep_jobs`), the first one's seed is one, and its
+    launcher can start here."""
+    jobs = sweep_jobs(overrides, groups())
+    if not jobs:
+        return
+    for job in jobs[1:]:
+        compose(job)
+    cfg = compose(jobs[0], hydra=True)
+    check_seed(cfg.get("seed"))
+    launcher = cfg.hydra.launcher
+    choice = cfg.hydra.runtime.choices.get("hydra/launcher")
+    check_launcher(str(launcher.get("_target_", "")), str(choice))
+
+
+def _launcher(overrides: Sequence[str]) -> str:
+    chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("hydra/launcher=")]
+    return chosen[-1] if chosen else "basic"
+
+
+def hydra_error(err: BaseException, overrides: Sequence[str]) -> UserError:
+    """What Hydra raised while composing the config or launching the jobs, as one
+    :class:`~luong_lit.errors.UserError`: ours if it wraps one, a launcher that cannot start,
+    a bad override (named, with its nearest match), else Hydra's first line."""
+    from hydra.errors import ConfigCompositionException, OverrideParseException
+
+    ours = find_user_error(err)
+    if ours is not None:
+        return ours
+    text = str(err).strip()
+    said = launch_error(text, _launcher(overrides))
+    if said is None and (
+        isinstance(err, (ConfigCompositionException, OverrideParseException))
+        or "override must be a string" in text
+    ):
+        said = f"cannot compose the config: {explain(text, overrides)}"
+    first = text.splitlines()[0] if text else type(err).__name__
+    return ConfigError(said or f"Hydra cannot run it: {first}")
 
 
 def _first_comment(path: Path, width: int = 76) -> str:

@@ -314,6 +314,7 @@ def test_every_option_of_every_command_has_a_help_line_and_shows_its_default():
             assert action.help, f"{name} {action.option_strings or action.dest}: no help line"
             if action.option_strings and action.default not in (None, False):
                 assert f"(default: {action.default})" in page, f"{name} {action.option_strings}"
+                assert "(unset" not in action.help, f"{name} {action.option_strings}: unset?"
 
 
 def test_space_like_characters_translate_as_spaces(ckpt, tmp_path):

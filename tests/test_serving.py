@@ -151,6 +151,25 @@ def test_concurrent_requests_are_decoded_in_shared_batches(lowercase_model, serv
     assert call(port, "/health")[1]["batches"] - before < len(sentences)
 
 
+def test_a_burst_beyond_the_queue_is_answered_503_with_retry_after_and_none_is_reset(
+    lowercase_model,
+):
+    """300 connections at once against a server that holds 4 waiting requests: every one gets
+    an HTTP answer, a translation or a 503 with ``Retry-After`` (:func:`burst` counts a 503
+    without it apart); none is reset, none goes unanswered."""
+    from luong_lit.serving.client import burst
+
+    proc, port, _ = start_server(str(lowercase_model), "--max-queue", "4", "--beam", "2")
+    try:
+        counts = burst(port, 300, "A B C", timeout=120)
+        health = call(port, "/health")[1]
+    finally:
+        proc.kill()
+    assert set(counts) <= {"200", "503"} and sum(counts.values()) == 300, counts
+    assert counts.get("503", 0) > 0 and counts.get("200", 0) >= 4, counts
+    assert health["waiting"] == 0
+
+
 def test_the_server_says_where_it_listens_what_it_serves_and_how(server, lowercase_model):
     _, port, banner = server
     assert f"serving on http://127.0.0.1:{port}/" in banner

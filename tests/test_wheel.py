@@ -1,9 +1,12 @@
 """The kit installs anywhere: a wheel built from the source tree, installed into a fresh
-virtual environment, trains, sweeps and translates from a directory outside the source tree.
+virtual environment as the README says (``pip install -c constraints.txt WHEEL``), trains,
+sweeps and translates from a directory outside the source tree.
 
 The environment borrows the test environment's dependencies (torch, Lightning, Hydra, ...) so
-that nothing is downloaded; ``luong_lit`` itself comes only from the wheel, and the test checks
-that it is that copy which runs.
+that nothing is downloaded: pip installs the wheel with ``-c constraints.txt`` and no index, so
+it finds them there and never chooses a torch of its own (the tested pin or nothing).
+``luong_lit`` itself comes only from the wheel, and the test checks that it is that copy which
+runs, with the pinned torch.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ def run(cmd: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedPr
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """The Python of a fresh virtual environment with the kit installed from its wheel."""
+    import torch
+
+    if torch.__version__.split("+")[0] != pinned_torch():  # the README's -c would refuse it
+        pytest.skip(f"this environment's torch {torch.__version__} is not the tested one")
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"  # a copy: building writes build/ and egg-info beside the sources
     for folder in ("luong_lit", "conf", "notebooks"):  # what the wheel is built from
@@ -48,11 +55,32 @@ def installed(tmp_path_factory) -> Path:
     python = venv / "bin" / "python"
     where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     purelib = Path(run([str(python), "-c", where], cwd=root).stdout.strip())
-    run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target",
-         str(purelib), str(wheel)], cwd=root)  # fmt: skip
     ours = [sysconfig.get_paths()["purelib"], *site.getsitepackages()]
     (purelib / "borrowed_dependencies.pth").write_text("\n".join(dict.fromkeys(ours)) + "\n")
+    run(readme_wheel_install(wheel, python), cwd=root)
     return python
+
+
+def pinned_torch() -> str:
+    """The torch version ``constraints.txt`` pins."""
+    lines = (REPO / "constraints.txt").read_text(encoding="utf-8").splitlines()
+    return next(line.split("==", 1)[1].strip() for line in lines if line.startswith("torch=="))
+
+
+def readme_wheel_install(wheel: Path, python: Path) -> list[str]:
+    """The README's command that installs a wheel with the tested torch, run by this test's pip
+    for ``python``'s environment, with no index (the dependencies are there already)."""
+    shown = "`pip install -c constraints.txt dist/luong_lit-*.whl`"
+    assert shown in (REPO / "README.md").read_text(encoding="utf-8"), f"the README shows no {shown}"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-index", "-q"]
+    return [*pip, "-c", str(REPO / "constraints.txt"), str(wheel)]
+
+
+def test_the_wheel_installs_with_the_pinned_torch(installed, tmp_path):
+    """pip installed the wheel with the pinned torch (``-c constraints.txt``), never one it
+    chose itself."""
+    said = run([str(installed), "-c", "import torch; print(torch.__version__)"], cwd=tmp_path)
+    assert said.stdout.strip().split("+")[0] == pinned_torch()
 
 
 COMPOSE_ALL = """

@@ -73,6 +73,14 @@ def _unpickling_error(path: Path, message: str) -> CheckpointError:
     )
 
 
+def _folder(path: Path) -> CheckpointError:
+    """A folder given as a checkpoint (a run's, say), with the checkpoints in it or in its
+    ``checkpoints/``."""
+    found = sorted(path.glob("*.ckpt")) or sorted((path / "checkpoints").glob("*.ckpt"))
+    listed = f"its checkpoints: {', '.join(map(str, found))}" if found else "it holds no .ckpt file"
+    return CheckpointError(f"{path} is a folder, not a checkpoint file; {listed}")
+
+
 def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=False) -> dict:
     """A luong_lit checkpoint as a dict, read with ``torch.load(weights_only=True)``
     (``mmap``: its tensors mapped from the file, not read, for a look at its description).
@@ -81,6 +89,8 @@ def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=Fal
     description does not read (:meth:`CheckpointMeta.from_dict`).
     """
     path = Path(path)
+    if path.is_dir():
+        raise _folder(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint does not exist")
     try:

@@ -12,9 +12,10 @@ Ladder runs (``python -m luong_lit.train -m 'ladder=glob(table*)' seed=1234,2``)
 as the paper's Table 1 and Table 3 first: each row's mean ± sd over seeds, its BLEU gain over
 the row above (± sqrt(sd_a² + sd_b²)) beside the paper's, rows not finished marked "not run
 yet", then "+ unk replace" and the ensemble row. The ensemble is the JSON report of
-``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --replace-unk``, found as
-``ensemble_table1.json`` / ``ensemble_table3.json`` in the sweep directory or given with
-``--ensemble`` (see :mod:`luong_lit.analysis.ladders`). Other runs follow in the table above.
+``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --out SWEEP/ensemble_table1`` (or
+``_table3``), found there or given with ``--ensemble`` (see :mod:`luong_lit.analysis.ladders`).
+Each step's gain is judged by a paired bootstrap of the two rows' test outputs (``evaluate``
+keeps them beside its report): its p-value and verdict. Other runs follow in the table above.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="[TABLE=]FILE",
         help="an ensemble's report of `evaluate CKPT1 CKPT2 ... --replace-unk` for the ladder's "
         "ensemble row; TABLE (table1 or table3) unset: the ladder of its checkpoints' runs "
-        "(unset: ensemble_table1.json / ensemble_table3.json in the sweep directory)",
+        "(unset: ensemble_table1/ or ensemble_table1.json in the sweep directory; table3 likewise)",
     )
     return ap
 
@@ -65,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def body() -> None:
+        for gone in (r for r in args.runs if not Path(r).exists()):
+            raise DataError(f"{gone}: does not exist")
         try:
             dirs = run_dirs(args.runs)
             rows = [read_run(d) for d in dirs]

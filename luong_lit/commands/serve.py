@@ -9,7 +9,8 @@ model's translation and its attention. Raw text in, natural text out, as transla
 the same decoding options (each request may ask for its own beam, n-best and unknown-word
 replacement). Unnamed checkpoints are one model (several: an ensemble); NAME=CKPT names a model,
 and NAME=A.ckpt,B.ckpt an ensemble. Requests arriving together are decoded as one batch
-(--max-batch sentences, --max-wait-ms). SIGTERM or Ctrl-C: the server stops accepting, answers
+(--max-batch sentences, --max-wait-ms); beyond --max-queue requests waiting, another is
+answered 503 at once with Retry-After. SIGTERM or Ctrl-C: the server stops accepting, answers
 what it holds, and exits. The API: luong_lit/serving/app.py.
 """
 
@@ -31,7 +32,7 @@ from luong_lit.cli import parser as make_parser
 from luong_lit.errors import UsageError
 from luong_lit.runtime import configure_cpu
 from luong_lit.serving import Limits, health_info, load_served, make_app
-from luong_lit.serving.app import bound_socket
+from luong_lit.serving.app import bound_socket, listen_backlog
 
 
 def parser() -> argparse.ArgumentParser:
@@ -54,6 +55,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-batch", type=int, default=64, help="sentences decoded together")
     ap.add_argument(
         "--max-wait-ms", type=float, default=10.0, help="how long a batch waits to fill up"
+    )
+    ap.add_argument(
+        "--max-queue",
+        type=int,
+        default=Limits.max_queue,
+        help="requests that may wait for their decoding; one more is answered 503 at once, "
+        "with Retry-After",
     )
     return ap
 
@@ -84,14 +92,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_threads(args.threads)
         if options.workers > 1:
             raise UsageError("serve decodes in its own process: leave out --workers")
-        limits = Limits(args.max_sentences, args.max_chars, args.max_batch, args.max_wait_ms)
+        limits = Limits(args.max_sentences, args.max_chars, args.max_batch, args.max_wait_ms,
+                        max_queue=args.max_queue)  # fmt: skip
         configure_cpu(args.threads)
         sock = bound_socket(args.host, args.port)  # a port in use: said before the loading
         models = load_served(args.checkpoints, options, search)
         info = health_info(search)
         app = make_app(models, limits, info)
         show = lambda _: print(banner(args, models), flush=True)  # noqa: E731 - once it listens
-        web.run_app(app, sock=sock, print=show, handle_signals=True)
+        web.run_app(app, sock=sock, print=show, handle_signals=True, backlog=listen_backlog())
 
     return run_command(body)
 

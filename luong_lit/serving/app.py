@@ -13,6 +13,9 @@
 
 A request that is not JSON, has no text, too many sentences or too long a sentence gets a 4xx
 with a message; an error inside decoding gets a 500 for that batch and the server goes on.
+When ``--max-queue`` requests already wait for their decoding, another gets a 503 at once, with
+``Retry-After`` (seconds); the listen queue holds a burst of connections
+(:func:`listen_backlog`), so that none is reset.
 """
 
 from __future__ import annotations
@@ -33,7 +36,14 @@ from luong_lit.serving.models import (
     request_options,
     translation_json,
 )
-from luong_lit.serving.requests import BadRequest, Limits, parse_body, sentences, settings
+from luong_lit.serving.requests import (
+    BadRequest,
+    Busy,
+    Limits,
+    parse_body,
+    sentences,
+    settings,
+)
 
 log = logging.getLogger("luong_lit.serve")
 PAGE = Path(__file__).resolve().parent / "page"
@@ -76,6 +86,8 @@ class Api:
         s = settings(data, list(self.by_name), self.limits)
         model = self.by_name[s.model]
         search = request_options(model, s)
+        if self.batcher.waiting >= self.limits.max_queue:  # one more would wait too long
+            raise Busy(self.batcher.waiting, self.batcher.retry_after())
         job = partial(decode_lines, model, search=search, attention=attention)
         return model, search.n_best, await self.batcher.submit((attention, s), job, lines)
 
@@ -92,7 +104,8 @@ class Api:
         return attention_json(model, outs[0])
 
     async def health(self, request) -> dict:
-        return {"status": "ok", "batches": self.batcher.batches, **self.info,
+        return {"status": "ok", "batches": self.batcher.batches,
+                "waiting": self.batcher.waiting, **self.info,
                 "models": [describe(m) for m in self.models]}  # fmt: skip
 
 
@@ -125,7 +138,11 @@ def as_json(handler, limits: Limits):
         except Exception as err:  # noqa: BLE001 - refused: a 4xx; failed: a 500
             refused = refusal(err, limits)
             if refused is not None:
-                return web.json_response({"error": str(refused)}, status=refused.status)
+                busy = isinstance(refused, Busy)
+                headers = {"Retry-After": str(refused.retry_after)} if busy else None
+                return web.json_response(
+                    {"error": str(refused)}, status=refused.status, headers=headers
+                )
             log.error("%s %s failed", request.method, request.path, exc_info=err)
             return web.json_response({"error": f"decoding failed: {err}"}, status=500)
 
@@ -162,6 +179,16 @@ def make_app(models: list[ServedModel], limits: Limits, info: dict[str, Any]):
     app.on_startup.append(start)
     app.on_cleanup.append(stop)
     return app
+
+
+def listen_backlog() -> int:
+    """The listen queue of the server's socket: the system's largest (``somaxconn``), at least
+    1024, so that a burst of connections waits to be accepted instead of being reset."""
+    try:
+        most = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    except (OSError, ValueError):  # not Linux
+        most = socket.SOMAXCONN
+    return max(1024, most)
 
 
 def bound_socket(host: str, port: int) -> socket.socket:

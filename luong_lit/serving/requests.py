@@ -1,7 +1,8 @@
 """What a request may ask, checked: its sentences, its model and its decoding options.
 
 A request that is not JSON, has no text, too many sentences, too long a sentence, a control
-character or a decoding option out of range gets a :class:`BadRequest` (a 4xx with a message).
+character or a decoding option out of range gets a :class:`BadRequest` (a 4xx with a message);
+one beyond what the server may hold waiting, :class:`Busy` (a 503 with ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ class Limits:
     max_wait_ms: float = 10.0  # how long the first sentence of a batch waits for company
     max_body: int = 1 << 20  # bytes
     max_beam: int = 50  # the largest beam or n-best list a request may ask for
+    max_queue: int = 256  # requests waiting for their decoding; one more: a 503 at once
 
     def __post_init__(self) -> None:
-        for name in ("max_sentences", "max_chars", "max_batch", "max_body", "max_beam"):
+        names = ("max_sentences", "max_chars", "max_batch", "max_body", "max_beam", "max_queue")
+        for name in names:
             at_least(name, getattr(self, name), 1)
         if isinstance(self.max_wait_ms, bool) or not self.max_wait_ms >= 0:
             raise BadOption(
@@ -40,6 +43,18 @@ class BadRequest(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class Busy(BadRequest):
+    """A request beyond what the server may hold (``--max-queue``): a 503 with ``Retry-After``
+    (seconds), answered at once."""
+
+    def __init__(self, waiting: int, retry_after: int) -> None:
+        super().__init__(
+            503, f"the server is busy: {waiting} requests wait for their decoding (its "
+            f"--max-queue); retry after {retry_after} s",
+        )  # fmt: skip
+        self.retry_after = retry_after
 
 
 KEYS = ("text", "model", "beam", "n_best", "replace_unk")  # what a request may hold

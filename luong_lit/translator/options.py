@@ -4,6 +4,8 @@ from what each call may change (:class:`SearchOptions`), both typed and checked 
 ``luong_lit.load`` takes both as keywords; ``translate``, ``evaluate`` and ``serve`` build them
 from their arguments. A bad value raises :class:`BadOption`, which names the option as Python
 does (``beam``); the command line names it as its flag (``--beam``, :meth:`BadOption.flagged`).
+A true/false option takes a bool only (:func:`boolean`), as the server's JSON takes true or
+false only and the command line's flags give one.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ class BadOption(UsageError):
 def at_least(option: str, value: Any, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise BadOption(f"{{{option}}} must be an integer >= {low}, got {value!r}", option)
+
+
+def boolean(option: str, value: Any) -> None:
+    """A true/false option takes a bool: not a string (``"no"`` is no False) nor a number."""
+    if not isinstance(value, bool):
+        raise BadOption(f"{{{option}}} must be True or False, got {value!r}", option)
 
 
 def one_of(option: str, value: Any, allowed) -> None:
@@ -97,6 +105,7 @@ class LoadOptions:
     def __post_init__(self) -> None:
         for name in ("batch_size", "workers"):
             at_least(name, getattr(self, name), 1)
+        boolean("pretokenized", self.pretokenized)
         if self.max_src_len is not None:
             at_least("max_src_len", self.max_src_len, 1)
         one_of("combine", self.combine, COMBINE)
@@ -140,6 +149,8 @@ class SearchOptions:
     def __post_init__(self) -> None:
         at_least("beam", self.beam, 1)
         at_least("n_best", self.n_best, 1)
+        boolean("authors_decoder", self.authors_decoder)
+        boolean("replace_unk", self.replace_unk)
         self.search()  # the options make a search
 
     def replace(self, **changes) -> SearchOptions:

@@ -3,6 +3,7 @@ the attention page's requests with one model served and with two side by side.
 
     python -m scripts.benchmarks.serve_load CKPT --clients 16 --requests 400 [--beam 5]
     python -m scripts.benchmarks.serve_load CKPT --side-by-side --requests 100
+    python -m scripts.benchmarks.serve_load CKPT --burst 1000 [--bursts 2] [--max-queue Q]
 
 Starts ``python -m luong_lit serve CKPT`` twice, with batching (``--max-batch 64
 --max-wait-ms 10``) and without (``--max-batch 1 --max-wait-ms 0``); each time ``--clients``
@@ -15,6 +16,12 @@ Python threads in this process (the standard library's HTTP client).
 requests (``POST /attention``, one sentence each, one client): to the one model; to model ``a``
 of the pair alone; and, as the page does, to ``a`` and ``b`` at once for each sentence. Prints the
 mean milliseconds per request of each, and their ratios to the one model alone.
+
+``--burst N`` starts ``serve CKPT`` (batching on; ``--max-queue Q`` if given) and, ``--bursts``
+times, opens N connections at once, each a client thread that sends one sentence
+(:func:`luong_lit.serving.client.burst`). Prints one JSON line per burst: how many were
+answered 200, 503 (each with ``Retry-After``), reset by the server or not answered, and the
+seconds the burst took.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from luong_lit.data.sources.fetch import local_mirror
-from luong_lit.serving.client import free_port, wait_until_up
+from luong_lit.serving.client import burst, free_port, wait_until_up
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS = {
@@ -122,6 +129,23 @@ def side_by_side(args, texts: list[str]) -> dict:
     }
 
 
+def bursts(args, texts: list[str]) -> None:
+    """``--bursts`` bursts of ``--burst`` simultaneous connections, one JSON line each."""
+    extra = SETTINGS["batching"] + (["--max-queue", str(args.max_queue)] if args.max_queue else [])
+    proc, port = start(args.checkpoint, extra, args)
+    try:
+        one(port, texts[0])  # warm-up
+        for i in range(args.bursts):
+            t0 = time.perf_counter()
+            counts = burst(port, args.burst, texts[i % len(texts)])
+            wall = round(time.perf_counter() - t0, 1)
+            print(json.dumps({"burst": args.burst, "max_queue": args.max_queue, **counts,
+                              "seconds": wall}), flush=True)  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("checkpoint")
@@ -130,8 +154,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--side-by-side", action="store_true", help="one model against two (page)")
+    ap.add_argument("--burst", type=int, help="N connections opened at once: answered or reset")
+    ap.add_argument("--bursts", type=int, default=1, help="how many bursts, one after another")
+    ap.add_argument("--max-queue", type=int, help="the server's --max-queue (unset: its own)")
     args = ap.parse_args(argv)
     texts = sentences()
+    if args.burst:
+        bursts(args, texts)
+        return
     if args.side_by_side:
         print(
             json.dumps({"requests": args.requests, "beam": args.beam, **side_by_side(args, texts)})
