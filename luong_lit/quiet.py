@@ -3,11 +3,20 @@
 Each filter names the one message it drops and why it tells a user nothing here:
 
 * Lightning's tip to install ``litlogger`` (an advertisement, on every trainer);
+* Lightning's ``GPU available: ..., used: ...``, ``TPU available`` and ``HPU available`` lines,
+  on every run: the device a run uses is its ``trainer`` option (a GPU left unused still
+  gets Lightning's warning, which stays);
 * torch's ``LeafSpec`` deprecation (raised inside Lightning's own code, not ours);
 * ``ModelCheckpoint(monitor='val/ppl') could not find the monitored key`` before the first
   validation: a short run has no ``best.ckpt`` yet, and its last lines say which checkpoint to
   use (:func:`luong_lit.training.run.done_message`);
-* Hydra's "validated against ConfigStore schema" notice about its own launchers' configs.
+* Hydra's "validated against ConfigStore schema" notice about its own launchers' configs (a
+  joblib worker imports the app's module, and with it this filter, before Hydra loads them);
+* on a resume only (``quiet(resuming=True)``), Lightning's "Checkpoint directory ... exists
+  and is not empty": the run's own folder, where the resumed run belongs.
+
+W&B's own lines are its settings' business
+(:class:`~luong_lit.training.loggers.ResumableWandbLogger`).
 """
 
 from __future__ import annotations
@@ -20,7 +29,13 @@ DROPPED_WARNINGS = (
     r"(?s).*ModelCheckpoint\(monitor='val/ppl'\)`? could not find the monitored key",
     r"(?s).*is validated against ConfigStore schema",
 )
-DROPPED_LINES = ("try installing [litlogger]",)
+RESUME_WARNINGS = (r"(?s)Checkpoint directory .* exists and is not empty",)
+DROPPED_LINES = (
+    "try installing [litlogger]",
+    "GPU available: ",
+    "TPU available: ",
+    "HPU available: ",
+)
 RANK_ZERO_LOGGERS = (
     "lightning.pytorch.utilities.rank_zero",
     "lightning_fabric.utilities.rank_zero",
@@ -33,9 +48,9 @@ class _DropRoutine(logging.Filter):
         return not any(text in message for text in DROPPED_LINES)
 
 
-def quiet() -> None:
-    """Install the filters (idempotent)."""
-    for pattern in DROPPED_WARNINGS:
+def quiet(resuming: bool = False) -> None:
+    """Install the filters (idempotent); ``resuming``: those of a resumed run too."""
+    for pattern in DROPPED_WARNINGS + (RESUME_WARNINGS if resuming else ()):
         warnings.filterwarnings("ignore", message=pattern)
     for name in RANK_ZERO_LOGGERS:
         logger = logging.getLogger(name)

@@ -149,3 +149,17 @@ def test_checkpoint_never_runs_code_and_damage_is_named(toy_corpus, tmp_path):
     for message, edit in damage.items():
         with pytest.raises(CheckpointError, match=rf"edited\.ckpt: .*{message}"):
             load_model(_edited(ckpts, tmp_path, edit))
+
+
+def test_average_says_what_it_wrote_for_one_checkpoint_and_for_several(tmp_path):
+    _save(tmp_path / "a.ckpt", seed=0)
+    _save(tmp_path / "b.ckpt", seed=1)
+    one = run_here(["average", str(tmp_path / "a.ckpt"), "-o", str(tmp_path / "one.ckpt")])
+    two = run_here(["average", str(tmp_path / "a.ckpt"), str(tmp_path / "b.ckpt"),
+                    "-o", str(tmp_path / "two.ckpt")])  # fmt: skip
+    assert (
+        one.stdout.decode()
+        .strip()
+        .endswith("one.ckpt: the weights of the one checkpoint given (nothing averaged)")
+    )
+    assert two.stdout.decode().strip().endswith("two.ckpt: the mean of 2 checkpoints")

@@ -119,3 +119,52 @@ def test_store_gives_the_in_memory_batches_id_for_id_on_multi30k(cache):
             for name in ("src", "src_len", "tgt_in", "tgt_out", "index"):
                 assert getattr(ours, name).equal(getattr(ref, name)), (epoch, n, name)
         assert n + 1 == len(loader) == 454
+
+
+def test_collate_counts_the_target_tokens_on_the_host_and_every_copy_keeps_the_count():
+    """The throughput callback reads a batch's token count at every step: a count made on the
+    host by ``collate``, never a value read back from the device (here: one with no values)."""
+    import torch
+
+    from luong_lit.data.loading.batching import Batch, pad_batch
+    from luong_lit.training.callbacks import ThroughputMonitor
+
+    batch = collate([(0, [4, 5], [6, 7, 8]), (1, [4], [6]), (2, [5, 4], [])])
+    assert batch.tgt_tokens == int((batch.tgt_out != 0).sum()) == 7
+    assert batch.to("cpu").tgt_tokens == pad_batch(batch, 4, 5, 6).tgt_tokens == 7
+    assert Batch(*batch.tensors()).num_tgt_tokens == 7  # a batch made otherwise: counted
+    monitor = ThroughputMonitor(every_n_steps=100)
+    monitor.on_train_epoch_start(None, None)
+    monitor.on_train_batch_end(None, None, None, batch.to("meta"), 0)
+    assert monitor._tokens == 7
+    if torch.cuda.is_available():
+        assert batch.pin_memory().src.is_pinned() and batch.pin_memory().tgt_tokens == 7
+
+
+def test_a_gpu_run_loads_with_workers_and_pinned_memory_and_a_cpu_run_as_before(
+    toy_corpus, tmp_path
+):
+    from types import SimpleNamespace
+
+    import torch
+    from conftest import compose_cfg, tiny_overrides
+
+    from luong_lit.data.loading.datamodule import GPU_WORKERS
+    from luong_lit.training.instantiate import instantiate_at
+
+    def loader(device: str, *extra: str):
+        cfg = compose_cfg(tiny_overrides(toy_corpus) + list(extra), tmp_path)
+        dm = instantiate_at("data", cfg.data)
+        dm.setup("fit")
+        strategy = SimpleNamespace(root_device=torch.device(device))
+        dm.trainer = SimpleNamespace(
+            strategy=strategy, world_size=1, current_epoch=0, limit_train_batches=1.0
+        )
+        return dm.val_dataloader(), dm.train_dataloader()
+
+    def how(made) -> tuple:
+        return made.num_workers, made.pin_memory, made.persistent_workers
+
+    assert [how(x) for x in loader("cpu")] == [(0, False, False)] * 2  # no workers, no pinning
+    assert [how(x) for x in loader("cuda")] == [(GPU_WORKERS, True, True)] * 2
+    assert [how(x) for x in loader("cuda", "data.num_workers=0")] == [(0, True, False)] * 2

@@ -38,10 +38,24 @@ class Case:
     prepare: Callable[[Path], None] | None = None  # writes the case's own files
     stdin: bytes | None = None
     needs_no_gpu: bool = False  # what a machine without a GPU says
+    needs_no_slurm: bool = False  # what a machine without SLURM's srun says
 
 
 def train(*extra: str) -> Callable[[dict], list[str]]:
     return lambda ctx: ["train", *ctx["overrides"], f"hydra.run.dir={ctx['dir']}/run", *extra]
+
+
+def sweep(*extra: str, m_last: bool = False) -> Callable[[dict], list[str]]:
+    """A ``-m`` sweep whose folder is the case's ``run`` (``m_last``: ``-m`` at the end)."""
+
+    def args(ctx: dict) -> list[str]:
+        overrides = [*ctx["overrides"], f"hydra.sweep.dir={ctx['dir']}/run", *extra]
+        return ["train", *overrides, "-m"] if m_last else ["train", "-m", *overrides]
+
+    return args
+
+
+NO_PLUGIN = "hydra.launcher._target_=hydra_plugins.no.Launcher"  # a launcher that is not there
 
 
 def corpus_file(name: str, data: bytes) -> Callable[[Path], None]:
@@ -209,11 +223,55 @@ CASES = [
         says=["callbacks.checkpoint.every_n_minutes=-1"],
     ),
     Case("an unknown config group option", train("optim=adamw"), says=["cannot compose", "optim"]),
+    Case(
+        "a seed below 0",
+        train("seed=-1"),
+        says=["seed=-1 is out of range: it must be an integer from 0 to 4294967295"],
+    ),
+    Case("a seed that is no number", train("seed=abc"), says=["seed='abc' is out of range"]),
+    Case(
+        "a number for a config group",
+        train("attention=5"),
+        says=["attention=5 is not an option of attention (options: global, local_m"],
+    ),
+    # ------------------------------------------------------------------ sweeps (-m)
+    Case(
+        "a SLURM sweep on a machine without SLURM",
+        sweep("hydra/launcher=submitit_slurm", "seed=1,2"),
+        says=["hydra/launcher=submitit_slurm: SLURM's srun is not on this machine"],
+        needs_no_slurm=True,
+    ),
+    Case(
+        "a sweep whose launcher cannot start",
+        sweep("hydra/launcher=joblib", NO_PLUGIN, "seed=1,2"),
+        says=["hydra/launcher=joblib cannot start", "Unknown plugin class", "[launchers]"],
+    ),
+    Case(
+        "a sweep over a number for a config group",
+        sweep("attention=global,5"),
+        says=["attention=5 is not an option of attention"],
+    ),
+    Case(
+        "a sweep over an option that does not exist, after the first",
+        sweep("attention=global,local_p", "optim=adam,adamw"),
+        says=["optim=adamw is not an option of optim; did you mean adam?"],
+    ),
+    Case(
+        "-m after the overrides",
+        sweep("score=dot,generl", m_last=True),
+        says=["score=generl is not an option of score; did you mean general?"],
+    ),
     # ------------------------------------------------------------------ checkpoints
     Case(
         "a missing checkpoint",
         on_checkpoint("gone.ckpt"),
         says=["{dir}/gone.ckpt: checkpoint does not exist"],
+    ),
+    Case(
+        "a run folder given as a checkpoint",
+        lambda ctx: ["translate", str(PRECIOUS / "run"), "--quiet"],
+        says=["/run is a folder, not a checkpoint file; its checkpoints: ", "checkpoints/last"],
+        stdin=b"a\n",
     ),
     Case(
         "a file that is not a checkpoint",
@@ -306,6 +364,16 @@ CASES = [
         says=["{dir}/none.txt: file does not exist"],
     ),
     Case("an unknown command", lambda ctx: ["frobnicate"], says=["unknown command 'frobnicate'"]),
+    Case(
+        "a server that may hold no request",
+        lambda ctx: ["serve", ctx["ckpt"], "--max-queue", "0"],
+        says=["--max-queue must be an integer >= 1, got 0"],
+    ),
+    Case(
+        "a report of a folder that does not exist",
+        lambda ctx: ["report", f"{ctx['dir']}/nowhere"],
+        says=["{dir}/nowhere: does not exist"],
+    ),
     Case("no command at all", lambda ctx: [], says=["error: name a command"]),
     Case("good input translates", translate("--beam", "2"), status=0, stdin=b"a b c\n\nd e\n"),
     # ------------------------------------------------------------------ a new user's first hour
@@ -428,12 +496,15 @@ def test_cli_reports_bad_data_without_traceback(toy_corpus, tmp_path):
 NO_GPU_HERE = pytest.mark.skipif(
     torch.cuda.is_available(), reason="this machine has a GPU: asking for one is no mistake here"
 )
+NO_SLURM_HERE = pytest.mark.skipif(shutil.which("srun") is not None, reason="SLURM is here")
+
+
+def marks(case: Case) -> list:
+    return [NO_GPU_HERE] * case.needs_no_gpu + [NO_SLURM_HERE] * case.needs_no_slurm
 
 
 @pytest.mark.parametrize(
-    "case",
-    [pytest.param(c, marks=[NO_GPU_HERE] if c.needs_no_gpu else []) for c in CASES],
-    ids=[c.name for c in CASES],
+    "case", [pytest.param(c, marks=marks(c)) for c in CASES], ids=[c.name for c in CASES]
 )
 def test_robustness(case: Case, ctx, tmp_path):
     if case.prepare:
@@ -454,7 +525,8 @@ def test_robustness(case: Case, ctx, tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
     """SIGINT (Ctrl-C) in training: the step ends, last.ckpt is written, the exit is clean, and
-    the printed resume override works as given, for a directory named like a sweep job's."""
+    the printed resume command works as given (the run's overrides read from its folder; one
+    that a resume may change, added), for a directory named like a sweep job's."""
     run_dir = tmp_path / "0_attention=global,score=dot"
     args = [
         "train",
@@ -482,8 +554,9 @@ def test_ctrl_c_saves_the_step_and_a_resume_finishes(ctx, tmp_path):
     assert "weights_only" not in err  # Lightning's notice of its default, on saving
     step = torch.load(ckpt, weights_only=True)["global_step"]
     assert step > 0
-    printed = shlex.split(err.split("ckpt_path=last ", 1)[1].splitlines()[0])
-    done = run_cli(["train", *args[1:-3], "trainer.max_epochs=2", "ckpt_path=last", *printed])
+    printed = shlex.split(err.split("resume with: ", 1)[1].splitlines()[0])
+    assert printed[:3] == ["python", "-m", "luong_lit.train"] and printed[-1] == "ckpt_path=last"
+    done = run_cli(["train", *printed[3:], "trainer.max_epochs=2"])  # as printed, and shorter
     assert done.returncode == 0, done.stderr[-2000:]
     assert torch.load(ckpt, weights_only=True)["global_step"] > step
 
@@ -600,7 +673,10 @@ def test_align_writes_here_and_says_where(ctx, tmp_path, monkeypatch):
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     here = tmp_path.resolve()
     assert len((here / "alignments.txt").read_text().splitlines()) == 4
-    assert f"wrote {here / 'alignments.txt'}, {here / 'align.json'}" in res.stdout.decode()
+    said = res.stdout.decode().splitlines()  # where, and the report in a line: its JSON, a file
+    assert said == [f"wrote {here / 'alignments.txt'}, {here / 'align.json'}",
+                    "4 sentences, paper convention (tokens read as <unk>: 0.0%)"]  # fmt: skip
+    assert "aligning: 100%" in res.stderr.decode() and "4/4" in res.stderr.decode()  # tqdm's bar
     assert digest_tree(PRECIOUS) == ctx["digest"]
 
 
@@ -636,6 +712,12 @@ NOISE = {  # a library's routine notice -> what it says
     "no val/ppl before the first validation": "could not find the monitored key",
     "Lightning's weights_only default": "weights_only",
     "wandb's anonymous setting": "anonymous",
+    "Lightning's GPU line, on every run": "GPU available:",
+    "Lightning's TPU line, on every run": "TPU available:",
+    "Lightning's HPU line": "HPU available:",
+    "Lightning's checkpoint folder warning, on every resume": "exists and is not empty",
+    "colour codes of W&B's lines in a log file": "\x1b[",
+    "the joblib launcher's ConfigStore notice, once per worker": "ConfigStore schema",
 }
 
 
@@ -653,6 +735,26 @@ def test_a_run_and_its_resume_print_our_lines_not_the_libraries_notices(ctx, tmp
         assert res.returncode == 0, res.stderr[-3000:]
         said += res.stdout + res.stderr
     assert "run folder:" in said and "Restored all states from the checkpoint" in said
+    assert {k: v for k, v in NOISE.items() if v in said} == {}, said[-4000:]
+    assert f"W&B run saved offline in {tmp_path}/run/wandb/offline-run-" in said  # ours, plain
+
+
+@pytest.mark.slow
+def test_a_joblib_sweep_prints_our_lines_not_the_libraries_notices(ctx, tmp_path):
+    """Jobs in joblib's worker processes: none of the routine notices either (the workers
+    filter them as this process does)."""
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    res = subprocess.run(
+        [sys.executable, "-m", "luong_lit", "train", "-m", *ctx["overrides"],
+         "++trainer.max_steps=1", "test_after_training=false", "seed=1,2",
+         "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path}/sweep"],
+        cwd=tmp_path, env={**env, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    said = res.stdout + res.stderr
+    assert res.returncode == 0, said[-3000:]
+    assert said.count("run folder: ") == 4  # each job's first and last lines
     assert {k: v for k, v in NOISE.items() if v in said} == {}, said[-4000:]
 
 
@@ -672,6 +774,7 @@ API_CASES = [  # (call, what the UsageError says)
     (lambda m: m.align("a", ["b", "c"]), "1 sources but 2 targets"),
     (lambda m: m.translate(["a"], bem=2), "unknown search option 'bem'"),
     (lambda m: m.translate(["a"], beam=0), "beam must be an integer >= 1, got 0"),
+    (lambda m: m.translate(["a"], replace_unk="no"), "replace_unk must be True or False, got 'no'"),
 ]
 
 
@@ -702,6 +805,39 @@ def test_load_checks_its_arguments(ctx, args, says):
     args = tuple(ctx["ckpt"] if a == "CKPT" else a for a in args)
     with pytest.raises(UsageError, match=re.escape(says)):
         luong_lit.load(*args, **extra)
+
+
+@pytest.mark.parametrize(
+    "option,value", [("replace_unk", "no"), ("pretokenized", "false"), ("authors_decoder", 1)]
+)
+def test_a_true_false_option_takes_true_or_false_only(ctx, option, value):
+    """One policy for booleans: the API takes a bool, as the server's JSON takes true or false
+    and the command line's flags give one; anything else is refused, named with its value."""
+    import luong_lit
+    from luong_lit.errors import UsageError
+
+    says = f"{option} must be True or False, got {value!r}"
+    with pytest.raises(UsageError, match=re.escape(says)):
+        luong_lit.load(ctx["ckpt"], **{option: value})
+
+
+def test_a_bug_in_a_run_keeps_its_traceback(tmp_path, monkeypatch):
+    """Only Hydra's own errors become one line: an error of the run itself is a bug."""
+
+    def broken(cfg):
+        raise RuntimeError("a bug in the run")
+
+    monkeypatch.setattr("luong_lit.commands.train.train", broken)
+    with pytest.raises(RuntimeError, match="a bug in the run"):
+        run_here(["train", f"hydra.run.dir={tmp_path}/run"])
+
+
+def test_hydra_full_error_gives_hydras_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    args = ["train", "-m", f"hydra.sweep.dir={tmp_path}/sweep", "hydra/launcher=joblib", NO_PLUGIN]
+    with pytest.raises(RuntimeError, match="Unknown plugin class"):
+        run_here(args)
+    assert os.environ["HYDRA_FULL_ERROR"] == "1"
 
 
 def test_load_takes_every_option_translate_takes(ctx):

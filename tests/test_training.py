@@ -7,6 +7,7 @@ import csv
 import itertools
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -358,3 +359,61 @@ def test_under_a_loss_scaler_the_optimizer_runs_unfused_so_its_gradients_are_uns
     assert plain_if_scaled(scaled, adam) == {"fused": False}
     assert plain_if_scaled(_clipping_trainer("16-mixed", scaler=object(), clip=0), adam) == {}
     assert plain_if_scaled(_clipping_trainer("bf16-mixed"), adam) == {}
+
+
+# ------------------------------------------------------------------ what a run shows
+def test_a_run_written_to_a_file_names_its_folder_first_and_logs_its_progress(toy_corpus, tmp_path):
+    """Standard output and error to a file, the bar asked for: no bar (not a frame of one), the
+    run's folder on the first line, a progress line every 5 steps counting to max_steps, and
+    a line for each validation."""
+    run = tmp_path / "run"
+    args = [*tiny_overrides(toy_corpus), "trainer.enable_progress_bar=true", "trainer.max_epochs=3",
+            "++trainer.max_steps=20", "callbacks.progress.every_n_steps=5",
+            "callbacks.progress.read_every_n_steps=5", "callbacks.progress.every_n_seconds=null",
+            f"hydra.run.dir={run}"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    with open(tmp_path / "train.log", "w") as out:
+        res = subprocess.run([sys.executable, "-m", "luong_lit.train", *args], cwd=REPO, env=env,
+                             stdout=out, stderr=subprocess.STDOUT, timeout=240)  # fmt: skip
+    text = (tmp_path / "train.log").read_text()
+    assert res.returncode == 0, text[-2000:]
+    lines = text.splitlines()
+    assert lines[0].startswith(f"run folder: {run.resolve()} (stopped, it resumes with: "), lines[0]
+    said = [x.split(" - ", 1)[1] for x in lines if "][luong_lit.training.progress][INFO]" in x]
+    line = re.compile(r"step (\d+)/20 \| epoch (\d)/3 \| loss \d+\.\d{4} \| [\d,]+ tok/s \| "
+                      r"elapsed \d:\d\d:\d\d \| ETA \d:\d\d:\d\d")  # fmt: skip
+    steps = [line.fullmatch(x) for x in said if x.startswith("step ")]
+    assert all(steps) and [m.groups() for m in steps] == [("5", "1"), ("10", "2"), ("15", "2"),
+                                                        ("20", "3")], said  # fmt: skip
+    validated = [x for x in said if " validated " in x]
+    assert [x.split(":")[0] for x in validated] == ["epoch 1 validated at step 8",
+                                                    "epoch 2 validated at step 16"]  # fmt: skip
+    assert all("val/ppl " in x for x in validated)
+    assert "\r" not in text and "\x1b" not in text and "it/s" not in text  # no bar
+
+
+def test_the_bar_is_drawn_only_at_a_terminal_and_the_loss_read_every_n_steps(monkeypatch):
+    from types import SimpleNamespace
+
+    from lightning.pytorch.callbacks import TQDMProgressBar
+
+    from luong_lit.training import progress
+
+    lines = progress.ProgressLog(every_n_steps=1, read_every_n_steps=10)
+    for terminal, wanted, drawn in [(False, True, False), (True, False, False), (True, True, True)]:
+        monkeypatch.setattr(progress, "is_terminal", lambda t=terminal: t)
+        bar = progress.progress_bar([lines], wanted)
+        assert (bar is not None) == drawn
+    assert isinstance(bar, TQDMProgressBar) and bar.refresh_rate == 10
+    monkeypatch.setitem(sys.modules, "rich", None)  # a wheel installed without rich: the same bar
+    assert progress.progress_bar([lines], True).refresh_rate == 10
+    reads = []
+    monkeypatch.setattr(torch.Tensor, "__float__", lambda t: reads.append(1) or t.item())
+    trainer = SimpleNamespace(progress_bar_callback=None, is_global_zero=True, global_step=0,
+                              estimated_stepping_batches=100, max_epochs=2, current_epoch=0,
+                              accumulate_grad_batches=1)  # fmt: skip
+    lines.on_train_start(trainer, None)
+    for step in range(1, 26):  # a line asked for at every step: the loss read every 10th
+        trainer.global_step = step
+        lines.on_train_batch_end(trainer, None, {"loss": torch.tensor(2.0)}, None, step - 1)
+    assert len(reads) == 2

@@ -4,7 +4,9 @@ unbroken run."""
 from __future__ import annotations
 
 import csv
+import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -13,17 +15,22 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from conftest import (
     MAIN_JOB_SCHEDULE,
     PAPER_SCHEDULE,
     REPO,
     fit_toy,
     run_env,
+    run_here,
     step_of,
+    tiny_overrides,
     train_command,
 )
 
 from luong_lit.checkpoint import load_model
+from luong_lit.errors import ConfigError
+from luong_lit.training.resume import MAY_CHANGE, resume_argv
 
 pytestmark = pytest.mark.slow
 
@@ -257,3 +264,135 @@ def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(resume_corpu
     assert "the previous checkpoint is kept" in error[0]
     assert "Traceback" not in res.stderr
     assert last.read_bytes() == before and not list(last.parent.glob(".last.ckpt.*"))
+
+
+# ------------------------------------------------------------ resumed from its folder alone
+def losses(run_dir: Path) -> list[tuple[str, str]]:
+    return [(r["step"], r["train/loss"]) for r in metrics_rows(run_dir) if r.get("train/loss")]
+
+
+def test_killed_and_resumed_by_the_command_it_printed_equals_the_unbroken_run(
+    resume_corpus, tmp_path
+):
+    """``kill -9`` of a run of 20 steps; the command its first line printed (its folder and
+    ``ckpt_path=last``, nothing more: the run's overrides come from its folder) resumes it to
+    the unbroken run's losses and weights."""
+    extra = ["++trainer.max_steps=20", "trainer.log_every_n_steps=1",
+             "+callbacks.slow._target_=signal_helpers.SlowSteps"]  # fmt: skip
+    full, run_dir = tmp_path / "unbroken", tmp_path / "killed"
+    res = subprocess.run(train_command(resume_corpus, full, *extra), cwd=REPO, env=run_env(),
+                         capture_output=True, text=True)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    ckpt = run_dir / "checkpoints" / "last.ckpt"
+    with open(tmp_path / "killed.log", "w") as out:
+        proc = subprocess.Popen(train_command(resume_corpus, run_dir, *extra), cwd=REPO,
+                                env=run_env(), stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        deadline = time.time() + 300
+        while step_of(ckpt) < 5 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
+        proc.kill()  # kill -9
+        proc.wait(timeout=60)
+    assert 5 <= step_of(ckpt) < 20
+    first = (tmp_path / "killed.log").read_text().splitlines()[0]
+    printed = shlex.split(first.split("it resumes with: ", 1)[1].removesuffix(")"))
+    assert printed[:3] == ["python", "-m", "luong_lit.train"] and len(printed) == 5, first
+    res = subprocess.run([sys.executable, *printed[1:]], cwd=REPO, env=run_env(),
+                         capture_output=True, text=True)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    a = torch.load(full / "checkpoints" / "last.ckpt", weights_only=True)
+    b = torch.load(ckpt, weights_only=True)
+    assert a["global_step"] == b["global_step"] == 20
+    for key, value in a["state_dict"].items():
+        assert torch.equal(b["state_dict"][key], value), key
+    assert losses(run_dir) == losses(full) and len(losses(full)) == 20
+
+
+def run_folder(tmp_path: Path, overrides: list[str]) -> Path:
+    """A run folder as a run started from the command line leaves it: its overrides, and a
+    ``last.ckpt`` (not read: the overrides are in the folder)."""
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / "checkpoints").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"")
+    return run
+
+
+def test_a_resume_takes_the_runs_overrides_and_changes_only_those_it_may(tmp_path):
+    run = run_folder(tmp_path, ["model.net.hidden_size=32", "++trainer.max_steps=20",
+                                "ckpt_path=last"])  # fmt: skip
+    given = [f"hydra.run.dir={run}", "ckpt_path=last"]
+    assert resume_argv(given) == ["model.net.hidden_size=32", "++trainer.max_steps=20", *given]
+    again = ["model.net.hidden_size=32", "trainer.max_steps=40", "logger=wandb"]
+    assert resume_argv([*given, *again]) == [*given, *again[:1], "++trainer.max_steps=40", again[2]]
+    with pytest.raises(ConfigError) as refused:
+        resume_argv([*given, "model.net.hidden_size=512", "dropout=0.3", "trainer.max_epochs=3"])
+    said = str(refused.value)
+    assert (
+        "model.net.hidden_size: run 32, here 512" in said and "dropout: run 0.2, here 0.3; " in said
+    )
+    assert "max_epochs:" not in said and "may change only " + ", ".join(MAY_CHANGE) in said
+    assert resume_argv(["model.net.hidden_size=512"]) == ["model.net.hidden_size=512"]  # no resume
+
+
+def test_a_resume_that_changes_the_run_is_refused_in_one_line(toy_corpus, tmp_path):
+    run = run_folder(tmp_path, tiny_overrides(toy_corpus))
+    res = run_here(["train", f"hydra.run.dir={run}", "ckpt_path=last", "attention=local_p"])
+    err = res.stderr.decode()
+    assert res.returncode == 2 and err.count("error: ") == 1 and "Traceback" not in err, err
+    assert "model.net.attention.name: run global, here local_p" in err
+    assert sorted(p.name for p in run.iterdir()) == [".hydra", "checkpoints"]  # nothing written
+
+
+def test_nothing_to_resume_says_so_and_lists_the_runs_that_can_be(toy_corpus, tmp_path):
+    logs = tmp_path / "logs"
+    runs = ["runs/2020-01-01_00-00-00", "multiruns/2020-01-02_00-00-00/0_seed=1", "runs/named"]
+    for age, name in enumerate(runs):  # the last, the newest
+        (logs / "train" / name / "checkpoints").mkdir(parents=True)
+        (logs / "train" / name / "checkpoints" / "last.ckpt").write_bytes(b"")
+        os.utime(logs / "train" / name / "checkpoints" / "last.ckpt", (1e9 + age, 1e9 + age))
+    (logs / "train" / "runs" / "unstarted").mkdir()  # no last.ckpt: nothing to resume there
+    base = ["train", *tiny_overrides(toy_corpus), f"paths.log_dir={logs}", "ckpt_path=last"]
+    for where, says in [
+        (f"hydra.run.dir={tmp_path}/gone", f"nothing to resume, {tmp_path}/gone does not exist"),
+        (f"hydra.run.dir={logs}/train/runs/unstarted", "it holds no checkpoints/last.ckpt"),
+        (None, "ckpt_path=last resumes the run in hydra.run.dir=RUN, and none is given"),
+    ]:
+        res = run_here(base + ([where] if where else []))
+        err = res.stderr.decode()
+        assert res.returncode == 2 and err.count("error: ") == 1 and says in err, err
+        listed = [f"{logs}/train/{name} (saved " for name in reversed(runs)]
+        assert all(x in err for x in listed), err
+        assert [err.index(x) for x in listed] == sorted(err.index(x) for x in listed)
+        newest = f"""'hydra.run.dir="{logs}/train/runs/named"' ckpt_path=last"""
+        assert f"resume the newest with: python -m luong_lit.train {newest}" in err
+    assert not (tmp_path / "gone").exists()
+    assert sorted(p.name for p in (logs / "train" / "runs").iterdir()) == [
+        "2020-01-01_00-00-00", "named", "unstarted"
+    ]  # fmt: skip
+
+
+def test_a_step_checkpoint_keeps_the_row_its_step_had_not_yet_logged(tmp_path):
+    """A checkpoint written at a step's end comes before Lightning logs that step: killed right
+    after it, the run resumes and writes the step's row from the checkpoint, once."""
+    from types import SimpleNamespace
+
+    from luong_lit.training.loggers import ResumableCSVLogger, ResumedLogs
+
+    logger = ResumableCSVLogger(save_dir=str(tmp_path), name="", version="")
+    logger.log_metrics({"train/loss": 3.0, "train/lr": 1.0, "epoch": 0}, step=3)
+    logger.save()
+    trainer = SimpleNamespace(
+        loggers=[logger], is_global_zero=True, global_step=5, current_epoch=0,
+        log_every_n_steps=1, callback_metrics={"train/loss": torch.tensor(2.5),
+                                               "train/lr": torch.tensor(1.0)},
+    )  # fmt: skip
+    saved: dict = {}
+    ResumedLogs().on_save_checkpoint(trainer, None, saved)  # the end of the 5th step: row 4
+    resumed = ResumedLogs()
+    resumed.on_load_checkpoint(trainer, None, saved)
+    resumed.on_train_start(trainer, None)
+    resumed.on_load_checkpoint(trainer, None, saved)
+    resumed.on_train_start(trainer, None)  # resumed twice: still one row
+    rows = list(csv.DictReader(open(logger.experiment.metrics_file_path)))
+    assert [(r["step"], r["train/loss"]) for r in rows] == [("3", "3.0"), ("4", "2.5")]

@@ -103,19 +103,40 @@ def _check_attention(translator, members) -> None:
         raise CheckpointError("a model without attention has no alignments (attention=none)")
 
 
+#: sentences force-decoded between two updates of the progress bar: a multiple of the forced
+#: pass's batch (32), so that the batches are those of one pass over all of them
+CHUNK = 8 * 32
+
+
+def _alignments(translator, src, tgt, members, progress: bool) -> dict[str, list]:
+    """``translator.alignments`` of every pair, with a tqdm bar on standard error if asked."""
+    from tqdm import tqdm
+
+    found: dict[str, list] = {}
+    with tqdm(total=len(src), unit="sent", desc="aligning", disable=not progress) as bar:
+        for start in range(0, max(len(src), 1), CHUNK):  # no pairs: one call all the same
+            part = slice(start, start + CHUNK)
+            for key, links in translator.alignments(src[part], tgt[part], CONVENTIONS,
+                                                    members).items():  # fmt: skip
+                found.setdefault(key, []).extend(links)
+            bar.update(len(src[part]))
+    return found
+
+
 def align_report(
     translator, src_path: Path, tgt_path: Path, gold_path: Path | None = None, *,
     flip: bool = False, convention: str = "paper", members: list[str] | None = None,
-    baselines: bool = False, extra: tuple | None = None,
+    baselines: bool = False, extra: tuple | None = None, progress: bool = False,
 ) -> dict:  # fmt: skip
     """The alignment report of ``translator`` on a tokenised parallel text: its links (under
     ``convention``, or one convention per ensemble member), the share of tokens read as
     ``<unk>``, and with ``gold_path`` (talp; ``flip``: its ``i`` indexes the target) the AER
     under every convention, its diagnostics and, with ``baselines``, the baselines' AER
-    (``extra``: (source, target) token lists to train eflomal on besides)."""
+    (``extra``: (source, target) token lists to train eflomal on besides). ``progress``: a
+    progress bar of the forced decoding."""
     _check_attention(translator, members)
     src, tgt = _read_pairs(translator, src_path, tgt_path)
-    by_convention = translator.alignments(src, tgt, CONVENTIONS, members)
+    by_convention = _alignments(translator, src, tgt, members, progress)
     chosen = next(iter(by_convention)) if members else convention
     links = by_convention[chosen]
     report = {

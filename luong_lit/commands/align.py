@@ -13,7 +13,8 @@ lowercased and escaped as the model's training text was where its vocabulary has
 lowercased Multi30k model reads "Haus" as "haus", "'s" as "&apos;s"). Tokens outside the model's
 vocabulary are read as ``<unk>`` but keep their position, so every gold link stays scorable; the
 report gives the share of tokens that were ``<unk>``. Links are written in Pharaoh ``i-j``
-format (0-based source-target, original source order).
+format (0-based source-target, original source order). The report goes to ``align.json`` (with
+the links in ``alignments.txt``) in ``--out``; the command prints where, and the AER in one line.
 """
 
 from __future__ import annotations
@@ -56,8 +57,19 @@ def run(args) -> dict:
     if args.baselines and args.extra_src and args.extra_tgt:
         extra = [[x.split() for x in read_lines(p)] for p in (args.extra_src, args.extra_tgt)]
     report = align_report(tr, src, tgt, gold, flip=flip, convention=args.align_convention,
-                          members=members, baselines=args.baselines, extra=extra)  # fmt: skip
+                          members=members, baselines=args.baselines, extra=extra,
+                          progress=not args.quiet)  # fmt: skip
     return {"checkpoints": [str(c) for c in args.checkpoints], **report}
+
+
+def summary_line(report: dict) -> str:
+    """The report in one line (the whole of it is in its JSON file)."""
+    line = f"{report['sentences']} sentences, {report['convention']} convention"
+    if "aer" in report:
+        line += f": AER {report['aer']:.4f}"
+        found = report.get("baselines") or {}
+        line += "".join(f", {name} {aer:.4f}" for name, aer in found.items())
+    return line + f" (tokens read as <unk>: {report['unk_token_share']:.1%})"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -91,6 +103,7 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--extra-src", help="more parallel text for the eflomal baseline (source side)")
     ap.add_argument("--extra-tgt", help="more parallel text for the eflomal baseline (target side)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument(
         "--out",
         default=".",
@@ -112,8 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         links, summary = out / f"alignments{suffix}.txt", out / f"align{suffix}.json"
         links.write_text("".join(x + "\n" for x in report.pop("links")), encoding="utf-8")
         summary.write_text(json.dumps(report, indent=2), encoding="utf-8")
-        print(json.dumps(report, indent=2))
         print(f"wrote {links.resolve()}, {summary.resolve()}")
+        print(summary_line(report))
 
     return run_command(body)
 

@@ -33,7 +33,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> None:
         out = average_checkpoints(args.checkpoints, args.output)
-        print(f"wrote {out}: the mean of {len(args.checkpoints)} checkpoints")
+        n = len(args.checkpoints)
+        what = f"the mean of {n} checkpoints"
+        if n == 1:
+            what = "the weights of the one checkpoint given (nothing averaged)"
+        print(f"wrote {out}: {what}")
 
     return run_command(body)
 

@@ -16,18 +16,20 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from luong_lit.cli import user_error_message
-from luong_lit.config import CONF_DIR, compose, help_text
+from luong_lit.cli import hydra_errors, job_error, user_error_message
+from luong_lit.config import CONF_DIR, check_seed, check_sweep, compose, help_text
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.quiet import quiet
 from luong_lit.sweeps.dirnames import note_swept
 from luong_lit.sweeps.resolvers import register_resolvers
+from luong_lit.training.resume import resume_argv
 from luong_lit.training.run import (
     Interrupted,
     done_message,
     holds_nothing,
+    interrupted_message,
     remove_run,
-    resume_override,
+    start_message,
     train,
 )
 
@@ -36,27 +38,25 @@ register_resolvers()  # before Hydra composes: its launcher and logger configs u
 quiet()  # the libraries' routine notices (luong_lit.quiet)
 
 
-@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="train")
-def main(cfg: DictConfig) -> float | None:
+def task(cfg: DictConfig) -> float | None:
+    """One run, or a sweep's job: a function of this module under its own name, so that a
+    joblib worker unpickles it by importing this module (its filters and resolvers)."""
     run_dir = Path(cfg.paths.output_dir)
     fresh = run_dir.is_dir() and holds_nothing(run_dir)
+    print(start_message(run_dir), flush=True)  # written to a file, a run names its folder first
     try:
+        check_seed(cfg.get("seed"))  # numpy's range, before Lightning seeds with it
         metrics = train(cfg)
     except Interrupted as stop:
         if stop.handover is not None:  # submitit's signal: it requeues the job and exits
             log.info("saved %s; submitit requeues this job", stop.checkpoint)
             stop.handover(stop.signum, None)
-        run_dir = Path(stop.checkpoint).resolve().parent.parent
-        print(
-            f"interrupted by signal {stop.signum}: the last finished step is saved in "
-            f"{stop.checkpoint}; resume with the same overrides and "
-            f"ckpt_path=last {resume_override(run_dir)}",
-            file=sys.stderr,
-        )
+        print(interrupted_message(stop.signum, stop.checkpoint), file=sys.stderr)
         sys.exit(128 + stop.signum)
     except Exception as err:  # noqa: BLE001 - turn our own errors into one clear line
         ours = find_user_error(err)
         if ours is None:
+            job_error(err)  # a bug: it keeps its traceback (cli.hydra_errors)
             raise
         print(user_error_message(ours), file=sys.stderr)
         if fresh:
@@ -71,6 +71,9 @@ def main(cfg: DictConfig) -> float | None:
     return metrics.get("objective")
 
 
+main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="train")(task)
+
+
 def run(argv: list[str]) -> None:
     """``python -m luong_lit train ARGS``: the overrides are checked to compose (a one-line error
     and exit status 2 if they do not) before the Hydra app runs with them. ``--help`` is the
@@ -78,16 +81,24 @@ def run(argv: list[str]) -> None:
     if "--help" in argv or "-h" in argv:
         sys.stdout.write(help_text())
         sys.exit(0)
-    if not any(a.startswith("-") for a in argv):  # a single run (sweeps and Hydra's flags: Hydra)
+    sweep = [a for a in argv if a in ("-m", "--multirun")][:1]
+    argv = sweep + [a for a in argv if a not in ("-m", "--multirun")]  # -m after an override too
+    if not any(a.startswith("-") for a in argv[len(sweep) :]):  # Hydra's other flags: Hydra
         try:
-            compose(argv)
+            if not sweep:  # ckpt_path=last: the run's own overrides (its folder's), then argv's
+                argv = resume_argv(argv)
+            if sweep:
+                check_sweep(argv[1:])  # its jobs compose, its launcher can start here
+            else:
+                check_seed(compose(argv).get("seed"))
         except UserError as err:
             print(user_error_message(err), file=sys.stderr)
             sys.exit(2)
     if "-m" in argv or "--multirun" in argv:
         note_swept(argv)
     sys.argv = [sys.argv[0], *argv]
-    main()
+    with hydra_errors(argv):  # Hydra's own errors (composing, launching: -m too) in one line
+        main()
 
 
 if __name__ == "__main__":

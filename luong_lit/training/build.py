@@ -20,6 +20,7 @@ from luong_lit.data.text.user_text import user_text
 from luong_lit.errors import ConfigError
 from luong_lit.training.instantiate import config_error, instantiate_all, instantiate_at, refused
 from luong_lit.training.lightning_internals import check_lightning_version
+from luong_lit.training.progress import progress_bar
 from luong_lit.validate import integer
 
 
@@ -129,9 +130,13 @@ def _trainer(cfg: DictConfig):
     if max_epochs != -1:  # -1: no limit (Lightning's convention)
         integer("trainer.max_epochs", max_epochs, 1, nullable=True)
     callbacks = instantiate_all("callbacks", cfg.get("callbacks"))
+    bar = progress_bar(callbacks, bool(cfg.trainer.get("enable_progress_bar", True)))
+    if bar is not None:  # at a terminal; elsewhere the lines of callbacks.progress
+        callbacks.append(bar)
     loggers = instantiate_all("logger", cfg.get("logger")) or False
     return instantiate_at("trainer", cfg.trainer, refuses=True, callbacks=callbacks,
-                          logger=loggers, plugins=plugins())  # fmt: skip
+                          enable_progress_bar=bar is not None, logger=loggers,
+                          plugins=plugins())  # fmt: skip
 
 
 def build(cfg: DictConfig):

@@ -43,7 +43,7 @@ class ThroughputMonitor(L.Callback):
         if self._t0 is None:  # resumed inside an epoch, whose start hook has run before
             self._t0 = time.perf_counter()
             return
-        self._tokens += batch.num_tgt_tokens
+        self._tokens += batch.num_tgt_tokens  # counted on the host by collate: no device read
         self._steps += 1
         if self._steps >= self.every:
             dt = time.perf_counter() - self._t0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,9 @@ from luong_lit.training.lightning_internals import (
     csv_experiment,
     drop_unset_wandb_anonymous,
 )
+from luong_lit.training.progress import is_terminal
+
+log = logging.getLogger(__name__)
 
 
 class _AppendingWriter(KeptCSVWriter):
@@ -44,6 +48,25 @@ class _AppendingWriter(KeptCSVWriter):
             writer.writerows(rows)
         os.replace(tmp, self.metrics_file_path)
 
+    def add_missing(self, row: dict) -> None:
+        """Append ``row`` (``epoch``, ``step`` and metrics) unless the log has its step's loss."""
+        if not os.path.isfile(self.metrics_file_path):
+            return
+        with open(self.metrics_file_path, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        step = str(row["step"])
+        if any(r.get("step") == step and r.get("train/loss") for r in rows):
+            return
+        keys = list(self.metrics_keys) or sorted(row)
+        if not set(row) <= set(keys):
+            return  # a log of other columns: left as it is
+        rows.append({k: row.get(k, "") for k in keys})
+        rows.sort(key=lambda r: int(r["step"]) if r.get("step") else -1)
+        with open(self.metrics_file_path, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=keys)
+            writer.writeheader()
+            writer.writerows(rows)
+
 
 class ResumableCSVLogger(CSVLogger):
     """``CSVLogger`` whose ``metrics.csv`` survives a resume (see the module doc)."""
@@ -54,30 +77,72 @@ class ResumableCSVLogger(CSVLogger):
 
 
 class ResumableWandbLogger(WandbLogger):
-    """``WandbLogger`` that a resumed run continues: its run id follows from the run directory."""
+    """``WandbLogger`` that a resumed run continues: its run id follows from the run directory.
+
+    Written to a file (not a terminal), W&B prints nothing of its own (``settings.silent``: its
+    service colours its lines even there) and the run's log says in one line where the W&B run
+    is, and how to upload an offline one."""
 
     def __init__(self, save_dir: str, **kwargs) -> None:
         run_id = hashlib.sha1(str(Path(save_dir).resolve()).encode()).hexdigest()[:16]
         kwargs.setdefault("id", run_id)
         kwargs.setdefault("resume", "allow")
+        self._told = is_terminal() or not isinstance(kwargs.get("settings") or {}, dict)
+        if not self._told:
+            kwargs["settings"] = {"silent": True, **(kwargs.get("settings") or {})}
         super().__init__(save_dir=save_dir, **kwargs)
         drop_unset_wandb_anonymous(self)  # wandb warns of the key, even unset
+
+    @property
+    def experiment(self):
+        run = WandbLogger.experiment.fget(self)
+        if not self._told and hasattr(run, "offline"):  # rank 0's run (not a stand-in)
+            self._told = True
+            if run.offline:
+                where = Path(run.dir).parent  # the run's folder: wandb/offline-run-...
+                log.info("W&B run saved offline in %s (upload it: wandb sync %s)", where, where)
+            else:
+                log.info("W&B run: %s", run.url)
+        return run
+
+
+#: the metrics of a training step that a checkpoint written at its end keeps (see below)
+STEP_METRICS = ("train/loss", "train/lr")
 
 
 class ResumedLogs(L.Callback):
     """When training starts, a CSV log is cut back to the rows up to the current step: all of it
     is kept on resume up to the checkpoint, and a fresh run starts from an empty file. Every
-    checkpoint flushes the logs first, so a run killed after it keeps what it had logged."""
+    checkpoint flushes the logs first, so a run killed after it keeps what it had logged.
+
+    A checkpoint written at the end of a training step is written before that step's row is
+    logged (Lightning logs a step's metrics after its ``on_train_batch_end``), so it also keeps
+    that step's :data:`STEP_METRICS`: a run killed before the row reached the file writes it
+    when it resumes, and its log loses no step."""
+
+    def __init__(self) -> None:
+        self.pending: dict | None = None
 
     def on_train_start(self, trainer, pl_module) -> None:
         for logger in trainer.loggers:
             if isinstance(logger, ResumableCSVLogger) and trainer.is_global_zero:
                 logger.experiment.keep_until(trainer.global_step if trainer.global_step else -1)
+                if self.pending:
+                    logger.experiment.add_missing(self.pending)
+        self.pending = None
 
     def on_save_checkpoint(self, trainer, pl_module, checkpoint) -> None:
         for logger in trainer.loggers:
             if trainer.is_global_zero:
                 logger.save()
+        logged = trainer.global_step and trainer.global_step % trainer.log_every_n_steps == 0
+        found = {k: float(v) for k, v in trainer.callback_metrics.items() if k in STEP_METRICS}
+        if found and logged:  # a step whose row Lightning writes (every log_every_n_steps)
+            step = {"epoch": trainer.current_epoch, "step": trainer.global_step - 1}
+            checkpoint["luong_lit_last_step_log"] = {**step, **found}
+
+    def on_load_checkpoint(self, trainer, pl_module, checkpoint) -> None:
+        self.pending = checkpoint.get("luong_lit_last_step_log")
 
 
 def _kind(logger) -> str:

@@ -19,8 +19,10 @@ from luong_lit.checkpoint.resumable import check_resumable
 from luong_lit.quiet import quiet
 from luong_lit.runtime import configure_cpu_from
 from luong_lit.sweeps.earlier import earlier_work
+from luong_lit.sweeps.job import sweep_job
 from luong_lit.sweeps.resources import job_resources
 from luong_lit.training.precision import note_cpu_mixed
+from luong_lit.training.resume import LAST, nothing_to_resume, resume_command
 from luong_lit.training.signals import SignalCheckpoint
 
 log = logging.getLogger(__name__)
@@ -79,12 +81,15 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit (resuming if ``ckpt_path`` is set), then test the best checkpoint on the test sets."""
     from luong_lit.training.build import build
 
-    quiet()
     earlier = earlier_work(cfg)
     if earlier and earlier[0] == "done":  # no GPU slot taken, its job.json left as it was
         log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
         return {"test": earlier[1], "objective": earlier[1].get("objective_value")}
     ckpt_path = earlier[1] if earlier else cfg.get("ckpt_path")
+    quiet(resuming=bool(ckpt_path))
+    out = Path(cfg.paths.output_dir)
+    if ckpt_path == "last" and sweep_job() is None and not (out / LAST).is_file():
+        raise nothing_to_resume(out, cfg.paths.log_dir, cfg.get("task_name", "train"))
     check_resumable(cfg, ckpt_path)  # another model's checkpoint: one line, before any work
     with job_resources(cfg) as record:  # in a sweep: the job's GPU and threads
         configure_cpu_from(cfg)
@@ -164,9 +169,18 @@ def remove_run(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def resume_override(run_dir: Path) -> str:
-    """``hydra.run.dir=...`` for ``run_dir``, quoted for the shell and for Hydra's parser (a
-    sweep job's directory holds ``=`` and ``,``)."""
-    import shlex
+def start_message(run_dir: Path) -> str:
+    """The line a run starts with (flushed at once, so that a run written to a file names its
+    folder at the top): its folder, and the command that resumes it if it is stopped."""
+    run_dir = Path(run_dir).resolve()
+    return f"run folder: {run_dir} (stopped, it resumes with: {resume_command(run_dir)})"
 
-    return shlex.quote(f'hydra.run.dir="{run_dir}"')
+
+def interrupted_message(signum: int, checkpoint: Path) -> str:
+    """What a run stopped by a signal says: the checkpoint saved, and the whole command that
+    resumes it (its settings are read from its folder)."""
+    run_dir = Path(checkpoint).resolve().parent.parent
+    return (
+        f"interrupted by signal {signum}: the last finished step is saved in {checkpoint}; "
+        f"resume with: {resume_command(run_dir)}"
+    )

@@ -16,22 +16,37 @@ from luong_lit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 
 @dataclass
 class Batch:
-    """A padded batch. Targets are ``tgt_in = <s> y_1..y_n`` and ``tgt_out = y_1..y_n </s>``."""
+    """A padded batch. Targets are ``tgt_in = <s> y_1..y_n`` and ``tgt_out = y_1..y_n </s>``.
+
+    ``tgt_tokens``: its non-pad target tokens, counted on the host by :func:`collate` (and kept
+    by :meth:`to`), so that reading the count never waits for a device; None where a batch
+    was made otherwise (:attr:`num_tgt_tokens` then counts them).
+    """
 
     src: Tensor  # (B, S) source ids, right-padded with 0
     src_len: Tensor  # (B,)
     tgt_in: Tensor  # (B, T)
     tgt_out: Tensor  # (B, T)
     index: Tensor  # (B,) position of each example in its split
+    tgt_tokens: int | None = None
+
+    def tensors(self) -> tuple[Tensor, ...]:
+        return self.src, self.src_len, self.tgt_in, self.tgt_out, self.index
 
     def to(self, device) -> Batch:
-        return Batch(
-            *(t.to(device) for t in (self.src, self.src_len, self.tgt_in, self.tgt_out, self.index))
-        )
+        """On ``device``; from pinned memory (a GPU run's loader) without waiting for the copy."""
+        moved = (t.to(device, non_blocking=t.is_pinned()) for t in self.tensors())
+        return Batch(*moved, tgt_tokens=self.tgt_tokens)
+
+    def pin_memory(self) -> Batch:
+        """In pinned host memory (``DataLoader(pin_memory=True)`` calls it)."""
+        return Batch(*(t.pin_memory() for t in self.tensors()), tgt_tokens=self.tgt_tokens)
 
     @property
     def num_tgt_tokens(self) -> int:
         """Non-pad target tokens, ``</s>`` included: what the loss is summed over."""
+        if self.tgt_tokens is not None:
+            return self.tgt_tokens
         return int((self.tgt_out != PAD_ID).sum())
 
     def __len__(self) -> int:
@@ -61,6 +76,7 @@ def collate(examples: Sequence[tuple[int, Sequence[int], Sequence[int]]]) -> Bat
         tgt_in=_pad(tgt, [BOS_ID], []),
         tgt_out=_pad(tgt, [], [EOS_ID]),
         index=torch.tensor(idx, dtype=torch.long),
+        tgt_tokens=sum(len(t) + 1 for t in tgt),  # each target and its </s>
     )
 
 
@@ -103,6 +119,7 @@ def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
         grow(batch.tgt_in, T, PAD_ID),
         grow(batch.tgt_out, T, PAD_ID),
         index,
+        batch.tgt_tokens,  # padding adds none
     )
 
 

@@ -30,6 +30,7 @@ from luong_lit.data.vocab import Vocab
 from luong_lit.validate import OptionError, split_options, takes_options
 
 log = logging.getLogger(__name__)
+GPU_WORKERS = 2  #: loader processes of a GPU run where ``num_workers`` is unset
 
 
 class TranslationDataModule(L.LightningDataModule):
@@ -198,8 +199,8 @@ class TranslationDataModule(L.LightningDataModule):
         loading = {
             "batch_sampler": sampler,
             "collate_fn": collate,
-            "num_workers": self.batching.num_workers,
             "generator": generator,
+            **self._workers(),
         }
         if not train:
             return DataLoader(examples, **loading)
@@ -210,6 +211,20 @@ class TranslationDataModule(L.LightningDataModule):
             self._train_loader.load_state_dict(self._resume_position)
             self._resume_position = None
         return self._train_loader
+
+    def _workers(self) -> dict[str, Any]:
+        """How the loaders load: ``num_workers`` processes (unset: none on a CPU); on a GPU,
+        :data:`GPU_WORKERS` kept from epoch to epoch by default, and batches in pinned memory,
+        copied to the device without a wait. The batches are the same either way (the batch
+        sampler runs in this process)."""
+        trainer = getattr(self, "trainer", None)
+        on_gpu = trainer is not None and trainer.strategy.root_device.type == "cuda"
+        workers = self.batching.num_workers
+        if workers is None:
+            workers = GPU_WORKERS if on_gpu else 0
+        if not on_gpu:
+            return {"num_workers": workers}
+        return {"num_workers": workers, "pin_memory": True, "persistent_workers": workers > 0}
 
     def _epoch(self) -> int | None:
         """The trainer's current epoch (None outside a trainer: the sampler's own ``set_epoch``)."""

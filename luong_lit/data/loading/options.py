@@ -107,7 +107,8 @@ class Batching:
         chunk_batches: sort by target length within chunks of this many batches
             (docs/paper_notes.md §8).
         seed: the batch order of every epoch (with the epoch's number).
-        num_workers: the loaders' worker processes.
+        num_workers: the loaders' worker processes; None: none on a CPU, and on a GPU
+            :data:`~luong_lit.data.loading.datamodule.GPU_WORKERS`, with pinned memory.
     """
 
     batch_size: int = 128
@@ -115,12 +116,12 @@ class Batching:
     eval_batch_size: int = 128
     chunk_batches: int = 100
     seed: int = 1234
-    num_workers: int = 0
+    num_workers: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "eval_batch_size", "chunk_batches"):
             integer(name, getattr(self, name), 1)
-        integer("num_workers", self.num_workers, 0)
+        integer("num_workers", self.num_workers, 0, nullable=True)
 
 
 #: The groups, in the order of the datamodule's signature (and of their checks).

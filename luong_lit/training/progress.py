@@ -1,0 +1,128 @@
+"""What a run shows of its training while it trains (``callbacks.progress``).
+
+At a terminal: a progress bar (tqdm, with or without ``rich`` installed), redrawn every
+``read_every_n_steps`` steps (:func:`progress_bar`). Written to a file (``> train.log``, nohup,
+a SLURM job), or with ``trainer.enable_progress_bar=false``: no bar, but a line every
+``every_n_seconds`` seconds and/or every ``every_n_steps`` steps (:class:`ProgressLog`) with the
+step and the steps of the whole run (``trainer.max_steps`` or ``trainer.max_epochs``, whichever
+ends it first), the epoch, the mean training loss since the last line, target tokens per
+second and the time left; and after each validation, its figures.
+
+The loss stays on the device between lines (summed there) and is read at most every
+``read_every_n_steps`` steps, the bar's too: on a GPU every read waits for the device.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+
+import lightning as L
+import torch
+
+from luong_lit.validate import integer, positive
+
+log = logging.getLogger(__name__)
+
+
+def is_terminal() -> bool:
+    """Whether standard output and standard error are both terminals (a bar can be drawn)."""
+    return all(getattr(s, "isatty", lambda: False)() for s in (sys.stdout, sys.stderr))
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+class ProgressLog(L.Callback):
+    """A progress line every ``every_n_seconds`` seconds (None: off) and/or every
+    ``every_n_steps`` steps (0: off) while no progress bar is drawn (see the module doc)."""
+
+    def __init__(
+        self,
+        every_n_seconds: float | None = 30,
+        every_n_steps: int = 0,
+        read_every_n_steps: int = 10,
+    ) -> None:
+        positive("every_n_seconds", every_n_seconds, nullable=True)
+        integer("every_n_steps", every_n_steps, 0)
+        integer("read_every_n_steps", read_every_n_steps, 1)
+        self.every_n_seconds, self.every_n_steps = every_n_seconds, every_n_steps
+        self.read_every = read_every_n_steps
+        self.active = False
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.active = trainer.progress_bar_callback is None and trainer.is_global_zero
+        self._start = time.monotonic()
+        self._first_step = trainer.global_step
+        self._total = trainer.estimated_stepping_batches  # max_steps or max_epochs: the first
+        self._batches = 0
+        self._window(self._start, trainer.global_step)
+
+    def _window(self, now: float, step: int) -> None:
+        """Start the figures of the next line."""
+        self._last, self._last_step = now, step
+        self._loss: torch.Tensor | None = None  # summed on the device
+        self._losses, self._tokens = 0, 0
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        if not self.active:
+            return
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        if isinstance(loss, torch.Tensor):  # no host read: a sum on the device
+            loss = loss.detach().float()
+            self._loss = loss if self._loss is None else self._loss + loss
+            self._losses += 1
+        self._tokens += getattr(batch, "num_tgt_tokens", 0)  # counted on the host
+        self._batches += 1
+        if self._batches % self.read_every:
+            return
+        now, step = time.monotonic(), trainer.global_step
+        by_steps = self.every_n_steps and (
+            step // self.every_n_steps > self._last_step // self.every_n_steps
+        )
+        by_time = self.every_n_seconds and now - self._last >= self.every_n_seconds
+        if by_steps or by_time:
+            log.info(self.line(trainer, now))
+            self._window(now, step)
+
+    def line(self, trainer, now: float) -> str:
+        """``step 1,200/14,500 | epoch 3/10 | loss 3.412 | 5,230 tok/s | elapsed 0:12:31 |
+        ETA 1:05:10``: the loss and the tokens since the last line, the time left at this
+        run's pace so far (its validations included)."""
+        step, total, epochs = trainer.global_step, self._total, trainer.max_epochs
+        parts = [f"step {step:,}" + (f"/{int(total):,}" if math.isfinite(total) else "")]
+        parts.append(f"epoch {trainer.current_epoch + 1}" + (f"/{epochs}" if epochs else ""))
+        if self._loss is not None and self._losses:
+            mean = float(self._loss) / self._losses * trainer.accumulate_grad_batches
+            parts.append(f"loss {mean:.4f}")
+        parts.append(f"{self._tokens / max(now - self._last, 1e-9):,.0f} tok/s")
+        elapsed, done = now - self._start, step - self._first_step
+        parts.append(f"elapsed {_clock(elapsed)}")
+        if done > 0 and math.isfinite(total):
+            parts.append(f"ETA {_clock(max(total - step, 0) * elapsed / done)}")
+        return " | ".join(parts)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if not self.active or trainer.sanity_checking:
+            return
+        found = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
+        figures = ", ".join(f"{k} {float(v):.4g}" for k, v in sorted(found.items()))
+        epoch, step = trainer.current_epoch + 1, trainer.global_step
+        log.info(f"epoch {epoch} validated at step {step:,}: {figures or 'no figures'}")
+
+
+def progress_bar(callbacks: list, wanted: bool):
+    """The progress bar to add to a trainer's ``callbacks``: tqdm's, redrawn every
+    ``read_every_n_steps`` steps of the :class:`ProgressLog` among them, when ``wanted``
+    (``trainer.enable_progress_bar``) and both standard streams are terminals; else None (no
+    bar: the :class:`ProgressLog` lines instead)."""
+    from lightning.pytorch.callbacks import TQDMProgressBar
+
+    if not (wanted and is_terminal()):
+        return None
+    found = next((c for c in callbacks if isinstance(c, ProgressLog)), None)
+    return TQDMProgressBar(refresh_rate=found.read_every if found else 10)
