@@ -134,7 +134,7 @@ def plot_bleu_by_length(
     ax.set_ylabel("BLEU")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(len(systems), 3),
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=min(len(systems), 3),
               fontsize=7, frameon=False)  # under the plot: it never covers the lines  # fmt: skip
     fig.tight_layout()
     path = Path(path)
