@@ -378,7 +378,8 @@ def test_a_run_written_to_a_file_names_its_folder_first_and_logs_its_progress(to
     text = (tmp_path / "train.log").read_text()
     assert res.returncode == 0, text[-2000:]
     lines = text.splitlines()
-    assert lines[0].startswith(f"run folder: {run.resolve()} (stopped, it resumes with: "), lines[0]
+    start = f"run folder: {run.resolve()} (if it stops, it resumes with: "
+    assert lines[0].startswith(start), lines[0]
     said = [x.split(" - ", 1)[1] for x in lines if "][luong_lit.training.progress][INFO]" in x]
     line = re.compile(r"step (\d+)/20 \| epoch (\d)/3 \| loss \d+\.\d{4} \| [\d,]+ tok/s \| "
                       r"elapsed \d:\d\d:\d\d \| ETA \d:\d\d:\d\d")  # fmt: skip

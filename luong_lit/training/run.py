@@ -173,7 +173,7 @@ def start_message(run_dir: Path) -> str:
     """The line a run starts with (flushed at once, so that a run written to a file names its
     folder at the top): its folder, and the command that resumes it if it is stopped."""
     run_dir = Path(run_dir).resolve()
-    return f"run folder: {run_dir} (stopped, it resumes with: {resume_command(run_dir)})"
+    return f"run folder: {run_dir} (if it stops, it resumes with: {resume_command(run_dir)})"
 
 
 def interrupted_message(signum: int, checkpoint: Path) -> str:
