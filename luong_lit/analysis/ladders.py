@@ -214,14 +214,37 @@ def _notes(table: str, rows: Sequence[dict], ensemble: dict | None, laid: Sequen
     return "  \n".join(notes) + "\n"
 
 
-def markdown_ladders(rows: Sequence[dict], ensembles: dict[str, dict] | None = None) -> str:
-    """Table 1 and Table 3 (those the rows have ladder runs of), each with its notes."""
-    ensembles, parts = ensembles or {}, []
+def _resolved(path) -> Path:
+    return Path(path).resolve()
+
+
+def _ensemble_for(table: str, group: Sequence[dict], ensembles: list, alone: bool) -> dict | None:
+    """The ensemble of ``table`` whose checkpoints are in the ``group``'s runs; where the group
+    is the only one of its table, any ensemble of the table."""
+    mine = {_resolved(r["path"]) for r in group if r.get("path")}
+    of_table = [e for t, e in ensembles if t == table]
+    for e in of_table:
+        if {_resolved(c).parent.parent for c in e["checkpoints"]} <= mine:
+            return e
+    return of_table[0] if alone and of_table else None
+
+
+def markdown_ladders(rows: Sequence[dict], ensembles=None) -> str:
+    """Table 1 and Table 3 (those the rows have ladder runs of), one table for each recipe the
+    runs were trained with (``experiment``), each with its notes. ``ensembles``: by table, or a
+    list of ``(table, ensemble)`` (several sweeps, each with its own)."""
+    pairs = list(ensembles.items()) if isinstance(ensembles, dict) else list(ensembles or [])
+    parts = []
     for table in LADDERS:
-        if table in ensembles or any(ladder_table(r.get("ladder")) == table for r in rows):
-            ensemble = ensembles.get(table)
-            laid = lay_out(rows, table, ensemble)
-            parts.append(f"{markdown_ladder(table, laid)}\n{_notes(table, rows, ensemble, laid)}")
+        mine = [r for r in rows if ladder_table(r.get("ladder")) == table]
+        recipes = list(dict.fromkeys(r.get("experiment") for r in mine)) or [None]
+        if not mine and not any(t == table for t, _ in pairs):
+            continue
+        for recipe in recipes:
+            group = [r for r in mine if r.get("experiment") == recipe]
+            ensemble = _ensemble_for(table, group, pairs, len(recipes) == 1)
+            laid = lay_out(group, table, ensemble)
+            parts.append(f"{markdown_ladder(table, laid)}\n{_notes(table, group, ensemble, laid)}")
     return "\n".join(parts)
 
 

@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def tables(rows: list[dict], sweep: bool, per_run: bool, ensembles: dict) -> tuple[str, str | None]:
+def tables(rows: list[dict], sweep: bool, per_run: bool, ensembles: list) -> tuple[str, str | None]:
     """The Markdown (ladders first, Tables 1 and 3, then the other runs) and the cells' CSV."""
     ladder = [r for r in rows if r.get("ladder")] if not per_run else []
     others = [r for r in rows if r not in ladder]
@@ -74,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (FileNotFoundError, KeyError, json.JSONDecodeError) as err:
             raise DataError(str(err)).with_traceback(None) from None
         sweeps = [r for r in args.runs if Path(r) not in dirs]
-        ensembles = find_ensembles(sweeps, args.ensemble or [])
+        ensembles = list(find_ensembles([], args.ensemble or []).items())  # given ones first
+        ensembles += [pair for s in sweeps for pair in find_ensembles([s]).items()]
         text, table = tables(rows, bool(sweeps), args.per_run, ensembles)
         if args.out:
             Path(args.out).write_text(text, encoding="utf-8")
