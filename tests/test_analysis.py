@@ -443,3 +443,21 @@ def test_figure6_of_a_ladder_reads_every_row_from_one_kind_of_source(tmp_path, c
     (b / "eval_test_ensemble.json").write_text("{}")  # an ensemble's report is not b's own
     assert one_source(rows) == {"Base": [a], "+ reverse": [c]}
     assert "skipped b: no evaluate report" in capsys.readouterr().out
+
+
+def test_a_report_of_two_recipes_sweeps_gives_a_table_for_each(tmp_path):
+    """The same rows trained on ``m30k_small`` and on ``m30k_paper`` are two ladders, their
+    seeds never pooled across recipes."""
+    ours, paper = tmp_path / "ours", tmp_path / "paper"
+    ladder_run(ours, 0, "table1_base", 1234, (9.0, 20.0, 21.0, 21.0))
+    run = ladder_run(paper, 0, "table1_base", 1234, (25.0, 6.0, 7.0, 7.0))
+    (run / ".hydra" / "overrides.yaml").write_text(
+        "- experiment=m30k_paper\n- ladder=table1_base\n- seed=1234\n"
+    )
+    res = run_here(["report", str(ours), str(paper)])
+    assert res.returncode == 0, res.stderr.decode()
+    out = res.stdout.decode()
+    titles = [line for line in out.splitlines() if line.startswith("### Table 1")]
+    assert len(titles) == 2 and "recipe ours" in titles[0] and "recipe the paper's" in titles[1]
+    bases = [line for line in out.splitlines() if line.startswith("| Base |")]
+    assert [b.split("|")[7].strip() for b in bases] == ["21.00", "7.00"]  # one run each
