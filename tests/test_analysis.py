@@ -461,3 +461,23 @@ def test_a_report_of_two_recipes_sweeps_gives_a_table_for_each(tmp_path):
     assert len(titles) == 2 and "recipe ours" in titles[0] and "recipe the paper's" in titles[1]
     bases = [line for line in out.splitlines() if line.startswith("| Base |")]
     assert [b.split("|")[7].strip() for b in bases] == ["21.00", "7.00"]  # one run each
+
+
+def test_runs_of_one_row_with_another_recipe_override_are_not_pooled_as_seeds(tmp_path):
+    """``model.net.init_state=copy`` on the same rows is another recipe: its own table, titled
+    with the override; run-only overrides (threads, callbacks) do not split a recipe."""
+    ours, copy = tmp_path / "ours", tmp_path / "copy"
+    run = ladder_run(ours, 0, "table1_base", 1234, (9.0, 20.0, 21.0, 21.0))
+    (run / ".hydra" / "overrides.yaml").write_text(
+        "- ladder=table1_base\n- seed=1234\n- threads=1\n"
+    )
+    run = ladder_run(copy, 0, "table1_base", 1234, (9.5, 19.0, 20.0, 20.0))
+    (run / ".hydra" / "overrides.yaml").write_text(
+        "- ladder=table1_base\n- model.net.init_state=copy\n- seed=1234\n"
+        "- callbacks.beam_bleu.on_test=false\n"
+    )
+    res = run_here(["report", str(ours), str(copy)])
+    assert res.returncode == 0, res.stderr.decode()
+    titles = [line for line in res.stdout.decode().splitlines() if line.startswith("### Table")]
+    assert len(titles) == 2, titles
+    assert "with" not in titles[0] and "with model.net.init_state=copy;" in titles[1]

@@ -58,6 +58,12 @@ NOTE = (
 )
 
 
+def _recipe(row: dict) -> tuple[str | None, str]:
+    """What a ladder table's runs share besides their row and seed: the experiment and any
+    further overrides that change the recipe (runs differing in these are not seeds of one)."""
+    return row.get("experiment"), row.get("changes") or ""
+
+
 def ladder_table(ladder: str | None) -> str | None:
     """``table1`` or ``table3`` for a ladder config name (``table1_dropout``), else None."""
     table = str(ladder or "").split("_", 1)[0]
@@ -73,7 +79,7 @@ def _model_row(paper: tuple, runs: Sequence[dict]) -> dict:
     if done and done[0]["attention"] != "none":
         metrics.append("bleu_beam_unk")
     row.update({m: mean_sd([r.get(m) for r in done]) for m in metrics}, members=done)
-    row["recipe"] = runs[0].get("experiment") if runs else None
+    row["recipe"] = _recipe(runs[0]) if runs else None
     unk = [r for r in done if r.get("bleu_beam_unk") is not None and r.get("bleu_beam")]
     row["unk_gain"] = mean_sd([r["bleu_beam_unk"] - r["bleu_beam"] for r in unk])
     row["best_unk"] = max((r["bleu_beam_unk"] for r in unk), default=None)
@@ -172,7 +178,9 @@ def markdown_ladder(table: str, laid: Sequence[dict]) -> str:
     number, section, *_, where = LADDERS[table]
     recipe = next((r["recipe"] for r in laid if r.get("recipe")), None)
     title = f"### Table {number} ({section}): ours on {laid[0]['corpus'] or '–'}"
-    title += f", recipe {RECIPES.get(recipe, recipe)}" if recipe else ""
+    if recipe:
+        title += f", recipe {RECIPES.get(recipe[0], recipe[0])}"
+        title += f" with {recipe[1]}" if recipe[1] else ""
     lines = [f"{title}; the paper's on {where}", "", f"| {HEAD} |", RULE]
     for i, row in enumerate(laid):
         above = laid[i - 1] if i else None
@@ -237,11 +245,11 @@ def markdown_ladders(rows: Sequence[dict], ensembles=None) -> str:
     parts = []
     for table in LADDERS:
         mine = [r for r in rows if ladder_table(r.get("ladder")) == table]
-        recipes = list(dict.fromkeys(r.get("experiment") for r in mine)) or [None]
+        recipes = list(dict.fromkeys(map(_recipe, mine))) or [None]
         if not mine and not any(t == table for t, _ in pairs):
             continue
         for recipe in recipes:
-            group = [r for r in mine if r.get("experiment") == recipe]
+            group = [r for r in mine if _recipe(r) == recipe]
             ensemble = _ensemble_for(table, group, pairs, len(recipes) == 1)
             laid = lay_out(group, table, ensemble)
             parts.append(f"{markdown_ladder(table, laid)}\n{_notes(table, group, ensemble, laid)}")

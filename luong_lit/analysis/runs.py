@@ -33,6 +33,23 @@ def override_value(overrides, key: str) -> str | None:
     return next((v for k, v in found if k.lstrip("+~") == key), None)
 
 
+# Overrides that change how a run is carried out, not what it trains: runs differing only in
+# these (and the seed) are seeds of one recipe.
+RUN_ONLY = ("callbacks.", "threads", "trainer.enable_progress_bar", "hydra", "data.num_workers")
+NAMED = ("seed", "experiment", "ladder", "ablation")  # reported in their own columns
+
+
+def recipe_changes(overrides) -> str:
+    """The run's overrides that change its recipe beyond its experiment and ladder row (e.g.
+    ``model.net.init_state=copy``), sorted and space-separated; "" for none."""
+    kept = []
+    for o in map(str, overrides):
+        key = o.split("=", 1)[0].lstrip("+~")
+        if key not in NAMED and not key.startswith(RUN_ONLY):
+            kept.append(o.lstrip("+~"))
+    return " ".join(sorted(kept))
+
+
 def is_run(path: Path) -> bool:
     """Whether ``path`` is a run directory (it holds ``.hydra/config.yaml``)."""
     return (Path(path) / ".hydra" / "config.yaml").is_file()
@@ -56,6 +73,7 @@ def describe(run_dir: Path) -> dict:
         "run": run_dir.name,
         "experiment": override_value(overrides, "experiment") or "m30k_small",
         "ladder": override_value(overrides, "ladder"),
+        "changes": recipe_changes(overrides),
         "attention": attention,
         "score": score_name(net.get("score")) if attention != "none" else None,
         "feed_input": cfg.get("feed_input"),
