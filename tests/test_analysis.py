@@ -481,3 +481,33 @@ def test_runs_of_one_row_with_another_recipe_override_are_not_pooled_as_seeds(tm
     titles = [line for line in res.stdout.decode().splitlines() if line.startswith("### Table")]
     assert len(titles) == 2, titles
     assert "with" not in titles[0] and "with model.net.init_state=copy;" in titles[1]
+
+
+def test_figure6_of_a_ladder_draws_its_ensembles_line(tmp_path, monkeypatch):
+    """The ensemble in ``ensemble_table1/`` beside the runs is a line of its own, read from its
+    ``evaluate`` report's buckets; without one, only the rows' lines."""
+    import luong_lit.metrics.buckets as buckets
+    from luong_lit.analysis.ladder_views import figure6_ladder
+
+    def report(folder: Path, name: str, bleu: float, checkpoints=()) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        rows = [{"bucket": "<10", "n": 3, "bleu": bleu}, {"bucket": "10-19", "n": 2, "bleu": bleu}]
+        rep = {"test": "t", "decoding": {"beam": 5}, "length_buckets": rows}
+        rep.update(bleu={"bleu_tok": bleu}, bleu_unk_replaced={"bleu_tok": bleu}, ppl=[5.0])
+        (folder / name).write_text(json.dumps({**rep, "checkpoints": list(checkpoints)}))
+
+    runs = [
+        ladder_run(tmp_path, 0, "table1_base", 1234, (9.0, 20.0, 21.0, 21.0)),
+        ladder_run(tmp_path, 1, "table1_local_p_general", 1234, (5.0, 30.0, 31.0, 31.0)),
+    ]
+    for run, bleu in zip(runs, (21.0, 31.0)):
+        report(run, "eval_t.json", bleu)
+    seen = []
+    monkeypatch.setattr(buckets, "plot_bleu_by_length", lambda s, p, title: seen.append(s) or p)
+    figure6_ladder(runs, tmp_path / "f6.png")
+    ckpts = [str(runs[1] / "checkpoints" / "best.ckpt")] * 2
+    report(tmp_path / "ensemble_table1", "eval_t_ensemble.json", 33.0, ckpts)
+    figure6_ladder(runs, tmp_path / "f6.png")
+    assert len(seen[0]) == 2 and len(seen[1]) == 3
+    label, line = list(seen[1].items())[-1]
+    assert label.startswith("ensemble of 2") and [r["bleu"] for r in line] == [33.0, 33.0]

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -107,7 +108,22 @@ def figure6_ladder(
     read = buckets_source(first).split(" (")[0]
     title = f"Figure 6: Table {table[-1]}'s models on {_where(first)}\n({read})"
     systems = {label: cell_buckets(members, max_sentences) for label, members in rows.items()}
+    if not read.startswith("dev set") and (line := ensemble_buckets(runs, table)):
+        systems[line[0]] = line[1]
     return plot_bleu_by_length(systems, path, title=title)
+
+
+def ensemble_buckets(runs: Sequence[Path], table: str = "table1") -> tuple[str, list] | None:
+    """Figure 6's line of the ladder's ensemble (``ensemble_table1/`` beside the runs' folders,
+    its ``evaluate`` report's buckets, after unk replacement as each run's), or None."""
+    from luong_lit.analysis.ladders import find_ensembles
+
+    found = find_ensembles(dict.fromkeys(Path(run).parent for run in runs)).get(table)
+    report = json.loads(Path(found["path"]).read_text()) if found else {}
+    if "length_buckets" not in report:
+        return None
+    label = f"ensemble of {len(found['checkpoints'])} (last row) + unk"
+    return label, report["length_buckets"]
 
 
 def ladder_table5(runs: Sequence[Path], table: str = "table1") -> str:
