@@ -141,7 +141,10 @@ def ladder_table5(runs: Sequence[Path], table: str = "table1") -> str:
         return f"Table 5 needs both runs' evaluate reports: {err}\n"
 
 
-FIGURE7 = {"global": "table1_feed_input", "local-p": "table1_local_p_general"}
+FIGURE7 = {
+    "global (location), feed": "table1_feed_input",
+    "local-p (general), feed": "table1_local_p_general",
+}
 
 
 def ladder_figure7(runs: Sequence[Path], path: Path) -> Path | str:
@@ -155,7 +158,8 @@ def ladder_figure7(runs: Sequence[Path], path: Path) -> Path | str:
     by_ladder = {describe(r)["ladder"]: r for r in reversed(list(runs))}
     models = {k: by_ladder[v] for k, v in FIGURE7.items() if v in by_ladder}
     local_m = [r for r in runs if describe(r)["attention"] == "local_m"]
-    models.update({"local-m": local_m[0]} if local_m else {})
+    if local_m:
+        models[f"local-m ({describe(local_m[0])['score']})"] = local_m[0]
     if len(models) < 2:
         return "Figure 7 needs Table 1's attention rows (and a local-m run) among the runs"
     try:
