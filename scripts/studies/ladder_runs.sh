@@ -29,6 +29,9 @@ europarl() {  # the Europarl cut's data=files overrides (the cut is written once
 
 paper=(experiment=m30k_paper)
 first=(ladder=table1_base,table1_reverse,table1_dropout)  # the rows whose sign is in question
+# The reversal study on Europarl: our recipe with the paper's decoder start (the paper's recipe
+# does not learn Europarl 20K in its 10 epochs: 1,250 SGD updates leave dev perplexity at 170).
+copy=(ladder=table1_base,table1_reverse model.net.init_state=copy)
 
 # A first pass with one seed a row gives every ladder, the reversal study and the attribution
 # runs; later passes add the seeds.
@@ -47,15 +50,13 @@ queue_b() {
   sweep ladders_ours "${first[@]}" seed=1234
   sweep init_state_copy "${first[@]}" model.net.init_state=copy seed=1234
   # shellcheck disable=SC2046
-  sweep reversal_europarl "${paper[@]}" ladder=table1_base,table1_reverse seed=1234 \
-    $(europarl) data.vocab_size=20000
+  sweep reversal_europarl_ours "${copy[@]}" seed=1234 $(europarl) data.vocab_size=20000
   sweep ladders_ours ladder=table1_global_location,table1_feed_input,table1_local_p_general seed=1234
   sweep ladders_ours 'ladder=glob(table3*)' seed=1234
   sweep ladders_ours "${first[@]}" seed=2
   sweep init_state_copy "${first[@]}" model.net.init_state=copy seed=2
   # shellcheck disable=SC2046
-  sweep reversal_europarl "${paper[@]}" ladder=table1_base,table1_reverse seed=2,3 \
-    $(europarl) data.vocab_size=20000
+  sweep reversal_europarl_ours "${copy[@]}" seed=2,3 $(europarl) data.vocab_size=20000
 }
 
 mkdir -p "$L"
