@@ -34,18 +34,22 @@ def _sentence_bleu(hyp: str, ref: str) -> float:
     return sacrebleu.sentence_bleu(hyp, [ref], tokenize="none").score
 
 
-def table5(best: Path, base: Path, n: int = 4, min_words: int = 12) -> str:
+def table5(
+    best: Path, base: Path, n: int = 4, min_words: int = 12, names: tuple[str, str] | None = None
+) -> str:
     """Table 5 in the paper's manner: test sentences of at least ``min_words`` source words,
     each with its reference, the best system's translation and the base system's (both after
     unknown-word replacement); the ``n`` where the best system gains most in sentence BLEU,
-    then the one where it loses most (the paper shows only the first kind)."""
+    then the one where it loses most (the paper shows only the first kind). ``names``: what to
+    call the two systems in the header (default: their run folders)."""
     src, ref = _lines(best, "src"), _lines(best, "ref")
     ours, theirs = _lines(best, "hyp_unk"), _lines(base, "hyp_unk")
     long = [i for i, s in enumerate(src) if len(s.split()) >= min_words]
     gain = {i: _sentence_bleu(ours[i], ref[i]) - _sentence_bleu(theirs[i], ref[i]) for i in long}
     ranked = sorted(long, key=lambda i: -gain[i])
     picked = ranked[:n] + ranked[-1:]
-    lines = [f"| | {best.name} (best) against {base.name} (base) |", "|---|---|"]
+    a, b = names or (best.name, base.name)
+    lines = [f"| | {a} (best) against {b} (base) |", "|---|---|"]
     for i in picked:
         kind = "best gains" if gain[i] > 0 else "best loses"
         lines += [f"| src (test line {i + 1}) | {src[i]} |", f"| ref | {ref[i]} |"]

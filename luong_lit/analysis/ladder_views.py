@@ -132,11 +132,14 @@ def ladder_table5(runs: Sequence[Path], table: str = "table1") -> str:
     from luong_lit.analysis.exhibits import table5
     from luong_lit.errors import DataError
 
-    rows = list(ladder_runs(runs, table).values())
+    rows = list(ladder_runs(runs, table).items())
     if len(rows) < 2:
         return no_ladder(table) + "\n"
+    (base_row, (base, *_)), (best_row, (best, *_)) = rows[0], rows[-1]
+    names = tuple(f"{row.split(', ')[0]} ({describe(r)['experiment']}, seed {describe(r)['seed']})"
+                  for row, r in ((best_row, best), (base_row, base)))  # fmt: skip
     try:
-        return table5(rows[-1][0], rows[0][0])
+        return table5(best, base, names=names)
     except DataError as err:
         return f"Table 5 needs both runs' evaluate reports: {err}\n"
 
