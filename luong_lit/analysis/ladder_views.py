@@ -165,6 +165,9 @@ def ladder_figure7(runs: Sequence[Path], path: Path) -> Path | str:
         models[f"local-m ({describe(local_m[0])['score']})"] = local_m[0]
     if len(models) < 2:
         return "Figure 7 needs Table 1's attention rows (and a local-m run) among the runs"
+    recipes = {describe(r)["experiment"] for r in models.values()}
+    if len(recipes) > 1:  # say which recipe each model was trained with
+        models = {f"{k}, {describe(r)['experiment']}": r for k, r in models.items()}
     try:
         return figure7({k: checkpoint_of(r) for k, r in models.items()}, path)
     except (UserError, FileNotFoundError) as err:
