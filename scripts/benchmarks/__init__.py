@@ -1,4 +1,4 @@
-"""Speed and memory benchmarks, each run as ``python -m benchmarks.<name> --help``.
+"""Speed and memory benchmarks, each run as ``python -m scripts.benchmarks.<name> --help``.
 
 * ``ours_window``: training throughput over a window of steps (any config);
 * ``step_profile``: one training step timed (and profiled) without Lightning;

@@ -9,7 +9,7 @@
 # another LOGS).
 # Run it again with the same LOGS to pick up where it stopped: a finished run (results.json) is
 # skipped, an interrupted one resumes from its last.ckpt. Training only: the test sets are
-# decoded afterwards by `python -m studies.ladder_evals LOGS` (beam 5, outputs kept).
+# decoded afterwards by `python -m scripts.studies.ladder_evals LOGS/SWEEP ...` (beam 5, outputs kept).
 set -uo pipefail
 L="${1:-logs}"
 shift || true
