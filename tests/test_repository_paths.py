@@ -61,3 +61,35 @@ def test_every_path_the_repository_names_exists():
         if (missing := missing_in(f.read_text("utf-8", errors="replace")))
     }
     assert not broken, f"paths named but not in the repository: {broken}"
+
+
+MODULE = re.compile(r"python3? -m ((?:luong_lit|scripts|studies|benchmarks|peers|gpu)(?:\.\w+)*)")
+
+
+def missing_modules(text: str) -> list[str]:
+    """The modules of this repository (and the tooling's former top-level names) that
+    ``python -m NAME`` names in ``text`` and that do not exist here."""
+    found = []
+    for name in MODULE.findall(text):
+        base = REPO / name.replace(".", "/")
+        if not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()):
+            found.append(name)
+    return found
+
+
+def test_the_module_finder_reads_commands_as_written():
+    assert (
+        missing_modules("python -m luong_lit.train and python -m scripts.studies.ladder_evals")
+        == []
+    )
+    assert missing_modules("`python -m studies.ladder_evals LOGS`") == ["studies.ladder_evals"]
+
+
+def test_every_module_a_command_names_exists():
+    files = [f for f in tracked_text_files() if f != Path(__file__).resolve()]
+    broken = {
+        str(f.relative_to(REPO)): missing
+        for f in files
+        if (missing := missing_modules(f.read_text("utf-8", errors="replace")))
+    }
+    assert not broken, f"python -m names a module that is not in the repository: {broken}"
