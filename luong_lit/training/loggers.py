@@ -35,37 +35,41 @@ log = logging.getLogger(__name__)
 class _AppendingWriter(KeptCSVWriter):
     """Lightning's CSV writer, but an existing ``metrics.csv`` is kept and appended to."""
 
-    def keep_until(self, step: int) -> None:
-        """Drop the rows logged after ``step``: a resumed run logs those steps again."""
+    def _rows(self) -> list[dict] | None:
+        """The rows of ``metrics.csv``, or None where there is none yet."""
         if not os.path.isfile(self.metrics_file_path):
-            return
+            return None
         with open(self.metrics_file_path, newline="") as fh:
-            rows = [r for r in csv.DictReader(fh) if r.get("step") and int(r["step"]) <= step]
+            return list(csv.DictReader(fh))
+
+    def _rewrite(self, keys: Sequence[str], rows: Sequence[dict]) -> None:
+        """Write ``metrics.csv`` anew, whole or not at all (a temporary file, then a rename)."""
         tmp = self.metrics_file_path + ".tmp"
         with open(tmp, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=self.metrics_keys)
+            writer = csv.DictWriter(fh, fieldnames=keys)
             writer.writeheader()
             writer.writerows(rows)
         os.replace(tmp, self.metrics_file_path)
 
+    def keep_until(self, step: int) -> None:
+        """Drop the rows logged after ``step``: a resumed run logs those steps again."""
+        rows = self._rows()
+        if rows is not None:
+            kept = [r for r in rows if r.get("step") and int(r["step"]) <= step]
+            self._rewrite(self.metrics_keys, kept)
+
     def add_missing(self, row: dict) -> None:
         """Append ``row`` (``epoch``, ``step`` and metrics) unless the log has its step's loss."""
-        if not os.path.isfile(self.metrics_file_path):
-            return
-        with open(self.metrics_file_path, newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = self._rows()
         step = str(row["step"])
-        if any(r.get("step") == step and r.get("train/loss") for r in rows):
+        if rows is None or any(r.get("step") == step and r.get("train/loss") for r in rows):
             return
         keys = list(self.metrics_keys) or sorted(row)
         if not set(row) <= set(keys):
             return  # a log of other columns: left as it is
         rows.append({k: row.get(k, "") for k in keys})
         rows.sort(key=lambda r: int(r["step"]) if r.get("step") else -1)
-        with open(self.metrics_file_path, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=keys)
-            writer.writeheader()
-            writer.writerows(rows)
+        self._rewrite(keys, rows)
 
 
 class ResumableCSVLogger(CSVLogger):
