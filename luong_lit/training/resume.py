@@ -64,6 +64,11 @@ def _own(override) -> bool:
     return key != "ckpt_path" and not key.startswith("hydra.") and key != "hydra"
 
 
+def own_overrides(overrides: Sequence[str]) -> list[str]:
+    """``overrides`` without Hydra's and ``ckpt_path`` (see :func:`_own`), as written."""
+    return [text for text, o in zip(overrides, _parse(overrides)) if _own(o)]
+
+
 def resume_argv(argv: Sequence[str]) -> list[str]:
     """``argv`` of a single run; for ``ckpt_path=last``, the run's own overrides (from its
     folder) followed by ``argv``'s, checked to change only :data:`MAY_CHANGE`. Raises a
@@ -99,7 +104,7 @@ def run_overrides(run_dir: Path) -> tuple[list[str] | None, str]:
         listed, source = list(read_meta(run_dir / LAST).overrides) or None, str(run_dir / LAST)
     if listed is None:
         return None, source
-    return [text for text, o in zip(listed, _parse(listed)) if _own(o)], source
+    return own_overrides(listed), source
 
 
 def merged_overrides(was: Sequence[str], argv: Sequence[str]) -> list[str]:
@@ -121,7 +126,7 @@ def _composed(overrides: Sequence[str], where: str) -> dict[str, Any]:
     from luong_lit.config import compose
 
     try:
-        cfg = compose([text for text, o in zip(overrides, _parse(overrides)) if _own(o)])
+        cfg = compose(own_overrides(overrides))
     except ConfigError as err:
         raise ConfigError(f"{where}: {err}") from None
     return OmegaConf.to_container(cfg, resolve=False)
@@ -175,7 +180,7 @@ def _log_dir(argv: Sequence[str]) -> tuple[str, str]:
     """Where runs are written (``paths.log_dir``) and the task's name, from ``argv``."""
     from luong_lit.config import compose
 
-    cfg = compose([text for text, o in zip(argv, _parse(argv)) if _own(o)])
+    cfg = compose(own_overrides(argv))
     return str(cfg.paths.log_dir), str(cfg.get("task_name", "train"))
 
 
