@@ -43,6 +43,10 @@ TABLE4 = {  # (attention, score): (ppl, BLEU, BLEU after unk replacement); None 
     ("local_m", "general"): (6.2, 18.6, 20.4),
     ("local_p", "dot"): (6.6, 18.0, 19.6),
     ("local_p", "general"): (5.9, 19.0, 20.9),
+    # concat: perplexities only, in the paper's footnote 15 ("did not yield good performances")
+    ("global", "concat"): (6.7, None, None),
+    ("local_m", "concat"): (7.1, None, None),
+    ("local_p", "concat"): (7.1, None, None),
 }
 TABLE6 = {  # AER
     ("global", "location"): 0.39,

@@ -33,16 +33,30 @@ first=(ladder=table1_base,table1_reverse,table1_dropout)  # the rows whose sign 
 # does not learn Europarl 20K in its 10 epochs: 1,250 SGD updates leave dev perplexity at 170).
 copy=(ladder=table1_base,table1_reverse model.net.init_state=copy)
 
+rows() {  # rows DIR SEED ROW... [-- OVERRIDE...]: one sweep a row (its folder is 0_...)
+  local dir="$1" seed="$2" row
+  shift 2
+  local names=() extra=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do names+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && extra=("$@")
+  for row in "${names[@]}"; do sweep "$dir" "${extra[@]}" "ladder=$row" "seed=$seed"; done
+}
+signs=(table1_reverse table1_dropout table1_base)  # the rows whose sign is in question, first
+attn1=(table1_global_location table1_feed_input table1_local_p_general)
+attn3=(table3_base_reverse table3_global_location table3_feed_input table3_global_dot_dropout)
+
 # A first pass with one seed a row gives every ladder, the reversal study and the attribution
-# runs; later passes add the seeds.
+# runs; later passes add the seeds, a row a sweep, most telling first.
 queue_a() {
   sweep ladders_paper "${paper[@]}" 'ladder=glob(table1*)' seed=1234
-  sweep ladders_paper "${paper[@]}" 'ladder=glob(table1*)' seed=2
-  sweep ladders_paper "${paper[@]}" 'ladder=glob(table3*)' seed=2
-  sweep ladders_paper "${paper[@]}" "${first[@]}" seed=3
-  sweep ladders_ours ladder=table1_global_location,table1_feed_input,table1_local_p_general seed=2
-  sweep ladders_ours 'ladder=glob(table3*)' seed=2
-  sweep concat ablation=global_general,local_m_general,local_p_general score=concat seed=1234
+  rows ladders_paper 2 table1_local_p_general table3_global_dot_dropout -- "${paper[@]}"  # the ensembles' second
+  for cell in global_general local_m_general local_p_general; do  # one sweep a cell: the queues split them
+    sweep concat ablation=$cell score=concat seed=1234
+  done
+  rows ladders_paper 2 "${signs[@]}" -- "${paper[@]}"
+  rows ladders_paper 3 "${signs[@]}" -- "${paper[@]}"
+  rows ladders_paper 2 "${attn1[@]:0:2}" "${attn3[@]}" -- "${paper[@]}"
+  rows ladders_ours 2 "${attn1[@]}" "${attn3[@]}"
 }
 
 queue_b() {
@@ -51,12 +65,14 @@ queue_b() {
   sweep init_state_copy "${first[@]}" model.net.init_state=copy seed=1234
   # shellcheck disable=SC2046
   sweep reversal_europarl_ours "${copy[@]}" seed=1234 $(europarl) data.vocab_size=20000
-  sweep ladders_ours ladder=table1_global_location,table1_feed_input,table1_local_p_general seed=1234
-  sweep ladders_ours 'ladder=glob(table3*)' seed=1234
-  sweep ladders_ours "${first[@]}" seed=2
-  sweep init_state_copy "${first[@]}" model.net.init_state=copy seed=2
+  rows ladders_ours 2 "${signs[@]}"
+  rows ladders_ours 3 "${signs[@]}"
+  rows init_state_copy 2 "${signs[@]}" -- model.net.init_state=copy
   # shellcheck disable=SC2046
-  sweep reversal_europarl_ours "${copy[@]}" seed=2,3 $(europarl) data.vocab_size=20000
+  rows reversal_europarl_ours 2 table1_base table1_reverse -- model.net.init_state=copy $(europarl) data.vocab_size=20000
+  # shellcheck disable=SC2046
+  rows reversal_europarl_ours 3 table1_base table1_reverse -- model.net.init_state=copy $(europarl) data.vocab_size=20000
+  rows ladders_ours 1234 "${attn1[@]}" "${attn3[@]}"
 }
 
 mkdir -p "$L"
