@@ -97,3 +97,20 @@ def test_a_sweeps_cells_are_named_by_what_varies():
     ]
     assert varying(cells) == ["attention=global", "attention=local_p"]
     assert varying(["attention=global"]) == ["attention=global"]
+
+
+def test_a_cell_named_by_its_overrides_says_what_model_it_is():
+    """``ablation=global_general score=concat``: the cell keeps its name (what varies) and its
+    row says the model the config resolved to, global (concat), not the ablation's name."""
+    from luong_lit.analysis.cells import group, markdown_cells
+
+    def run(ablation, attention, seed):
+        metrics = dict.fromkeys(("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk"))
+        cell = f"ablation={ablation} score=concat"
+        return dict(metrics, cell=cell, attention=attention, score="concat", seed=seed, paper={})
+
+    rows = [run("global_general", "global", 1), run("local_m_general", "local_m", 1)]
+    table = markdown_cells(group(rows)).splitlines()
+    assert table[0].startswith("| cell | system | runs |")
+    assert table[2].startswith("| ablation=global_general | global (concat) | 1 |")
+    assert table[3].startswith("| ablation=local_m_general | local_m (concat) | 1 |")

@@ -116,14 +116,20 @@ def _paper(p: dict, key: str) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
+def system(cell: dict) -> str:
+    """What a cell's model is, from its resolved config: ``attention (score)``, or ``none``
+    (a cell named ``ablation=global_general`` with ``score=concat`` is ``global (concat)``)."""
+    return f"{cell['attention']} ({cell['score']})" if cell["score"] else str(cell["attention"])
+
+
 def markdown_cells(cells: Sequence[dict]) -> str:
     """Mean ± sd per cell beside the paper's row."""
-    head = ["cell", "runs", "dev ppl", "test ppl", "greedy BLEU", "beam BLEU", "+ unk"]
+    head = ["cell", "system", "runs", "dev ppl", "test ppl", "greedy BLEU", "beam BLEU", "+ unk"]
     head += ["paper row"] + [name for _, name in PAPER]
-    lines = ["| " + " | ".join(head) + " |", "|---|---:|" + "---:|" * 5 + "---|" + "---:|" * 3]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---:|" + "---:|" * 5 + "---|" + "---:|" * 3]
     for c in cells:
         p = c["paper"]
-        row = [c["cell"], str(c["n"])] + [pm(c[m]) for m in METRICS]
+        row = [c["cell"], system(c), str(c["n"])] + [pm(c[m]) for m in METRICS]
         row += [f"Table {p['table']}: {p['row']}" if p else "–"]
         row += [_paper(p, key) for key, _ in PAPER]
         lines.append("| " + " | ".join(row) + " |")
