@@ -57,3 +57,23 @@ def test_figure7_draws_each_model_beside_the_gold_alignment(tmp_path):
     with pytest.raises(IndexError):
         figure7({"global": V1}, tmp_path / "x.png", index=10**6)
     assert np.isfinite(width)
+
+
+def test_table5_pairs_the_last_rows_best_seed_with_the_base_of_that_seed(monkeypatch):
+    """Whatever order the folders come in (a later seed's sweep numbers its job 0), Table 5
+    takes the last row's run of highest BLEU and the base run of its seed."""
+    from luong_lit.analysis import ladder_views, runs
+
+    seed = {"best_s2": 2, "best_s1234": 1234, "base_s2": 2, "base_s1234": 1234}
+    bleu = {"best_s2": 34.8, "best_s1234": 35.7, "base_s2": 7.0, "base_s1234": 7.7}
+    monkeypatch.setattr(ladder_views, "describe", lambda r: {"seed": seed[Path(r).name]})
+    monkeypatch.setattr(runs, "collect", lambda r: {"bleu_beam": bleu[Path(r).name]})
+    best, base = ladder_views.best_and_base(
+        [Path("best_s2"), Path("best_s1234")], [Path("base_s2"), Path("base_s1234")]
+    )
+    assert (best.name, base.name) == ("best_s1234", "base_s1234")
+    bleu["best_s2"] = 36.0
+    best, base = ladder_views.best_and_base(
+        [Path("best_s2"), Path("best_s1234")], [Path("base_s1234")]
+    )
+    assert (best.name, base.name) == ("best_s2", "base_s1234")  # no base of seed 2: the first

@@ -126,16 +126,32 @@ def ensemble_buckets(runs: Sequence[Path], table: str = "table1") -> tuple[str, 
     return label, report["length_buckets"]
 
 
+def best_and_base(best_runs: Sequence[Path], base_runs: Sequence[Path]) -> tuple[Path, Path]:
+    """Table 5's pair: the last row's run with the highest beam BLEU (the first where none has
+    one), and the base row's run of the same seed (else its first run)."""
+    from luong_lit.analysis.runs import collect
+
+    def bleu(run: Path) -> float:
+        found = collect(run).get("bleu_beam")
+        return float("-inf") if found is None else found
+
+    best = max(best_runs, key=bleu)  # max keeps the first of equals
+    same = [r for r in base_runs if describe(r)["seed"] == describe(best)["seed"]]
+    return best, (same or list(base_runs))[0]
+
+
 def ladder_table5(runs: Sequence[Path], table: str = "table1") -> str:
-    """Table 5 from a ladder: its last row's first run against its base row's first run
-    (:func:`~luong_lit.analysis.exhibits.table5`), or the line saying what is missing."""
+    """Table 5 from a ladder: its best model (:func:`best_and_base`) against the base row's
+    run of the same seed (:func:`~luong_lit.analysis.exhibits.table5`), or the line saying
+    what is missing."""
     from luong_lit.analysis.exhibits import table5
     from luong_lit.errors import DataError
 
     rows = list(ladder_runs(runs, table).items())
     if len(rows) < 2:
         return no_ladder(table) + "\n"
-    (base_row, (base, *_)), (best_row, (best, *_)) = rows[0], rows[-1]
+    (base_row, base_runs), (best_row, best_runs) = rows[0], rows[-1]
+    best, base = best_and_base(best_runs, base_runs)
     names = tuple(f"{row.split(', ')[0]} ({describe(r)['experiment']}, seed {describe(r)['seed']})"
                   for row, r in ((best_row, best), (base_row, base)))  # fmt: skip
     try:
