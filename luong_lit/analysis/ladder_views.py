@@ -126,16 +126,22 @@ def ensemble_buckets(runs: Sequence[Path], table: str = "table1") -> tuple[str, 
     return label, report["length_buckets"]
 
 
-def best_and_base(best_runs: Sequence[Path], base_runs: Sequence[Path]) -> tuple[Path, Path]:
-    """Table 5's pair: the last row's run with the highest beam BLEU (the first where none has
-    one), and the base row's run of the same seed (else its first run)."""
+def best_run(runs: Sequence[Path]) -> Path:
+    """The run of highest beam BLEU on its test set (the first of equals, and the first where
+    none has one yet): the seed the exhibits show."""
     from luong_lit.analysis.runs import collect
 
     def bleu(run: Path) -> float:
         found = collect(run).get("bleu_beam")
         return float("-inf") if found is None else found
 
-    best = max(best_runs, key=bleu)  # max keeps the first of equals
+    return max(runs, key=bleu)  # max keeps the first of equals
+
+
+def best_and_base(best_runs: Sequence[Path], base_runs: Sequence[Path]) -> tuple[Path, Path]:
+    """Table 5's pair: the last row's best run (:func:`best_run`), and the base row's run of
+    the same seed (else its first run)."""
+    best = best_run(best_runs)
     same = [r for r in base_runs if describe(r)["seed"] == describe(best)["seed"]]
     return best, (same or list(base_runs))[0]
 
@@ -168,17 +174,20 @@ FIGURE7 = {
 
 def ladder_figure7(runs: Sequence[Path], path: Path) -> Path | str:
     """Figure 7 from the runs (:func:`~luong_lit.analysis.exhibits.figure7`): Table 1's global
-    (location, input feeding) and local-p (general) rows, and a local-m run if there is one;
-    else the line saying what is missing."""
+    (location, input feeding) and local-p (general) rows, and a local-m run if there is one,
+    each row's best seed (:func:`best_run`); else the line saying what is missing."""
     from luong_lit.analysis.decoded import checkpoint_of
     from luong_lit.analysis.exhibits import figure7
     from luong_lit.errors import UserError
 
-    by_ladder = {describe(r)["ladder"]: r for r in reversed(list(runs))}
-    models = {k: by_ladder[v] for k, v in FIGURE7.items() if v in by_ladder}
+    by_ladder: dict[str | None, list[Path]] = {}
+    for run in runs:
+        by_ladder.setdefault(describe(run)["ladder"], []).append(run)
+    models = {k: best_run(by_ladder[v]) for k, v in FIGURE7.items() if v in by_ladder}
     local_m = [r for r in runs if describe(r)["attention"] == "local_m"]
     if local_m:
-        models[f"local-m ({describe(local_m[0])['score']})"] = local_m[0]
+        chosen = best_run(local_m)
+        models[f"local-m ({describe(chosen)['score']})"] = chosen
     if len(models) < 2:
         return "Figure 7 needs Table 1's attention rows (and a local-m run) among the runs"
     recipes = {describe(r)["experiment"] for r in models.values()}
