@@ -53,6 +53,8 @@ queue_a() {
   for cell in global_general local_m_general local_p_general; do  # one sweep a cell: the queues split them
     sweep concat ablation=$cell score=concat seed=1234
   done
+  # concat as the authors' code computes it (the block on h_bar_s fixed to the identity)
+  sweep concat ablation=local_m_general score=concat model.net.score.paper_form=false seed=1234
   # which of the paper recipe's dropout-row settings makes dropout hold: its 12 epochs, or not
   sweep attribution "${paper[@]}" ladder=table1_dropout trainer.max_epochs=10 model.scheduler.after=5 seed=1234
   rows ladders_paper 2 "${signs[@]}" -- "${paper[@]}"
