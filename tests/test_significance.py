@@ -114,3 +114,22 @@ def test_a_cell_named_by_its_overrides_says_what_model_it_is():
     assert table[0].startswith("| cell | system | runs |")
     assert table[2].startswith("| ablation=global_general | global (concat) | 1 |")
     assert table[3].startswith("| ablation=local_m_general | local_m (concat) | 1 |")
+
+
+def test_overrides_that_do_not_change_the_model_do_not_make_a_cell(tmp_path):
+    """A resumed run (``ckpt_path=last``) or one without its progress bar trains the same model:
+    same cell; a recipe override (``model.net.init_state=copy``) is another cell."""
+    from luong_lit.analysis.cells import cell_of
+
+    def run(name, *overrides):
+        (tmp_path / name / ".hydra").mkdir(parents=True)
+        text = "".join(f"- {o}\n" for o in overrides)
+        (tmp_path / name / ".hydra" / "overrides.yaml").write_text(text)
+        return cell_of(tmp_path / name)
+
+    plain = run("a", "ablation=local_m_general", "seed=1234")
+    assert (
+        run("b", "ablation=local_m_general", "callbacks.beam_bleu.on_test=false", "seed=2") == plain
+    )
+    assert run("c", "ablation=local_m_general", "ckpt_path=last", "threads=1") == plain
+    assert run("d", "ablation=local_m_general", "model.net.init_state=copy") != plain

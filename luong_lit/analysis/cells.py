@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from luong_lit.analysis.runs import collect, is_run
+from luong_lit.analysis.runs import RUN_ONLY, collect, is_run
 
 METRICS = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
 PAPER = (("ppl", "paper ppl"), ("bleu", "paper BLEU"), ("bleu_unk", "paper + unk"))
@@ -45,12 +45,15 @@ def run_dirs(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def cell_of(run_dir: Path) -> str:
-    """The run's command-line overrides without its seed: what the runs of a cell share."""
+    """The run's command-line overrides without its seed and those that do not change the model
+    (:data:`~luong_lit.analysis.runs.RUN_ONLY`: progress bars, threads, ``ckpt_path``): what
+    the runs of a cell share."""
     from omegaconf import OmegaConf
 
     path = run_dir / ".hydra" / "overrides.yaml"
     overrides = OmegaConf.load(path) if path.is_file() else []
-    kept = [str(o) for o in overrides if not str(o).split("=", 1)[0].lstrip("+~") == "seed"]
+    keys = [str(o).split("=", 1)[0].lstrip("+~") for o in overrides]
+    kept = [str(o) for o, k in zip(overrides, keys) if k != "seed" and not k.startswith(RUN_ONLY)]
     return " ".join(sorted(kept)) or "(defaults)"
 
 

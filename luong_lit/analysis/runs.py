@@ -35,7 +35,10 @@ def override_value(overrides, key: str) -> str | None:
 
 # Overrides that change how a run is carried out, not what it trains: runs differing only in
 # these (and the seed) are seeds of one recipe.
-RUN_ONLY = ("callbacks.", "threads", "trainer.enable_progress_bar", "hydra", "data.num_workers")
+RUN_ONLY = (
+    "callbacks.", "threads", "trainer.enable_progress_bar", "hydra", "data.num_workers",
+    "ckpt_path",
+)  # fmt: skip
 NAMED = ("seed", "experiment", "ladder", "ablation")  # reported in their own columns
 
 
