@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from luong_lit.analysis.runs import RUN_ONLY, collect, is_run
+from luong_lit.analysis.runs import collect, is_run, model_overrides
 
 METRICS = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
 PAPER = (("ppl", "paper ppl"), ("bleu", "paper BLEU"), ("bleu_unk", "paper + unk"))
@@ -52,9 +52,7 @@ def cell_of(run_dir: Path) -> str:
 
     path = run_dir / ".hydra" / "overrides.yaml"
     overrides = OmegaConf.load(path) if path.is_file() else []
-    keys = [str(o).split("=", 1)[0].lstrip("+~") for o in overrides]
-    kept = [str(o) for o, k in zip(overrides, keys) if k != "seed" and not k.startswith(RUN_ONLY)]
-    return " ".join(sorted(kept)) or "(defaults)"
+    return " ".join(sorted(model_overrides(overrides, ("seed",)))) or "(defaults)"
 
 
 def read_run(run_dir: Path) -> dict:

@@ -13,13 +13,19 @@ from luong_lit.analysis.paper_numbers import LADDERS
 from luong_lit.analysis.runs import describe, own_evals
 
 
+def by_ladder_row(runs: Sequence[Path]) -> dict[str | None, list[Path]]:
+    """The runs by their ``ladder`` row (None: not a ladder run), in the order given."""
+    by_row: dict[str | None, list[Path]] = {}
+    for run in runs:
+        by_row.setdefault(describe(run)["ladder"], []).append(run)
+    return by_row
+
+
 def ladder_runs(runs: Sequence[Path], table: str = "table1") -> dict[str, list[Path]]:
     """The runs of one ladder (``table1``: Table 1, ``table3``: Table 3) by row in the paper's
     order, keyed by the paper's row (and the number of seeds, where several); rows without runs
     are left out."""
-    by_row: dict[str | None, list[Path]] = {}
-    for run in runs:
-        by_row.setdefault(describe(run)["ladder"], []).append(run)
+    by_row = by_ladder_row(runs)
     out = {}
     for key, paper in LADDERS[table][2].items():
         if members := by_row.get(key):
@@ -142,7 +148,8 @@ def best_and_base(best_runs: Sequence[Path], base_runs: Sequence[Path]) -> tuple
     """Table 5's pair: the last row's best run (:func:`best_run`), and the base row's run of
     the same seed (else its first run)."""
     best = best_run(best_runs)
-    same = [r for r in base_runs if describe(r)["seed"] == describe(best)["seed"]]
+    seed = describe(best)["seed"]
+    same = [r for r in base_runs if describe(r)["seed"] == seed]
     return best, (same or list(base_runs))[0]
 
 
@@ -180,9 +187,7 @@ def ladder_figure7(runs: Sequence[Path], path: Path) -> Path | str:
     from luong_lit.analysis.exhibits import figure7
     from luong_lit.errors import UserError
 
-    by_ladder: dict[str | None, list[Path]] = {}
-    for run in runs:
-        by_ladder.setdefault(describe(run)["ladder"], []).append(run)
+    by_ladder = by_ladder_row(runs)
     models = {k: best_run(by_ladder[v]) for k, v in FIGURE7.items() if v in by_ladder}
     local_m = [r for r in runs if describe(r)["attention"] == "local_m"]
     if local_m:

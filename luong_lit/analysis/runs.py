@@ -42,15 +42,25 @@ RUN_ONLY = (
 NAMED = ("seed", "experiment", "ladder", "ablation")  # reported in their own columns
 
 
+def override_key(override) -> str:
+    """The key of a command-line override: ``k`` of ``k=v``, ``+k=v``, ``++k=v`` or ``~k``."""
+    return str(override).split("=", 1)[0].lstrip("+~")
+
+
+def model_overrides(overrides, leave_out: Sequence[str] = ()) -> list[str]:
+    """The overrides that change the model a run trains: without the :data:`RUN_ONLY` ones and
+    those whose key is in ``leave_out``."""
+    return [
+        str(o)
+        for o in overrides
+        if (key := override_key(o)) not in leave_out and not key.startswith(RUN_ONLY)
+    ]
+
+
 def recipe_changes(overrides) -> str:
     """The run's overrides that change its recipe beyond its experiment and ladder row (e.g.
     ``model.net.init_state=copy``), sorted and space-separated; "" for none."""
-    kept = []
-    for o in map(str, overrides):
-        key = o.split("=", 1)[0].lstrip("+~")
-        if key not in NAMED and not key.startswith(RUN_ONLY):
-            kept.append(o.lstrip("+~"))
-    return " ".join(sorted(kept))
+    return " ".join(sorted(o.lstrip("+~") for o in model_overrides(overrides, NAMED)))
 
 
 def is_run(path: Path) -> bool:
