@@ -133,3 +133,26 @@ def test_overrides_that_do_not_change_the_model_do_not_make_a_cell(tmp_path):
     )
     assert run("c", "ablation=local_m_general", "ckpt_path=last", "threads=1") == plain
     assert run("d", "ablation=local_m_general", "model.net.init_state=copy") != plain
+
+
+def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp_path, capsys):
+    """`scripts.studies.paired`: each pair's line is the bootstrap of the kept outputs, the last
+    line the pooled test; a folder without outputs or an odd count is refused in one line."""
+    from scripts.studies.paired import main
+
+    bad, refs = corpus(31, right=0.3)
+    good, _ = corpus(32, right=0.8, refs=refs)
+    worse, _ = corpus(33, right=0.2, refs=refs)
+    named = (("a", bad), ("b", good), ("c", bad), ("d", worse))
+    runs = [_run(tmp_path, n, h, refs) for n, h in named]
+    main(runs)
+    lines = capsys.readouterr().out.splitlines()
+    first = paired_bootstrap(bad, good, refs)
+    pooled_ = paired_bootstrap(bad + bad, good + worse, refs * 2)
+    assert len(lines) == 3 and lines[0].startswith("a -> b: ")
+    assert f"gain {first.gain:+.2f}" in lines[0] and lines[0].endswith("holds  (200 sentences)")
+    assert lines[2].startswith("pooled (2 pairs): ") and f"p {pooled_.p:.3f}" in lines[2]
+    with pytest.raises(SystemExit, match="no kept hyp_unk outputs"):
+        main([runs[0], runs[1], "--unk"])
+    with pytest.raises(SystemExit):
+        main(runs[:3])

@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--src", type=Path, help="raw source (default: test_2016_flickr.en)")
     ap.add_argument("--ref", type=Path, help="raw reference (default: test_2016_flickr.de)")
     args = ap.parse_args(argv)
-    root = local_mirror("scripts.studies.raw_text")
-    raw = root / "multi30k" / "raw"
+    if args.src is None or args.ref is None:  # the mirror only for the default test set
+        raw = local_mirror("scripts.studies.raw_text") / "multi30k" / "raw"
     src = read(args.src or raw / "test_2016_flickr.en.gz")
     ref = read(args.ref or raw / "test_2016_flickr.de.gz")
     args.out.mkdir(parents=True, exist_ok=True)

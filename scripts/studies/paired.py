@@ -1,0 +1,58 @@
+"""Two systems' test outputs compared by the paired bootstrap, run folder against run folder.
+
+    python -m scripts.studies.paired BASELINE SYSTEM [BASELINE SYSTEM ...] [--unk]
+
+Each argument is a run folder (its own ``evaluate`` report's kept lines: ``eval_TEST.hyp``,
+``eval_TEST.hyp_unk`` with ``--unk``, and ``eval_TEST.ref``) or one ``eval_*.json`` report. Each
+pair gets a line: the two BLEUs, the gain, p and the verdict (``luong_lit.metrics.significance``,
+as ``report`` judges a ladder's step). With several pairs (e.g. one a seed) a last line pools them
+pair by pair, as ``report`` pools seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from luong_lit.analysis.steps import report_outputs, run_outputs
+from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
+
+
+def outputs(path: Path, kind: str) -> tuple[list[str], list[str]]:
+    """The output lines of ``kind`` and the references behind a run folder or a report."""
+    found = report_outputs(path, kind) if path.is_file() else run_outputs(path, kind)
+    if found is None:
+        raise SystemExit(
+            f"paired: {path} has no kept {kind} outputs beside an evaluate report "
+            f"(run `python -m luong_lit evaluate CKPT --out {path}` first)"
+        )
+    return found
+
+
+def line(label: str, found: Paired) -> str:
+    return (f"{label}: {found.baseline:.2f} -> {found.system:.2f}  gain {found.gain:+.2f}  "
+            f"p {found.p:.3f}  {verdict(found)}  ({found.sentences} sentences)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path, help="BASELINE SYSTEM pairs")
+    ap.add_argument("--unk", action="store_true", help="the outputs after unknown-word replacement")
+    args = ap.parse_args(argv)
+    if len(args.runs) % 2:
+        ap.error(f"runs come in BASELINE SYSTEM pairs; {len(args.runs)} given")
+    kind = "hyp_unk" if args.unk else "hyp"
+    pairs = []
+    for base, system in zip(args.runs[::2], args.runs[1::2], strict=True):
+        (hyp_a, ref_a), (hyp_b, ref_b) = outputs(base, kind), outputs(system, kind)
+        if ref_a != ref_b:
+            raise SystemExit(f"paired: {base} and {system} were evaluated on different references")
+        pairs.append((hyp_a, hyp_b, ref_a))
+        print(line(f"{base.name} -> {system.name}", paired_bootstrap(hyp_a, hyp_b, ref_a)))
+    if len(pairs) > 1:
+        print(line(f"pooled ({len(pairs)} pairs)", paired_bootstrap(*pooled(pairs))))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
