@@ -86,7 +86,7 @@ def trained_weights(
         "dropout=0",
         "model.net.hidden_dropout=0",
         "trainer.max_epochs=2",
-        "+trainer.limit_train_batches=5",
+        "trainer.limit_train_batches=5",
         "test_after_training=false",
         *schedule,
     ]

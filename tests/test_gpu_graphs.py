@@ -132,7 +132,7 @@ def test_captured_training_tracks_the_eager_run(toy_corpus, tmp_path):
             "engine.buckets=[8,16,64]",
             "dropout=0",
             "model.net.hidden_dropout=0",
-            "+trainer.max_steps=50",
+            "trainer.max_steps=50",
             "trainer.max_epochs=100",
             "trainer.log_every_n_steps=1",
             "logger=csv",

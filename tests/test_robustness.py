@@ -566,7 +566,7 @@ def test_a_short_run_ends_with_its_folder_and_a_checkpoint_that_translates(ctx, 
     """Stopped before its first validation, a run has no best.ckpt: its last lines name the
     folder and the checkpoint to use, and that checkpoint translates."""
     run_dir = tmp_path / "short"
-    res = run_here(["train", *ctx["overrides"], "+trainer.max_steps=2", f"hydra.run.dir={run_dir}"])
+    res = run_here(["train", *ctx["overrides"], "trainer.max_steps=2", f"hydra.run.dir={run_dir}"])
     out = res.stdout.decode()
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     ckpt = run_dir.resolve() / "checkpoints" / "last.ckpt"
@@ -729,7 +729,7 @@ def test_a_run_and_its_resume_print_our_lines_not_the_libraries_notices(ctx, tmp
     base = [sys.executable, "-m", "luong_lit", "train", *ctx["overrides"], "logger=wandb",
             f"hydra.run.dir={tmp_path}/run"]  # fmt: skip
     said = ""
-    for extra in (["+trainer.max_steps=2"], ["+trainer.max_steps=4", "ckpt_path=last"]):
+    for extra in (["trainer.max_steps=2"], ["trainer.max_steps=4", "ckpt_path=last"]):
         res = subprocess.run([*base, *extra], cwd=tmp_path, env=env, capture_output=True,
                              text=True, timeout=300)  # fmt: skip
         assert res.returncode == 0, res.stderr[-3000:]

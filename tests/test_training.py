@@ -305,7 +305,7 @@ def test_the_main_jobs_model_trains_in_bf16_mixed_on_the_cpu_with_its_fused_adam
     refuses to clip a fused optimizer under mixed precision; the kit clips it itself."""
     drop = ("model.net.embed_size", "model.net.hidden_size", "model.net.num_layers", "logger")
     overrides = [o for o in tiny_overrides(toy_corpus) if not o.startswith(drop)]
-    extra = ["trainer.precision=bf16-mixed", "+trainer.max_steps=4", "test_after_training=false",
+    extra = ["trainer.precision=bf16-mixed", "trainer.max_steps=4", "test_after_training=false",
              "logger=csv", "trainer.log_every_n_steps=1"]  # fmt: skip
     cfg = compose_cfg(overrides + extra, tmp_path)
     assert cfg.model.net.hidden_size == 256 and cfg.model.optimizer.fused  # the main job's

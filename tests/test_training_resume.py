@@ -89,13 +89,13 @@ def metrics_rows(run_dir: Path) -> list[dict]:
 SHORT_EPOCHS = {
     "limit 40 batches, checkpoints at epoch ends only, the main job's schedule": (
         40,
-        ["+trainer.limit_train_batches=40", "callbacks.checkpoint.every_n_train_steps=0"],
+        ["trainer.limit_train_batches=40", "callbacks.checkpoint.every_n_train_steps=0"],
         MAIN_JOB_SCHEDULE,
         40,  # epoch 1's: the kill comes in epoch 2, which resumes from its start
     ),
     "limit a fraction, validation twice an epoch": (
         30,
-        ["+trainer.limit_train_batches=0.5", "+trainer.val_check_interval=0.5"],
+        ["trainer.limit_train_batches=0.5", "trainer.val_check_interval=0.5"],
         PAPER_SCHEDULE,
         None,  # a random step of epoch 2
     ),

@@ -104,7 +104,13 @@ def run_overrides(run_dir: Path) -> tuple[list[str] | None, str]:
         listed, source = list(read_meta(run_dir / LAST).overrides) or None, str(run_dir / LAST)
     if listed is None:
         return None, source
-    return own_overrides(listed), source
+    return [_add_or_change(t) for t in own_overrides(listed)], source
+
+
+def _add_or_change(text: str) -> str:
+    """A recorded ``+key=value`` as ``++key=value``: the key may have joined the config since
+    the run started (``trainer.max_steps`` did), and ``+`` would then refuse it."""
+    return "++" + text[1:] if text.startswith("+") and not text.startswith("++") else text
 
 
 def merged_overrides(was: Sequence[str], argv: Sequence[str]) -> list[str]:

@@ -174,8 +174,8 @@ def window_config(args):
     return compose_train(
         [
             "paths.output_dir=" + os.environ.get("TMPDIR", "/tmp") + "/ours_window",
-            f"+trainer.max_steps={args.warmup + args.steps + int(args.launches)}",
-            "+trainer.limit_val_batches=0",
+            f"trainer.max_steps={args.warmup + args.steps + int(args.launches)}",
+            "trainer.limit_val_batches=0",
             "trainer.enable_checkpointing=false",
             "trainer.enable_progress_bar=false",
             *args.overrides,

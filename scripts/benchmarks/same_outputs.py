@@ -125,9 +125,9 @@ def losses(out: Path) -> None:
     run = out / "train_run"
     subprocess.run(
         [sys.executable, "-m", "luong_lit.train", "trainer.max_epochs=2",
-         "+trainer.limit_train_batches=30", "trainer.log_every_n_steps=1",
+         "trainer.limit_train_batches=30", "trainer.log_every_n_steps=1",
          "test_after_training=false", "callbacks.greedy_bleu.every_n_epochs=0",
-         "+trainer.limit_val_batches=2", "threads=1", "logger=csv",
+         "trainer.limit_val_batches=2", "threads=1", "logger=csv",
          "trainer.enable_progress_bar=false", f"hydra.run.dir={run}"],
         check=True, capture_output=True,
     )  # fmt: skip

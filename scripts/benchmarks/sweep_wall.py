@@ -37,8 +37,8 @@ LAUNCHERS = {
 def short_run(steps: int, gpu: bool) -> list[str]:
     runs = [
         "trainer.max_epochs=1",
-        f"+trainer.limit_train_batches={steps}",
-        "+trainer.limit_val_batches=10",
+        f"trainer.limit_train_batches={steps}",
+        "trainer.limit_val_batches=10",
         "trainer.enable_progress_bar=false",
         "test_after_training=false",
         "callbacks.attention_heatmaps.every_n_epochs=0",

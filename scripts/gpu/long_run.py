@@ -51,11 +51,11 @@ def command(args, run_dir: Path, *extra: str) -> list[str]:
     )
     ovr = ["experiment=wmt14_sample_local_p", *overrides(args.corpus, "train"), *device]
     ovr += [
-        f"+trainer.max_steps={args.steps}",
+        f"trainer.max_steps={args.steps}",
         "trainer.max_epochs=1",
         "trainer.log_every_n_steps=10",
         "trainer.enable_progress_bar=false",
-        "+trainer.limit_val_batches=0",
+        "trainer.limit_val_batches=0",
         "test_after_training=false",
         "callbacks.greedy_bleu.every_n_epochs=0",
         "callbacks.attention_heatmaps.every_n_epochs=0",

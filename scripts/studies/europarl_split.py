@@ -38,6 +38,16 @@ def overrides(out: Path, src: str = "en", tgt: str = "de") -> list[str]:
     return [*found, f"+data.test.europarl_test.tgt={out}/test.{tgt}"]
 
 
+def write(out: Path) -> list[str]:
+    """Write the six files under ``out``; returns the overrides that train on them."""
+    out.mkdir(parents=True, exist_ok=True)
+    for lang in ("en", "de"):
+        text = lines(lang)
+        for split, (a, b) in CUTS.items():
+            (out / f"{split}.{lang}").write_text("\n".join(text[a:b]) + "\n", "utf-8")
+    return overrides(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="folder for the six files")
@@ -46,12 +56,7 @@ def main() -> None:
     if args.print_only:
         print(" ".join(overrides(args.out)))
         return
-    args.out.mkdir(parents=True, exist_ok=True)
-    for lang in ("en", "de"):
-        text = lines(lang)
-        for split, (a, b) in CUTS.items():
-            (args.out / f"{split}.{lang}").write_text("\n".join(text[a:b]) + "\n", "utf-8")
-    print(" ".join(overrides(args.out)))
+    print(" ".join(write(args.out)))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,74 @@
+"""``best.ckpt`` by a dev metric and ``last.ckpt`` always the last finished state:
+:class:`BestCheckpoint`, the run's ``callbacks.model_checkpoint``.
+
+Lightning's ``ModelCheckpoint(save_last=True)`` writes ``last.ckpt`` only in a step where it also
+writes a top-k checkpoint, so after a validation that does not improve ``last.ckpt`` stays at the
+last one that did: a run killed then resumes from an earlier epoch and trains finished work
+again, and ``last.ckpt`` after training is not the final model. :class:`BestCheckpoint` keeps
+Lightning's top-k logic for ``best.ckpt`` and writes ``last.ckpt`` itself, through the trainer's
+public ``save_checkpoint``: after every validation (once the top-k checkpoint has been decided,
+so that the best score it keeps is current), at the end of each training epoch that no validation
+follows, and when training ends.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.trainer.states import TrainerFn
+
+
+class BestCheckpoint(ModelCheckpoint):
+    """Lightning's ``ModelCheckpoint`` for the top-k checkpoints, with ``save_last`` meaning
+    "``last.ckpt`` holds the last finished step after every validation, every epoch and at the
+    end of training", whatever the monitored metric did (see the module doc)."""
+
+    def __init__(self, *args, save_last: bool = True, **kwargs) -> None:
+        super().__init__(*args, save_last=False, **kwargs)
+        self.keep_last = bool(save_last)
+        self._last_step = -1  # the global step last.ckpt holds, as written by this callback
+
+    @property
+    def state_key(self) -> str:
+        """Lightning's key for ``ModelCheckpoint`` with these settings: checkpoints written
+        before this class existed resume with their best score."""
+        return super().state_key.replace(type(self).__qualname__, "ModelCheckpoint", 1)
+
+    @property
+    def last_path(self) -> Path:
+        return Path(self.dirpath or ".") / f"{self.CHECKPOINT_NAME_LAST}{self.FILE_EXTENSION}"
+
+    def _write_last(self, trainer, again: bool = False) -> None:
+        """``last.ckpt`` of this step, unless written already (``again``: even then, as after a
+        validation, whose result the checkpoint must keep)."""
+        if not self.keep_last or trainer.sanity_checking or trainer.fast_dev_run:
+            return
+        if trainer.state.fn != TrainerFn.FITTING or (
+            self._last_step == trainer.global_step and not again
+        ):
+            return
+        self.last_model_path = str(self.last_path)  # part of the state it saves
+        trainer.save_checkpoint(self.last_path, weights_only=False)
+        self._last_step = trainer.global_step
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        super().on_validation_end(trainer, pl_module)
+        self._write_last(trainer, again=True)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        super().on_train_epoch_end(trainer, pl_module)
+        if not _validates_at_epoch_end(trainer):
+            self._write_last(trainer)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        super().on_train_end(trainer, pl_module)
+        self._write_last(trainer)
+
+
+def _validates_at_epoch_end(trainer) -> bool:
+    """Whether this epoch's last batch is followed by a validation (it then writes ``last.ckpt``
+    after it, so the epoch end does not)."""
+    from luong_lit.training.step_checkpoint import validation_follows
+
+    return validation_follows(trainer, trainer.num_training_batches - 1)
