@@ -69,6 +69,18 @@ def positive(option: str, value: Any, nullable: bool = False) -> None:
         raise OptionError(option, value, _range("a number > 0" + (", or null" if nullable else "")))
 
 
+def non_negative(option: str, value: Any) -> None:
+    """A number ``>= 0``."""
+    if not (_number(value) and value >= 0):
+        raise OptionError(option, value, _range("a number >= 0"))
+
+
+def fraction(option: str, value: Any) -> None:
+    """A number in ``(0, 1)`` (a factor that shrinks something)."""
+    if not (_number(value) and 0 < value < 1):
+        raise OptionError(option, value, _range("a number in (0, 1)"))
+
+
 def rate(option: str, value: Any) -> None:
     """A probability in ``[0, 1)`` (dropout, label smoothing)."""
     if not (_number(value) and 0 <= value < 1):

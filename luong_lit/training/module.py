@@ -103,6 +103,13 @@ class LuongLitModule(L.LightningModule):
         self.log("val/ppl", ppl_from_nll(nll, tokens), prog_bar=True, sync_dist=False)
         self.log("val/nll_per_token", nll / max(tokens, 1.0))
 
+    def on_train_epoch_end(self) -> None:
+        """Stop when the schedule has run its course (``finished``, as
+        :class:`~luong_lit.training.schedules.HalvingAfterPlateau` after its last halving)."""
+        configs = self.trainer.lr_scheduler_configs
+        if any(getattr(c.scheduler, "finished", False) for c in configs):
+            self.trainer.should_stop = True
+
     def on_test_epoch_start(self) -> None:
         self._test_sums: dict[int, tuple[Tensor, int]] = {}  # per test set: summed NLL, tokens
 

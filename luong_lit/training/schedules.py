@@ -8,7 +8,14 @@ from its own plan (a run resumed with a larger ``trainer.max_epochs`` anneals ov
 
 * :class:`Halving`: "after 5 epochs, we begin to halve the learning rate every epoch" (§4.1);
 * :class:`LinearDecay`: a constant rate, then linear to 0, step by step, over the last epochs
-  (warmup-stable-decay without the warmup, Hägele et al. 2024).
+  (warmup-stable-decay without the warmup, Hägele et al. 2024);
+* :class:`Plateau`: halve the rate whenever the dev metric stops improving (OpenNMT-py's and
+  Joey NMT's ``plateau``): torch's ``ReduceLROnPlateau``, stepped by Lightning with the metric;
+* :class:`HalvingAfterPlateau`: the full rate while the dev metric improves, then the paper's
+  halving every epoch, ``halvings`` times, and training stops (a budget that fits the corpus,
+  whatever its size).
+The plateau schedules keep their state (best score, epochs without improvement, halvings done) in
+the checkpoint: a resumed run continues them.
 """
 
 from __future__ import annotations
@@ -17,10 +24,10 @@ import math
 from functools import partial
 from typing import Any
 
-from torch.optim.lr_scheduler import LambdaLR
+from torch.optim.lr_scheduler import LambdaLR, ReduceLROnPlateau
 
 from luong_lit.errors import ConfigError
-from luong_lit.validate import integer, one_of, positive
+from luong_lit.validate import fraction, integer, non_negative, one_of, positive
 
 CONVENTIONS = ("paper", "code")
 
@@ -103,3 +110,92 @@ class LinearDecay:
             return anneal_factor(step, *known[0])
 
         return {"scheduler": LambdaLR(optimizer, factor), "interval": "step"}
+
+
+MODES = ("min", "max")
+
+
+def _plateau_options(monitor: str, mode: str, threshold: float) -> None:
+    if not isinstance(monitor, str) or not monitor:
+        raise ConfigError(f"model.scheduler.monitor must name a logged dev metric, got {monitor!r}")
+    one_of("mode", mode, MODES)
+    non_negative("threshold", threshold)
+
+
+class Plateau:
+    """Halve (``factor``) the rate when ``monitor`` has not improved for ``patience`` validations
+    (torch's ``ReduceLROnPlateau``; Lightning passes it the logged metric), never below
+    ``min_lr``."""
+
+    def __init__(self, monitor: str = "val/ppl", mode: str = "min", factor: float = 0.5,
+                 patience: int = 0, threshold: float = 0.0,
+                 min_lr: float = 0.0) -> None:  # fmt: skip
+        _plateau_options(monitor, mode, threshold)
+        fraction("factor", factor)
+        integer("patience", patience, 0)
+        non_negative("min_lr", min_lr)
+        self.monitor, self.mode, self.factor, self.patience = monitor, mode, factor, patience
+        self.threshold, self.min_lr = threshold, min_lr
+
+    def __call__(self, optimizer, plan: Plan | None = None) -> dict[str, Any]:
+        scheduler = ReduceLROnPlateau(optimizer, mode=self.mode, factor=self.factor,
+                                      patience=self.patience, threshold=self.threshold,
+                                      threshold_mode="rel", min_lr=self.min_lr)  # fmt: skip
+        return {"scheduler": scheduler, "monitor": self.monitor, "interval": "epoch",
+                "strict": False}  # fmt: skip
+
+
+class HalvingOnceStalled(ReduceLROnPlateau):
+    """The full rate until the first validation (after ``after`` of them) that does not improve on
+    the best; from then on, half the rate at every step, whatever the metric. A
+    ``ReduceLROnPlateau`` for Lightning, which then steps it with the monitored metric, and for
+    its ``best`` and ``state_dict``. :attr:`halved`: the halvings so far; :attr:`finished`:
+    ``halvings`` of them are done (the epoch just trained ran at the last rate)."""
+
+    def __init__(self, optimizer, halvings: int, after: int, mode: str, threshold: float) -> None:
+        super().__init__(optimizer, mode=mode, factor=0.5, patience=0, threshold=threshold,
+                         threshold_mode="rel")  # fmt: skip
+        self.halvings, self.after, self.halved = halvings, after, 0
+
+    def step(self, metrics, epoch=None) -> None:  # noqa: D102 - see the class doc
+        self.last_epoch += 1
+        current = float(metrics)
+        improved = self.improves(current)
+        if self.halved or (self.last_epoch > self.after and not improved):
+            for group in self.optimizer.param_groups:
+                group["lr"] = group["lr"] * 0.5
+            self.halved += 1
+        if improved:
+            self.best = current
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def improves(self, current: float) -> bool:
+        """Whether ``current`` beats the best by more than ``threshold`` (relative)."""
+        if self.mode == "min":
+            return current < self.best * (1.0 - self.threshold)
+        return current > self.best * (1.0 + self.threshold)
+
+    @property
+    def finished(self) -> bool:
+        return self.halved >= self.halvings
+
+
+class HalvingAfterPlateau:
+    """The full rate while ``monitor`` improves (and for at least ``after`` epochs); from the first
+    validation that does not improve, the paper's halving every epoch (§4.1), ``halvings`` times;
+    training stops after the epoch at the last rate (``LuongModule.on_train_epoch_end``), or at
+    ``trainer.max_epochs``."""
+
+    def __init__(self, halvings: int = 5, after: int = 0, monitor: str = "val/ppl",
+                 mode: str = "min", threshold: float = 0.0) -> None:  # fmt: skip
+        integer("halvings", halvings, 1)
+        integer("after", after, 0)
+        _plateau_options(monitor, mode, threshold)
+        self.halvings, self.after, self.monitor = halvings, after, monitor
+        self.mode, self.threshold = mode, threshold
+
+    def __call__(self, optimizer, plan: Plan | None = None) -> dict[str, Any]:
+        scheduler = HalvingOnceStalled(optimizer, self.halvings, self.after, self.mode,
+                                       self.threshold)  # fmt: skip
+        return {"scheduler": scheduler, "monitor": self.monitor, "interval": "epoch",
+                "strict": False}  # fmt: skip
