@@ -32,22 +32,25 @@ def test_a_clearly_better_system_holds_and_the_same_step_backwards_is_reversed()
     assert up.system == pytest.approx(corpus_bleu_tok(good, refs))
     assert up.gain > 20 and up.p < 0.01 and verdict(up) == "holds"
     assert down.gain == pytest.approx(-up.gain) and verdict(down) == "reversed"
+    assert 0 < up.low < up.gain < up.high  # the gain's 95 % interval, mirrored backwards
+    assert (down.low, down.high) == pytest.approx((-up.high, -up.low)) and down.p == up.p
 
 
-def test_a_system_against_itself_or_a_near_twin_has_no_measurable_effect():
+def test_a_system_against_itself_or_a_near_twin_is_not_shown_to_differ():
     hyps, refs = corpus(3)
     same = paired_bootstrap(hyps, hyps, refs)
-    assert same.gain == 0 and same.p == 1.0 and verdict(same) == "no measurable effect"
+    assert same.gain == 0 and same.p == 1.0 and verdict(same) == "not shown"
+    assert same.low == same.high == 0
     twin = list(hyps)
     twin[0] = "zz " + twin[0]  # one word more in one sentence of 200
     close = paired_bootstrap(hyps, twin, refs)
-    assert abs(close.gain) < 0.5 and close.p > 0.05 and verdict(close) == "no measurable effect"
+    assert abs(close.gain) < 0.5 and close.p > 0.05 and verdict(close) == "not shown"
 
 
 def test_verdicts_follow_p_and_the_sign_of_the_gain():
     assert verdict(Paired(30.0, 31.0, 0.01, 100)) == "holds"
     assert verdict(Paired(30.0, 29.0, 0.049, 100)) == "reversed"
-    assert verdict(Paired(30.0, 31.0, 0.05, 100)) == "no measurable effect"
+    assert verdict(Paired(30.0, 31.0, 0.05, 100)) == "not shown"
     with pytest.raises(ValueError, match="as many lines of each"):
         paired_bootstrap(["a"], ["a", "b"], ["a"])
 
@@ -85,7 +88,7 @@ def test_a_ladder_step_pools_the_seeds_both_rows_have(tmp_path):
     found, said, seeds = step_test(above, row)
     assert seeds == 2 and found.sentences == 2 * len(refs) and said == "holds"
     unk, said, seeds = step_test(row, {"unk_of": row["members"]})
-    assert seeds == 3 and unk.gain == 0 and said == "no measurable effect"
+    assert seeds == 3 and unk.gain == 0 and said == "not shown"
     assert verdict_cells((found, "holds", 2))[0] == "< 0.001 (2 seeds)"
     assert step_test({"members": []}, row) is None and verdict_cells(None) == ("–", "–")
 

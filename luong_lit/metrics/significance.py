@@ -1,16 +1,27 @@
-"""Whether one system's BLEU differs from another's beyond chance: paired bootstrap resampling
-(Koehn 2004), as sacreBLEU computes it (``sacrebleu.significance``, the Moses script's test).
+"""Whether one system's BLEU differs from another's beyond chance, and by how much.
 
-Both systems translate the same test sentences; the test draws the sentences with replacement
-``n_samples`` times and asks how often the difference of the two corpus BLEUs strays from its
-resampled mean by more than the observed difference (two-sided). BLEU is the tokenised BLEU of
-the paper's tables (:func:`~luong_lit.metrics.bleu.corpus_bleu_tok`: ``##AT##`` rejoined,
-sacreBLEU with ``tokenize='none'``). Several seeds of each system are pooled: seed by seed, the
-two systems' outputs are paired sentence by sentence and the pairs of every seed form one test
-set (:func:`pooled`), so the test sees the systems' spread over seeds as well as over sentences.
+BLEU is the tokenised BLEU of the paper's tables (:func:`~luong_lit.metrics.bleu.corpus_bleu_tok`:
+``##AT##`` rejoined, sacreBLEU with ``tokenize='none'``). Both tests are paired bootstraps
+(Koehn 2004) over the test sentences, and both are two-sided:
 
-A step "holds" when the system is better with ``p < alpha``, is "reversed" when it is worse with
-``p < alpha``, and has "no measurable effect" otherwise (:func:`verdict`).
+* :func:`paired_bootstrap`, one output per system: the test sentences are drawn with replacement
+  ``n_samples`` times; the signed difference of the two corpus BLEUs on each draw, centred at its
+  mean, stands in for its distribution under no difference. p is the share of draws whose
+  centred difference is at least as large, either way, as the observed one; the 95 % interval of
+  the gain is the 2.5th to 97.5th percentile of the draws. (sacreBLEU's ``bs`` test, the Moses
+  script's, centres the *absolute* differences instead and counts those beyond ``|d|``: one
+  tail in effect, about half the two-sided p, e.g. 0.025 where a two-sided test gives 0.05.)
+* :func:`two_level_bootstrap`, several seeds per system: each draw takes seeds with replacement
+  within each system and one draw of the sentences for all of them; the statistic is the mean
+  over the drawn seeds of the per-seed BLEU. Its spread covers the seeds' variance as well as the
+  test set's, which concatenating the seeds' outputs (:func:`pooled`) does not: pooled, another
+  seed is just more sentences. Each system's mean BLEU, seed standard deviation and test-set
+  standard error are reported as MultEval reports them (Clark et al. 2011).
+
+A family of tests is corrected by Holm's step-down method (Holm 1979, :func:`holm`). A step
+"holds" when the system is better with corrected ``p < alpha``, is "reversed" when it is worse
+with ``p < alpha``, and is "not shown" otherwise (:func:`verdict`): a test that finds nothing
+shows no difference, not that there is none.
 """
 
 from __future__ import annotations
@@ -18,50 +29,134 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from luong_lit.metrics.bleu import rejoin_hyphens
+import numpy as np
+
+from luong_lit.metrics.significance_stats import (
+    corpus_bleu,
+    corpus_bleus,
+    resampling_rng,
+    sentence_draws,
+    sentence_stats,
+    two_sided,
+)
 
 ALPHA = 0.05
 SAMPLES = 1000
 
 
 class Paired(NamedTuple):
-    """The BLEU of a baseline and a system on the same sentences, their difference and its
-    two-sided p-value."""
+    """The BLEU of a baseline and a system on the same sentences, the two-sided p of their
+    difference, the number of sentences and the 95 % interval of the gain (``low``, ``high``)."""
 
     baseline: float
     system: float
     p: float
     sentences: int
+    low: float = float("nan")
+    high: float = float("nan")
 
     @property
     def gain(self) -> float:
         return self.system - self.baseline
 
 
+class SeedRow(NamedTuple):
+    """One system over its seeds (Clark et al. 2011): mean BLEU, the standard deviation of the
+    per-seed BLEU (``nan`` with one seed), the test set's standard error (the spread of a seed's
+    BLEU over sentence resamples, averaged over the seeds) and each seed's BLEU."""
+
+    bleu: float
+    seed_sd: float
+    test_se: float
+    per_seed: tuple[float, ...]
+
+
+class SeedPaired(NamedTuple):
+    """Two systems over seeds and sentences: their rows, the gain (mean over seeds, system minus
+    baseline), its 95 % interval, the two-sided p and the number of test sentences."""
+
+    baseline: SeedRow
+    system: SeedRow
+    gain: float
+    low: float
+    high: float
+    p: float
+    sentences: int
+
+
+def _check(lines: Sequence[Sequence[str]], refs: Sequence[str], test: str) -> None:
+    counts = [len(x) for x in lines]
+    if not refs or any(c != len(refs) for c in counts):
+        raise ValueError(
+            f"{test} needs as many lines of each: {', '.join(map(str, counts))} outputs, "
+            f"{len(refs)} references"
+        )
+
+
 def paired_bootstrap(
     baseline: Sequence[str], system: Sequence[str], refs: Sequence[str], n_samples: int = SAMPLES
 ) -> Paired:
-    """Paired bootstrap of tokenised BLEU: ``baseline`` and ``system`` lines against ``refs``
-    (sacreBLEU's resampling seed, 12345 unless ``SACREBLEU_SEED`` says otherwise)."""
-    from sacrebleu.metrics import BLEU
-    from sacrebleu.significance import PairedTest
+    """Two-sided paired bootstrap over the test sentences (Koehn 2004) of tokenised BLEU:
+    ``baseline`` and ``system`` lines against ``refs``, the gain's p and 95 % interval (see the
+    module docstring; sacreBLEU's resampling seed, 12345 unless ``SACREBLEU_SEED`` says
+    otherwise)."""
+    _check([baseline, system], refs, "paired bootstrap")
+    base, sys_ = sentence_stats(baseline, refs), sentence_stats(system, refs)
+    draws = sentence_draws(resampling_rng(), len(refs), n_samples)
+    resampled = corpus_bleus(draws @ sys_) - corpus_bleus(draws @ base)
+    first, second = corpus_bleu(base.sum(0)), corpus_bleu(sys_.sum(0))
+    p, low, high = two_sided(resampled, second - first)
+    return Paired(first, second, p, len(refs), low, high)
 
-    if not len(baseline) == len(system) == len(refs) or not refs:
-        raise ValueError(
-            f"paired bootstrap needs as many lines of each: {len(baseline)} baseline, "
-            f"{len(system)} system, {len(refs)} references"
-        )
-    bl, sys_, ref = ([rejoin_hyphens(x) for x in lines] for lines in (baseline, system, refs))
-    test = PairedTest([("baseline", bl), ("system", sys_)], {"BLEU": BLEU(tokenize="none",
-                      force=True)}, [ref], test_type="bs", n_samples=n_samples)  # fmt: skip
-    _, scores = test()
-    first, second = scores["BLEU"]
-    p = 1.0 if first.score == second.score else float(second.p_value)  # nothing to test
-    return Paired(float(first.score), float(second.score), p, len(ref))
+
+def _row(per_seed: np.ndarray, resampled: np.ndarray) -> SeedRow:
+    """A system's :class:`SeedRow` from its per-seed BLEU and their ``(samples, seeds)`` BLEU
+    over sentence resamples."""
+    seed_sd = float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else float("nan")
+    test_se = float(np.mean(np.std(resampled, axis=0, ddof=1)))
+    return SeedRow(float(np.mean(per_seed)), seed_sd, test_se, tuple(map(float, per_seed)))
+
+
+def _seed_means(rng: np.random.Generator, resampled: np.ndarray) -> np.ndarray:
+    """Each sample's mean BLEU over seeds drawn with replacement (``resampled``: samples x
+    seeds)."""
+    picks = rng.integers(resampled.shape[1], size=resampled.shape)
+    return np.take_along_axis(resampled, picks, axis=1).mean(axis=1)
+
+
+def two_level_bootstrap(
+    baseline: Sequence[Sequence[str]],
+    system: Sequence[Sequence[str]],
+    refs: Sequence[str],
+    n_samples: int = SAMPLES,
+) -> SeedPaired:
+    """Two-sided bootstrap over seeds and sentences of the gain in mean tokenised BLEU.
+
+    ``baseline`` and ``system`` are each a list of outputs, one per seed, all on the sentences of
+    ``refs``. Each resample draws the seeds of each system with replacement (independently) and
+    one set of sentence indices that every seed's outputs share; its statistic is the mean over
+    the drawn seeds of the per-seed corpus BLEU, system minus baseline. The gain is that mean over
+    all seeds; p and its 95 % interval are as in :func:`paired_bootstrap`, which this test is
+    with one seed each. The rows report mean, seed sd and test-set standard error (Clark et al.
+    2011)."""
+    if not baseline or not system:
+        raise ValueError("a test over seeds needs at least one output of each system")
+    _check([*baseline, *system], refs, "two-level bootstrap")
+    stats = [np.stack([sentence_stats(h, refs) for h in row]) for row in (baseline, system)]
+    rng = resampling_rng()
+    draws = sentence_draws(rng, len(refs), n_samples)  # first, as paired_bootstrap draws them
+    resampled = [corpus_bleus(np.einsum("bn,knc->bkc", draws, s)) for s in stats]
+    per_seed = [corpus_bleus(s.sum(axis=1)) for s in stats]
+    means = [_seed_means(rng, r) for r in resampled]
+    gain = float(per_seed[1].mean() - per_seed[0].mean())
+    p, low, high = two_sided(means[1] - means[0], gain)
+    rows = [_row(b, r) for b, r in zip(per_seed, resampled, strict=True)]
+    return SeedPaired(rows[0], rows[1], gain, low, high, p, len(refs))
 
 
 def pooled(pairs: Sequence[tuple[Sequence[str], Sequence[str], Sequence[str]]]):
-    """``(baseline, system, refs)`` of several seeds joined into one paired test set."""
+    """``(baseline, system, refs)`` of several seeds joined into one paired test set. Another seed
+    is then just more sentences: its variance is not tested (:func:`two_level_bootstrap` is)."""
     baseline, system, refs = [], [], []
     for a, b, r in pairs:
         baseline += list(a)
@@ -70,8 +165,33 @@ def pooled(pairs: Sequence[tuple[Sequence[str], Sequence[str], Sequence[str]]]):
     return baseline, system, refs
 
 
-def verdict(found: Paired, alpha: float = ALPHA) -> str:
-    """``holds``, ``reversed`` or ``no measurable effect`` (see the module docstring)."""
-    if found.p >= alpha or found.gain == 0:
-        return "no measurable effect"
-    return "holds" if found.gain > 0 else "reversed"
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's step-down correction of a family of p-values (Holm 1979), in the order given.
+
+    Sorted ascending, the i-th smallest of m becomes ``(m - i + 1) * p``, capped at 1 and never
+    below the one before it; a hypothesis is rejected at level alpha when its corrected p is below
+    alpha, which keeps the chance of any false rejection in the family at most alpha."""
+    order = np.argsort(np.asarray(ps, dtype=float), kind="stable")
+    m, running, out = len(order), 0.0, [0.0] * len(order)
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * float(ps[i])))
+        out[i] = running
+    return out
+
+
+def judge(gain: float, p: float, alpha: float = ALPHA) -> str:
+    """``holds`` (p < alpha, gain > 0), ``reversed`` (p < alpha, gain < 0) or ``not shown``."""
+    if p >= alpha or gain == 0:
+        return "not shown"
+    return "holds" if gain > 0 else "reversed"
+
+
+def verdict(found: Paired | SeedPaired, alpha: float = ALPHA) -> str:
+    """The verdict of one test on its own p (see :func:`judge`)."""
+    return judge(found.gain, found.p, alpha)
+
+
+def verdicts(found: Sequence[Paired | SeedPaired], alpha: float = ALPHA) -> list[tuple[float, str]]:
+    """A family of tests judged together: each one's Holm-corrected p and verdict, in order."""
+    corrected = holm([f.p for f in found])
+    return [(p, judge(f.gain, p, alpha)) for f, p in zip(found, corrected, strict=True)]

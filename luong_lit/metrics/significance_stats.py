@@ -1,0 +1,94 @@
+"""The bootstrap's arithmetic behind :mod:`luong_lit.metrics.significance`: BLEU's sufficient
+statistics taken once per sentence, test sets resampled as multiplicities, and a two-sided p and
+interval from a bootstrap distribution.
+
+A sentence's statistics are what sacreBLEU sums over a corpus: hypothesis and reference length,
+and the matched and total n-grams for n = 1..4. A resampled test set is a row of multiplicities
+(how often each sentence was drawn), so its summed statistics are one matrix product, and its
+corpus BLEU is sacreBLEU's own :meth:`BLEU.compute_bleu` of the sums, with the smoothing of
+:func:`~luong_lit.metrics.bleu.corpus_bleu_tok`: the same number ``corpus_bleu_tok`` gives on the
+lines drawn.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from luong_lit.metrics.bleu import rejoin_hyphens
+
+ORDER = 4  # n-grams up to 4, as BLEU counts them
+# One sentence's statistics, in sacreBLEU's order: hypothesis and reference length, matched
+# n-grams (n = 1..4), total n-grams (n = 1..4).
+COLUMNS = 2 + 2 * ORDER
+
+
+def sentence_stats(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
+    """The BLEU statistics of each line of ``hyps`` against its reference, an ``(N, 10)`` integer
+    array; ``##AT##`` is rejoined on both sides first, as :func:`corpus_bleu_tok` does."""
+    from sacrebleu.metrics import BLEU
+
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    # effective_order only changes a sentence's own score, not its counts (and keeps sacreBLEU
+    # from warning about sentence-level BLEU)
+    metric = BLEU(tokenize="none", force=True, effective_order=True)
+    rows = []
+    for hyp, ref in zip(hyps, refs, strict=True):
+        s = metric.sentence_score(rejoin_hyphens(hyp), [rejoin_hyphens(ref)])
+        rows.append([s.sys_len, s.ref_len, *s.counts, *s.totals])
+    return np.array(rows, dtype=np.int64).reshape(len(rows), COLUMNS)
+
+
+def corpus_bleu(summed: np.ndarray) -> float:
+    """Corpus BLEU of one set of summed statistics (sacreBLEU's ``compute_bleu``, exp smoothing,
+    as ``corpus_bleu`` scores a corpus)."""
+    from sacrebleu.metrics import BLEU
+
+    values = [int(v) for v in summed]
+    return float(
+        BLEU.compute_bleu(
+            correct=values[2 : 2 + ORDER],
+            total=values[2 + ORDER :],
+            sys_len=values[0],
+            ref_len=values[1],
+            smooth_method="exp",
+        ).score
+    )
+
+
+def corpus_bleus(summed: np.ndarray) -> np.ndarray:
+    """:func:`corpus_bleu` of every set of statistics in ``summed`` (shape ``(..., 10)``)."""
+    flat = summed.reshape(-1, COLUMNS)
+    return np.array([corpus_bleu(row) for row in flat], dtype=float).reshape(summed.shape[:-1])
+
+
+def resampling_rng() -> np.random.Generator:
+    """sacreBLEU's resampling generator: seeded 12345 unless ``SACREBLEU_SEED`` says otherwise
+    (``none``: fresh entropy)."""
+    seed = os.environ.get("SACREBLEU_SEED", "12345")
+    return np.random.default_rng(None if seed.lower() == "none" else int(seed))
+
+
+def sentence_draws(rng: np.random.Generator, n: int, n_samples: int) -> np.ndarray:
+    """``n_samples`` test sets of ``n`` sentences drawn with replacement, as sacreBLEU draws them,
+    written as multiplicities: an ``(n_samples, n)`` matrix of how often each sentence came."""
+    idx = rng.choice(n, size=(n_samples, n), replace=True)
+    flat = idx + n * np.arange(n_samples)[:, None]
+    return np.bincount(flat.ravel(), minlength=n_samples * n).reshape(n_samples, n)
+
+
+def two_sided(resampled: np.ndarray, observed: float) -> tuple[float, float, float]:
+    """p and the 95 % interval of a difference from its bootstrap distribution ``resampled``.
+
+    The distribution is centred at its own mean to stand in for the null (no difference), and p
+    is the share of resamples at least as far from that centre, on either side, as the observed
+    difference: ``mean(|d* - mean(d*)| >= |d|)``. The interval is the 2.5th to 97.5th percentile
+    of ``d*``.
+    """
+    centred = np.abs(resampled - resampled.mean())
+    p = float(np.mean(centred >= abs(observed)))
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    return p, float(low), float(high)
