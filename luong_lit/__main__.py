@@ -1,11 +1,13 @@
 """``python -m luong_lit <command> [args...]`` (or ``luong-lit <command>``): every command.
 
 Commands: train and prepare (Hydra overrides), translate, serve, evaluate, align, average,
-report, dictionary. ``python -m luong_lit <command> --help`` shows each command's options.
+report, dictionary. ``python -m luong_lit <command> --help`` shows each command's options;
+``--version`` the kit's version.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 
@@ -26,7 +28,16 @@ COMMANDS = {
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
-    return "usage: python -m luong_lit <command> [args...]\n\ncommands:\n" + "\n".join(lines) + "\n"
+    head = "usage: python -m luong_lit <command> [args...]\n       python -m luong_lit --version\n"
+    head += "\ncommands:\n"
+    return head + "\n".join(lines) + "\n"
+
+
+def unknown_command(name: str) -> str:
+    """The error line of a command that is not one, with the nearest command if one is near."""
+    near = difflib.get_close_matches(name, COMMANDS, n=1)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    return f"error: unknown command {name!r}{hint}\n"
 
 
 def parser_of(name: str):
@@ -39,12 +50,17 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] in (["-h"], ["--help"]):
         sys.stdout.write(usage())
         return 0
+    if argv[:1] == ["--version"]:
+        from luong_lit.resources import version
+
+        sys.stdout.write(f"luong_lit {version()}\n")
+        return 0
     if not argv:
         sys.stderr.write("error: name a command\n\n" + usage())
         return 2
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        sys.stderr.write(f"error: unknown command {name!r}\n\n" + usage())
+        sys.stderr.write(unknown_command(name) + "\n" + usage())
         return 2
     module = importlib.import_module(f"luong_lit.commands.{name}")
     if name == "train":  # a Hydra app, which reads sys.argv itself

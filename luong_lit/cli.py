@@ -87,6 +87,15 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
+class ImpliesReplaceUnk(argparse.Action):
+    """``--dict FILE``: a dictionary is there to replace unknown words, so it sets
+    ``--replace-unk`` too."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.replace_unk = True
+
+
 def parser(prog: str, doc: str) -> argparse.ArgumentParser:
     """A command's parser: its module docstring as the description, defaults shown."""
     return argparse.ArgumentParser(
@@ -140,7 +149,9 @@ def add_decoding_args(ap: argparse.ArgumentParser, checkpoints: bool = True) -> 
     ap.add_argument(
         "--dict",
         dest="dictionary",
-        help="'src tgt [prob]' dictionary for --replace-unk (unset: copy the source word)",
+        action=ImpliesReplaceUnk,
+        help="'src tgt [prob]' dictionary for --replace-unk, which it implies (unset: copy the "
+        "source word)",
     )
     ap.add_argument(
         "--align-convention",

@@ -127,6 +127,13 @@ def explain(message: str, overrides: Sequence[str] = ()) -> str:
     missing = re.search(r"Could not find '([\w.]+)/([\w.]+)'", first)
     if missing and missing.group(1) in groups():
         return _not_an_option(*missing.groups())
+    unquoted = _unquoted_path(overrides) if "mismatched input" in first else None
+    if unquoted:
+        key, value = unquoted
+        return (
+            f"the value of {key} holds '=' or ',', which Hydra reads as its own syntax: quote "
+            f"it, e.g. '{key}=\"{value}\"' (single quotes for the shell, double for Hydra)"
+        )
     unknown = re.search(r"Could not override '([\w.]+)'", first)
     if unknown:
         key = unknown.group(1)
@@ -140,6 +147,16 @@ def explain(message: str, overrides: Sequence[str] = ()) -> str:
             f"(+{key}=VALUE adds a new key)"
         )
     return first
+
+
+def _unquoted_path(overrides: Sequence[str]) -> tuple[str, str] | None:
+    """The first ``key=value`` whose unquoted value holds ``=`` (or a ``,`` in a path): a run
+    folder of a sweep (``0_attention=global,score=dot``) given as it is."""
+    for text in overrides:
+        key, _, value = str(text).partition("=")
+        if value and value[:1] not in "\"'[{" and ("=" in value or ("," in value and "/" in value)):
+            return key, value
+    return None
 
 
 def compose(overrides: Sequence[str], config_name: str = "train", hydra: bool = False):

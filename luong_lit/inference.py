@@ -12,14 +12,14 @@ BLEU of the paper's Tables 1, 3 and 4 (:mod:`luong_lit.metrics.bleu`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.forced import Forced, attention_links, forced_pass, member_links
 from luong_lit.decoding.search import GREEDY, Hypothesis, Search
 from luong_lit.engines import make_engine
-from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
+from luong_lit.metrics.bleu import words_bleu
 from luong_lit.nn.interface import DecodeModel
 from luong_lit.nn.modes import evaluating
 
@@ -72,7 +72,7 @@ class Inference:
     def decode(
         self, src_ids: Sequence[Sequence[int]], *, search: Search = GREEDY,
         batch_size: int = 64, keep_attention: bool = False, workers: int = 1,
-        progress: bool = False,
+        progress: bool | Callable[[int], None] = False,
     ) -> list[list[Hypothesis]]:  # fmt: skip
         """Every source translated, in input order: its n-best hypotheses, best first
         (``keep_attention``: each one's per-step ``a_t``, for unknown words)."""
@@ -96,7 +96,7 @@ class Inference:
         self, split, *, search: Search = GREEDY, batch_size: int = 128,
         max_sentences: int | None = None, replace_unk: bool = False,
         dictionary: Mapping[str, str] | None = None, convention: str = "paper",
-        workers: int = 1, progress: bool = False,
+        workers: int = 1, progress: bool | Callable[[int], None] = False,
     ) -> SplitOutput:  # fmt: skip
         """The first ``max_sentences`` sources of ``split`` translated; with ``replace_unk``, the
         words after unknown-word replacement too."""
@@ -118,11 +118,7 @@ class Inference:
         replacement (``replace_unk``); ``search``: :meth:`split`'s keywords. ``tokenizer``:
         the target tokeniser of training (sentencepiece pieces are joined into words)."""
         out = self.split(split, **search)
-        refs = bleu_lines(split.tgt_tokens[: len(out.words)], tokenizer)
-        scores = {"bleu": corpus_bleu_tok(bleu_lines(out.words, tokenizer), refs)}
-        if out.replaced is not None:
-            scores["bleu_unk"] = corpus_bleu_tok(bleu_lines(out.replaced, tokenizer), refs)
-        return scores
+        return words_bleu(out.words, out.replaced, split.tgt_tokens, tokenizer)
 
     # ------------------------------------------------------------------ reading given text
     def forced(

@@ -37,6 +37,21 @@ class OptionError(ConfigError):
         return type(self)(f"{group}.{self.option}", self.value, self.why)
 
 
+class OptionConflict(OptionError):
+    """Options that each hold a valid value, but not together: ``template`` names each of
+    ``options`` as ``{option}``, so that :meth:`within` can put the group's path before every
+    one (``model.net.tie_output=true ... model.net.embed_size``)."""
+
+    def __init__(self, template: str, *options: str, group: str = "") -> None:
+        self.template, self.options, self.group = template, options, group
+        prefix = f"{group}." if group else ""
+        ConfigError.__init__(self, template.format(**{o: prefix + o for o in options}))
+
+    def within(self, group: str) -> OptionConflict:
+        inner = f"{group}.{self.group}" if self.group else group
+        return type(self)(self.template, *self.options, group=inner)
+
+
 class UnknownOption(OptionError):
     """A keyword its constructor does not take: ``option`` and the options it does take."""
 

@@ -32,11 +32,13 @@ def post(port: int, body: bytes, path: str = "/translate") -> tuple[int, dict]:
     return call(port, path, body)
 
 
-def start_server(*args: str) -> tuple[subprocess.Popen, int, str]:
-    """``python -m luong_lit serve ARGS`` on a free port, once it answers; and what it printed."""
+def start_server(*args: str, request_log: bool = False) -> tuple[subprocess.Popen, int, str]:
+    """``python -m luong_lit serve ARGS`` on a free port, once it answers; and what it printed.
+    Its request lines only with ``request_log`` (nothing reads its standard error as it runs)."""
     port = free_port()
+    quiet = [] if request_log else ["--no-request-log"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "luong_lit", "serve", *args, "--port", str(port)],
+        [sys.executable, "-m", "luong_lit", "serve", *args, *quiet, "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )  # fmt: skip

@@ -163,3 +163,37 @@ def test_average_says_what_it_wrote_for_one_checkpoint_and_for_several(tmp_path)
         .endswith("one.ckpt: the weights of the one checkpoint given (nothing averaged)")
     )
     assert two.stdout.decode().strip().endswith("two.ckpt: the mean of 2 checkpoints")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077], ids=["022", "002", "077"])
+def test_a_checkpoint_gets_the_permissions_of_the_runs_other_files(tmp_path, umask):
+    """Written through a temporary file, a checkpoint still gets what the umask gives any new
+    file (``config.yaml``, ``train.log``), not the temporary file's owner-only mode."""
+    import os
+    import stat
+
+    from luong_lit.checkpoint import atomic_save
+
+    before = os.umask(umask)
+    try:
+        (tmp_path / "other.txt").write_text("a run's other file")
+        atomic_save({"x": torch.zeros(2)}, tmp_path / "checkpoints" / "last.ckpt")
+    finally:
+        os.umask(before)
+    mode = stat.S_IMODE((tmp_path / "checkpoints" / "last.ckpt").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "other.txt").stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_missing_checkpoint_names_those_its_folder_holds(tmp_path):
+    """``translate RUN/checkpoints/best.ckpt`` of a run that has validated no epoch yet: the
+    error says that ``last.ckpt`` is there, and which path to give."""
+    folder = tmp_path / "run" / "checkpoints"
+    folder.mkdir(parents=True)
+    _save(folder / "last.ckpt", seed=0)
+    res = run_here(["translate", str(folder / "best.ckpt"), "--quiet"], b"a b\n")
+    said = res.stderr.decode()
+    assert res.returncode == 2 and said.count("error: ") == 1, said
+    assert f"{folder / 'best.ckpt'}: checkpoint does not exist; its folder holds last.ckpt" in said
+    assert f"until then use {folder / 'last.ckpt'}" in said
+    with pytest.raises(CheckpointError, match=r"gone\.ckpt: checkpoint does not exist$"):
+        load_model(tmp_path / "gone.ckpt")  # a folder without checkpoints: nothing to name

@@ -334,3 +334,58 @@ def test_an_output_file_that_cannot_be_written_is_named(ckpt, tmp_path):
         res.returncode == 2
         and f"-o {tmp_path / 'ro' / 'out.txt'}: cannot write it" in res.stderr.decode()
     )
+
+
+# ------------------------------------------------------------------------ smaller doors
+def test_the_version_is_the_installed_packages_own():
+    import importlib.metadata
+    import re
+
+    import luong_lit
+
+    declared = re.search(r'(?m)^version = "([^"]+)"', (REPO / "pyproject.toml").read_text())
+    assert luong_lit.__version__ == importlib.metadata.version("luong_lit") == declared.group(1)
+    res = run_here(["--version"])
+    assert res.returncode == 0 and res.stdout.decode() == f"luong_lit {luong_lit.__version__}\n"
+    assert "--version" in run_here(["--help"]).stdout.decode()
+
+
+def test_a_misspelt_command_is_answered_with_the_nearest_one():
+    res = run_here(["tranlate", "x.ckpt"])
+    said = res.stderr.decode()
+    assert res.returncode == 2
+    assert said.splitlines()[0] == "error: unknown command 'tranlate'; did you mean translate?"
+    far = run_here(["frobnicate"]).stderr.decode().splitlines()[0]
+    assert far == "error: unknown command 'frobnicate'"
+
+
+def test_a_dictionary_implies_unknown_word_replacement():
+    """``--dict`` is there to translate the words ``--replace-unk`` fills in: given alone, it
+    turns replacement on (translate; serve's default for its requests), and says so."""
+    from luong_lit.__main__ import parser_of
+    from luong_lit.cli import search_options
+
+    for name, head in (("translate", ["m.ckpt"]), ("serve", ["m.ckpt"])):
+        ap = parser_of(name)
+        assert search_options(ap.parse_args([*head, "--dict", "d.txt"])).replace_unk, name
+        assert not search_options(ap.parse_args(head)).replace_unk, name
+        assert "which it implies" in " ".join(ap.format_help().split()), name
+
+
+def test_a_run_that_logs_to_tensorboard_says_how_to_watch_it(tmp_path):
+    """``logger=tensorboard`` (or ``many``, csv and tensorboard): the run's first lines and its
+    last say the ``tensorboard --logdir`` that shows it; another logger: no such line."""
+    from conftest import compose_cfg
+    from omegaconf import OmegaConf
+
+    from luong_lit.training.run import done_message, start_message
+
+    for logger, hinted in (("many", True), ("csv", False)):  # many: csv and tensorboard
+        run = tmp_path / logger
+        (run / ".hydra").mkdir(parents=True)
+        OmegaConf.save(compose_cfg([f"logger={logger}"], run), run / ".hydra" / "config.yaml")
+        hint = f"see its curves with: tensorboard --logdir {run.resolve()}"
+        first, *rest = start_message(run).splitlines()
+        assert first.startswith(f"run folder: {run.resolve()} (if it stops")
+        assert rest == ([hint] if hinted else []), logger
+        assert (done_message(run).splitlines()[-1] == hint) is hinted, logger

@@ -299,8 +299,16 @@ def test_tied_output_layer_is_the_target_embedding():
         net.decoder.W_s.weight.grad,
         untied.decoder.W_s.weight.grad + untied.decoder.embedding.weight.grad,
     )
-    with pytest.raises(ConfigError, match="tie_output=true: the target embedding .16. and W_s .8."):
+    with pytest.raises(ConfigError) as refused:  # both ways out, each named
         small_model(tgt_vocab_size=30, embed_size=16, tie_output=True)
+    said, head = str(refused.value), "the target embedding (embed_size=16) is also W_s"
+    assert f"tie_output=true: {head} (hidden_size=8)" in said
+    assert said.endswith("also set embed_size=8, or set tie_output=false")
+    from luong_lit.training.instantiate import config_error
+
+    assert str(config_error("model.net", refused.value)).endswith(
+        "also set model.net.embed_size=8, or set model.net.tie_output=false"
+    )  # built from the config: each option named by its path
 
 
 def test_bf16_autocast_training_step_with_input_feeding():

@@ -268,6 +268,20 @@ CASES = [
         says=["{dir}/gone.ckpt: checkpoint does not exist"],
     ),
     Case(
+        "best.ckpt of a run that has only last.ckpt",
+        lambda ctx: ["translate", f"{ctx['dir']}/run/checkpoints/best.ckpt", "--quiet"],
+        says=[
+            "best.ckpt: checkpoint does not exist; its folder holds last.ckpt",
+            "until then use {dir}/run/checkpoints/last.ckpt",
+        ],
+        prepare=lambda d: shutil.copytree(
+            PRECIOUS / "run" / "checkpoints",
+            d / "run" / "checkpoints",
+            ignore=lambda folder, names: [n for n in names if n != "last.ckpt"],
+        ),
+        stdin=b"a\n",
+    ),
+    Case(
         "a run folder given as a checkpoint",
         lambda ctx: ["translate", str(PRECIOUS / "run"), "--quiet"],
         says=["/run is a folder, not a checkpoint file; its checkpoints: ", "checkpoints/last"],
@@ -365,6 +379,11 @@ CASES = [
     ),
     Case("an unknown command", lambda ctx: ["frobnicate"], says=["unknown command 'frobnicate'"]),
     Case(
+        "a misspelt command",
+        lambda ctx: ["tranlate", ctx["ckpt"]],
+        says=["unknown command 'tranlate'; did you mean translate?"],
+    ),
+    Case(
         "a server that may hold no request",
         lambda ctx: ["serve", ctx["ckpt"], "--max-queue", "0"],
         says=["--max-queue must be an integer >= 1, got 0"],
@@ -387,6 +406,14 @@ CASES = [
         "a key the model does not take",
         train("+model.net.no_such_key=3"),
         says=["model.net.no_such_key is not an option of luong_lit.nn.Seq2Seq", "its options:"],
+    ),
+    Case(
+        "a hidden size that a tied output matrix does not have",
+        train("model.net.tie_output=true", "model.net.hidden_size=16"),
+        says=[
+            "model.net.tie_output=true: the target embedding (model.net.embed_size=8)",
+            "also set model.net.embed_size=16, or set model.net.tie_output=false",
+        ],
     ),
     Case(
         "a misspelt group",
@@ -412,6 +439,47 @@ CASES = [
             "Resume it as it was: python -m luong_lit.train",
         ],  # fmt: skip
         prepare=lambda d: shutil.copytree(PRECIOUS / "run", d / "run"),
+    ),
+    Case(
+        "ckpt_path names no file",
+        lambda ctx: train(f"ckpt_path={ctx['dir']}/none.ckpt")(ctx),
+        says=["ckpt_path={dir}/none.ckpt: no such file"],
+    ),
+    Case(
+        "ckpt_path names a run's folder",
+        lambda ctx: train(f"ckpt_path={ctx['dir']}/old")(ctx),
+        says=[
+            "ckpt_path={dir}/old is a folder, not a checkpoint file",
+            "hydra.run.dir={dir}/old ckpt_path=last",
+        ],  # fmt: skip
+        prepare=lambda d: shutil.copytree(PRECIOUS / "run", d / "old"),
+    ),
+    Case(
+        "ckpt_path in a sweep's job folder, unquoted",
+        lambda ctx: train(f"ckpt_path={ctx['dir']}/0_a=b,c=d/checkpoints/last.ckpt")(ctx),
+        says=["the value of ckpt_path holds '=' or ','", "quote it, e.g. 'ckpt_path=\"{dir}/0_a"],
+    ),
+    Case(
+        "a new run into the folder of a finished one",
+        train(),
+        says=["{dir}/run holds a finished run (results.json)", "overwrite=true replaces it"],
+        prepare=lambda d: (
+            shutil.copytree(PRECIOUS / "run", d / "run"),
+            (d / "run" / "results.json").write_text("{}"),
+        ),  # fmt: skip
+    ),
+    Case(
+        "a new run into the folder of an interrupted one",
+        train(),
+        says=[
+            "{dir}/run holds a run without results.json (checkpoints/last.ckpt at step",
+            "resume it with: python -m luong_lit.train",
+            "ckpt_path=last",
+        ],  # fmt: skip
+        prepare=lambda d: (
+            shutil.copytree(PRECIOUS / "run", d / "run"),
+            (d / "run" / "results.json").unlink(),
+        ),  # fmt: skip
     ),
     Case(
         "trainer=gpu on a machine without one",

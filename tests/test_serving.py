@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 from concurrent.futures import ThreadPoolExecutor
 
@@ -190,11 +191,44 @@ def test_n_best_lists_as_translate_writes_them(lowercase_model):
     ]
 
 
-def test_sigterm_stops_the_server_cleanly(lowercase_model):
-    proc, _, _ = start_server(str(lowercase_model))
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(30) == 0, proc.stderr.read()
-    assert "Traceback" not in proc.stderr.read()
+def test_sigterm_stops_the_server_cleanly_and_each_request_is_a_line(lowercase_model):
+    """Each request is one line on standard error, and the server says when it has stopped."""
+    proc, port, _ = start_server(str(lowercase_model), request_log=True)
+    try:
+        answers = post(port, b'{"text": "A B"}')[0], call(port, "/translate")[0]
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(30)
+    finally:
+        proc.kill()  # stopped already, unless something above failed
+    said = proc.stderr.read()
+    assert answers == (200, 405) and status == 0, said
+    asked = [x for x in said.splitlines() if "GET /health " not in x]  # its start was awaited
+    line = r'\d{4}-\d\d-\d\d [\d:,]+ 127\.0\.0\.1 "%s /translate HTTP/1\.1" %d \d+ bytes [\d.]+ s'
+    assert len(asked) == 2 and re.fullmatch(line % ("POST", 200), asked[0]), said
+    assert re.fullmatch(line % ("GET", 405), asked[1]), said
+    last = proc.stdout.read().splitlines()
+    assert last == [f"stopped serving on http://127.0.0.1:{port}/ (1 batch decoded)"]
+
+
+def test_a_get_of_a_post_only_path_is_a_json_405_that_says_to_post():
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from luong_lit.__main__ import parser_of
+    from luong_lit.serving import Limits, make_app
+    from luong_lit.serving.app import request_log
+
+    async def ask(path: str):
+        async with TestClient(TestServer(make_app([], Limits(), {}))) as client:
+            res = await client.get(path)
+            return res.status, res.headers.get("Allow"), await res.json()
+
+    status, allow, answer = asyncio.run(ask("/translate"))
+    assert (status, allow) == (405, "POST")
+    assert answer == {"error": 'use POST for /translate, with a JSON body such as {"text": "a '
+                      'sentence"} or {"text": ["a", "b"]}'}  # fmt: skip
+    assert asyncio.run(ask("/attention"))[2]["error"].startswith("use POST for /attention")
+    args = parser_of("serve").parse_args(["m.ckpt", "--no-request-log"])
+    assert request_log(not args.no_request_log) == {"access_log": None}
 
 
 def test_names_are_given_to_every_checkpoint_or_to_none(lowercase_model):

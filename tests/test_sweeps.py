@@ -330,7 +330,7 @@ def test_notebook_table4_groups_seeds_only_when_a_seed_repeats(tmp_path):
 
 def test_notebook_figures_draw_a_cell_once_whatever_its_seeds(tmp_path):
     """Seeds share a system's name: keyed by name alone, one seed would hide the other."""
-    from luong_lit.analysis.tables import cells
+    from luong_lit.analysis.tables import cells, with_seeds
 
     n = {"ppl": 5.0, "bleu": 30.0, "dev": 6.0}
     fake_run(tmp_path, 0, ["attention=global", "score=dot", "seed=1234"], n)
@@ -339,10 +339,10 @@ def test_notebook_figures_draw_a_cell_once_whatever_its_seeds(tmp_path):
     fake_run(tmp_path, 3, ["attention=local_p", "score=general", "seed=2"], n)
     runs = sorted(tmp_path.iterdir())
     grouped = cells(runs)
-    assert list(grouped) == [
-        "global (dot) [attention=global score=dot], 2 seeds",
-        "global (dot) [attention=global score=dot trainer.max_epochs=3]",
-        "local_p (general)",
+    assert list(with_seeds(grouped)) == [
+        "attention=global score=dot, 2 seeds",
+        "attention=global score=dot trainer.max_epochs=3",
+        "attention=local_p score=general",
     ]
     assert list(grouped.values()) == [runs[:2], [runs[2]], [runs[3]]]
 
@@ -430,9 +430,10 @@ def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
     assert combos == {(a, s) for a in ("local_p", "global") for s in ("dot", "general")}
 
 
-def test_a_sweeps_job_folders_name_what_the_sweep_varies_first(monkeypatch):
-    """The design card's sweep with constant ``++trainer.*`` overrides: each folder name starts
-    with the swept values, so that the runs can be told apart before any cut."""
+def test_a_sweeps_job_folders_name_what_the_sweep_varies_only(monkeypatch):
+    """The design card's sweep with constant ``++trainer.*`` overrides: each folder is named by
+    the swept values alone (the constants are the sweep's, in its ``multirun.yaml``); a name too
+    long for its limit keeps whole items and ends with a digest, never a value cut in two."""
     from luong_lit.sweeps.dirnames import SWEPT_ENV, dirname, note_swept
 
     monkeypatch.delenv(SWEPT_ENV, raising=False)
@@ -449,8 +450,25 @@ def test_a_sweeps_job_folders_name_what_the_sweep_varies_first(monkeypatch):
         for a in ("local_p", "global")
         for s in ("dot", "general")
     }
-    assert len(names) == 4
-    for name in names:
-        assert name.startswith(("attention=local_p,score=", "attention=global,score="))
-        assert ",seed=7,++trainer." in name
-    assert len(dirname(hydra_name.format(a="local_p", s="dot"), limit=40)) == 40
+    assert names == {f"attention={a},score={s}" for a in ("local_p", "global")
+                     for s in ("dot", "general")}  # fmt: skip
+    cut = dirname(hydra_name.format(a="local_p", s="dot"), limit=26)
+    assert len(cut) <= 26 and cut.startswith("attention=local_p~")  # whole items, then a digest
+    assert dirname(hydra_name.format(a="local_p", s="general"), limit=26) != cut
+
+
+def test_a_sweep_that_varies_nothing_names_its_job_by_all_its_overrides(monkeypatch):
+    from luong_lit.sweeps.dirnames import SWEPT_ENV, dirname, note_swept
+
+    monkeypatch.delenv(SWEPT_ENV, raising=False)
+    note_swept(["-m", "ladder=table1_base", "seed=2"])
+    assert dirname("ladder=table1_base,seed=2") == "ladder=table1_base,seed=2"
+
+
+def test_the_design_cards_sweep_takes_the_trainer_keys_a_user_sets():
+    from luong_lit.config import check_sweep, compose
+
+    check_sweep(["attention=local_p,global", "score=dot,general", "trainer.max_steps=30"])
+    cfg = compose(["trainer.limit_train_batches=5", "trainer.val_check_interval=0.5",
+                   "trainer.limit_val_batches=2", "trainer.accumulate_grad_batches=2"])  # fmt: skip
+    assert cfg.trainer.limit_train_batches == 5 and cfg.trainer.val_check_interval == 0.5

@@ -381,8 +381,8 @@ def test_a_run_written_to_a_file_names_its_folder_first_and_logs_its_progress(to
     start = f"run folder: {run.resolve()} (if it stops, it resumes with: "
     assert lines[0].startswith(start), lines[0]
     said = [x.split(" - ", 1)[1] for x in lines if "][luong_lit.training.progress][INFO]" in x]
-    line = re.compile(r"step (\d+)/20 \| epoch (\d)/3 \| loss \d+\.\d{4} \| [\d,]+ tok/s \| "
-                      r"elapsed \d:\d\d:\d\d \| ETA \d:\d\d:\d\d")  # fmt: skip
+    line = re.compile(r"step (\d+)/20 \| epoch (\d)/3 \| loss/sentence \d+\.\d{4} \| "
+                      r"[\d,]+ tok/s \| elapsed \d:\d\d:\d\d \| ETA \d:\d\d:\d\d")  # fmt: skip
     steps = [line.fullmatch(x) for x in said if x.startswith("step ")]
     assert all(steps) and [m.groups() for m in steps] == [("5", "1"), ("10", "2"), ("15", "2"),
                                                         ("20", "3")], said  # fmt: skip

@@ -1,5 +1,6 @@
 """A sweep's runs grouped into cells: runs that differ only by ``seed`` are one cell, reported
-as mean ± sample standard deviation beside the paper's row (Markdown and CSV).
+as mean ± sample standard deviation over its seeds beside the paper's row (Markdown and CSV); a
+seed run twice counts once.
 
 A sweep directory is what ``python -m luong_lit train -m ...`` writes: one run directory per
 job (see :mod:`luong_lit.analysis.runs`), and ``multirun.yaml``.
@@ -81,9 +82,33 @@ def varying(cells: Sequence[str]) -> list[str]:
     return [" ".join(x for x in c.split() if x not in common) or c for c in cells]
 
 
+def seed_means(members: Sequence[dict], metric: str) -> list[float | None]:
+    """``metric`` once per seed: the mean of the runs of that seed (the same recipe and seed run
+    again is one more run, not one more seed), None for a seed without it."""
+    by_seed: dict = {}
+    for m in members:
+        by_seed.setdefault(m["seed"], []).append(m.get(metric))
+    return [mean_sd(values)[0] for values in by_seed.values()]
+
+
+def _seeds(k: int) -> str:
+    return f"{k} seed{'s' if k > 1 else ''}"
+
+
+def seeds_note(seeds: Sequence) -> str:
+    """How many seeds (and runs, where a seed was run more than once) a cell of runs of these
+    ``seeds`` holds, as a label's ending: ``", 2 seeds"``, ``", 1 seed (2 runs)"``; "" for one
+    run."""
+    runs, distinct = len(seeds), len(set(seeds))
+    if runs < 2:
+        return ""
+    return f", {_seeds(distinct)}" + (f" ({runs} runs)" if runs > distinct else "")
+
+
 def group(rows: Sequence[dict]) -> list[dict]:
-    """One entry per cell, in order of first appearance: seeds, n, mean and sd per metric; a
-    cell is named by what varies between the cells (:func:`varying`)."""
+    """One entry per cell, in order of first appearance: seeds, n (runs), mean and sd per metric
+    over the cell's seeds (:func:`seed_means`); a cell is named by what varies between the cells
+    (:func:`varying`)."""
     cells: dict[str, list[dict]] = {}
     for row in rows:
         cells.setdefault(row["cell"], []).append(row)
@@ -99,9 +124,15 @@ def group(rows: Sequence[dict]) -> list[dict]:
             "paper": first["paper"],
         }
         for metric in METRICS:
-            entry[metric] = mean_sd([m.get(metric) for m in members])
+            entry[metric] = mean_sd(seed_means(members, metric))
         out.append(entry)
     return out
+
+
+def runs_text(cell: dict) -> str:
+    """A cell's number of runs, and of seeds where a seed was run again: ``3 (2 seeds)``."""
+    distinct = len(set(cell["seeds"]))
+    return str(cell["n"]) + (f" ({_seeds(distinct)})" if distinct < cell["n"] else "")
 
 
 def pm(pair: tuple[float | None, float | None]) -> str:
@@ -130,7 +161,7 @@ def markdown_cells(cells: Sequence[dict]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|---|---|---:|" + "---:|" * 5 + "---|" + "---:|" * 3]
     for c in cells:
         p = c["paper"]
-        row = [c["cell"], system(c), str(c["n"])] + [pm(c[m]) for m in METRICS]
+        row = [c["cell"], system(c), runs_text(c)] + [pm(c[m]) for m in METRICS]
         row += [f"Table {p['table']}: {p['row']}" if p else "–"]
         row += [_paper(p, key) for key, _ in PAPER]
         lines.append("| " + " | ".join(row) + " |")

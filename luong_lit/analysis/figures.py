@@ -14,15 +14,7 @@ import numpy as np
 from luong_lit.decoding.forced import forced_attention
 from luong_lit.decoding.unk import alignment_rows
 from luong_lit.errors import DataError
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+from luong_lit.metrics.plotting import pyplot, save_with_legend, wrap_to
 
 
 def draw_attention(
@@ -34,7 +26,24 @@ def draw_attention(
     ax.set_yticks(range(len(tgt)), tgt, fontsize=7)
     ax.tick_params(length=0)
     if title:
-        ax.set_title(title, fontsize=9)
+        fit_title(ax, title)
+
+
+#: the font size of a panel's title, in points
+TITLE_SIZE = 9
+
+
+def fit_title(ax, title: str, fontsize: float = TITLE_SIZE) -> None:
+    """``title`` over ``ax``, wrapped onto as many lines as it takes to be no wider than the
+    axes: side-by-side panels' titles never run into each other."""
+    renderer = ax.figure.canvas.get_renderer()
+    room = ax.get_window_extent(renderer).width
+    chars = len(title)
+    while True:
+        text = ax.set_title(wrap_to(title, chars), fontsize=fontsize)
+        if chars <= 8 or text.get_window_extent(renderer).width <= room:
+            return
+        chars = int(chars * 0.85)
 
 
 #: panels of an attention figure side by side before it wraps to another row
@@ -45,27 +54,22 @@ def attention_figure(
     panels: Sequence[tuple[str, np.ndarray]], src: Sequence[str], tgt: Sequence[str]
 ):
     """One heatmap per (title, weights (len(tgt), len(src))) panel, in rows of at most
-    :data:`PANELS_PER_ROW`, so that many runs stay as readable as two."""
-    plt = _plt()
+    :data:`PANELS_PER_ROW`, so that many runs stay as readable as two; each title wrapped to
+    its panel's width (:func:`fit_title`, once the panels are laid out)."""
     w = max(3.0, 0.28 * len(src) + 1.5)
     h = max(2.5, 0.28 * len(tgt) + 1.5)
     cols = min(len(panels), PANELS_PER_ROW)
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
+    fig, axes = pyplot().subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
     for ax in axes.flat[len(panels) :]:
         ax.set_axis_off()
-    for ax, (title, weights) in zip(axes.flat, panels):
-        draw_attention(ax, np.asarray(weights), src, tgt, title)
+    for ax, (_, weights) in zip(axes.flat, panels):
+        draw_attention(ax, np.asarray(weights), src, tgt)
+    fig.tight_layout()
+    for ax, (title, _) in zip(axes.flat, panels):
+        fit_title(ax, title)
     fig.tight_layout()
     return fig
-
-
-def legend_below(ax, entries: int) -> None:
-    """The legend under the plot, in up to three columns: it never shrinks the plot, however
-    many lines it names (the figure grows downwards when saved with ``bbox_inches="tight"``)."""
-    if entries:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(entries, 3),
-                  fontsize=7, frameon=False)  # fmt: skip
 
 
 def heatmap_panels(models: dict, src_ids, tgt_ids) -> list[tuple[str, np.ndarray]]:
@@ -82,7 +86,7 @@ def save_attention(panels, src, tgt, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig = attention_figure(panels, src, tgt)
     fig.savefig(path, dpi=110)
-    _plt().close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -149,8 +153,7 @@ def plot_learning_curves(
     several runs (seeds) is drawn as their mean, shaded from their lowest to highest value.
     A run without a CSV log is left out, and named (:func:`logged`)."""
     ylabel = ylabel or curve_label(metric)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = pyplot().subplots(figsize=(6, 4))
     for name, run_dirs in runs.items():
         run_dirs = logged([run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs))
         steps, mean, low, high = mean_band([read_metrics(r).get(metric, []) for r in run_dirs])
@@ -163,10 +166,4 @@ def plot_learning_curves(
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title, fontsize=9)
-    legend_below(ax, len(ax.get_legend_handles_labels()[0]))
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return save_with_legend(fig, ax, path)

@@ -37,7 +37,7 @@ def override_value(overrides, key: str) -> str | None:
 # these (and the seed) are seeds of one recipe.
 RUN_ONLY = (
     "callbacks.", "threads", "trainer.enable_progress_bar", "hydra", "data.num_workers",
-    "ckpt_path",
+    "ckpt_path", "overwrite",
 )  # fmt: skip
 NAMED = ("seed", "experiment", "ladder", "ablation")  # reported in their own columns
 

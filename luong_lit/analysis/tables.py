@@ -7,29 +7,36 @@ figures: :mod:`luong_lit.analysis.ladder_views`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from luong_lit.analysis.runs import run_label
+from luong_lit.analysis.runs import describe, run_label
 
 
 def cells(runs: Sequence[Path]) -> dict[str, list[Path]]:
     """Runs grouped as :func:`table4` groups them (runs that differ only by their seed are one
-    cell), keyed by a figure label that says what differs between the cells: the system
-    (``global (general)``), then, where two cells share a system, the overrides that vary
-    between cells (not those every cell has), and the number of seeds where there are several."""
+    cell), each cell named as ``report`` names it: by the overrides that vary between the cells,
+    not those every cell shares (:func:`~luong_lit.analysis.cells.varying`); a lone cell by its
+    system (``global (general)``). :func:`with_seeds` adds what each cell holds."""
     from luong_lit.analysis.cells import cell_of, varying
 
     groups: dict[str, list[Path]] = {}
     for run in runs:
         groups.setdefault(cell_of(run), []).append(run)
-    systems = [run_label(members[0]) for members in groups.values()]
-    named = varying(list(groups))
-    out: dict[str, list[Path]] = {}
-    for members, system, cell in zip(groups.values(), systems, named):
-        label = f"{system} [{cell}]" if systems.count(system) > 1 else system
-        out[label + (f", {len(members)} seeds" if len(members) > 1 else "")] = members
-    return out
+    if len(groups) == 1:
+        return {run_label(runs[0]): list(runs)}
+    return dict(zip(varying(list(groups)), groups.values()))
+
+
+def with_seeds(cells: Mapping[str, Sequence[Path]]) -> dict[str, list[Path]]:
+    """The cells' labels with how many seeds each holds (a seed run twice counts once):
+    ``dropout=0.2, 2 seeds``, ``dropout=0.3, 1 seed (2 runs)``; a cell of one run as it is."""
+    from luong_lit.analysis.cells import seeds_note
+
+    return {
+        label + seeds_note([describe(r)["seed"] for r in members]): list(members)
+        for label, members in cells.items()
+    }
 
 
 def table4(runs: Sequence[Path]) -> str:

@@ -22,12 +22,26 @@ def _failed_write(err: RuntimeError) -> bool:
     return "unexpected pos" in text or "failed writing" in text or "file write failed" in text
 
 
+def _umask() -> int:
+    """The process's umask (read from ``/proc`` where it can be, which changes nothing)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
     """``torch.save`` to a temporary file in the same directory, then rename it over ``path``.
 
     A crash mid-write leaves the previous file intact: finished work is never lost. A full
     disk or an unwritable directory raises :class:`CheckpointError` saying so, and the
-    previous file is still there.
+    previous file is still there. The file gets the permissions of any other new file (those
+    the umask leaves), not the temporary file's owner-only ones.
     """
     path = Path(path)
     tmp = None
@@ -35,6 +49,7 @@ def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's file is the owner's only
             torch.save(obj, fh)
             fh.flush()
             os.fsync(fh.fileno())
@@ -81,6 +96,23 @@ def _folder(path: Path) -> CheckpointError:
     return CheckpointError(f"{path} is a folder, not a checkpoint file; {listed}")
 
 
+def _missing(path: Path) -> CheckpointError:
+    """A checkpoint that is not there, with the checkpoints its folder does hold (a run has a
+    ``last.ckpt`` before its first validation writes ``best.ckpt``)."""
+    found = sorted(p.name for p in path.parent.glob("*.ckpt"))
+    if not found:
+        return CheckpointError(f"{path}: checkpoint does not exist")
+    why = ""
+    if path.name == "best.ckpt" and "last.ckpt" in found:
+        why = (
+            f" (a run writes best.ckpt once it has validated; until then use "
+            f"{path.parent / 'last.ckpt'})"
+        )
+    return CheckpointError(
+        f"{path}: checkpoint does not exist; its folder holds {', '.join(found)}{why}"
+    )
+
+
 def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=False) -> dict:
     """A luong_lit checkpoint as a dict, read with ``torch.load(weights_only=True)``
     (``mmap``: its tensors mapped from the file, not read, for a look at its description).
@@ -92,7 +124,7 @@ def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=Fal
     if path.is_dir():
         raise _folder(path)
     if not path.is_file():
-        raise CheckpointError(f"{path}: checkpoint does not exist")
+        raise _missing(path)
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:  # what loading only tensors and plain data refused

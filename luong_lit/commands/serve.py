@@ -10,8 +10,10 @@ the same decoding options (each request may ask for its own beam, n-best and unk
 replacement). Unnamed checkpoints are one model (several: an ensemble); NAME=CKPT names a model,
 and NAME=A.ckpt,B.ckpt an ensemble. Requests arriving together are decoded as one batch
 (--max-batch sentences, --max-wait-ms); beyond --max-queue requests waiting, another is
-answered 503 at once with Retry-After. SIGTERM or Ctrl-C: the server stops accepting, answers
-what it holds, and exits. The API: luong_lit/serving/app.py.
+answered 503 at once with Retry-After. Each request is a line on standard error (its time,
+client, request, status, size and seconds; --no-request-log: none). SIGTERM or Ctrl-C: the
+server stops accepting, answers what it holds, says that it stopped, and exits. The API:
+luong_lit/serving/app.py.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from luong_lit.cli import parser as make_parser
 from luong_lit.errors import UsageError
 from luong_lit.runtime import configure_cpu
 from luong_lit.serving import Limits, health_info, load_served, make_app
-from luong_lit.serving.app import bound_socket, listen_backlog
+from luong_lit.serving.app import api_key, bound_socket, listen_backlog, request_log
 
 
 def parser() -> argparse.ArgumentParser:
@@ -63,6 +65,9 @@ def parser() -> argparse.ArgumentParser:
         help="requests that may wait for their decoding; one more is answered 503 at once, "
         "with Retry-After",
     )
+    ap.add_argument(
+        "--no-request-log", action="store_true", help="no line on standard error per request"
+    )
     return ap
 
 
@@ -78,6 +83,13 @@ def banner(args, models) -> str:
         f"GET /health)\nmodels: {names}\ndecoding: {search}, {', '.join(extras)}; sources over "
         f"{args.max_src_len} tokens: {args.overlong}; Ctrl-C or SIGTERM stops it"
     )
+
+
+def stopped(args, app) -> str:
+    """What ``serve`` prints once it has stopped."""
+    n = app[api_key()].batcher.batches
+    decoded = f"{n} batch{'es' * (n != 1)} decoded"
+    return f"stopped serving on http://{args.host}:{args.port}/ ({decoded})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,7 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         info = health_info(search)
         app = make_app(models, limits, info)
         show = lambda _: print(banner(args, models), flush=True)  # noqa: E731 - once it listens
-        web.run_app(app, sock=sock, print=show, handle_signals=True, backlog=listen_backlog())
+        web.run_app(app, sock=sock, print=show, handle_signals=True, backlog=listen_backlog(),
+                    **request_log(not args.no_request_log))  # fmt: skip
+        print(stopped(args, app), flush=True)
 
     return run_command(body)
 

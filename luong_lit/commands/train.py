@@ -22,7 +22,8 @@ from luong_lit.errors import UserError, find_user_error
 from luong_lit.quiet import quiet
 from luong_lit.sweeps.dirnames import note_swept
 from luong_lit.sweeps.resolvers import register_resolvers
-from luong_lit.training.resume import resume_argv
+from luong_lit.training.folders import Finished, check_run_start
+from luong_lit.training.resume import resume_argv, resume_command
 from luong_lit.training.run import (
     Interrupted,
     done_message,
@@ -30,6 +31,7 @@ from luong_lit.training.run import (
     interrupted_message,
     remove_run,
     start_message,
+    to_log_file,
     train,
 )
 
@@ -51,7 +53,9 @@ def task(cfg: DictConfig) -> float | None:
         if stop.handover is not None:  # submitit's signal: it requeues the job and exits
             log.info("saved %s; submitit requeues this job", stop.checkpoint)
             stop.handover(stop.signum, None)
-        print(interrupted_message(stop.signum, stop.checkpoint), file=sys.stderr)
+        said = interrupted_message(stop.signum, stop.checkpoint, stop.testing)
+        print(said, file=sys.stderr)
+        to_log_file(said)  # train.log keeps it too
         sys.exit(128 + stop.signum)
     except Exception as err:  # noqa: BLE001 - turn our own errors into one clear line
         ours = find_user_error(err)
@@ -86,11 +90,15 @@ def run(argv: list[str]) -> None:
     if not any(a.startswith("-") for a in argv[len(sweep) :]):  # Hydra's other flags: Hydra
         try:
             if not sweep:  # ckpt_path=last: the run's own overrides (its folder's), then argv's
+                check_run_start(argv, resume_command)  # its folder and checkpoint, before all
                 argv = resume_argv(argv)
             if sweep:
                 check_sweep(argv[1:])  # its jobs compose, its launcher can start here
             else:
                 check_seed(compose(argv).get("seed"))
+        except Finished as done:
+            print(done)
+            sys.exit(0)
         except UserError as err:
             print(user_error_message(err), file=sys.stderr)
             sys.exit(2)

@@ -1,7 +1,7 @@
 """Translate text with one trained checkpoint or an ensemble.
 
     python -m luong_lit translate CKPT [CKPT ...] [-i INPUT] [-o OUTPUT] [--beam 5]
-        [--replace-unk [--dict FILE]] [--n-best N] [--combine logits|log_probs|probs]
+        [--replace-unk] [--dict FILE] [--n-best N] [--combine logits|log_probs|probs]
 
 Input is read from a file or stdin, one sentence per line; output has exactly one line per
 input line (an empty line for an empty input), or N lines per input line with --n-best N.

@@ -5,7 +5,7 @@ Shared by the training callbacks and the ``translate``/``evaluate`` command-line
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
@@ -54,13 +54,15 @@ def decode_corpus(
     search: Search = GREEDY,
     batch_size: int = 64,
     keep_attention: bool = False,
-    progress: bool = False,
+    progress: bool | Callable[[int], None] = False,
     workers: int = 1,
 ) -> list[list[Hypothesis]]:
     """Translate every source (a list of id lists) in input order: for each, its ``n_best``
     hypotheses, best first (greedy search: one); an empty source, none.
 
     Sentences are batched by source length (longest first) so that little padding is decoded.
+    ``progress``: True draws a bar; a function is called with the number of sentences each batch
+    decoded (a training run's progress lines, :func:`luong_lit.training.progress.decode_progress`).
     ``workers`` above 1 decodes the batches in that many forked processes
     (:mod:`luong_lit.decoding.workers`). ``model``: a
     :class:`~luong_lit.nn.interface.DecodeModel` (a model, an ensemble, or an engine's
@@ -69,8 +71,8 @@ def decode_corpus(
     out: list[list[Hypothesis]] = [[] for _ in src_ids]
     order = sorted((i for i, s in enumerate(src_ids) if len(s)), key=lambda i: -len(src_ids[i]))
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-    bar = None
-    if progress:
+    bar, tick = None, progress if callable(progress) else None
+    if progress is True:
         from tqdm import tqdm
 
         bar = tqdm(total=len(order), unit="sent", desc="translating")
@@ -82,6 +84,8 @@ def decode_corpus(
             out[i] = tr
         if bar is not None:
             bar.update(len(done))
+        if tick is not None:
+            tick(len(done))
     if bar is not None:
         bar.close()
     return out

@@ -111,12 +111,9 @@ def plot_bleu_by_length(
     systems: Mapping[str, Sequence[dict]], path: str | Path, title: str = "BLEU by source length"
 ) -> Path:
     """Figure 6: one line per system, buckets on the x axis. Writes ``path`` (PNG/PDF)."""
-    import matplotlib
+    from luong_lit.metrics.plotting import pyplot, save_with_legend
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = pyplot().subplots(figsize=(6, 4))
     labels: list[str] = []
     for rows in systems.values():
         for r in rows:
@@ -134,11 +131,4 @@ def plot_bleu_by_length(
     ax.set_ylabel("BLEU")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=min(len(systems), 3),
-              fontsize=7, frameon=False)  # under the plot: it never covers the lines  # fmt: skip
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return save_with_legend(fig, ax, path, dpi=100)  # under the plot: it never covers the lines

@@ -31,7 +31,7 @@ from luong_lit.nn.init import initialise_
 from luong_lit.nn.loss import output_nll
 from luong_lit.nn.names import ATTENTIONS, SCORES, part_spec
 from luong_lit.nn.options import NET_OPTIONS, Architecture, Sizes
-from luong_lit.validate import OptionError, split_options, takes_options
+from luong_lit.validate import OptionConflict, OptionError, split_options, takes_options
 
 
 def append_eos(src: Tensor, src_len: Tensor, *, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
@@ -113,10 +113,13 @@ def _check(att: _Attention | None, arch: Architecture, sizes: Sizes) -> None:
             "the decoder sees the source only through its initial state; use copy or last"
         )
     if arch.tie_output and sizes.embed_size != sizes.hidden_size:
-        raise ConfigError(
-            f"invalid model configuration tie_output=true: the target embedding "
-            f"({sizes.embed_size}) and W_s ({sizes.hidden_size}) must have the same size"
-        )
+        e, h = sizes.embed_size, sizes.hidden_size
+        raise OptionConflict(
+            f"invalid model configuration {{tie_output}}=true: the target embedding "
+            f"({{embed_size}}={e}) is also W_s ({{hidden_size}}={h}), so both must have one "
+            f"size; also set {{embed_size}}={h}, or set {{tie_output}}=false",
+            "tie_output", "embed_size", "hidden_size",
+        )  # fmt: skip
 
 
 class Seq2Seq(nn.Module):

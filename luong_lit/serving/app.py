@@ -10,9 +10,11 @@
   ``"beam"`` (1: greedy), ``"n_best"`` and ``"replace_unk"``.
 * ``GET /health`` answers ``{"status": "ok", ...}`` with the models and the decoding defaults;
   ``GET /`` is a page that shows what the models attend to (``page/``, no request leaves it).
+  ``GET /translate`` (or ``/attention``) answers a 405 in JSON that says to POST, and how.
 
-A request that is not JSON, has no text, too many sentences or too long a sentence gets a 4xx
-with a message; an error inside decoding gets a 500 for that batch and the server goes on.
+Each request is one line on standard error (:func:`request_log`; ``serve --no-request-log``:
+none). A request that is not JSON, has no text, too many sentences or too long a sentence gets a
+4xx with a message; an error inside decoding gets a 500 for that batch and the server goes on.
 When ``--max-queue`` requests already wait for their decoding, another gets a 503 at once, with
 ``Retry-After`` (seconds); the listen queue holds a burst of connections
 (:func:`listen_backlog`), so that none is reset.
@@ -23,7 +25,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -158,14 +160,44 @@ async def page_file(request):
     return web.Response(body=body, content_type=kind, charset="utf-8", headers=SECURITY)
 
 
+#: what each POST-only path takes, said to a GET of it
+POSTED = {
+    "/translate": '{"text": "a sentence"} or {"text": ["a", "b"]}',
+    "/attention": '{"text": "a sentence"}',
+}
+
+
+def post_only(path: str):
+    """The handler of ``GET path`` for a path that takes POST only: a 405, in JSON, that says how
+    to ask (a browser or ``curl URL`` without ``-d`` gets an answer it can read)."""
+    from aiohttp import web
+
+    async def handler(request) -> web.Response:
+        said = f"use POST for {path}, with a JSON body such as {POSTED[path]}"
+        return web.json_response({"error": said}, status=405, headers={"Allow": "POST"})
+
+    return handler
+
+
+@cache
+def api_key():
+    """The key of the application's :class:`Api` (``app[api_key()]``)."""
+    from aiohttp import web
+
+    return web.AppKey("api", Api)
+
+
 def make_app(models: list[ServedModel], limits: Limits, info: dict[str, Any]):
-    """The aiohttp application over ``models`` (``info``: decoding defaults, for ``/health``)."""
+    """The aiohttp application over ``models`` (``info``: decoding defaults, for ``/health``);
+    its :class:`Api` is ``app[api_key()]``."""
     from aiohttp import web
 
     api = Api(models, limits, info)
     app = web.Application(client_max_size=limits.max_body)
-    app.router.add_post("/translate", as_json(api.translate, limits))
-    app.router.add_post("/attention", as_json(api.attention, limits))
+    app[api_key()] = api
+    for path, handler in (("/translate", api.translate), ("/attention", api.attention)):
+        app.router.add_post(path, as_json(handler, limits))
+        app.router.add_get(path, post_only(path))
     app.router.add_get("/health", as_json(api.health, limits))
     for path in STATIC:
         app.router.add_get(path, page_file)
@@ -179,6 +211,25 @@ def make_app(models: list[ServedModel], limits: Limits, info: dict[str, Any]):
     app.on_startup.append(start)
     app.on_cleanup.append(stop)
     return app
+
+
+#: a request's line: the client, the request line, the status, the bytes answered, the seconds
+REQUEST_LINE = '%a "%r" %s %b bytes %Tf s'
+
+
+def request_log(enabled: bool = True) -> dict[str, Any]:
+    """``web.run_app``'s access-log arguments: one line per request on standard error, after its
+    time (``enabled``), or none."""
+    if not enabled:
+        return {"access_log": None}
+    logger = logging.getLogger("luong_lit.serve.requests")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # the command's own handler shows warnings only
+    return {"access_log": logger, "access_log_format": REQUEST_LINE}
 
 
 def listen_backlog() -> int:

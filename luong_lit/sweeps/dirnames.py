@@ -1,15 +1,18 @@
-"""The directory names of a sweep's jobs: what the sweep varies first (:func:`note_swept` tells
-the jobs which keys those are, :func:`dirname` is the ``luong_lit.dirname`` resolver of
-``conf/hydra/``), so that runs with constant overrides can be told apart.
+"""The directory names of a sweep's jobs: what the sweep varies (:func:`note_swept` tells the
+jobs which keys those are, :func:`dirname` is the ``luong_lit.dirname`` resolver of
+``conf/hydra/``), so that runs with constant overrides can be told apart; and the command that
+runs the sweep again (:func:`sweep_command`), which a stopped job prints.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Sequence
 
 SWEPT_ENV = "LUONG_LIT_SWEPT"  # the keys a sweep varies, for its jobs' directory names
+SWEEP_ARGV_ENV = "LUONG_LIT_SWEEP_ARGV"  # the sweep's command line, for its resume command
 
 
 def note_swept(argv: Sequence[str]) -> None:
@@ -24,6 +27,22 @@ def note_swept(argv: Sequence[str]) -> None:
     except Exception:  # noqa: BLE001 - Hydra reports a malformed override itself
         return
     os.environ[SWEPT_ENV] = ",".join(o.key_or_group for o in parsed if o.is_sweep_override())
+    kept = [a for a in argv if a not in ("-m", "--multirun") and not _names_sweep_dir(a)]
+    os.environ[SWEEP_ARGV_ENV] = json.dumps(kept)
+
+
+def _names_sweep_dir(arg: str) -> bool:
+    return arg.split("=", 1)[0].lstrip("+") == "hydra.sweep.dir"
+
+
+def sweep_command(sweep_dir: str | os.PathLike) -> str:
+    """The command that runs this process's sweep again into ``sweep_dir``: its finished jobs
+    are skipped, an interrupted one resumes (:mod:`luong_lit.sweeps.earlier`)."""
+    import shlex
+
+    argv = json.loads(os.environ.get(SWEEP_ARGV_ENV, "[]"))
+    where = shlex.quote(f'hydra.sweep.dir="{sweep_dir}"')
+    return " ".join(["python -m luong_lit.train -m", *map(shlex.quote, argv), where])
 
 
 def _items(overrides: str) -> list[str]:
@@ -32,22 +51,26 @@ def _items(overrides: str) -> list[str]:
 
 
 def dirname(overrides: str, limit: int = 120) -> str:
-    """A job's directory name from its overrides: what the sweep varies first (in the command
-    line's order), then the others, then the ``+``/``++`` ones; one path component (``/``
-    becomes ``_``), cut to ``limit`` characters with a digest of the whole, so that long values
-    still fit and every job keeps a name of its own."""
+    """A job's directory name from its overrides: the keys the sweep varies only, in the command
+    line's order (the constant overrides are the sweep's, in its ``multirun.yaml``); all of them
+    when it varies none (a sweep of one job, or of jobs added one at a time). One path
+    component (``/`` becomes ``_``); a name over ``limit`` characters keeps its whole leading
+    items and ends with a digest of the rest, so that no value is cut in the middle and every job
+    keeps a name of its own."""
     import hashlib
 
     swept = [k for k in os.environ.get(SWEPT_ENV, "").split(",") if k]
     items = _items(overrides)
-
-    def rank(item: str) -> tuple[int, int]:
-        key = item.split("=", 1)[0]
-        if key.lstrip("+~") in swept:
-            return 0, swept.index(key.lstrip("+~"))
-        return (2 if key.startswith("+") else 1), 0
-
-    name = ",".join(sorted(items, key=rank)).replace(os.sep, "_")
+    chosen = [x for x in items if x.split("=", 1)[0].lstrip("+~") in swept]
+    chosen.sort(key=lambda x: swept.index(x.split("=", 1)[0].lstrip("+~")))
+    name = ",".join(chosen or items).replace(os.sep, "_")
     if len(name) <= limit:
         return name
-    return name[: limit - 9] + "~" + hashlib.sha1(name.encode()).hexdigest()[:8]
+    digest = "~" + hashlib.sha1(name.encode()).hexdigest()[:8]
+    kept = ""
+    for item in chosen or items:
+        item = item.replace(os.sep, "_")
+        if len(kept) + len(item) + 1 + len(digest) > limit:
+            break
+        kept = f"{kept},{item}" if kept else item
+    return (kept or name[: limit - len(digest)]) + digest

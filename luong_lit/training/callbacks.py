@@ -15,8 +15,10 @@ from luong_lit.data.loading.batching import Batch
 from luong_lit.data.text.dictionary import load_dictionary
 from luong_lit.decoding.search import Search, parse_length_penalty
 from luong_lit.inference import Inference
-from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
+from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok, words_bleu
 from luong_lit.training.loggers import log_samples
+from luong_lit.training.progress import decode_progress
+from luong_lit.training.sharded import split_words
 from luong_lit.validate import OptionError, integer
 
 
@@ -103,8 +105,11 @@ class GreedyBleuCallback(L.Callback):
         dm, dev = trainer.datamodule, trainer.datamodule.splits["dev"]
         tok = dm.tokenizers.get("tgt")
         inference = Inference(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
-        out = inference.split(dev, batch_size=self.batch_size, max_sentences=self.max_sentences)
-        hyps, refs = bleu_lines(out.words, tok), bleu_lines(dev.tgt_tokens[: len(out.words)], tok)
+        n = len(dev.src_ids[: self.max_sentences])
+        tick = decode_progress(trainer, "validation: greedy BLEU of the dev set", n)
+        words, _ = split_words(trainer, inference, dev, batch_size=self.batch_size,
+                               max_sentences=self.max_sentences, progress=tick)  # fmt: skip
+        hyps, refs = bleu_lines(words, tok), bleu_lines(dev.tgt_tokens[: len(words)], tok)
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
         if trainer.is_global_zero:
             rows = [
@@ -119,9 +124,11 @@ class GreedyBleuCallback(L.Callback):
         dm = trainer.datamodule
         inference = Inference(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
         for name in dm.test_spec:
-            bleu = inference.split_bleu(
-                dm.splits[name], tokenizer=dm.tokenizers.get("tgt"), batch_size=self.batch_size
-            )["bleu"]
+            split = dm.splits[name]
+            tick = decode_progress(trainer, f"test {name}: greedy BLEU", len(split.src_ids))
+            words, _ = split_words(trainer, inference, split, batch_size=self.batch_size,
+                                   progress=tick)  # fmt: skip
+            bleu = words_bleu(words, None, split.tgt_tokens, dm.tokenizers.get("tgt"))["bleu"]
             pl_module.log(f"test/{name}/bleu_greedy", bleu, add_dataloader_idx=False)
 
 
@@ -159,26 +166,32 @@ class BeamBleuCallback(L.Callback):
         self.replace_unk, self.dictionary_path, self.on_test = replace_unk, dictionary, on_test
         self._dictionary = None
 
-    def _scores(self, pl_module, split) -> dict[str, float]:
+    def _scores(self, pl_module, split, what: str) -> dict[str, float]:
         if self.dictionary_path and self._dictionary is None:
             self._dictionary = load_dictionary(self.dictionary_path)
-        dm = pl_module.trainer.datamodule
+        trainer = pl_module.trainer
+        dm = trainer.datamodule
         inference = Inference(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
-        return inference.split_bleu(
-            split, tokenizer=dm.tokenizers.get("tgt"), search=self.beam,
-            batch_size=self.batch_size, max_sentences=self.max_sentences,
-            replace_unk=self.replace_unk, dictionary=self._dictionary,
+        n = len(split.src_ids[: self.max_sentences])
+        tick = decode_progress(trainer, f"{what}: beam-{self.beam.beam_size} BLEU", n)
+        words, replaced = split_words(
+            trainer, inference, split, search=self.beam, batch_size=self.batch_size,
+            max_sentences=self.max_sentences, replace_unk=self.replace_unk,
+            dictionary=self._dictionary, progress=tick,
         )  # fmt: skip
+        return words_bleu(words, replaced, split.tgt_tokens, dm.tokenizers.get("tgt"))
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if not _due(trainer, self.every):
             return
-        for key, value in self._scores(pl_module, trainer.datamodule.splits["dev"]).items():
+        dev = trainer.datamodule.splits["dev"]
+        for key, value in self._scores(pl_module, dev, "validation").items():
             pl_module.log(f"val/{key}_beam", value)
 
     def on_test_epoch_end(self, trainer, pl_module) -> None:
         if not self.on_test:
             return
         for name in trainer.datamodule.test_spec:
-            for key, value in self._scores(pl_module, trainer.datamodule.splits[name]).items():
+            split = trainer.datamodule.splits[name]
+            for key, value in self._scores(pl_module, split, f"test {name}").items():
                 pl_module.log(f"test/{name}/{key}_beam", value, add_dataloader_idx=False)

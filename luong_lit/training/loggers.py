@@ -51,6 +51,29 @@ class _AppendingWriter(KeptCSVWriter):
             writer.writerows(rows)
         os.replace(tmp, self.metrics_file_path)
 
+    def save(self) -> None:
+        """Write the rows logged since the last save: appended when the file's columns are
+        theirs, else the file rewritten whole with every column of both. The columns on disk
+        are read each time, so that a writer made in another process (a ``ddp_spawn`` rank,
+        a test after a spawned fit) never drops or misaligns those another one wrote."""
+        if not self.metrics:
+            return
+        rows = self._rows()
+        on_disk = list(rows[0].keys()) if rows else self._header()
+        keys = sorted(set(on_disk) | set(self.metrics_keys) | {k for m in self.metrics for k in m})
+        if rows is not None and on_disk == keys:
+            with open(self.metrics_file_path, "a", newline="") as fh:
+                csv.DictWriter(fh, fieldnames=keys).writerows(self.metrics)
+        else:
+            self._rewrite(keys, [*(rows or []), *self.metrics])
+        self.metrics_keys, self.metrics = keys, []
+
+    def _header(self) -> list[str]:
+        if not os.path.isfile(self.metrics_file_path):
+            return []
+        with open(self.metrics_file_path, newline="") as fh:
+            return list(csv.DictReader(fh).fieldnames or [])
+
     def keep_until(self, step: int) -> None:
         """Drop the rows logged after ``step``: a resumed run logs those steps again."""
         rows = self._rows()

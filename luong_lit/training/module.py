@@ -16,6 +16,7 @@ from luong_lit.data.loading.batching import Batch
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
 from luong_lit.training.precision import clip_unscaled, plain_if_scaled
+from luong_lit.training.random_state import gather_rng_states, restore_rng_state
 from luong_lit.training.schedules import Plan
 from luong_lit.validate import integer, one_of, rate
 
@@ -121,9 +122,18 @@ class LuongLitModule(L.LightningModule):
     def on_test_epoch_end(self) -> None:
         """``test/<name>/ppl`` for every test set of the datamodule (in ``trainer.test``)."""
         names = list(getattr(self.trainer.datamodule, "test_spec", None) or [])
-        for idx, (nll, tokens) in sorted(self._test_sums.items()):
+        every = range(max([len(names), *(i + 1 for i in self._test_sums)]))
+        for idx in every:  # a rank with no batch of a set still takes part in its sum
+            nll, tokens = self._test_sums.get(idx, (0.0, 0))
             name = names[idx] if idx < len(names) else str(idx)
-            self.log(f"test/{name}/ppl", ppl_from_nll(float(nll), tokens), add_dataloader_idx=False)
+            total = torch.stack([torch.as_tensor(nll, dtype=torch.float64).cpu(),
+                                 torch.tensor(float(tokens), dtype=torch.float64)])  # fmt: skip
+            if self.trainer.world_size > 1:  # each rank read its share of the test set
+                total = self.trainer.strategy.reduce(total.to(self.device), reduce_op="sum")
+            nll, tokens = float(total[0]), float(total[1])
+            if tokens == 0:  # nothing of this set was read
+                continue
+            self.log(f"test/{name}/ppl", ppl_from_nll(nll, tokens), add_dataloader_idx=False)
 
     def configure_optimizers(self) -> Any:
         opt = self.optimizer_factory(params=self.parameters(), **plain_if_scaled(self.trainer,
@@ -154,12 +164,21 @@ class LuongLitModule(L.LightningModule):
                 p.grad.mul_(gradient_clip_val / (norm + 1e-6))
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """The model's description, and the random state of every rank: each draws its own
+        dropout masks, and a resumed run continues each rank's (``rng_ranks``, in rank order;
+        ``rng_torch``/``rng_cuda``: rank 0's, as one process keeps them)."""
         checkpoint[META_KEY] = self.extra_state  # a CheckpointMeta as plain data
         checkpoint["rng_torch"] = torch.get_rng_state()
         if torch.cuda.is_available():
             checkpoint["rng_cuda"] = torch.cuda.get_rng_state_all()
+        if self.trainer.world_size > 1:  # every rank saves: a collective gather of the states
+            checkpoint["rng_ranks"] = gather_rng_states()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        ranks = checkpoint.get("rng_ranks")
+        if ranks and len(ranks) == self.trainer.world_size:
+            restore_rng_state(ranks[self.trainer.global_rank])
+            return
         if "rng_torch" in checkpoint:  # dropout masks continue exactly as in an unbroken run
             torch.set_rng_state(checkpoint["rng_torch"])
         cuda = checkpoint.get("rng_cuda")

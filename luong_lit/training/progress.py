@@ -5,8 +5,12 @@ At a terminal: a progress bar (tqdm, with or without ``rich`` installed), redraw
 a SLURM job), or with ``trainer.enable_progress_bar=false``: no bar, but a line every
 ``every_n_seconds`` seconds and/or every ``every_n_steps`` steps (:class:`ProgressLog`) with the
 step and the steps of the whole run (``trainer.max_steps`` or ``trainer.max_epochs``, whichever
-ends it first), the epoch, the mean training loss since the last line, target tokens per
-second and the time left; and after each validation, its figures.
+ends it first), the epoch, the mean training loss since the last line (its unit named: per
+sentence or per target token, as ``model.loss_norm`` divides it), target tokens per second, the
+time since the run began (a resumed run counts its earlier tries) and the time left; after each
+validation, its figures; and while the dev or test sets are decoded (greedy or beam BLEU), a line
+as often, with the sentences done (:func:`decode_progress`). The bar (:class:`RunProgressBar`)
+counts the run's steps, as the lines do, not one epoch's batches.
 
 The loss stays on the device between lines (summed there) and is read at most every
 ``read_every_n_steps`` steps, the bar's too: on a GPU every read waits for the device.
@@ -21,6 +25,7 @@ import time
 
 import lightning as L
 import torch
+from lightning.pytorch.callbacks import TQDMProgressBar
 
 from luong_lit.validate import integer, positive
 
@@ -54,8 +59,19 @@ class ProgressLog(L.Callback):
         self.read_every = read_every_n_steps
         self.active = False
 
+    _before = 0.0  # seconds trained by earlier tries of this run (from the checkpoint)
+    _start: float | None = None  # when this try began training
+
+    def state_dict(self) -> dict[str, float]:
+        started = self._start
+        return {"elapsed": self._before + (time.monotonic() - started if started else 0.0)}
+
+    def load_state_dict(self, state_dict: dict[str, float]) -> None:
+        self._before = float(state_dict.get("elapsed", 0.0))
+
     def on_train_start(self, trainer, pl_module) -> None:
         self.active = trainer.progress_bar_callback is None and trainer.is_global_zero
+        self._unit = LOSS_UNITS.get(getattr(pl_module, "loss_norm", ""), "")
         self._start = time.monotonic()
         self._first_step = trainer.global_step
         self._total = trainer.estimated_stepping_batches  # max_steps or max_epochs: the first
@@ -98,12 +114,12 @@ class ProgressLog(L.Callback):
         parts.append(f"epoch {trainer.current_epoch + 1}" + (f"/{epochs}" if epochs else ""))
         if self._loss is not None and self._losses:
             mean = float(self._loss) / self._losses * trainer.accumulate_grad_batches
-            parts.append(f"loss {mean:.4f}")
+            parts.append(f"loss{self._unit} {mean:.4f}")
         parts.append(f"{self._tokens / max(now - self._last, 1e-9):,.0f} tok/s")
-        elapsed, done = now - self._start, step - self._first_step
-        parts.append(f"elapsed {_clock(elapsed)}")
+        session, done = now - self._start, step - self._first_step
+        parts.append(f"elapsed {_clock(self._before + session)}")
         if done > 0 and math.isfinite(total):
-            parts.append(f"ETA {_clock(max(total - step, 0) * elapsed / done)}")
+            parts.append(f"ETA {_clock(max(total - step, 0) * session / done)}")
         return " | ".join(parts)
 
     def on_validation_end(self, trainer, pl_module) -> None:
@@ -115,14 +131,74 @@ class ProgressLog(L.Callback):
         log.info(f"epoch {epoch} validated at step {step:,}: {figures or 'no figures'}")
 
 
+#: how ``model.loss_norm`` divides the summed NLL, as the progress lines name the loss
+LOSS_UNITS = {"sentences": "/sentence", "nominal": "/sentence", "tokens": "/token"}
+
+
+class Heartbeat:
+    """Called with the sentences each decoded batch held: a line every ``every`` seconds while
+    ``what`` is decoded, and a stop at the next batch once a signal has asked the trainer to
+    stop (``trainer.received_sigterm``: raises Lightning's ``SIGTERMException``)."""
+
+    def __init__(self, trainer, what: str, total: int, every: float | None) -> None:
+        self.trainer, self.what, self.total, self.every = trainer, what, total, every
+        self.done, self.start = 0, time.monotonic()
+        self.last = self.start
+        if every:
+            log.info(f"{what}: {total:,} sentences")
+
+    def __call__(self, n: int) -> None:
+        from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+        if self.trainer.received_sigterm:
+            raise SIGTERMException
+        self.done, now = self.done + n, time.monotonic()
+        if self.every and now - self.last >= self.every:
+            self.last = now
+            took = _clock(now - self.start)
+            log.info(f"{self.what}: {self.done:,}/{self.total:,} sentences, {took}")
+
+
+def decode_progress(trainer, what: str, total: int) -> Heartbeat:
+    """The ``progress`` a callback that decodes ``total`` sentences hands to the decoder: lines
+    as often as :class:`ProgressLog`'s (none under a progress bar, or off rank 0)."""
+    found = next((c for c in trainer.callbacks if isinstance(c, ProgressLog)), None)
+    lines = found is not None and trainer.progress_bar_callback is None and trainer.is_global_zero
+    return Heartbeat(trainer, what, total, found.every_n_seconds if lines else None)
+
+
 def progress_bar(callbacks: list, wanted: bool):
     """The progress bar to add to a trainer's ``callbacks``: tqdm's, redrawn every
     ``read_every_n_steps`` steps of the :class:`ProgressLog` among them, when ``wanted``
     (``trainer.enable_progress_bar``) and both standard streams are terminals; else None (no
     bar: the :class:`ProgressLog` lines instead)."""
-    from lightning.pytorch.callbacks import TQDMProgressBar
-
     if not (wanted and is_terminal()):
         return None
     found = next((c for c in callbacks if isinstance(c, ProgressLog)), None)
-    return TQDMProgressBar(refresh_rate=found.read_every if found else 10)
+    return RunProgressBar(refresh_rate=found.read_every if found else 10)
+
+
+class RunProgressBar(TQDMProgressBar):
+    """Lightning's tqdm bar counting the run's optimizer steps (``trainer.max_steps`` or
+    ``max_epochs``, whichever ends it first), as the progress lines do, with ``epoch e/E`` as
+    its description; Lightning's own counts one epoch's batches from 0."""
+
+    def on_train_epoch_start(self, trainer, *_) -> None:
+        bar, total = self.train_progress_bar, trainer.estimated_stepping_batches
+        if bar.total is None or bar.n == 0:  # the run's first epoch here: start at its step
+            bar.reset(total=int(total) if math.isfinite(total) else None)
+            bar.n = bar.initial = trainer.global_step
+        epochs = f"/{trainer.max_epochs}" if trainer.max_epochs and trainer.max_epochs > 0 else ""
+        bar.set_description(f"epoch {trainer.current_epoch + 1}{epochs}")
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        bar, step = self.train_progress_bar, trainer.global_step
+        if bar.disable or not (step % self.refresh_rate == 0 or step == bar.total):
+            return
+        bar.n = step
+        bar.refresh()
+        bar.set_postfix(self.get_metrics(trainer, pl_module))
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        if not self.train_progress_bar.disable:
+            self.train_progress_bar.set_postfix(self.get_metrics(trainer, pl_module))

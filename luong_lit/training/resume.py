@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from luong_lit.errors import ConfigError
+from luong_lit.training.folders import LAST, check_finished
 
-LAST = Path("checkpoints") / "last.ckpt"
 #: what a resumed run may change (a key, or a group or section and all it holds)
 MAY_CHANGE = (
     "trainer.max_epochs",
@@ -86,7 +86,8 @@ def resume_argv(argv: Sequence[str]) -> list[str]:
     if was is None:  # not started from the command line: resumed as the command says
         return list(argv)
     merged = merged_overrides(was, argv)
-    check_changes(run_dir, source, was, merged)
+    before, after = check_changes(run_dir, source, was, merged)
+    check_finished(run_dir, before, after)
     return merged
 
 
@@ -162,9 +163,12 @@ def _shown(value: Any) -> str:
 _UNSET = object()
 
 
-def check_changes(run_dir: Path, source: str, was: Sequence[str], merged: Sequence[str]) -> None:
+def check_changes(
+    run_dir: Path, source: str, was: Sequence[str], merged: Sequence[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Refuse, in one line, a resume whose config differs from the run's elsewhere than in
-    :data:`MAY_CHANGE`: each difference named, with the run's value and the command's."""
+    :data:`MAY_CHANGE`: each difference named, with the run's value and the command's. Returns
+    both configs' leaves (``{"trainer.max_epochs": 10, ...}``): the run's and the command's."""
     before = _leaves(_composed(was, source))
     after = _leaves(_composed(merged, "this command"))
     changed = [
@@ -173,7 +177,7 @@ def check_changes(run_dir: Path, source: str, was: Sequence[str], merged: Sequen
         if not _may_change(key) and before.get(key, _UNSET) != after.get(key, _UNSET)
     ]
     if not changed:
-        return
+        return before, after
     more = f"; and {len(changed) - SHOWN} more" if len(changed) > SHOWN else ""
     raise ConfigError(
         f"ckpt_path=last resumes {run_dir} with its own settings ({source}), and this command "
@@ -191,10 +195,11 @@ def _log_dir(argv: Sequence[str]) -> tuple[str, str]:
 
 
 def resumable_runs(log_dir: str | Path, task: str = "train", n: int = 5) -> list[Path]:
-    """The ``n`` newest run folders under ``log_dir/task`` (runs and sweeps' jobs) that hold a
-    ``checkpoints/last.ckpt``, newest first."""
+    """The ``n`` newest unfinished run folders under ``log_dir/task`` (runs and sweeps' jobs):
+    those that hold a ``checkpoints/last.ckpt`` and no ``results.json``, newest first."""
     root = Path(log_dir) / task
     found = [*root.glob(f"runs/*/{LAST}"), *root.glob(f"multiruns/*/*/{LAST}")]
+    found = [p for p in found if not (p.parent.parent / "results.json").is_file()]
     found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     return [p.parent.parent for p in found[:n]]
 

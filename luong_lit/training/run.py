@@ -13,14 +13,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from luong_lit.checkpoint.resumable import check_resumable
+from luong_lit.checkpoint.resumable import check_resumable, resumed_checkpoint
 from luong_lit.quiet import quiet
 from luong_lit.runtime import configure_cpu_from
+from luong_lit.sweeps.dirnames import sweep_command
 from luong_lit.sweeps.earlier import earlier_work
 from luong_lit.sweeps.job import sweep_job
 from luong_lit.sweeps.resources import job_resources
+from luong_lit.training.folders import step_of
 from luong_lit.training.precision import note_cpu_mixed
 from luong_lit.training.resume import LAST, nothing_to_resume, resume_command
 from luong_lit.training.signals import SignalCheckpoint
@@ -36,9 +38,9 @@ def test_results(dm, model, trainer) -> dict[str, Any]:
     for part in trainer.test(model, datamodule=dm, ckpt_path=best, verbose=False):
         metrics.update(part)
     results: dict[str, Any] = {"checkpoint": Path(best).name if best else "final weights"}
-    ckpt = trainer.checkpoint_callback
-    if ckpt is not None and ckpt.monitor == "val/ppl" and ckpt.best_model_score is not None:
-        results["dev_ppl"] = float(ckpt.best_model_score)  # the best checkpoint's
+    dev = best_dev_ppl(trainer)
+    if dev is not None:
+        results["dev_ppl"] = dev  # the best checkpoint's
     for key, value in sorted(metrics.items()):
         _, name, metric = key.split("/", 2)  # test/<name>/<metric>
         results.setdefault(name, {})[metric] = float(value)
@@ -53,9 +55,10 @@ class Interrupted(Exception):
     """Training stopped by a signal after saving ``last.ckpt``; ``handover``: submitit's
     handler for its requeue signal, to be called now that the checkpoint is written."""
 
-    def __init__(self, signum: int, checkpoint: Path, handover=None) -> None:
+    def __init__(self, signum: int, checkpoint: Path, handover=None, testing=False) -> None:
         super().__init__(f"stopped by signal {signum}")
         self.signum, self.checkpoint, self.handover = signum, checkpoint, handover
+        self.testing = testing  # during the final test: training is complete
 
 
 def _fit(model, dm, trainer, ckpt_path) -> None:
@@ -95,8 +98,11 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         configure_cpu_from(cfg)
         dm, model, trainer = build(cfg)
         note_cpu_mixed(trainer)
-        if earlier:
-            log.info("resuming this sweep job from %s", ckpt_path)
+        if ckpt_path:
+            path = resumed_checkpoint(cfg, ckpt_path)
+            step = step_of(path) if path and path.is_file() else "?"
+            log.info("resuming %sfrom %s at step %s", "this sweep job " if earlier else "",
+                     path or ckpt_path, step)  # fmt: skip
         _fit(model, dm, trainer, ckpt_path)
         metrics = _finish(cfg, dm, model, trainer)
         record["objective"] = metrics["objective"]
@@ -109,20 +115,66 @@ def objective(cfg: DictConfig, trainer) -> float | None:
     name, ckpt = cfg.get("objective", "val/ppl"), trainer.checkpoint_callback
     if ckpt is not None and ckpt.monitor == name and ckpt.best_model_score is not None:
         return float(ckpt.best_model_score)
+    if name == "val/ppl" and best_dev_ppl(trainer) is not None:  # trained in other processes
+        return best_dev_ppl(trainer)
     value = trainer.callback_metrics.get(name)
     return None if value is None else float(value)
+
+
+def untested(trainer) -> dict[str, Any]:
+    """``results.json`` of a run that ends without a test: its best checkpoint and dev score."""
+    ckpt = trainer.checkpoint_callback
+    best = getattr(ckpt, "best_model_path", "") or None
+    results: dict[str, Any] = {"checkpoint": Path(best).name if best else "final weights"}
+    dev = best_dev_ppl(trainer)
+    if dev is not None:
+        results["dev_ppl"] = dev
+    return results
+
+
+def best_dev_ppl(trainer) -> float | None:
+    """The best checkpoint's dev perplexity: the checkpoint callback's score, or, where this
+    process did not train (``ddp_spawn``: its ranks did), the score ``best.ckpt`` keeps."""
+    ckpt = trainer.checkpoint_callback
+    if ckpt is None or ckpt.monitor != "val/ppl":
+        return None
+    if ckpt.best_model_score is not None:
+        return float(ckpt.best_model_score)
+    if not ckpt.best_model_path or not Path(ckpt.best_model_path).is_file():
+        return None
+    from luong_lit.checkpoint.files import read_checkpoint
+
+    states = read_checkpoint(ckpt.best_model_path).get("callbacks", {})
+    found = [
+        v.get("best_model_score") for k, v in states.items() if k.startswith("ModelCheckpoint")
+    ]
+    score = next((x for x in found if x is not None), None)
+    return None if score is None else float(score)
+
+
+def _tested(dm, model, trainer) -> dict[str, Any]:
+    """:func:`test_results`; a signal during the test stops it (training is complete and saved):
+    :class:`Interrupted`, whose resume runs the test alone."""
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    try:
+        return test_results(dm, model, trainer)
+    except SIGTERMException:
+        stop = next((c for c in trainer.callbacks if isinstance(c, SignalCheckpoint)), None)
+        signum = stop.signal if stop and stop.signal else 15
+        raise Interrupted(signum, stop.path if stop else Path(), None, testing=True) from None
 
 
 def _finish(cfg: DictConfig, dm, model, trainer) -> dict[str, Any]:
     metrics: dict[str, Any] = {k: float(v) for k, v in trainer.callback_metrics.items()}
     metrics["objective"] = objective(cfg, trainer)
-    if cfg.get("test_after_training") and dm.test_spec:
-        results = test_results(dm, model, trainer)
-        results["objective"] = cfg.get("objective", "val/ppl")
-        results["objective_value"] = metrics["objective"]
-        if trainer.is_global_zero:
-            (Path(cfg.paths.output_dir) / "results.json").write_text(json.dumps(results, indent=2))
-        metrics["test"] = results
+    tested = bool(cfg.get("test_after_training") and dm.test_spec)
+    results = _tested(dm, model, trainer) if tested else untested(trainer)
+    results["objective"] = cfg.get("objective", "val/ppl")
+    results["objective_value"] = metrics["objective"]
+    if trainer.is_global_zero:  # a finished run: sweeps and resumes read it so
+        (Path(cfg.paths.output_dir) / "results.json").write_text(json.dumps(results, indent=2))
+    metrics["test"] = results
     return metrics
 
 
@@ -137,8 +189,26 @@ def checkpoint_to_use(run_dir: Path) -> tuple[Path | None, str]:
     return None, "no checkpoint was written"
 
 
+def tensorboard_hint(run_dir: Path) -> list[str]:
+    """``tensorboard --logdir ...`` for a run that logs to TensorBoard (``logger=tensorboard``
+    or ``many``, read from the config Hydra saved in its folder); none for another run."""
+    saved = Path(run_dir) / ".hydra" / "config.yaml"
+    loggers = OmegaConf.load(saved).get("logger") if saved.is_file() else None
+    if not isinstance(loggers, DictConfig):
+        return []
+    targets = [
+        str(node.get("_target_"))
+        for node in OmegaConf.to_container(loggers, resolve=False).values()
+        if isinstance(node, dict)
+    ]
+    if not any(t.endswith(".TensorBoardLogger") for t in targets):
+        return []
+    return [f"see its curves with: tensorboard --logdir {Path(run_dir).resolve()}"]
+
+
 def done_message(run_dir: Path) -> str:
-    """The lines a run ends with: its folder, and the checkpoint to translate with."""
+    """The lines a run ends with: its folder, the checkpoint to translate with, and where
+    TensorBoard reads its logs (:func:`tensorboard_hint`)."""
     ckpt, why = checkpoint_to_use(run_dir)
     lines = [f"run folder: {Path(run_dir).resolve()}"]
     if ckpt is None:
@@ -146,7 +216,7 @@ def done_message(run_dir: Path) -> str:
     else:
         lines.append(f"checkpoint to use: {ckpt.resolve()} ({why})")
         lines.append(f"translate with: python -m luong_lit translate {ckpt.resolve()}")
-    return "\n".join(lines)
+    return "\n".join(lines + tensorboard_hint(run_dir))
 
 
 def holds_nothing(run_dir: Path) -> bool:
@@ -155,6 +225,14 @@ def holds_nothing(run_dir: Path) -> bool:
     log_file = run_dir / "train.log"
     extra = {p.name for p in run_dir.iterdir()} - {".hydra", "train.log"}
     return not extra and (not log_file.exists() or log_file.stat().st_size == 0)
+
+
+def to_log_file(message: str, level: int = logging.WARNING) -> None:
+    """``message`` in the run's log file (``train.log``) alone, not again on the terminal."""
+    record = log.makeRecord(log.name, level, __file__, 0, message, None, None)
+    for handler in logging.root.handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
 
 
 def remove_run(run_dir: Path) -> None:
@@ -169,18 +247,38 @@ def remove_run(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def _resumes(run_dir: Path) -> str:
+    """The command that picks the work up again: the run's own, or in a sweep's job the sweep's
+    (its finished jobs skipped, this one resumed, the ones after it run)."""
+    job = sweep_job()
+    if job is not None:
+        return sweep_command(job.sweep_dir)
+    return resume_command(run_dir)
+
+
 def start_message(run_dir: Path) -> str:
     """The line a run starts with (flushed at once, so that a run written to a file names its
-    folder at the top): its folder, and the command that resumes it if it is stopped."""
+    folder at the top): its folder, and the command that resumes it if it is stopped; then, for
+    a run that logs to TensorBoard, the command that shows it (:func:`tensorboard_hint`)."""
     run_dir = Path(run_dir).resolve()
-    return f"run folder: {run_dir} (if it stops, it resumes with: {resume_command(run_dir)})"
+    what = "the sweep resumes" if sweep_job() is not None else "it resumes"
+    first = f"run folder: {run_dir} (if it stops, {what} with: {_resumes(run_dir)})"
+    return "\n".join([first, *tensorboard_hint(run_dir)])
 
 
-def interrupted_message(signum: int, checkpoint: Path) -> str:
+def interrupted_message(signum: int, checkpoint: Path, testing: bool = False) -> str:
     """What a run stopped by a signal says: the checkpoint saved, and the whole command that
-    resumes it (its settings are read from its folder)."""
+    resumes it (its settings are read from its folder), or its sweep; ``testing``: the signal
+    came during the final test, after training had finished (the resume runs the test alone)."""
     run_dir = Path(checkpoint).resolve().parent.parent
+    what = "resume the sweep" if sweep_job() is not None else "resume"
+    if testing:
+        return (
+            f"interrupted by signal {signum} during the final test: training is complete "
+            f"({checkpoint}), the test sets are not scored yet; {what} (it runs the test "
+            f"alone) with: {_resumes(run_dir)}"
+        )
     return (
         f"interrupted by signal {signum}: the last finished step is saved in {checkpoint}; "
-        f"resume with: {resume_command(run_dir)}"
+        f"{what} with: {_resumes(run_dir)}"
     )

@@ -4,6 +4,13 @@ finishes, ``checkpoints/last.ckpt`` is written and training stops (:class:`Signa
 during an epoch's validation saves the epoch's training, and the resumed run validates that
 epoch again from its first batch before training on
 (:func:`~luong_lit.training.lightning_internals.rewind_validation`).
+
+In a data-parallel run the ranks stop together whichever of them the signal reached (one
+rank, some, or all, in different steps: SLURM's requeue signal on a multi-node job): a rank
+that receives one only notes it, and after every training step the ranks agree, in one
+all-reduce, whether any has; then every rank stops after that same step and they write one
+checkpoint together. Lightning's own SIGTERM handler, which acts on the rank alone, is set aside
+while training runs.
 """
 
 from __future__ import annotations
@@ -21,6 +28,17 @@ from luong_lit.training.lightning_internals import (
     rewind_validation,
     submitit_requeue_signal,
 )
+
+
+def agreed_signal(trainer, pending: int | None) -> int:
+    """The signal some rank has received (the largest number, where several have), 0 if none:
+    an all-reduce every rank makes after every training step."""
+    import torch
+    import torch.distributed as dist
+
+    found = torch.tensor([pending or 0], device=trainer.strategy.root_device)
+    dist.all_reduce(found, op=dist.ReduceOp.MAX)
+    return int(found.item())
 
 
 def requeue_signal() -> int | None:
@@ -42,6 +60,7 @@ class SignalCheckpoint(L.Callback):
     def __init__(self, dirpath: str) -> None:
         self.path = Path(dirpath) / "last.ckpt"
         self.signal: int | None = None  # the signal that stopped training, if one did
+        self.pending: int | None = None  # a signal this rank received, not yet acted upon
         self.handover: Callable | None = None  # submitit's handler, when its signal stopped us
         self._previous: dict[int, Any] = {}
         self._saved = False
@@ -49,17 +68,31 @@ class SignalCheckpoint(L.Callback):
 
     def on_train_start(self, trainer, pl_module) -> None:
         self.signal, self.handover, self._saved, self._in_validation = None, None, False, False
-        requeue = requeue_signal()
-        for signum in (signal.SIGINT, requeue) if requeue else (signal.SIGINT,):
+        self.pending = None
+        self._register(trainer)
+
+    def on_test_start(self, trainer, pl_module) -> None:  # the final test stops as training does
+        self._register(trainer)
+
+    def on_test_end(self, trainer, pl_module) -> None:
+        self._restore()
+
+    def _register(self, trainer) -> None:
+        taken = [signal.SIGINT, requeue_signal()]
+        if trainer.world_size > 1:  # Lightning's handler stops this rank alone: ours agree
+            taken.append(signal.SIGTERM)
+        for signum in (s for s in taken if s is not None):
             try:
                 self._previous[signum] = signal.signal(signum, self._on_signal(trainer))
-            except ValueError:  # not the main thread (a spawned DDP rank): SIGTERM only
+            except ValueError:  # not the main thread: Lightning's SIGTERM handling only
                 pass
 
     def _on_signal(self, trainer) -> Callable:
         def handler(signum, frame) -> None:
-            self.signal = signum
-            request_stop(trainer)  # the trainer stops after this step
+            self.pending = self.pending or signum
+            if trainer.world_size == 1:  # no other rank to agree with: stop after this step
+                self.signal = signum
+                request_stop(trainer)
             previous = self._previous.get(signum)
             if signum == signal.SIGINT:
                 signal.signal(signal.SIGINT, previous or signal.default_int_handler)
@@ -69,6 +102,11 @@ class SignalCheckpoint(L.Callback):
         return handler
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.world_size > 1 and not trainer.received_sigterm:
+            agreed = agreed_signal(trainer, self.pending)
+            if agreed:  # every rank, after this same step
+                self.signal = agreed
+                request_stop(trainer)
         if trainer.received_sigterm and not self._saved:
             self._save(trainer)
 
@@ -83,7 +121,8 @@ class SignalCheckpoint(L.Callback):
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-        if isinstance(exception, SIGTERMException) and not self._saved:  # stopped during validation
+        fitting = trainer.state.fn == "fit"  # a test's weights are best.ckpt's: never last.ckpt
+        if isinstance(exception, SIGTERMException) and fitting and not self._saved:  # validation
             self._in_validation = trainer.validating and not trainer.sanity_checking
             self._save(trainer)
         self._restore()

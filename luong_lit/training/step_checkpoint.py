@@ -1,6 +1,6 @@
 """Checkpoints in the middle of an epoch: :class:`StepCheckpoint` writes
-``checkpoints/last.ckpt`` every N optimizer steps and/or every M minutes
-(``callbacks.checkpoint``), atomically like the epoch checkpoints.
+``checkpoints/last.ckpt`` every N optimizer steps, or else every M minutes
+(``callbacks.checkpoint``; by default every 10 minutes), atomically like the epoch checkpoints.
 
 The training batches follow the trainer's position
 (:class:`~luong_lit.data.loading.loader.ResumableLoader`), so a run resumed from the middle of an
@@ -17,15 +17,17 @@ from luong_lit.validate import integer, positive
 
 
 class StepCheckpoint(ModelCheckpoint):
-    """``last.ckpt`` every ``every_n_train_steps`` steps and/or every ``every_n_minutes`` minutes
-    (0 or None: off), for resuming in the middle of an epoch."""
+    """``last.ckpt`` every ``every_n_train_steps`` steps, or (when that is 0) every
+    ``every_n_minutes`` minutes (None: off), for resuming in the middle of an epoch. Lightning's
+    ``ModelCheckpoint`` takes one of the two: a step interval, when given, wins."""
 
     def __init__(
         self, dirpath: str, every_n_train_steps: int = 0, every_n_minutes: float | None = None
     ) -> None:
         integer("every_n_train_steps", every_n_train_steps, 0)
         positive("every_n_minutes", every_n_minutes, nullable=True)
-        interval = datetime.timedelta(minutes=every_n_minutes) if every_n_minutes else None
+        by_time = every_n_minutes and not every_n_train_steps
+        interval = datetime.timedelta(minutes=every_n_minutes) if by_time else None
         super().__init__(
             dirpath=dirpath,
             filename="last",

@@ -57,7 +57,7 @@ def start(ckpt: str | list[str], extra: list[str], args) -> tuple[subprocess.Pop
     port = free_port()
     models = [ckpt] if isinstance(ckpt, str) else ckpt
     cmd = [sys.executable, "-m", "luong_lit", "serve", *models, "--port", str(port)]
-    cmd += ["--beam", str(args.beam), "--threads", str(args.threads), *extra]
+    cmd += ["--beam", str(args.beam), "--threads", str(args.threads), "--no-request-log", *extra]
     proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.DEVNULL)
     try:
         wait_until_up(proc, port)

@@ -123,6 +123,17 @@ def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
     )
 
 
+def dealt_in_groups(batches: list[np.ndarray], world_size: int, rng: random.Random) -> list:
+    """``batches`` (length-sorted within each chunk) in groups of ``world_size`` consecutive
+    ones, the groups shuffled and flattened: batch ``i * world_size + r`` of the result is rank
+    ``r``'s in step ``i``, and the ranks of a step hold batches of similar length. A last group
+    short of ``world_size`` batches is dropped, as the ranks' equal counts would drop it."""
+    n = len(batches) // world_size
+    groups = [batches[i * world_size : (i + 1) * world_size] for i in range(n)]
+    rng.shuffle(groups)
+    return [b for group in groups for b in group]
+
+
 class BucketBatchSampler:
     """Yields batches: arrays of example indices.
 
@@ -133,7 +144,11 @@ class BucketBatchSampler:
     ``batch_by='tokens'`` a batch holds as many sentences as fit ``batch_size`` padded target
     tokens.
 
-    Under DDP every rank takes every ``world_size``-th batch (``set_rank``).
+    Under DDP (``set_rank``) the ranks of one step get batches of similar length, so that none
+    waits long for the slowest: each chunk's length-sorted batches are dealt in groups of
+    ``world_size`` consecutive ones, the groups (not the batches) are shuffled, and rank ``r``
+    takes the ``r``-th batch of every group. Evaluation batches (no shuffling) are dealt in turn
+    and none is dropped (the ranks' sums add up to one process's).
     """
 
     def __init__(
@@ -185,14 +200,19 @@ class BucketBatchSampler:
         return np.split(order, cuts)
 
     def batches(self) -> list[np.ndarray]:
-        """This epoch's batches of example indices (computed once per epoch)."""
-        if self._memo is None or self._memo[0] != self.epoch:
-            self._memo = (self.epoch, self._batches())
+        """This epoch's batches of example indices, every rank's (computed once per epoch)."""
+        key = (self.epoch, self.world_size)
+        if self._memo is None or self._memo[0] != key:
+            self._memo = (key, self._batches())
         return self._memo[1]
 
     def _batches(self) -> list[np.ndarray]:
         if not self.shuffle:  # evaluation: one global sort keeps padding minimal
-            return self._cut(self._sorted(np.arange(len(self.tgt_lens))))
+            order = self._sorted(np.arange(len(self.tgt_lens)))
+            out = self._cut(order)
+            if 1 < self.world_size and len(out) < self.world_size <= len(order):
+                out = np.array_split(order, self.world_size)  # a batch for every rank
+            return out
         rng = random.Random(self.seed + self.epoch)
         order = list(range(len(self.tgt_lens)))
         rng.shuffle(order)
@@ -204,14 +224,18 @@ class BucketBatchSampler:
         out: list[np.ndarray] = []
         for start in range(0, len(shuffled), chunk):
             out.extend(self._cut(self._sorted(shuffled[start : start + chunk])))
-        rng.shuffle(out)
-        return out
+        if self.world_size == 1:
+            rng.shuffle(out)
+            return out
+        return dealt_in_groups(out, self.world_size, rng)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         batches = self.batches()
-        if self.world_size > 1:  # equal counts on every rank, as DDP needs
+        if self.world_size > 1 and self.shuffle:  # equal counts on every rank, as DDP needs
             n = len(batches) // self.world_size * self.world_size
             batches = batches[self.rank : n : self.world_size]
+        elif self.world_size > 1:  # evaluation: every batch, in turn
+            batches = batches[self.rank :: self.world_size]
         return iter(batches[self.skip :])
 
     def __len__(self) -> int:
@@ -220,4 +244,8 @@ class BucketBatchSampler:
             if self.batch_by == "tokens"
             else math.ceil(len(self.tgt_lens) / self.batch_size)
         )
-        return n // self.world_size if self.world_size > 1 else n
+        if self.world_size == 1:
+            return n
+        if not self.shuffle:  # evaluation: this rank's share of every batch
+            return len(range(self.rank, len(self.batches()), self.world_size))
+        return n // self.world_size

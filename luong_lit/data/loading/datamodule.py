@@ -187,7 +187,7 @@ class TranslationDataModule(L.LightningDataModule):
             seed=b.seed,
         )
         trainer = getattr(self, "trainer", None)
-        if train and trainer is not None and trainer.world_size > 1:
+        if trainer is not None and trainer.world_size > 1:  # each rank its share (evaluation too)
             sampler.set_rank(trainer.global_rank, trainer.world_size)
         return examples, sampler
 
