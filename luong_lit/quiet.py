@@ -10,6 +10,9 @@ Each filter names the one message it drops and why it tells a user nothing here:
 * ``ModelCheckpoint(monitor='val/ppl') could not find the monitored key`` before the first
   validation: a short run has no ``best.ckpt`` yet, and its last lines say which checkpoint to
   use (:func:`luong_lit.training.run.done_message`);
+* Lightning's advice to log an epoch's figures with ``sync_dist=True`` in a data-parallel run:
+  the kit's dev and test figures are computed from every rank's share already (summed
+  metrics, gathered translations: :mod:`luong_lit.training.sharded`), the same on every rank;
 * Hydra's "validated against ConfigStore schema" notice about its own launchers' configs (a
   joblib worker imports the app's module, and with it this filter, before Hydra loads them);
 * on a resume only (``quiet(resuming=True)``), Lightning's "Checkpoint directory ... exists
@@ -28,6 +31,7 @@ DROPPED_WARNINGS = (
     r"(?s).*isinstance\(treespec, LeafSpec\)` is deprecated",
     r"(?s).*ModelCheckpoint\(monitor='val/ppl'\)`? could not find the monitored key",
     r"(?s).*is validated against ConfigStore schema",
+    r"(?s)It is recommended to use `self\.log\('(val|test)/.*sync_dist=True",
 )
 RESUME_WARNINGS = (r"(?s)Checkpoint directory .* exists and is not empty",)
 DROPPED_LINES = (

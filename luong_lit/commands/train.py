@@ -20,6 +20,7 @@ from luong_lit.cli import hydra_errors, job_error, user_error_message
 from luong_lit.config import CONF_DIR, check_seed, check_sweep, compose, help_text
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.quiet import quiet
+from luong_lit.runtime import is_rank_zero, own_log_file
 from luong_lit.sweeps.dirnames import note_swept
 from luong_lit.sweeps.resolvers import register_resolvers
 from luong_lit.training.folders import Finished, check_run_start
@@ -45,7 +46,9 @@ def task(cfg: DictConfig) -> float | None:
     joblib worker unpickles it by importing this module (its filters and resolvers)."""
     run_dir = Path(cfg.paths.output_dir)
     fresh = run_dir.is_dir() and holds_nothing(run_dir)
-    print(start_message(run_dir), flush=True)  # written to a file, a run names its folder first
+    own_log_file(run_dir)  # a data-parallel run's other ranks: a log file of their own
+    say = print if is_rank_zero() else _silent  # what a run says, it says once
+    say(start_message(run_dir), flush=True)  # written to a file, a run names its folder first
     try:
         check_seed(cfg.get("seed"))  # numpy's range, before Lightning seeds with it
         metrics = train(cfg)
@@ -54,7 +57,7 @@ def task(cfg: DictConfig) -> float | None:
             log.info("saved %s; submitit requeues this job", stop.checkpoint)
             stop.handover(stop.signum, None)
         said = interrupted_message(stop.signum, stop.checkpoint, stop.testing)
-        print(said, file=sys.stderr)
+        say(said, file=sys.stderr)
         to_log_file(said)  # train.log keeps it too
         sys.exit(128 + stop.signum)
     except Exception as err:  # noqa: BLE001 - turn our own errors into one clear line
@@ -62,8 +65,8 @@ def task(cfg: DictConfig) -> float | None:
         if ours is None:
             job_error(err)  # a bug: it keeps its traceback (cli.hydra_errors)
             raise
-        print(user_error_message(ours), file=sys.stderr)
-        if fresh:
+        say(user_error_message(ours), file=sys.stderr)
+        if fresh and is_rank_zero():
             remove_run(run_dir)
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
@@ -71,8 +74,29 @@ def task(cfg: DictConfig) -> float | None:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             return float("nan")  # the sweep goes on with its other jobs (optuna: a failed trial)
         sys.exit(2)
-    print(done_message(run_dir))
+    say(done_message(run_dir))
     return metrics.get("objective")
+
+
+def relaunched_as_train() -> None:
+    """Lightning starts a data-parallel run's other ranks as ``python -m <the __main__ module>``
+    with this process's arguments, which here are the overrides alone: started as ``python -m
+    luong_lit train`` or ``luong-lit train``, that module must be ``luong_lit.train``, whose
+    arguments they are."""
+    import importlib.util
+
+    import __main__
+
+    spec = getattr(__main__, "__spec__", None)
+    script = Path(sys.argv[0]).name
+    if (spec is not None and spec.name in ("luong_lit", "luong_lit.__main__")) or (
+        spec is None and script == "luong-lit"
+    ):
+        __main__.__spec__ = importlib.util.find_spec("luong_lit.train")
+
+
+def _silent(*args, **kwargs) -> None:
+    """``print`` on a rank other than 0."""
 
 
 main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="train")(task)
@@ -105,6 +129,7 @@ def run(argv: list[str]) -> None:
     if "-m" in argv or "--multirun" in argv:
         note_swept(argv)
     sys.argv = [sys.argv[0], *argv]
+    relaunched_as_train()
     with hydra_errors(argv):  # Hydra's own errors (composing, launching: -m too) in one line
         main()
 

@@ -156,8 +156,6 @@ class FastEngine(ReferenceEngine):
             )
         if accumulate != 1:
             raise ConfigError("engine.graphs=capture needs trainer.accumulate_grad_batches=1")
-        if world_size > 1:  # the all-reduce hooks would be recorded in the graph: not checked
-            raise ConfigError("engine.graphs=capture runs on one device; data-parallel runs: off")
 
     @property
     def captured_graphs(self) -> int:

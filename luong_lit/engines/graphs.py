@@ -4,10 +4,13 @@ A batch is padded up to its bucket (:func:`~luong_lit.data.loading.batching.buck
 loss computed by :func:`luong_lit.nn.fast.static.static_nll`, which reads nothing on the host.
 On a GPU, the forward pass over every target step, the loss and the backward pass of a bucket
 are captured once in a CUDA graph and replayed for every later batch of that bucket: one
-launch instead of thousands. Dropout draws new masks at every replay (the graph advances the
-generator's offset). Capturing draws nothing: the warm-up passes' draws are given back, and the
-capture itself does not advance the generator, so the masks of a run do not depend on where
-its graphs were captured (a run resumed from a checkpoint captures them again).
+launch instead of thousands. The graph computes the gradients as outputs
+(``torch.autograd.grad``), not into ``p.grad``: in a data-parallel run DDP's all-reduce hooks
+fire when the trainer's backward hands them over, outside the graph. Dropout draws new masks
+at every replay (the graph advances the generator's offset). Capturing draws nothing: the
+warm-up passes' draws are given back, and the capture itself does not advance the generator,
+so the masks of a run do not depend on where its graphs were captured (a run resumed from a
+checkpoint captures them again).
 
 The trainer still runs its own loop: :func:`replayed_loss` hands the replayed loss to it as an
 ordinary autograd result whose backward pass gives the replayed gradients, so Lightning's
@@ -37,8 +40,11 @@ def auto_graphs(device: str, precision: str, accumulate: int, world_size: int, b
     by the host launching its ~2,600 kernels (the main job's fp32 step on an H200: ~78 ms, the
     GPU mostly idle), which one graph replay removes; the paper's model in fp32 is bound by
     the GPU's arithmetic, where capture costs only the graph's memory. fp16 (``16-mixed``)
-    stays eager: its loss scaler skips steps on the host. Data-parallel runs stay eager: their
-    gradient all-reduce hooks would be recorded in the graph, which is not checked.
+    stays eager: its loss scaler skips steps on the host. Data-parallel runs stay eager unless
+    ``engine.graphs=capture`` is asked for: the graph computes the gradients as its outputs and
+    DDP's all-reduce runs when the trainer's backward hands them over, outside the graph
+    (:class:`GraphedSteps`); its parity with DDP's eager step is checked on a CPU (the handover)
+    and by the GPU stage ``ddp_capture`` (the graph), not yet on several GPUs.
     """
     ok = (
         device == "cuda"
@@ -115,11 +121,14 @@ class GraphedSteps:
         cap.graph.replay()
         return cap.loss, cap.grads
 
-    def _run(self, inputs: dict[str, Tensor]) -> Tensor:
+    def _run(self, inputs: dict[str, Tensor]) -> tuple[Tensor, list[Tensor | None]]:
+        """The loss and its gradients, as outputs (``autograd.grad``), never accumulated into
+        ``p.grad``: a data-parallel run's all-reduce hooks sit on that accumulation, so they
+        fire when the trainer's backward hands the gradients over, outside the graph."""
         with _autocast_for_capture():
             loss = self.loss_fn(**inputs)
-        loss.backward()
-        return loss
+        grads = torch.autograd.grad(loss, self.params, allow_unused=True)
+        return loss, list(grads)
 
     def _capture(self, inputs: dict[str, Tensor]) -> Captured:
         """Warm up on a side stream, then record forward, loss and backward."""
@@ -129,23 +138,25 @@ class GraphedSteps:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(self.warmup):
-                self._clear_grads()
                 self._run(inputs)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.set_rng_state(rng)
-        self._clear_grads()
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
-            loss = self._run(inputs)
-        grads = [p.grad for p in self.params]
-        self._clear_grads()  # the trainer's backward hands them over (:func:`replayed_loss`)
+            loss, grads = self._run(inputs)  # the trainer's backward hands them over
         return Captured(graph, inputs, loss, grads)
 
-    def _clear_grads(self) -> None:
-        for p in self.params:
-            p.grad = None
+
+class EagerSteps(GraphedSteps):
+    """:class:`GraphedSteps` without the graphs: every call runs the loss and its gradients
+    (as outputs) again. The same handover to the trainer, where no CUDA device is: what a CPU
+    test of the data-parallel path checks against DDP's own eager step."""
+
+    def __call__(self, inputs: dict[str, Tensor]) -> tuple[Tensor, list[Tensor | None]]:
+        loss, grads = self._run(inputs)
+        return loss.detach(), [None if g is None else g.detach() for g in grads]
 
 
 class _autocast_for_capture:

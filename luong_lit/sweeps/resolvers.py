@@ -1,8 +1,8 @@
 """The ``luong_lit.*`` resolvers of the configs (:func:`register_resolvers`), used by
 ``conf/hydra/``, ``conf/hydra/launcher/``, ``conf/logger/wandb.yaml`` and the paper's recipes
 (``conf/recipes/``): the number of parallel jobs, SLURM's GPU and task counts, the W&B group,
-name and tags of a sweep's job, a job's directory name (:mod:`luong_lit.sweeps.dirnames`) and
-the paper's epochs.
+name and tags of a sweep's job, a job's directory name (:mod:`luong_lit.sweeps.dirnames`), a
+run's folder name under torchrun and the paper's epochs.
 """
 
 from __future__ import annotations
@@ -69,11 +69,42 @@ def paper_halving_after(dropout: Any) -> int:
     return 8 if float(dropout) > 0 else 5
 
 
+def run_name(stamp: str) -> str:
+    """A single run's folder name: its start time (``stamp``); under torchrun or srun, whose
+    ranks start Hydra each on its own clock, a name they all agree on: the day and the
+    rendezvous id (``--rdzv-id``; torchrun's own for ``--standalone``), or SLURM's job and step."""
+    import os
+
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+    if run_id and run_id != "none" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return f"{str(stamp)[:10]}_torchrun-{run_id}"
+    job = os.environ.get("SLURM_JOB_ID")
+    if job and int(os.environ.get("SLURM_NTASKS", "1")) > 1:  # srun: one task a rank
+        return f"{str(stamp)[:10]}_slurm-{job}-{os.environ.get('SLURM_STEP_ID', '0')}"
+    return str(stamp)
+
+
+#: what ``select_by`` may name (the dev metric a validation logs) and its better direction
+DEV_METRICS = {"ppl": "min", "bleu": "max", "chrf": "max"}
+
+
+def metric_mode(select_by: str) -> str:
+    """``min`` or ``max``: the better direction of the dev metric ``select_by``."""
+    if select_by not in DEV_METRICS:
+        raise ConfigError(
+            f"select_by={select_by} is not a dev metric a run logs: choose one of "
+            f"{', '.join(DEV_METRICS)}"
+        )
+    return DEV_METRICS[select_by]
+
+
 def register_resolvers() -> None:
     """Make the ``luong_lit.*`` resolvers known to OmegaConf (once per process)."""
     resolvers = {
         "luong_lit.n_jobs": n_jobs,
         "luong_lit.dirname": dirname,
+        "luong_lit.run_name": run_name,
+        "luong_lit.metric_mode": metric_mode,
         "luong_lit.slurm_gpus": slurm_gpus,
         "luong_lit.slurm_tasks": slurm_tasks,
         "luong_lit.wandb_group": wandb_group,

@@ -18,6 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from luong_lit.runtime import is_rank_zero
 from luong_lit.sweeps.job import SweepJob, sweep_job
 from luong_lit.sweeps.pool import DevicePool
 
@@ -46,6 +47,8 @@ def _wants_pooled_gpu(cfg: DictConfig, job: SweepJob) -> bool:
 
 
 def _write_record(out: Path, record: dict[str, Any]) -> None:
+    if not is_rank_zero():  # one record a job, not one a rank
+        return
     out.mkdir(parents=True, exist_ok=True)
     (out / "job.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
 

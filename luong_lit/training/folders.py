@@ -137,3 +137,25 @@ def check_finished(run_dir: Path, was: dict[str, Any], now: dict[str, Any]) -> N
         f"nothing to resume. To train it further, resume it with a larger trainer.max_epochs "
         f"or trainer.max_steps"
     )
+
+
+def check_budget(run_dir: Path, now: dict[str, Any]) -> None:
+    """Refuse, in one line, a resume whose ``trainer.max_epochs`` or ``max_steps`` the run has
+    already passed (Lightning would stop with a traceback)."""
+    from luong_lit.checkpoint.files import read_checkpoint
+
+    try:
+        ckpt = read_checkpoint(Path(run_dir) / LAST, mmap=True)
+    except Exception:  # noqa: BLE001 - an unreadable checkpoint is said where it is loaded
+        return
+    epochs, steps = now.get("trainer.max_epochs"), now.get("trainer.max_steps")
+    if isinstance(epochs, int) and epochs >= 0 and ckpt.get("epoch", 0) > epochs:
+        raise ConfigError(
+            f"{run_dir} has trained {ckpt['epoch']} epochs, and trainer.max_epochs={epochs} is "
+            f"fewer: resume with trainer.max_epochs={ckpt['epoch']} or more"
+        )
+    if isinstance(steps, int) and steps >= 0 and ckpt.get("global_step", 0) > steps:
+        raise ConfigError(
+            f"{run_dir} has trained {ckpt['global_step']} steps, and trainer.max_steps={steps} "
+            f"is fewer: resume with trainer.max_steps={ckpt['global_step']} or more"
+        )

@@ -23,6 +23,22 @@ from luong_lit.validate import integer, one_of, rate
 LOSS_NORMS = ("sentences", "nominal", "tokens")
 
 
+def loss_denominator(loss_norm: str, batch: Batch, tokens, accumulate: int, nominal: int) -> Any:
+    """What a batch's summed NLL is divided by, so that an optimizer step's loss is its whole
+    batch's, normalised as ``loss_norm`` says: its sentences (paper §4.1), its target tokens,
+    or the ``nominal`` size (nmt.matlab). Accumulating gradients over ``accumulate`` batches
+    (Lightning divides each one's loss by ``accumulate``), each divides by its step's totals
+    (``batch.group``) over ``accumulate``: the step's gradient is one large batch's. DDP's
+    average over the ranks makes each rank's share the global batch's (README "Beyond one
+    machine")."""
+    if loss_norm == "nominal":
+        return nominal
+    if accumulate > 1 and batch.group is not None:
+        sentences, group_tokens = batch.group
+        return (group_tokens if loss_norm == "tokens" else sentences) / accumulate
+    return tokens if loss_norm == "tokens" else len(batch)
+
+
 class LuongLitModule(L.LightningModule):
     """Training wrapper. The network, its engine and the optimizer factory are injected.
 
@@ -77,10 +93,12 @@ class LuongLitModule(L.LightningModule):
         self.engine.setup(device, t.precision, t.accumulate_grad_batches, t.world_size)
 
     def denominator(self, batch: Batch, tokens) -> Any:
-        """What a batch's summed NLL is divided by (``loss_norm``)."""
-        if self.loss_norm == "tokens":
-            return tokens
-        return len(batch) if self.loss_norm == "sentences" else self.nominal_batch_size
+        """What a batch's summed NLL is divided by (``loss_norm``; :func:`loss_denominator`)."""
+        try:
+            k = self.trainer.accumulate_grad_batches
+        except RuntimeError:  # a module used outside a trainer: no accumulation
+            k = 1
+        return loss_denominator(self.loss_norm, batch, tokens, k, self.nominal_batch_size)
 
     def on_train_batch_start(self, batch: Batch, batch_idx: int) -> None:
         """The learning rate this step runs at (schedules step after it)."""
@@ -136,7 +154,8 @@ class LuongLitModule(L.LightningModule):
             self.log(f"test/{name}/ppl", ppl_from_nll(nll, tokens), add_dataloader_idx=False)
 
     def configure_optimizers(self) -> Any:
-        opt = self.optimizer_factory(params=self.parameters(), **plain_if_scaled(self.trainer,
+        trained = [p for p in self.parameters() if p.requires_grad]  # not those frozen
+        opt = self.optimizer_factory(params=trained, **plain_if_scaled(self.trainer,
                                      self.optimizer_factory))  # fmt: skip
         if self.scheduler_factory is None:
             return opt

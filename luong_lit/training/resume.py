@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from luong_lit.errors import ConfigError
-from luong_lit.training.folders import LAST, check_finished
+from luong_lit.training.folders import LAST, check_budget, check_finished
 
 #: what a resumed run may change (a key, or a group or section and all it holds)
 MAY_CHANGE = (
@@ -87,6 +87,7 @@ def resume_argv(argv: Sequence[str]) -> list[str]:
         return list(argv)
     merged = merged_overrides(was, argv)
     before, after = check_changes(run_dir, source, was, merged)
+    check_budget(run_dir, after)
     check_finished(run_dir, before, after)
     return merged
 

@@ -16,6 +16,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from luong_lit.checkpoint.resumable import check_resumable, resumed_checkpoint
+from luong_lit.metrics.signatures import figure_signatures
 from luong_lit.quiet import quiet
 from luong_lit.runtime import configure_cpu_from
 from luong_lit.sweeps.dirnames import sweep_command
@@ -25,7 +26,7 @@ from luong_lit.sweeps.resources import job_resources
 from luong_lit.training.folders import step_of
 from luong_lit.training.precision import note_cpu_mixed
 from luong_lit.training.resume import LAST, nothing_to_resume, resume_command
-from luong_lit.training.signals import SignalCheckpoint
+from luong_lit.training.signals import SignalCheckpoint, SpawnedRanks
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ def test_results(dm, model, trainer) -> dict[str, Any]:
     for key, value in sorted(metrics.items()):
         _, name, metric = key.split("/", 2)  # test/<name>/<metric>
         results.setdefault(name, {})[metric] = float(value)
+    results.update(figure_signatures(metrics))  # "chrf_signature": sacreBLEU's, ...
     for name in dm.test_spec:
         log.info(
             "test %s: %s", name, ", ".join(f"{k} {v:.2f}" for k, v in results.get(name, {}).items())
@@ -65,7 +67,13 @@ def _fit(model, dm, trainer, ckpt_path) -> None:
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     try:
-        trainer.fit(model, dm, ckpt_path=ckpt_path)
+        with SpawnedRanks(trainer) as parent:
+            trainer.fit(model, dm, ckpt_path=ckpt_path)
+    except Exception as err:  # a spawned rank stopped on a signal: as if this process had
+        if not SpawnedRanks.stopped_by_signal(err):
+            raise
+        stop = next((c for c in trainer.callbacks if isinstance(c, SignalCheckpoint)), None)
+        raise Interrupted(parent.signal or 15, stop.path if stop else Path()) from None
     except SIGTERMException:
         stop = next((c for c in trainer.callbacks if isinstance(c, SignalCheckpoint)), None)
         raise Interrupted(
@@ -82,8 +90,10 @@ def _fit(model, dm, trainer, ckpt_path) -> None:
 
 def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit (resuming if ``ckpt_path`` is set), then test the best checkpoint on the test sets."""
+    from luong_lit.sweeps.resolvers import register_resolvers
     from luong_lit.training.build import build
 
+    register_resolvers()  # a config composed elsewhere (a test, a notebook) resolves ours too
     earlier = earlier_work(cfg)
     if earlier and earlier[0] == "done":  # no GPU slot taken, its job.json left as it was
         log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
@@ -96,8 +106,10 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     check_resumable(cfg, ckpt_path)  # another model's checkpoint: one line, before any work
     with job_resources(cfg) as record:  # in a sweep: the job's GPU and threads
         configure_cpu_from(cfg)
-        dm, model, trainer = build(cfg)
+        resuming = resumed_checkpoint(cfg, ckpt_path) if ckpt_path else None
+        dm, model, trainer = build(cfg, resuming if resuming and resuming.is_file() else None)
         note_cpu_mixed(trainer)
+        note_data_parallel(trainer, cfg)
         if ckpt_path:
             path = resumed_checkpoint(cfg, ckpt_path)
             step = step_of(path) if path and path.is_file() else "?"
@@ -107,6 +119,17 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         metrics = _finish(cfg, dm, model, trainer)
         record["objective"] = metrics["objective"]
         return metrics
+
+
+def note_data_parallel(trainer, cfg: DictConfig) -> None:
+    """One line at the start of a data-parallel run: what a step's batch is, every rank's."""
+    ranks = trainer.world_size
+    if ranks > 1 and trainer.is_global_zero:
+        each, unit = cfg.data.batch_size, cfg.data.get("batch_by", "sentences")
+        log.info(
+            "data-parallel: %d ranks x %s %s (data.batch_size, each rank's) = %s %s a step",
+            ranks, each, unit, ranks * int(each), unit,
+        )  # fmt: skip
 
 
 def objective(cfg: DictConfig, trainer) -> float | None:

@@ -25,6 +25,8 @@
 #   peers_beam  OpenNMT-py and us, beam 5 on test_2016_flickr (one epoch's model each)
 #   sweep   the design card's sweep: basic launcher, then joblib with 2 and 1 jobs per GPU
 #   long    4.5M-pair store, the paper's model for about 5 minutes captured, then a resume
+#   ddp     two ranks (one GPU each, or both on one GPU over gloo): the captured step's
+#           gradients through DDP against DDP's eager step, and both step times
 #
 # Runs, checkpoints and models go to $WORK (default /tmp/gpu_work); their small text files
 # (JSON, Markdown, CSV, logs) are copied to $OUT.
@@ -184,6 +186,10 @@ run_long() {  # the corpus is built once per machine, its store once per cache
     keep long
 }
 
+run_ddp() {  # two ranks (two GPUs, or both on one): the captured step's gradients against DDP's
+    stage ddp_capture 240 $PY -m scripts.gpu.ddp_capture --steps 20
+}
+
 run_answer() {  # the figures in one call of BUDGET seconds, most wanted first
     local dir="$WORK/main" t0=$SECONDS ckpt win=(--steps 60 --warmup 20 --launches) setup_pid
     peers_setup > "$OUT/peers_setup_bg.log" 2>&1 &  # on the CPU while the GPU stages run
@@ -221,8 +227,8 @@ run_answer() {  # the issue's figures in one call of BUDGET seconds, most wanted
 setup
 for s in "$@"; do
     case "$s" in
-        answer | tests | feed | shapes | tf32 | m30k | peers | peers_beam | sweep | long) "run_$s" ;;
-        *) echo "unknown stage $s: answer tests feed shapes tf32 m30k peers peers_beam sweep long" >&2
+        answer | tests | feed | shapes | tf32 | m30k | peers | peers_beam | sweep | long | ddp) "run_$s" ;;
+        *) echo "unknown stage $s: answer tests feed shapes tf32 m30k peers peers_beam sweep long ddp" >&2
            exit 2 ;;
     esac
 done

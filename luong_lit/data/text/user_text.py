@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,9 @@ def learn_recaser(path: Path, recipe: Preprocessing, lang: str) -> Recaser:
     log.info("learning the recaser from %s", path)
     recaser = Recaser.learn(cased.apply(line, lang) for line in _read(path))
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
+    # each process its own temporary file (the ranks of a data-parallel run learn it at once),
+    # renamed into place whole: a reader sees one finished recaser or none
+    tmp = cache.with_name(f"{cache.stem}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(recaser.forms, ensure_ascii=False), encoding="utf-8")
     tmp.replace(cache)
     return recaser
