@@ -1,8 +1,8 @@
 """``python -m luong_lit <command> [args...]`` (or ``luong-lit <command>``): every command.
 
-Commands: train and prepare (Hydra overrides), translate, serve, evaluate, align, average,
-report, dictionary. ``python -m luong_lit <command> --help`` shows each command's options;
-``--version`` the kit's version.
+Commands: train and prepare (Hydra overrides), translate, serve, evaluate, score, align,
+average, report, notebook, dictionary. ``python -m luong_lit <command> --help`` shows each
+command's options; ``--version`` the kit's version.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ COMMANDS = {
     "translate": "translate text with a checkpoint or an ensemble",
     "serve": "an HTTP JSON translation server (pip install -e '.[serve]')",
     "evaluate": "perplexity, BLEU, BLEU by length and samples on a test set",
+    "score": "the log-probability of given translations by forced decoding",
     "align": "word alignments by forced decoding, and AER",
     "average": "average the weights of several checkpoints of one model",
     "report": "runs beside the paper's tables",

@@ -187,6 +187,39 @@ def add_decoding_args(ap: argparse.ArgumentParser, checkpoints: bool = True) -> 
     )
 
 
+def add_sampling_args(ap: argparse.ArgumentParser) -> None:
+    """Sampling instead of search (``translate``, ``serve``; :class:`SearchOptions`)."""
+    s = SearchOptions()
+    ap.add_argument(
+        "--sampling",
+        action="store_true",
+        help="draw each word from the model's distribution (torch.multinomial) instead of "
+        "searching; --n-best N: N samples a sentence; --beam does not apply",
+    )
+    ap.add_argument(
+        "--temperature",
+        type=float,
+        default=s.temperature,
+        help="sampling: divide the scores by this before the softmax (towards 0: greedy)",
+    )
+    ap.add_argument(
+        "--top-k", "--sampling-topk", type=int, default=s.top_k,
+        help="sampling: from the K most probable words only (0: all)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--top-p", "--sampling-topp", type=float, default=s.top_p,
+        help="sampling: from the fewest most probable words whose probabilities reach P "
+        "(nucleus sampling; 1: all)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="sampling: the seed of the draws; the same input, seed and --batch-size give the "
+        "same samples (unset: new ones each run)",
+    )
+
+
 def add_input_args(ap: argparse.ArgumentParser, max_src_len: int | None) -> None:
     """How input text is read (``translate``, ``serve``)."""
     ap.add_argument(

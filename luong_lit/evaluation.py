@@ -1,9 +1,15 @@
 """A checkpoint (or an ensemble) evaluated on a named test set, as ``evaluate`` reports it.
 
 Perplexity, BLEU before and after unknown-word replacement (tokenised BLEU as multi-bleu.perl
-computes it, and detokenised sacreBLEU 13a), how good the replacements were, BLEU by source
-length (Figure 6) and sample translations in the style of Table 5; as a dict (the JSON report)
-and as Markdown. The translations come from the translator's decoder, as every command's do.
+computes it, and detokenised sacreBLEU 13a) with chrF, chrF++ and TER of the same tokenised and
+detokenised lines beside it, each score's sacreBLEU signature, how good the replacements were,
+BLEU by source length (Figure 6) and sample translations in the style of Table 5; as a dict (the
+JSON report) and as Markdown. The translations come from the translator's decoder, as every
+command's do.
+
+The JSON's ``bleu`` and ``bleu_unk_replaced`` hold the scores before and after replacement:
+``bleu_tok``, ``bleu_detok``, ``chrf_tok``, ``chrf_detok``, ``chrfpp_tok``, ``chrfpp_detok``
+(chrF++), ``ter_tok`` and ``ter_detok``; ``signatures`` holds sacreBLEU's signature of each.
 """
 
 from __future__ import annotations
@@ -12,9 +18,11 @@ import json
 from pathlib import Path
 
 from luong_lit.data.loading.model_data import ModelMeta, load_split, model_recipe
-from luong_lit.metrics.bleu import bleu_lines, bleu_scores
+from luong_lit.metrics.bleu import bleu_lines
 from luong_lit.metrics.buckets import bleu_by_length, markdown_table
+from luong_lit.metrics.chrf_ter import text_scores
 from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
+from luong_lit.metrics.signatures import score_signatures
 from luong_lit.metrics.unk_quality import replacement_quality
 
 
@@ -72,8 +80,9 @@ def evaluate(
     refs = bleu_lines(split.tgt_tokens, loaded.tokenizer)
     bleu = {"lang": loaded.lang, "tokenizer": loaded.tokenizer, "raw_refs": loaded.raw_refs}
     report["decoding"] = decoding
-    report["bleu"] = bleu_scores(plain, refs, **bleu)
-    report["bleu_unk_replaced"] = bleu_scores(replaced, refs, **bleu)
+    report["bleu"] = text_scores(plain, refs, **bleu)
+    report["bleu_unk_replaced"] = text_scores(replaced, refs, **bleu)
+    report["signatures"] = score_signatures(report["bleu"])
     report["detok_references"] = "raw" if loaded.raw_refs else "detokenised tokenised references"
     report["compared"] = compared(tr.meta)
     report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
@@ -104,8 +113,48 @@ def unk_quality_line(q: dict) -> str:
     )
 
 
-def markdown(report: dict) -> str:
+#: the rows of the report's tables: (score, what it is)
+BLEU_ROWS = (
+    ("bleu_tok", "tokenised (multi-bleu.perl equivalent, ##AT## rejoined)"),
+    ("bleu_detok", "detokenised sacreBLEU 13a (mteval-v13a stand-in)"),
+)
+OTHER_SCORES = (
+    ("chrf_tok", "chrF, tokenised"),
+    ("chrf_detok", "chrF, detokenised"),
+    ("chrfpp_tok", "chrF++, tokenised"),
+    ("chrfpp_detok", "chrF++, detokenised"),
+    ("ter_tok", "TER (lower is better; case ignored), tokenised"),
+    ("ter_detok", "TER (lower is better; case ignored), detokenised"),
+)
+
+
+def signature_lines(report: dict) -> list[str]:
+    """sacreBLEU's signature of each score, those of one signature on one line (Markdown)."""
+    by_signature: dict[str, list[str]] = {}
+    for key, found in report.get("signatures", {}).items():
+        by_signature.setdefault(found, []).append(f"`{key}`")
+    if not by_signature:
+        return []
+    lines = ["", "sacreBLEU signatures:", ""]
+    return lines + [f"- {', '.join(keys)}: `{found}`" for found, keys in by_signature.items()]
+
+
+def scores_tables(report: dict) -> list[str]:
+    """BLEU, then chrF, chrF++ and TER (where the report has them), before and after unk
+    replacement, and each score's sacreBLEU signature: Markdown lines."""
     b, u = report["bleu"], report["bleu_unk_replaced"]
+    compared = report.get("compared", "cased text")
+    lines = [f"| BLEU on {compared} | before unk replacement | after |", "|---|---:|---:|"]
+    lines += [f"| {label} | {b[key]:.2f} | {u[key]:.2f} |" for key, label in BLEU_ROWS]
+    others = [(k, label) for k, label in OTHER_SCORES if k in b and k in u]
+    if others:
+        lines += ["", f"| chrF, chrF++ and TER on {compared} | before unk replacement | after |"]
+        lines.append("|---|---:|---:|")
+    lines += [f"| {label} | {b[key]:.2f} | {u[key]:.2f} |" for key, label in others]
+    return lines + signature_lines(report)
+
+
+def markdown(report: dict) -> str:
     ppl = ", ".join(f"{p:.2f}" for p in report["ppl"])
     if "ppl_ensemble" in report:
         ppl += f"; the ensemble: {report['ppl_ensemble']:.2f}"
@@ -118,12 +167,7 @@ def markdown(report: dict) -> str:
         "",
         f"Decoding: {json.dumps(report['decoding'])}",
         "",
-        f"| BLEU on {report.get('compared', 'cased text')} | before unk replacement | after |",
-        "|---|---:|---:|",
-        "| tokenised (multi-bleu.perl equivalent, ##AT## rejoined) "
-        f"| {b['bleu_tok']:.2f} | {u['bleu_tok']:.2f} |",
-        "| detokenised sacreBLEU 13a (mteval-v13a stand-in) "
-        f"| {b['bleu_detok']:.2f} | {u['bleu_detok']:.2f} |",
+        *scores_tables(report),
         "",
         f"`<unk>` words in the output: {report['unk_in_output']}",
         "",

@@ -3,7 +3,7 @@
 
 An :class:`Inference` holds a model (or an ensemble) in an engine's decode-time form, made
 once, and decodes through the pure functions of :mod:`luong_lit.decoding`: searches (greedy or
-beam, one :class:`~luong_lit.decoding.search.Search` for both),
+beam or sampling, one :class:`~luong_lit.decoding.search.Search` for all),
 the output words with unknown words replaced, forced passes over given translations, and word
 alignments under footnote 14's convention or the other one. A model in training mode is
 decoded in eval mode (dropout off) and left as it was. Tokenised BLEU is multi-bleu.perl's, the
@@ -73,13 +73,16 @@ class Inference:
         self, src_ids: Sequence[Sequence[int]], *, search: Search = GREEDY,
         batch_size: int = 64, keep_attention: bool = False, workers: int = 1,
         progress: bool | Callable[[int], None] = False,
+        prefixes: Sequence[Sequence[int]] | None = None,
     ) -> list[list[Hypothesis]]:  # fmt: skip
         """Every source translated, in input order: its n-best hypotheses, best first
-        (``keep_attention``: each one's per-step ``a_t``, for unknown words)."""
+        (``keep_attention``: each one's per-step ``a_t``, for unknown words; ``prefixes``: the
+        target ids each source's translations begin with)."""
         with evaluating(self.model):
             return decode_corpus(
                 self.stepper, src_ids, search=search, batch_size=batch_size,
                 keep_attention=keep_attention, progress=progress, workers=workers,
+                prefixes=prefixes,
             )  # fmt: skip
 
     def words(
@@ -122,13 +125,15 @@ class Inference:
 
     # ------------------------------------------------------------------ reading given text
     def forced(
-        self, src_ids, tgt_ids, *, scores: bool = False, eos_slot: bool = False
-    ) -> list[Forced]:
+        self, src_ids, tgt_ids, *, scores: bool = False, eos_slot: bool = False,
+        batch_size: int = 32,
+    ) -> list[Forced]:  # fmt: skip
         """Each pair read by forced decoding (:func:`~luong_lit.decoding.forced.forced_pass`)."""
         with evaluating(self.model):
             return forced_pass(
-                self.float_stepper, src_ids, tgt_ids, scores=scores, eos_slot=eos_slot
-            )
+                self.float_stepper, src_ids, tgt_ids, batch_size, scores=scores,
+                eos_slot=eos_slot,
+            )  # fmt: skip
 
     def alignments(
         self, src_ids, tgt_ids, conventions: Sequence[str], members: Sequence[str] | None = None

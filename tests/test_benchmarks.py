@@ -153,3 +153,12 @@ def test_bucket_padding_counts_decoder_steps_and_positions_of_both_shapes(toy_co
         assert report["batches"] == len(batches)
     assert [r["shapes"] for r in reports] == ["square", "pair"]
     assert reports[1]["decoder_steps_vs_own"] <= reports[0]["decoder_steps_vs_own"]
+
+
+def test_ddp_balance_says_the_grouped_steps_keep_the_ranks_busier():
+    res = run_module("ddp_balance", "--ranks", "2", "4", "--sentences", "20000")
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert [x["ranks"] for x in lines] == [2, 4]
+    for x in lines:
+        assert 0 < x["random"] < x["grouped"] <= 1 and x["steps"] == 20000 // 128 // x["ranks"]

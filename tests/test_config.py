@@ -136,7 +136,8 @@ DATA_DEFAULTS = {
     "dataset": "multi30k", "src_lang": "en", "tgt_lang": "de", "train": "train", "dev": "val",
     "test": None, "variant": "tok", "tokenizer": "none", "tokenizer_opts": None,
     "vocab_size": 50000, "min_freq": 1, "max_len": 50, "length_mode": "filter",
-    "batch_size": 128, "batch_by": "sentences", "eval_batch_size": 128, "chunk_batches": 100,
+    "batch_size": 128, "batch_by": "sentences", "max_tokens": None, "eval_batch_size": 128,
+    "chunk_batches": 100,
     "seed": 1234, "mirror": None, "num_workers": None, "prepare_workers": None,
     "clean_control": False, "preprocess": None, "recase_from": None,
 }  # fmt: skip

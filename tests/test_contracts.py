@@ -2,7 +2,8 @@
 :class:`~luong_lit.nn.interface.DecodeModel` and no caller probes what it was given; no module
 reaches into another package's ``_private`` names (Lightning's: only
 :mod:`luong_lit.training.lightning_internals`; torch's: only
-:mod:`luong_lit.nn.fast.compiled`)."""
+:mod:`luong_lit.nn.fast.compiled`; sacreBLEU's: only
+:mod:`luong_lit.metrics.sacrebleu_internals`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ NAMEDTUPLE = {"_replace", "_asdict", "_fields", "_make"}  # public, though they 
 ALLOWED = {
     "training/lightning_internals.py": "Lightning's and submitit's, where no public API exists",
     "nn/fast/compiled.py": "torch's setting for the compiled step's backward under autocast",
+    "metrics/sacrebleu_internals.py": "sacreBLEU's chrF statistics, for the paired tests",
 }
 
 

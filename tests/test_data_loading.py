@@ -34,7 +34,10 @@ def naive_batches(src_lens, tgt_lens, batch_size, chunk_batches, seed, epoch, by
     order = list(range(len(tgt_lens)))
     rng.shuffle(order)
     key = lambda i: (tgt_lens[i], src_lens[i])  # noqa: E731
-    chunk = chunk_batches * (batch_size if by == "sentences" else max(1, batch_size // 20))
+    if by == "sentences":
+        chunk = chunk_batches * batch_size
+    else:  # token batches sort within 100 batches or more (sentences of similar length)
+        chunk = max(chunk_batches, 100) * max(1, batch_size // 20)
     out = []
     for start in range(0, len(order), chunk):
         out += naive_cut(sorted(order[start : start + chunk], key=key), tgt_lens, batch_size, by)

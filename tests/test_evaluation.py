@@ -30,7 +30,9 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
 
     direct = corpus_bleu_tok(hyps.stdout.decode().splitlines(), refs)
     assert report["bleu"]["bleu_tok"] == pytest.approx(direct, abs=1e-6)  # translate's output
-    assert set(report["bleu_unk_replaced"]) == {"bleu_tok", "bleu_detok"}
+    assert set(report["bleu_unk_replaced"]) == {
+        f"{m}_{kind}" for m in ("bleu", "chrf", "chrfpp", "ter") for kind in ("tok", "detok")
+    }
     assert sum(r["n"] for r in report["length_buckets"]) == 10
     md = (tmp_path / "eval_toy.md").read_text()
     assert "detokenised sacreBLEU 13a" in md and "tokenised (multi-bleu.perl equivalent" in md

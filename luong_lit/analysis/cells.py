@@ -15,9 +15,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from luong_lit.analysis.runs import collect, is_run, model_overrides
+from luong_lit.analysis.runs import OTHER_COLUMNS, collect, is_run, model_overrides
 
 METRICS = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
+OTHERS = tuple(key for key, _ in OTHER_COLUMNS)  # chrF and TER: blank where runs lack them
 PAPER = (("ppl", "paper ppl"), ("bleu", "paper BLEU"), ("bleu_unk", "paper + unk"))
 
 
@@ -123,7 +124,7 @@ def group(rows: Sequence[dict]) -> list[dict]:
             "seeds": [m["seed"] for m in members],
             "paper": first["paper"],
         }
-        for metric in METRICS:
+        for metric in (*METRICS, *OTHERS):
             entry[metric] = mean_sd(seed_means(members, metric))
         out.append(entry)
     return out
@@ -155,13 +156,14 @@ def system(cell: dict) -> str:
 
 
 def markdown_cells(cells: Sequence[dict]) -> str:
-    """Mean ± sd per cell beside the paper's row."""
+    """Mean ± sd per cell beside the paper's row (chrF and TER after BLEU)."""
     head = ["cell", "system", "runs", "dev ppl", "test ppl", "greedy BLEU", "beam BLEU", "+ unk"]
-    head += ["paper row"] + [name for _, name in PAPER]
-    lines = ["| " + " | ".join(head) + " |", "|---|---|---:|" + "---:|" * 5 + "---|" + "---:|" * 3]
+    head += [name for _, name in OTHER_COLUMNS] + ["paper row"] + [name for _, name in PAPER]
+    rule = "|---|---|---:|" + "---:|" * (5 + len(OTHERS)) + "---|" + "---:|" * 3
+    lines = ["| " + " | ".join(head) + " |", rule]
     for c in cells:
         p = c["paper"]
-        row = [c["cell"], system(c), runs_text(c)] + [pm(c[m]) for m in METRICS]
+        row = [c["cell"], system(c), runs_text(c)] + [pm(c[m]) for m in (*METRICS, *OTHERS)]
         row += [f"Table {p['table']}: {p['row']}" if p else "–"]
         row += [_paper(p, key) for key, _ in PAPER]
         lines.append("| " + " | ".join(row) + " |")
@@ -174,13 +176,13 @@ def csv_cells(cells: Sequence[dict]) -> str:
     writer = csv.writer(buf)
     writer.writerow(
         ["cell", "attention", "score", "runs", "seeds"]
-        + [f"{m}_{s}" for m in METRICS for s in ("mean", "sd")]
+        + [f"{m}_{s}" for m in (*METRICS, *OTHERS) for s in ("mean", "sd")]
         + ["paper_table", "paper_row"]
         + [f"paper_{key}" for key, _ in PAPER]
     )
     for c in cells:
         p = c["paper"] or {}
-        values = [v for m in METRICS for v in c[m]]
+        values = [v for m in (*METRICS, *OTHERS) for v in c[m]]
         writer.writerow(
             [c["cell"], c["attention"], c["score"] or "", c["n"], " ".join(map(str, c["seeds"]))]
             + ["" if v is None else f"{v:.4f}" for v in values]

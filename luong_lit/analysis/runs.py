@@ -3,7 +3,9 @@
 A run directory is one ``python -m luong_lit train`` run: its config (``.hydra/``),
 ``results.json`` (what ``trainer.test`` measured), any ``eval_*.json`` written by ``evaluate``
 (beam BLEU before and after unk replacement; an ensemble's ``eval_*_ensemble.json`` is not the
-run's own) and any ``align.json`` written by ``align`` (AER). A run of a ladder (``ladder=`` in
+run's own) and any ``align.json`` written by ``align`` (AER). chrF and TER (tokenised, as the
+BLEU beside them) are read where the run's files have them; older files without them leave
+them blank. A run of a ladder (``ladder=`` in
 its overrides: a row of the paper's Table 1 or Table 3) is given that row of the paper.
 """
 
@@ -106,6 +108,27 @@ def own_evals(run_dir: Path) -> list[Path]:
     return [p for p in sorted(run_dir.glob("eval_*.json")) if not p.stem.endswith("_ensemble")]
 
 
+SCORES = ("bleu", "chrf", "ter")  # a row's scores of each decoding: bleu_greedy, chrf_beam_unk
+
+
+def _tested(first: dict) -> dict:
+    """A row's figures from its first test set in ``results.json``."""
+    row = {"ppl": first.get("ppl")}
+    row.update({f"{m}_greedy": first.get(f"{m}_greedy") for m in SCORES})
+    if "bleu_beam" in first:
+        row.update({f"{m}_beam": first.get(f"{m}_beam") for m in SCORES})
+        row.update({f"{m}_beam_unk": first.get(f"{m}_unk_beam") for m in SCORES})
+    return row
+
+
+def _evaluated(ev: dict) -> dict:
+    """A row's beam figures from its ``evaluate`` report (its tokenised scores)."""
+    row = {"beam": ev["decoding"]["beam"]}
+    for key, scores in (("beam", ev["bleu"]), ("beam_unk", ev["bleu_unk_replaced"])):
+        row.update({f"{m}_{key}": scores.get(f"{m}_tok") for m in SCORES})
+    return row
+
+
 def collect(run_dir: Path) -> dict:
     """:func:`describe`, the run's measured figures, and the paper's row for the same system."""
     row = describe(run_dir)
@@ -114,16 +137,9 @@ def collect(run_dir: Path) -> dict:
     tests = {k: v for k, v in results.items() if isinstance(v, dict)}
     if tests:
         name, first = next(iter(tests.items()))
-        row.update(test=name, ppl=first.get("ppl"), bleu_greedy=first.get("bleu_greedy"))
-        if "bleu_beam" in first:
-            row.update(bleu_beam=first["bleu_beam"], bleu_beam_unk=first.get("bleu_unk_beam"))
+        row.update(test=name, **_tested(first))
     for path in own_evals(run_dir):
-        ev = json.loads(path.read_text())
-        row.update(
-            beam=ev["decoding"]["beam"],
-            bleu_beam=ev["bleu"]["bleu_tok"],
-            bleu_beam_unk=ev["bleu_unk_replaced"]["bleu_tok"],
-        )
+        row.update(_evaluated(json.loads(path.read_text())))
     if (run_dir / "align.json").is_file():
         row["aer"] = json.loads((run_dir / "align.json").read_text()).get("aer")
     paper = paper_row(row["ladder"] or row["experiment"], row["attention"], row["score"])
@@ -141,17 +157,28 @@ def _f(x, fmt="{:.2f}") -> str:
     return "–" if x is None else fmt.format(x)
 
 
+#: the chrF and TER columns beside BLEU's: (row key, heading)
+OTHER_COLUMNS = tuple(
+    (f"{m}_{d}", f"{head} {name}")
+    for m, name in (("chrf", "chrF"), ("ter", "TER"))
+    for d, head in (("greedy", "greedy"), ("beam", "beam"), ("beam_unk", "+ unk"))
+)
+
+
 def markdown(rows: Sequence[dict]) -> str:
-    """One line per run, beside the paper's row for the same system."""
+    """One line per run, beside the paper's row for the same system (chrF and TER after BLEU;
+    TER: lower is better)."""
+    others = " | ".join(head for _, head in OTHER_COLUMNS)
     lines = [
-        "| run | attention | score | feed | test ppl | greedy BLEU | beam BLEU | + unk | AER "
-        "| paper row | paper ppl | paper BLEU | paper + unk | paper AER |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+        f"| run | attention | score | feed | test ppl | greedy BLEU | beam BLEU | + unk | {others} "
+        "| AER | paper row | paper ppl | paper BLEU | paper + unk | paper AER |",
+        "|---|---|---|---|" + "---:|" * (5 + len(OTHER_COLUMNS)) + "---|" + "---:|" * 4,
     ]
     for r in rows:
         p = r["paper"]
         cells = [r["run"], r["attention"], r["score"] or "–", str(r["feed_input"])]
         cells += [_f(r.get(k)) for k in ("ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")]
+        cells += [_f(r.get(k)) for k, _ in OTHER_COLUMNS]
         cells += [_f(r.get("aer"), "{:.3f}"), f"Table {p['table']}: {p['row']}" if p else "–"]
         cells += [
             _f(p.get("ppl"), "{:.1f}"),

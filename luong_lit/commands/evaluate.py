@@ -3,7 +3,8 @@
     python -m luong_lit evaluate CKPT [CKPT ...] [--test test_2016_flickr] [--beam 5] [--out DIR]
 
 Reports perplexity, BLEU before and after unknown-word replacement (tokenised BLEU as
-multi-bleu.perl computes it, and detokenised sacreBLEU 13a), BLEU by source length (Figure 6)
+multi-bleu.perl computes it, and detokenised sacreBLEU 13a), chrF, chrF++ and TER of the same
+lines beside it (each score with its sacreBLEU signature), BLEU by source length (Figure 6)
 and sample translations in the style of Table 5, as Markdown and JSON in the current folder
 (or ``--out``; ``report`` reads a run's own reports from its folder: ``--out RUN``). Without
 ``--test``, every test set of the checkpoint's training config is evaluated.

@@ -5,7 +5,9 @@
     python -m luong_lit report LADDER_SWEEP_DIR [--ensemble [table1=]ENSEMBLE.json]
 
 Run directories give one line per run. A sweep directory (``-m``) gives one line per cell: the
-runs that differ only by ``seed``, as mean ± sd (``--per-run``: one line per run instead). See
+runs that differ only by ``seed``, as mean ± sd (``--per-run``: one line per run instead). chrF
+and TER (tokenised, as the BLEU beside them) follow BLEU where a run's ``results.json`` or
+``evaluate`` report has them (older ones: blank; ``--csv``: their mean and sd too). See
 :mod:`luong_lit.analysis.runs` for what is read from each run directory.
 
 Ladder runs (``python -m luong_lit.train -m 'ladder=glob(table*)' seed=1234,2``) are laid out

@@ -6,14 +6,14 @@
 
 Open http://localhost:8080/ for the page: type a sentence, choose the decoding, and see each
 model's translation and its attention. Raw text in, natural text out, as translate does, with
-the same decoding options (each request may ask for its own beam, n-best and unknown-word
-replacement). Unnamed checkpoints are one model (several: an ensemble); NAME=CKPT names a model,
-and NAME=A.ckpt,B.ckpt an ensemble. Requests arriving together are decoded as one batch
-(--max-batch sentences, --max-wait-ms); beyond --max-queue requests waiting, another is
-answered 503 at once with Retry-After. Each request is a line on standard error (its time,
-client, request, status, size and seconds; --no-request-log: none). SIGTERM or Ctrl-C: the
-server stops accepting, answers what it holds, says that it stopped, and exits. The API:
-luong_lit/serving/app.py.
+the same decoding options (each request may ask for its own beam, n-best, unknown-word
+replacement, sampling and prefix). Unnamed checkpoints are one model (several: an ensemble);
+NAME=CKPT names a model, and NAME=A.ckpt,B.ckpt an ensemble. Requests arriving together are
+decoded as one batch (--max-batch sentences, --max-wait-ms); beyond --max-queue requests
+waiting, another is answered 503 at once with Retry-After. Each request is a line on standard
+error (its time, client, request, status, size and seconds; --no-request-log: none). SIGTERM or
+Ctrl-C: the server stops accepting, answers what it holds, says that it stopped, and exits. The
+API: luong_lit/serving/app.py.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from luong_lit.cli import (
     add_decoding_args,
     add_input_args,
+    add_sampling_args,
     check_threads,
     load_options,
     run_command,
@@ -46,6 +47,7 @@ def parser() -> argparse.ArgumentParser:
         help="a checkpoint (several: an ensemble), or NAME=CKPT[,CKPT] for each of several models",
     )
     add_decoding_args(ap, checkpoints=False)
+    add_sampling_args(ap)
     add_input_args(ap, max_src_len=100)
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on")
     ap.add_argument("--port", type=int, default=8080, help="port to listen on")
@@ -75,6 +77,7 @@ def banner(args, models) -> str:
     """What ``serve`` prints once it listens: where, the models, the decoding."""
     names = "; ".join(f"{m.name} = {' + '.join(m.checkpoints)}" for m in models)
     search = "the authors' decoder" if args.authors_decoder else f"beam {args.beam}"
+    search = "sampling" if args.sampling else search
     extras = [f"n-best {args.n_best}"] if args.n_best > 1 else []
     extras += ["unk replacement"] if args.replace_unk else []
     extras += [f"engine {args.engine}" + (f", int8 {args.int8}" if args.int8 else "")]

@@ -2,9 +2,13 @@
 
     python -m luong_lit translate CKPT [CKPT ...] [-i INPUT] [-o OUTPUT] [--beam 5]
         [--replace-unk] [--dict FILE] [--n-best N] [--combine logits|log_probs|probs]
+        [--sampling [--temperature T] [--top-k K] [--top-p P] [--seed S]] [--prefix FILE]
 
 Input is read from a file or stdin, one sentence per line; output has exactly one line per
 input line (an empty line for an empty input), or N lines per input line with --n-best N.
+--sampling draws the words instead of searching for them (--n-best N: N samples a line;
+--seed S: the same samples each run). --prefix FILE gives the text each translation begins
+with, a line per input line (an empty line: none); the search goes on from it.
 Text is tokenised as the model's training data was (pre-tokenised data: whitespace; Moses:
 tokenised and detokenised again; sentencepiece: split into pieces by the pieces model the
 checkpoint keeps, and joined again). At a terminal each line is answered as it is entered.
@@ -18,6 +22,7 @@ from collections.abc import Sequence
 from luong_lit.cli import (
     add_decoding_args,
     add_input_args,
+    add_sampling_args,
     check_output,
     check_threads,
     load_options,
@@ -27,8 +32,8 @@ from luong_lit.cli import (
     write_output,
 )
 from luong_lit.cli import parser as make_parser
-from luong_lit.data.io import decode_lines
-from luong_lit.errors import DataError
+from luong_lit.data.io import decode_lines, read_lines
+from luong_lit.errors import DataError, UsageError
 from luong_lit.runtime import configure_cpu
 from luong_lit.translator import Output, Translator
 
@@ -36,11 +41,18 @@ from luong_lit.translator import Output, Translator
 def parser():
     ap = make_parser("translate", __doc__)
     add_decoding_args(ap)
+    add_sampling_args(ap)
     add_input_args(ap, max_src_len=None)
     ap.add_argument("-i", "--input", help="input file (unset: standard input)")
     ap.add_argument("-o", "--output", help="output file (unset: standard output)")
     ap.add_argument(
         "--n-best", type=int, default=1, help="write the N best as 'i ||| text ||| score' lines"
+    )
+    ap.add_argument(
+        "--prefix",
+        metavar="FILE",
+        help="the text each translation begins with, a line per input line (an empty line: "
+        "none); the search (or sampling) goes on from it, and the line is kept as it is",
     )
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument(
@@ -105,6 +117,16 @@ def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
         stdout.flush()
 
 
+def read_prefixes(path: str | None, n: int) -> list[str] | None:
+    """``--prefix FILE``'s lines, one per input line."""
+    if path is None:
+        return None
+    lines = read_lines(path, allow_empty_file=True, user=True)
+    if len(lines) != n:
+        raise UsageError(f"--prefix {path} has {len(lines)} lines but the input has {n}")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
@@ -112,13 +134,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         options, search = load_options(args), search_options(args)  # before any input is read
         check_threads(args.threads)
         check_output(args.output)
+        if args.prefix and args.interactive:
+            raise UsageError("--prefix gives a line per input line: leave out --interactive")
         configure_cpu(args.threads)
         translator = Translator.load(args.checkpoints, options, search)  # a bad checkpoint, too
-        from_terminal = args.input in (None, "-") and sys.stdin.isatty()
+        from_terminal = args.input in (None, "-") and sys.stdin.isatty() and not args.prefix
         if (args.interactive or from_terminal) and args.input in (None, "-") and not args.output:
             return interactive(translator, args)
         lines, _ = read_input(args.input)
-        outs = translator.run(lines, attention=args.show_attention, progress=not args.quiet)
+        prefix = read_prefixes(args.prefix, len(lines))
+        outs = translator.run(
+            lines, attention=args.show_attention, progress=not args.quiet, prefix=prefix
+        )
         if args.output:  # the file keeps the translations; attention lines: standard output
             lines = [x for i, out in enumerate(outs) for x in translation_lines(out, args, i)]
             write_output(args.output, "".join(x + "\n" for x in lines))

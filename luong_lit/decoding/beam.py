@@ -26,6 +26,7 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
+from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.search import Hypothesis, Search
 from luong_lit.decoding.trail import Finished, Trail
 
@@ -55,10 +56,11 @@ def _rows(kept: Tensor, width: int, K: int) -> Tensor:
 @torch.no_grad()
 def beam_search(
     model, src: Tensor, src_len: Tensor, cfg: Search = Search(), keep_attention: bool = True,
-    every: int | None = None,
+    every: int | None = None, prefix: Prefix | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     """Translate a batch; returns for each sentence its ``n_best`` hypotheses, best first.
-    ``every``: steps between host reads (default :func:`sync_every`)."""
+    ``every``: steps between host reads (default :func:`sync_every`); ``prefix``: words each
+    sentence's hypotheses begin with (:mod:`luong_lit.decoding.prefix`)."""
     B, K, S = src.size(0), cfg.beam_size, src.size(1)
     every = every or sync_every(src.device)
     keep_attention = keep_attention and model.has_attention  # none: no a_t
@@ -77,6 +79,7 @@ def beam_search(
             )
         logp = F.log_softmax(logits.float(), -1).view(B, width, -1)  # (B, width, V)
         logp = _bound_lengths(logp, t, min_len, max_len)
+        logp = logp if prefix is None else prefix.restrict(logp, t, rows)  # (B, width, V)
         a_t = align.dense(S).view(B, width, S) if keep_attention else None  # (B, width, S)
         cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, width*V)
         top_s, top_i = cand.topk(min(2 * K, cand.size(1)), dim=1)  # (B, 2K)

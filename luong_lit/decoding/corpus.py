@@ -1,4 +1,4 @@
-"""Decode a whole corpus in length-sorted batches (greedy or beam), and post-process it.
+"""Decode a whole corpus in length-sorted batches (greedy, beam or sampling), and post-process it.
 
 Shared by the training callbacks and the ``translate``/``evaluate`` command-line tools.
 """
@@ -12,18 +12,47 @@ import torch
 from luong_lit.data.loading.batching import collate
 from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.greedy import greedy_decode
+from luong_lit.decoding.prefix import Prefix
+from luong_lit.decoding.sampling import generator, sample
 from luong_lit.decoding.search import GREEDY, Hypothesis, Search
 from luong_lit.decoding.unk import render
 from luong_lit.decoding.workers import imap_workers
 
 
-def _decode_batch(model, batch, search: Search, keep_attention: bool) -> list[list[Hypothesis]]:
+def batch_seed(seed: int, k: int) -> int:
+    """The seed of batch ``k`` of a corpus sampled with ``seed``: each batch draws its own
+    numbers, the same whichever process decodes it (``workers``)."""
+    return (seed * 1_000_003 + k) % (1 << 63)
+
+
+def corpus_seed(search: Search) -> int | None:
+    """The seed a corpus is sampled with: ``search.seed``, else a fresh one; None to search."""
+    if not search.sampling:
+        return None
+    if search.seed is not None:
+        return search.seed
+    return int(torch.randint(1 << 62, (), generator=generator(None, torch.device("cpu"))))
+
+
+def _search_batch(model, batch, search: Search, keep_attention: bool, prefix, seed):
+    """Each sentence's hypotheses, by the search ``search`` asks for."""
+    if search.sampling:
+        gen = generator(seed, batch.src.device)
+        return sample(model, batch.src, batch.src_len, search, keep_attention, gen, prefix=prefix)
     if search.greedy:
         ids, attn = greedy_decode(
-            model, batch.src, batch.src_len, search, return_attention=keep_attention
-        )
+            model, batch.src, batch.src_len, search, return_attention=keep_attention,
+            prefix=prefix,
+        )  # fmt: skip
         return [[Hypothesis(h, None, attn[i] if attn else None)] for i, h in enumerate(ids)]
-    found = beam_search(model, batch.src, batch.src_len, search, keep_attention)
+    return beam_search(model, batch.src, batch.src_len, search, keep_attention, prefix=prefix)
+
+
+def _decode_batch(
+    model, batch, search: Search, keep_attention: bool, prefix: Prefix | None = None,
+    seed: int | None = None,
+) -> list[list[Hypothesis]]:  # fmt: skip
+    found = _search_batch(model, batch, search, keep_attention, prefix, seed)
     for b, n_best in enumerate(found):
         S = int(batch.src_len[b])
         for hyp in n_best:  # attention over the sentence's own S words (the batch pads the rest)
@@ -35,15 +64,21 @@ def _decode_batch(model, batch, search: Search, keep_attention: bool) -> list[li
 
 @torch.no_grad()
 def _decode_indices(
-    idx: list[int],
+    item: tuple[int, list[int]],
     model,
     src_ids,
     search: Search,
     keep_attention: bool,
     device: torch.device,
+    prefixes,
+    seed: int | None,
 ) -> list[tuple[int, list[Hypothesis]]]:
+    k, idx = item
     batch = collate([(i, list(src_ids[i]), []) for i in idx]).to(device)
-    return list(zip(batch.index.tolist(), _decode_batch(model, batch, search, keep_attention)))
+    order = batch.index.tolist()
+    prefix = None if prefixes is None else Prefix.of([prefixes[i] for i in order], device)
+    seed = None if seed is None else batch_seed(seed, k)
+    return list(zip(order, _decode_batch(model, batch, search, keep_attention, prefix, seed)))
 
 
 @torch.no_grad()
@@ -56,21 +91,25 @@ def decode_corpus(
     keep_attention: bool = False,
     progress: bool | Callable[[int], None] = False,
     workers: int = 1,
+    prefixes: Sequence[Sequence[int]] | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate every source (a list of id lists) in input order: for each, its ``n_best``
-    hypotheses, best first (greedy search: one); an empty source, none.
+    hypotheses, best first (greedy search: one; sampling: ``n_best`` samples); an empty
+    source, none. ``prefixes``: target word ids each source's translations begin with
+    (:mod:`luong_lit.decoding.prefix`; an empty list: none).
 
     Sentences are batched by source length (longest first) so that little padding is decoded.
     ``progress``: True draws a bar; a function is called with the number of sentences each batch
     decoded (a training run's progress lines, :func:`luong_lit.training.progress.decode_progress`).
     ``workers`` above 1 decodes the batches in that many forked processes
-    (:mod:`luong_lit.decoding.workers`). ``model``: a
+    (:mod:`luong_lit.decoding.workers`). Sampling seeds batch ``k`` with :func:`batch_seed` of
+    ``search.seed`` (None: of a fresh seed), so that a seed reproduces the call. ``model``: a
     :class:`~luong_lit.nn.interface.DecodeModel` (a model, an ensemble, or an engine's
     decode-time form of either, :meth:`luong_lit.engines.FastEngine.for_decoding`).
     """
     out: list[list[Hypothesis]] = [[] for _ in src_ids]
     order = sorted((i for i, s in enumerate(src_ids) if len(s)), key=lambda i: -len(src_ids[i]))
-    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    batches = list(enumerate(order[i : i + batch_size] for i in range(0, len(order), batch_size)))
     bar, tick = None, progress if callable(progress) else None
     if progress is True:
         from tqdm import tqdm
@@ -78,7 +117,16 @@ def decode_corpus(
         bar = tqdm(total=len(order), unit="sent", desc="translating")
     device = next(model.parameters()).device
     for done in imap_workers(
-        _decode_indices, batches, workers, model, src_ids, search, keep_attention, device
+        _decode_indices,
+        batches,
+        workers,
+        model,
+        src_ids,
+        search,
+        keep_attention,
+        device,
+        prefixes,
+        corpus_seed(search),
     ):
         for i, tr in done:
             out[i] = tr

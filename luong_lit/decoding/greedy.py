@@ -7,15 +7,17 @@ from torch import Tensor
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.beam import sync_every
+from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.search import GREEDY, Search
 
 
 @torch.no_grad()
 def greedy_decode(
     model, src: Tensor, src_len: Tensor, search: Search = GREEDY, return_attention: bool = False,
-    every: int | None = None,
+    every: int | None = None, prefix: Prefix | None = None,
 ):  # fmt: skip
-    """Pick the most probable word at every step until ``</s>`` or the length limit.
+    """Pick the most probable word at every step until ``</s>`` or the length limit (after the
+    words of ``prefix``, where a sentence has one: :mod:`luong_lit.decoding.prefix`).
 
     The output length is bounded as in beam search (:meth:`Search.bounds
     <luong_lit.decoding.search.Search.bounds>`, docs/paper_notes.md §11); ``search``'s other
@@ -41,6 +43,7 @@ def greedy_decode(
         if t < min_steps:
             logits[:, EOS_ID] = logits[:, EOS_ID].masked_fill(t < min_len, float("-inf"))
         y = logits.argmax(-1)  # (B,)
+        y = y if prefix is None else prefix.choose(y, t)  # (B,)
         y = torch.where(done | (t >= limits), torch.full_like(y, EOS_ID), y)
         out.append(y)
         if return_attention and align is not None:

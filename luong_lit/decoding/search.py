@@ -1,8 +1,9 @@
-"""What a search is asked for, and what it finds: one options object for greedy and beam search
-(:class:`Search`) and one result type (:class:`Hypothesis`).
+"""What a search is asked for, and what it finds: one options object for greedy search, beam
+search and sampling (:class:`Search`) and one result type (:class:`Hypothesis`).
 
-Beam size 1 with nothing else asked is greedy search (:attr:`Search.greedy`); both searches
-bound the output length the same way (:func:`length_bounds`, docs/paper_notes.md §11).
+Beam size 1 with nothing else asked is greedy search (:attr:`Search.greedy`); ``sampling``
+draws each word instead (:mod:`luong_lit.decoding.sampling`). Every search bounds the output
+length the same way (:func:`length_bounds`, docs/paper_notes.md §11).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from torch import Tensor
 @dataclass
 class Hypothesis:
     """A translation found by a search: word ids without ``</s>``, its raw log-probability
-    (None from greedy search, which does not add them up), per-step attention, and the score
-    it was ranked by (``length_penalty``)."""
+    (None from greedy search, which does not add them up; a sample's is its log-probability
+    under the model, not under the distribution it was drawn from), per-step attention, and
+    the score it was ranked by (``length_penalty``)."""
 
     ids: list[int]
     score: float | None = None
@@ -30,7 +32,12 @@ class Search:
     search. ``length_penalty``: None (raw scores, the paper), ``avg`` or a GNMT α;
     ``stack_size``: stop after this many finished hypotheses (the authors' decoder: 100);
     the output has at most ``floor(max_len_ratio · S') + max_len_extra`` and at least
-    ``floor(min_len_ratio · S')`` words, ``S' = S + src_len_plus``."""
+    ``floor(min_len_ratio · S')`` words, ``S' = S + src_len_plus``.
+
+    ``sampling``: draw each word from ``softmax(logits / temperature)`` instead of searching,
+    from the ``top_k`` most probable words only (0: all) and from the fewest whose
+    probabilities add up to ``top_p`` (1: all); ``n_best`` samples a sentence, drawn with a
+    generator seeded by ``seed`` (None: a fresh seed each call). The beam does not apply."""
 
     beam_size: int = 5
     n_best: int = 1
@@ -40,12 +47,18 @@ class Search:
     length_penalty: float | str | None = None
     stack_size: int | None = None
     src_len_plus: int = 0  # added to S before the length ratios (authors: 1, S counts </s>)
+    sampling: bool = False
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None
 
     @property
     def greedy(self) -> bool:
         """Whether this asks for nothing beyond greedy search (beam size 1 equals greedy)."""
         return (
             self.beam_size == 1
+            and not self.sampling
             and self.n_best == 1
             and self.length_penalty is None
             and self.stack_size is None

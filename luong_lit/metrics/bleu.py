@@ -89,12 +89,20 @@ def corpus_bleu_detok(
     """
     import sacrebleu
 
+    hyps, refs = detokenized(hyps, refs, lang, refs_detokenized)
+    return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize="13a").score)
+
+
+def detokenized(
+    hyps: Sequence[str], refs: Sequence[str], lang: str, refs_detokenized: bool = False
+) -> tuple[list[str], list[str]]:
+    """The lines :func:`corpus_bleu_detok` scores: hypotheses detokenised (an output ``<unk>``
+    as :data:`UNK_DETOK`), and the references detokenised unless ``refs_detokenized``."""
     _check(hyps, refs)
     hyps = [
         detokenize(" ".join(UNK_DETOK if w == UNK else w for w in h.split()), lang) for h in hyps
     ]
-    refs = list(refs) if refs_detokenized else [detokenize(r, lang) for r in refs]
-    return float(sacrebleu.corpus_bleu(hyps, [refs], tokenize="13a").score)
+    return hyps, list(refs) if refs_detokenized else [detokenize(r, lang) for r in refs]
 
 
 def bleu_scores(

@@ -6,8 +6,10 @@
   indices of the sentences cut to ``--max-src-len``.
 * ``POST /attention`` with ``{"text": "one sentence"}`` answers the attention of its best
   translation (:func:`~.models.attention_json`): tokens, the matrix, ``p_t``, the links.
-* Both take ``"model"`` (a name given to ``serve``; default the first) and the decoding options
-  ``"beam"`` (1: greedy), ``"n_best"`` and ``"replace_unk"``.
+* Both take ``"model"`` (a name given to ``serve``; default the first), the decoding options
+  ``"beam"`` (1: greedy), ``"n_best"`` and ``"replace_unk"``, sampling's ``"sampling"``,
+  ``"temperature"``, ``"top_k"``, ``"top_p"`` and ``"seed"``, and ``"prefix"``: the text each
+  translation begins with (a string, or a list as long as ``"text"``'s).
 * ``GET /health`` answers ``{"status": "ok", ...}`` with the models and the decoding defaults;
   ``GET /`` is a page that shows what the models attend to (``page/``, no request leaves it).
   ``GET /translate`` (or ``/attention``) answers a 405 in JSON that says to POST, and how.
@@ -43,6 +45,7 @@ from luong_lit.serving.requests import (
     Busy,
     Limits,
     parse_body,
+    prefixes,
     sentences,
     settings,
 )
@@ -80,18 +83,22 @@ class Api:
         self.batcher = Batcher(limits.max_batch, limits.max_wait_ms)
 
     async def decode(self, request, attention: bool):
-        """A request's model, n-best size and outputs (checked before it is queued)."""
+        """A request's model, n-best size and outputs (checked before it is queued). A request
+        that samples with a seed is decoded alone: its samples depend on its batch only."""
         data = parse_body(await request.read())
         if attention and not isinstance(data.get("text"), str):
             raise BadRequest(400, 'expected {"text": "one sentence"}')
         lines = sentences(data, self.limits)
+        given = prefixes(data, len(lines), self.limits)
         s = settings(data, list(self.by_name), self.limits)
         model = self.by_name[s.model]
         search = request_options(model, s)
+        model.translator.check_prefix(lines, given, search)  # a 400 now, not a failed batch
         if self.batcher.waiting >= self.limits.max_queue:  # one more would wait too long
             raise Busy(self.batcher.waiting, self.batcher.retry_after())
         job = partial(decode_lines, model, search=search, attention=attention)
-        return model, search.n_best, await self.batcher.submit((attention, s), job, lines)
+        key = object() if search.sampling and search.seed is not None else (attention, s)
+        return model, search.n_best, await self.batcher.submit(key, job, list(zip(lines, given)))
 
     async def translate(self, request) -> dict:
         model, n, outs = await self.decode(request, attention=False)

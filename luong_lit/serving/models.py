@@ -56,20 +56,31 @@ def load_served(
 
 
 def health_info(search: SearchOptions) -> dict:
-    """The decoding a request gets by default, as ``/health`` tells the page: the beam decoded
-    (12 under the authors' decoder; 1: greedy), n-best and unknown-word replacement."""
+    """The decoding a request gets by default, as ``/health`` tells the page: the search
+    (``sampling`` where the server samples), the beam decoded (12 under the authors' decoder;
+    1: greedy), n-best and unknown-word replacement."""
     beam = search.search().beam_size
     kind = "authors" if search.authors_decoder else "beam" if beam > 1 else "greedy"
+    kind = "sampling" if search.sampling else kind
     return {"search": kind, "beam": beam, "n_best": search.n_best,
             "replace_unk": search.replace_unk}  # fmt: skip
 
 
+#: sampling's shaping options and their defaults, reset for a request that searches
+SHAPING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
+
+
 def request_options(model: ServedModel, s: Settings) -> SearchOptions:
-    """A request's search, checked before it is queued (a request's beam is the beam decoded,
-    even where the server runs the authors' decoder)."""
+    """A request's search, checked before it is queued. A request's beam is the beam decoded,
+    even where the server runs the authors' decoder or samples; a request that samples leaves
+    the server's beam-search options (the authors' decoder, a length penalty) out."""
     changes = {k: v for k, v in dataclasses.asdict(s).items() if k != "model" and v is not None}
     if s.beam is not None:
         changes["authors_decoder"] = False
+    if s.sampling is False or (s.beam is not None and s.sampling is None):
+        changes = {**SHAPING, **changes, "sampling": False}
+    if s.sampling:
+        changes.update(authors_decoder=False, length_penalty=None)
     try:
         return model.translator.search_options(**changes)
     except UsageError as err:
@@ -77,10 +88,13 @@ def request_options(model: ServedModel, s: Settings) -> SearchOptions:
 
 
 def decode_lines(
-    model: ServedModel, lines: list[str], search: SearchOptions, attention: bool
+    model: ServedModel, items: list[tuple[str, str]], search: SearchOptions, attention: bool
 ) -> list[Output]:
-    """The request's lines translated with its search (and the attention, if asked)."""
-    return model.translator.run(lines, search, attention=attention)
+    """The request's lines translated with its search (and the attention, if asked); ``items``:
+    each line with its prefix ("" for none)."""
+    lines, prefix = [x for x, _ in items], [p for _, p in items]
+    chosen = prefix if any(prefix) else None
+    return model.translator.run(lines, search, attention=attention, prefix=chosen)
 
 
 def translation_json(out: Output, n: int) -> Any:

@@ -57,7 +57,9 @@ class Busy(BadRequest):
         self.retry_after = retry_after
 
 
-KEYS = ("text", "model", "beam", "n_best", "replace_unk")  # what a request may hold
+#: what a request may hold (the decoding options by their Python names, SearchOptions)
+KEYS = ("text", "model", "beam", "n_best", "replace_unk", "sampling", "temperature", "top_k",
+        "top_p", "seed", "prefix")  # fmt: skip
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
@@ -102,6 +104,29 @@ def sentences(data: dict[str, Any], limits: Limits) -> list[str]:
     return out
 
 
+def prefixes(data: dict[str, Any], n: int, limits: Limits) -> list[str]:
+    """The prefix of each of the ``n`` sentences (``"prefix"``: one string for ``{"text":
+    "one"}``, else a list as long as the text's, null or "" for none); "" for none."""
+    given = data.get("prefix")
+    if given is None:
+        return [""] * n
+    items = [given] if isinstance(given, str) and not isinstance(data.get("text"), list) else given
+    if not isinstance(items, list) or not all(isinstance(p, (str, type(None))) for p in items):
+        raise BadRequest(400, '"prefix" must be like "text": a string, or a list of strings')
+    if len(items) != n:
+        raise BadRequest(400, f'"prefix" has {len(items)} items for {n} sentences')
+    out = []
+    for i, p in enumerate(items):
+        p = p or ""
+        if len(p) > limits.max_chars:
+            raise BadRequest(413, f"prefix {i} has {len(p)} characters; at most {limits.max_chars}")
+        try:
+            out.append(user_line(p, f"prefix {i}"))
+        except DataError as err:
+            raise BadRequest(400, str(err)) from None
+    return out
+
+
 @dataclass(frozen=True)
 class Settings:
     """A request's model and decoding: requests with equal settings are decoded together."""
@@ -110,6 +135,11 @@ class Settings:
     beam: int | None = None  # None: the server's own (1: greedy)
     n_best: int | None = None
     replace_unk: bool | None = None
+    sampling: bool | None = None
+    temperature: float | None = None  # checked with the search (SearchOptions)
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int | None = None
 
 
 def _count(data: dict, key: str, limits: Limits) -> int | None:
@@ -125,14 +155,19 @@ def _count(data: dict, key: str, limits: Limits) -> int | None:
 
 def settings(data: dict[str, Any], models: list[str], limits: Limits) -> Settings:
     """The model (``"model"``, else the first one served) and the decoding options a request
-    asks for: ``"beam"`` (1: greedy), ``"n_best"``, ``"replace_unk"``."""
+    asks for: ``"beam"`` (1: greedy), ``"n_best"``, ``"replace_unk"``, and sampling's
+    ``"sampling"``, ``"temperature"``, ``"top_k"``, ``"top_p"``, ``"seed"``."""
     model = data.get("model", models[0])
     if model not in models:
         raise BadRequest(404, f"no model {model!r}; this server has {', '.join(map(repr, models))}")
-    replace = data.get("replace_unk")
-    if replace is not None and not isinstance(replace, bool):
-        raise BadRequest(400, f'"replace_unk" must be true or false, got {replace!r}')
+    for key in ("replace_unk", "sampling"):
+        if data.get(key) is not None and not isinstance(data[key], bool):
+            raise BadRequest(400, f'"{key}" must be true or false, got {data[key]!r}')
     beam, n_best = _count(data, "beam", limits), _count(data, "n_best", limits)
-    if n_best is not None and beam is not None and n_best > beam:
+    if n_best is not None and beam is not None and n_best > beam and not data.get("sampling"):
         raise BadRequest(400, f'"n_best" {n_best} needs a "beam" of at least {n_best}')
-    return Settings(model, beam, n_best, replace)
+    shaping = {k: data.get(k) for k in ("temperature", "top_k", "top_p", "seed")}
+    for key, value in shaping.items():  # a number, else SearchOptions says what it must be
+        if value is not None and not isinstance(value, (int, float)):
+            raise BadRequest(400, f'"{key}" must be a number, got {value!r}')
+    return Settings(model, beam, n_best, data.get("replace_unk"), data.get("sampling"), **shaping)

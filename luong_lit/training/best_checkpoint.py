@@ -18,6 +18,8 @@ from pathlib import Path
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import TrainerFn
 
+from luong_lit.training.stopping import check_monitor
+
 
 class BestCheckpoint(ModelCheckpoint):
     """Lightning's ``ModelCheckpoint`` for the top-k checkpoints, with ``save_last`` meaning
@@ -25,6 +27,10 @@ class BestCheckpoint(ModelCheckpoint):
     end of training", whatever the monitored metric did (see the module doc)."""
 
     def __init__(self, *args, save_last: bool = True, **kwargs) -> None:
+        check_monitor("callbacks.model_checkpoint.monitor", kwargs.get("monitor"))
+        # the top-k decision right after each validation (Lightning would defer it to the end of
+        # the epoch where validation ends one): last.ckpt, written next, keeps its result
+        kwargs.setdefault("save_on_train_epoch_end", False)
         super().__init__(*args, save_last=False, **kwargs)
         self.keep_last = bool(save_last)
         self._last_step = -1  # the global step last.ckpt holds, as written by this callback

@@ -8,6 +8,7 @@ option's path in the config (:mod:`luong_lit.training.instantiate`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from luong_lit.checkpoint import CheckpointMeta, atomic_save
 from luong_lit.data.sources.registry import cased_target_file
 from luong_lit.data.text.user_text import user_text
 from luong_lit.errors import ConfigError
+from luong_lit.training import finetune
 from luong_lit.training.instantiate import config_error, instantiate_all, instantiate_at, refused
 from luong_lit.training.lightning_internals import check_lightning_version
 from luong_lit.training.progress import progress_bar
@@ -139,17 +141,27 @@ def _trainer(cfg: DictConfig):
                           plugins=plugins())  # fmt: skip
 
 
-def build(cfg: DictConfig):
-    """Datamodule (set up), LightningModule and Trainer from a composed config."""
+def build(cfg: DictConfig, resuming: Path | None = None):
+    """Datamodule (set up), LightningModule and Trainer from a composed config; with
+    ``init_from``, the model starts from that checkpoint's weights and vocabularies (a run
+    ``resuming`` from its own checkpoint takes both from there)."""
     from lightning.pytorch import seed_everything
 
     seed_everything(cfg.seed, workers=True)
+    source = finetune.source_of(cfg)
     dm = instantiate_at("data", cfg.data)
+    if source is not None:  # the fine-tuned model's vocabularies
+        dm.given_vocab = finetune.vocabularies(resuming or source)
     make_net, parts = _model_parts(cfg)
     trainer = _trainer(cfg)
     dm.setup("fit")  # the first data read, after every option is checked
     net = make_net(src_vocab_size=len(dm.src_vocab), tgt_vocab_size=len(dm.tgt_vocab))
     model = _module(cfg, net, parts, checkpoint_extras(cfg, dm))
+    if source is not None:
+        if resuming is None:  # a resumed run's weights are its checkpoint's
+            finetune.load_weights(model, source)
+        finetune.freeze(model, cfg.get("freeze"))
+        finetune.say_outside_vocab(dm)
     for logger in trainer.loggers:  # the resolved config, for dashboards (W&B, TensorBoard hparams)
         logger.log_hyperparams(resolved(cfg))
     return dm, model, trainer

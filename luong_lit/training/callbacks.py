@@ -1,11 +1,13 @@
 """Callbacks: target-token throughput, greedy BLEU and beam BLEU (with unk replacement).
 
 The BLEU callbacks score the dev set during training and every test set in ``trainer.test``,
-through :class:`luong_lit.inference.Inference`, as every command decodes.
+through :class:`luong_lit.inference.Inference`, as every command decodes; chrF, chrF++ and TER
+of the same lines beside BLEU (:mod:`luong_lit.metrics.chrf_ter`).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 
 import lightning as L
@@ -15,11 +17,15 @@ from luong_lit.data.loading.batching import Batch
 from luong_lit.data.text.dictionary import load_dictionary
 from luong_lit.decoding.search import Search, parse_length_penalty
 from luong_lit.inference import Inference
-from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok, words_bleu
+from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
+from luong_lit.metrics.chrf_ter import NAMES, corpus_chrf_ter, words_scores
+from luong_lit.metrics.signatures import labelled
 from luong_lit.training.loggers import log_samples
 from luong_lit.training.progress import decode_progress
 from luong_lit.training.sharded import split_words
 from luong_lit.validate import OptionError, integer
+
+log = logging.getLogger(__name__)
 
 
 class ThroughputMonitor(L.Callback):
@@ -82,10 +88,13 @@ def _due(trainer, every: int) -> bool:
 
 
 class GreedyBleuCallback(L.Callback):
-    """Greedy-decodes the dev set every ``every_n_epochs`` epochs and logs ``val/bleu``, and
-    every test set in ``trainer.test`` (``test/<name>/bleu_greedy``).
+    """Greedy-decodes the dev set every ``every_n_epochs`` epochs and logs ``val/bleu``,
+    ``val/chrf``, ``val/chrfpp`` (chrF++) and ``val/ter``, and every test set in ``trainer.test``
+    (``test/<name>/bleu_greedy``, ``chrf_greedy``, ``chrfpp_greedy``, ``ter_greedy``).
 
-    BLEU is tokenised and case-sensitive (multi-bleu.perl equivalent, hyphens rejoined).
+    BLEU is tokenised and case-sensitive (multi-bleu.perl equivalent, hyphens rejoined); chrF,
+    chrF++ and TER read the same lines. Their sacreBLEU signatures are logged when training
+    starts.
     """
 
     def __init__(
@@ -99,6 +108,11 @@ class GreedyBleuCallback(L.Callback):
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
         self.samples = samples  # sample translations sent to loggers that take tables
 
+    def on_fit_start(self, trainer, pl_module) -> None:
+        if trainer.is_global_zero:
+            names = ("bleu_tok", *NAMES)
+            log.info("dev and test scores, sacreBLEU: %s", "; ".join(map(labelled, names)))
+
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if not _due(trainer, self.every):
             return
@@ -111,6 +125,8 @@ class GreedyBleuCallback(L.Callback):
                                max_sentences=self.max_sentences, progress=tick)  # fmt: skip
         hyps, refs = bleu_lines(words, tok), bleu_lines(dev.tgt_tokens[: len(words)], tok)
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
+        for name, value in corpus_chrf_ter(hyps, refs).items():  # val/chrf, val/chrfpp, val/ter
+            pl_module.log(f"val/{name}", value)
         if trainer.is_global_zero:
             rows = [
                 (" ".join(dev.src_tokens[i]), refs[i], hyps[i])
@@ -128,14 +144,16 @@ class GreedyBleuCallback(L.Callback):
             tick = decode_progress(trainer, f"test {name}: greedy BLEU", len(split.src_ids))
             words, _ = split_words(trainer, inference, split, batch_size=self.batch_size,
                                    progress=tick)  # fmt: skip
-            bleu = words_bleu(words, None, split.tgt_tokens, dm.tokenizers.get("tgt"))["bleu"]
-            pl_module.log(f"test/{name}/bleu_greedy", bleu, add_dataloader_idx=False)
+            scores = words_scores(words, None, split.tgt_tokens, dm.tokenizers.get("tgt"))
+            for key, value in scores.items():  # bleu_greedy, chrf_greedy, ...
+                pl_module.log(f"test/{name}/{key}_greedy", value, add_dataloader_idx=False)
 
 
 class BeamBleuCallback(L.Callback):
     """Beam decoding, unk replacement and BLEU on the dev set every ``every_n_epochs`` epochs
     (``val/bleu_beam``, ``val/bleu_unk_beam``) and on every test set in ``trainer.test``
-    (``test/<name>/bleu_beam``, ``test/<name>/bleu_unk_beam``).
+    (``test/<name>/bleu_beam``, ``test/<name>/bleu_unk_beam``); chrF, chrF++ and TER beside
+    them (``chrf_beam``, ``chrf_unk_beam``, ``chrfpp_beam``, ``ter_beam``, ...).
 
     ``dictionary``: an optional ``src tgt [prob]`` file for unk replacement
     (docs/paper_notes.md §9).
@@ -179,7 +197,7 @@ class BeamBleuCallback(L.Callback):
             max_sentences=self.max_sentences, replace_unk=self.replace_unk,
             dictionary=self._dictionary, progress=tick,
         )  # fmt: skip
-        return words_bleu(words, replaced, split.tgt_tokens, dm.tokenizers.get("tgt"))
+        return words_scores(words, replaced, split.tgt_tokens, dm.tokenizers.get("tgt"))
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if not _due(trainer, self.every):

@@ -116,11 +116,13 @@ def instantiate_at(path: str, node: Any, *, refuses: bool = False, **kwargs) -> 
 
 
 def instantiate_all(path: str, node: DictConfig | None) -> list[Any]:
-    """Instantiate every child of ``node`` that has a ``_target_`` (callbacks, loggers)."""
+    """Instantiate every child of ``node`` that has a ``_target_`` (callbacks, loggers); a
+    factory that returns None (a callback switched off by its options) adds nothing."""
     if not node:
         return []
-    return [
+    made = [
         instantiate_at(f"{path}.{k}", v)
         for k, v in node.items()
         if isinstance(v, DictConfig) and "_target_" in v
     ]
+    return [x for x in made if x is not None]

@@ -22,11 +22,13 @@ import logging
 import math
 import sys
 import time
+from pathlib import Path
 
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import TQDMProgressBar
 
+from luong_lit.runtime import log_like_the_run
 from luong_lit.validate import integer, positive
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,10 @@ class ProgressLog(L.Callback):
 
     def load_state_dict(self, state_dict: dict[str, float]) -> None:
         self._before = float(state_dict.get("elapsed", 0.0))
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        if trainer.is_global_zero:  # a spawned rank logs as the run does
+            log_like_the_run(Path(trainer.default_root_dir))
 
     def on_train_start(self, trainer, pl_module) -> None:
         self.active = trainer.progress_bar_callback is None and trainer.is_global_zero

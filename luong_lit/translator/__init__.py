@@ -3,7 +3,8 @@ ensemble, with its load-time :class:`LoadOptions` and default :class:`SearchOpti
 
 from luong_lit.translator.attention import AttentionMap
 from luong_lit.translator.options import BadOption, LoadOptions, SearchOptions
-from luong_lit.translator.translator import Output, Scored, Translator, load
+from luong_lit.translator.outputs import Output, Scored, TokenScores
+from luong_lit.translator.translator import Translator, load
 
 __all__ = [
     "AttentionMap",
@@ -12,6 +13,7 @@ __all__ = [
     "Output",
     "Scored",
     "SearchOptions",
+    "TokenScores",
     "Translator",
     "load",
 ]

@@ -129,6 +129,36 @@ class LoadOptions:
             )
 
 
+def number(option: str, value: Any) -> float:
+    """A real number (an int or a float, not a bool), as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadOption(f"{{{option}}} must be a number, got {value!r}", option)
+    return float(value)
+
+
+def check_sampling(opts: SearchOptions) -> None:
+    """Sampling's options: a temperature above 0, ``top_k`` at least 0, ``top_p`` in (0, 1], an
+    integer seed; and none of them without ``sampling``, which they would not change."""
+    boolean("sampling", opts.sampling)
+    if not number("temperature", opts.temperature) > 0:
+        raise BadOption(f"{{temperature}} must be above 0, got {opts.temperature!r}", "temperature")
+    at_least("top_k", opts.top_k, 0)
+    if not 0 < number("top_p", opts.top_p) <= 1:
+        raise BadOption(f"{{top_p}} must be in (0, 1], got {opts.top_p!r}", "top_p")
+    if opts.seed is not None:
+        at_least("seed", opts.seed, 0)
+    shaping = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}  # their defaults
+    for name, default in shaping.items():
+        if getattr(opts, name) != default and not opts.sampling:
+            raise BadOption(f"{{{name}}} shapes sampling: add {{sampling}}", name, "sampling")
+    beam_only = {"authors_decoder": opts.authors_decoder,
+                 "length_penalty": opts.length_penalty not in (None, "none")}  # fmt: skip
+    for name, given in beam_only.items():
+        if opts.sampling and given:
+            raise BadOption(f"{{{name}}} is for beam search; leave it out with {{sampling}}",
+                            name, "sampling")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class SearchOptions:
     """What each call may change: ``beam`` (1: greedy), ``n_best`` (the hypotheses kept),
@@ -136,7 +166,12 @@ class SearchOptions:
     ``max_len_ratio`` / ``min_len_ratio`` (output length bounds per source word; None: 1.5 plus
     5 words, and 0), ``authors_decoder`` (beam 12, 100 finished, raw score, the authors' length
     bounds) and ``replace_unk`` (unknown words replaced by their aligned source word, footnote
-    14)."""
+    14).
+
+    ``sampling`` draws each word instead of searching (the beam does not apply; ``n_best``:
+    the samples a text): from ``softmax(logits / temperature)``, cut to the ``top_k`` most
+    probable words (0: all) and to the fewest whose probabilities reach ``top_p`` (1: all);
+    ``seed`` (an integer) reproduces a call's samples (None: fresh ones each call)."""
 
     beam: int = 5
     n_best: int = 1
@@ -145,12 +180,18 @@ class SearchOptions:
     min_len_ratio: float | None = None
     authors_decoder: bool = False
     replace_unk: bool = False
+    sampling: bool = False
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         at_least("beam", self.beam, 1)
         at_least("n_best", self.n_best, 1)
         boolean("authors_decoder", self.authors_decoder)
         boolean("replace_unk", self.replace_unk)
+        check_sampling(self)
         self.search()  # the options make a search
 
     def replace(self, **changes) -> SearchOptions:
@@ -175,9 +216,13 @@ class SearchOptions:
                     "authors_decoder", "length_penalty",
                 )  # fmt: skip
             cfg = dataclasses.replace(AUTHORS, n_best=self.n_best)
+        elif self.sampling:
+            cfg = Search(beam_size=1, n_best=self.n_best, sampling=True,
+                         temperature=float(self.temperature), top_k=self.top_k,
+                         top_p=float(self.top_p), seed=self.seed)  # fmt: skip
         else:
             cfg = Search(beam_size=self.beam, n_best=self.n_best, length_penalty=penalty)
-        if self.n_best > cfg.beam_size:
+        if self.n_best > cfg.beam_size and not self.sampling:
             raise BadOption(
                 f"{{n_best}} {self.n_best} needs a beam of at least {self.n_best} "
                 f"(the beam is {cfg.beam_size})", "n_best",
@@ -191,3 +236,18 @@ class SearchOptions:
                 "min_len_ratio", "max_len_ratio",
             )  # fmt: skip
         return cfg
+
+
+def split_options(options: dict) -> tuple[dict, dict]:
+    """Keyword options split into :class:`LoadOptions` and :class:`SearchOptions`; an unknown
+    one is refused with the names that exist."""
+    load_keys = {f.name for f in dataclasses.fields(LoadOptions)}
+    search_keys = {f.name for f in dataclasses.fields(SearchOptions)}
+    unknown = sorted(set(options) - load_keys - search_keys)
+    if unknown:
+        raise UsageError(
+            f"unknown option {unknown[0]!r}; load options: {', '.join(sorted(load_keys))}; "
+            f"search options: {', '.join(sorted(search_keys))}"
+        )
+    load = {k: v for k, v in options.items() if k in load_keys}
+    return load, {k: v for k, v in options.items() if k in search_keys}

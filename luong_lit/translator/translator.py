@@ -6,6 +6,8 @@
     model.translate(["A man rides a bike."])       # ['Ein Mann fährt Fahrrad.']
     model.n_best(["A man rides a bike."], 3)       # [[Scored(text=..., score=...), ...]]
     model.attention("A man rides a bike.")         # tokens, a_t of every step, p_t, links
+    model.translate(["A man rides a bike."], prefix="Ein Mann")  # ['Ein Mann fährt Fahrrad.']
+    model.translate(["A man rides a bike."], sampling=True, top_p=0.9, seed=1)  # a sample
     model.score(["A man rides a bike."], ["Ein Mann fährt Fahrrad."])   # log-probabilities
     model.align(["A man rides a bike."], ["Ein Mann fährt Fahrrad."])   # (source, target) links
 
@@ -16,59 +18,32 @@ text was (:mod:`luong_lit.data.text.model_text`), and the output detokenised and
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from luong_lit.checkpoint import CheckpointMeta, load_models
 from luong_lit.data.loading.model_data import model_text
 from luong_lit.data.text.dictionary import load_dictionary
 from luong_lit.data.text.model_text import Source
+from luong_lit.data.vocab import EOS
 from luong_lit.decoding.search import Hypothesis
 from luong_lit.decoding.unk import Rendered, render
 from luong_lit.errors import UsageError
 from luong_lit.inference import Inference
 from luong_lit.translator.arguments import checkpoint_paths, one_text, texts_of
 from luong_lit.translator.attention import AttentionMap, attention_map, empty_map
-from luong_lit.translator.options import LoadOptions, SearchOptions, at_least
+from luong_lit.translator.options import LoadOptions, SearchOptions, at_least, split_options
+from luong_lit.translator.outputs import Output, Scored, TokenScores
+from luong_lit.translator.prefixes import (
+    check_lengths,
+    prefix_ids,
+    prefix_texts,
+    verbatim,
+    with_prefix,
+)
 
 log = logging.getLogger("luong_lit.translate")
-
-
-class Scored(NamedTuple):
-    """A translation and its score (the sum of its words' log-probabilities; None for greedy)."""
-
-    text: str
-    score: float | None
-
-
-@dataclass
-class Output:
-    """One input line translated: the best text, the ``n`` best with scores, whether the source
-    was cut to ``max_src_len``, and (when asked) the attention of the best translation."""
-
-    text: str
-    hypotheses: list[Scored]
-    truncated: bool = False
-    attention: AttentionMap | None = None
-
-
-def split_options(options: dict) -> tuple[dict, dict]:
-    """Keyword options split into :class:`LoadOptions` and :class:`SearchOptions`; an unknown
-    one is refused with the names that exist."""
-    load_keys = {f.name for f in dataclasses.fields(LoadOptions)}
-    search_keys = {f.name for f in dataclasses.fields(SearchOptions)}
-    unknown = sorted(set(options) - load_keys - search_keys)
-    if unknown:
-        raise UsageError(
-            f"unknown option {unknown[0]!r}; load options: {', '.join(sorted(load_keys))}; "
-            f"search options: {', '.join(sorted(search_keys))}"
-        )
-    load = {k: v for k, v in options.items() if k in load_keys}
-    return load, {k: v for k, v in options.items() if k in search_keys}
 
 
 def load(checkpoints: str | os.PathLike | Sequence, **options) -> Translator:
@@ -114,29 +89,43 @@ class Translator:
         return self.inference.model
 
     # ------------------------------------------------------------------ the API
-    def translate(self, texts: str | Sequence[str], progress: bool = False, **search) -> list[str]:
-        """The best translation of each text (one text: a list of one); ``search``: this call's
-        :class:`SearchOptions` (``beam=1``, ...)."""
+    def translate(
+        self, texts: str | Sequence[str], progress: bool = False, prefix=None, **search
+    ) -> list[str]:
+        """The best translation of each text (one text: a list of one); ``prefix``: the text
+        each translation begins with (one str for one text, or one str or None per text);
+        ``search``: this call's :class:`SearchOptions` (``beam=1``, ``sampling=True``, ...)."""
         lines, opts = texts_of(texts), self.search_options(**search)
-        return [o.text for o in self.run(lines, opts, progress=progress)]
+        return [o.text for o in self.run(lines, opts, progress=progress, prefix=prefix)]
 
-    def n_best(self, texts: str | Sequence[str], n: int, **search) -> list[list[Scored]]:
+    def n_best(
+        self, texts: str | Sequence[str], n: int, prefix=None, **search
+    ) -> list[list[Scored]]:
         """Exactly ``n`` scored translations of each text, best first (empty ones after the
-        search's own, and for an empty text)."""
+        search's own, and for an empty text); with ``sampling=True``, ``n`` samples."""
         at_least("n", n, 1)  # named as this call names it (the option: n_best)
         lines, opts = texts_of(texts), self.search_options(n_best=n, **search)
-        return [o.hypotheses for o in self.run(lines, opts)]
+        return [o.hypotheses for o in self.run(lines, opts, prefix=prefix)]
 
-    def attention(self, text: str, **search) -> AttentionMap:
+    def attention(self, text: str, prefix: str | None = None, **search) -> AttentionMap:
         """The attention of the best translation of ``text`` (see :class:`AttentionMap`)."""
-        line = one_text(text)
-        return self.run([line], self.search_options(**search), attention=True)[0].attention
+        line, opts = one_text(text), self.search_options(**search)
+        return self.run([line], opts, attention=True, prefix=prefix)[0].attention
 
     def score(self, src: str | Sequence[str], tgt: str | Sequence[str]) -> list[float]:
         """``log p(tgt | src)`` of each pair: the sum over the target words and ``</s>``."""
-        src_ids, tgt_ids = self._ids(*self._pairs(src, tgt))
-        forced = self.inference.forced(src_ids, tgt_ids, scores=True)
-        return [float(f.logprob.sum()) for f in forced]
+        return [x.score for x in self.token_scores(src, tgt)]
+
+    def token_scores(self, src: str | Sequence[str], tgt: str | Sequence[str]) -> list[TokenScores]:
+        """Each pair's :meth:`score` and the log-probability of each of its target tokens."""
+        src_tokens, tgt_tokens = self._pairs(src, tgt)
+        src_ids, tgt_ids = self._ids(src_tokens, tgt_tokens)
+        size = self.options.batch_size
+        forced = self.inference.forced(src_ids, tgt_ids, scores=True, batch_size=size)
+        return [
+            TokenScores(float(f.logprob.sum()), [*tokens, EOS], f.logprob.tolist())
+            for f, tokens in zip(forced, tgt_tokens)
+        ]
 
     def align(
         self, src: str | Sequence[str], tgt: str | Sequence[str]
@@ -180,36 +169,68 @@ class Translator:
 
     def run(
         self, lines: Sequence[str], search: SearchOptions | None = None, *,
-        attention: bool = False, progress: bool = False,
+        attention: bool = False, progress: bool = False, prefix=None,
     ) -> list[Output]:  # fmt: skip
         """Translate ``lines`` with ``search`` (default: this translator's), keeping its
-        ``n_best`` hypotheses each, and the attention of the best if asked."""
+        ``n_best`` hypotheses each, and the attention of the best if asked; ``prefix``: the text
+        each translation begins with (:meth:`translate`)."""
         opts = self.defaults if search is None else self.checked(search)
-        n, sources, cut = opts.n_best, *self._sources(lines)
+        sources, cut = self._sources(lines)
+        given = prefix_texts(prefix, len(lines))
+        tokens = self._prefix_tokens(given, sources, opts)
         out = self.inference.decode(
             [self.src_vocab.encode(s.tokens) for s in sources], search=opts.search(),
             batch_size=self.options.batch_size, keep_attention=opts.replace_unk,
             workers=self.options.workers, progress=progress,
+            prefixes=None if given is None else [prefix_ids(t, self.tgt_vocab) for t in tokens],
         )  # fmt: skip
         results, best = [], []
-        for source, hyps, was_cut in zip(sources, out, cut):
-            rendered = [self._render(source, h, opts) for h in hyps[:n]]
-            texts = [self._text(r, source) for r in rendered]
-            scored = [Scored(x, h.score) for x, h in zip(texts, hyps)]
-            scored += [Scored("", 0.0)] * (n - len(scored))  # an empty input, a short list
-            results.append(Output(scored[0].text, scored, was_cut))
-            if attention:  # the best is the n-best list's first (an empty input has none)
-                best.append(rendered[0] if rendered else Rendered([], {}))
+        for i, (source, hyps, was_cut) in enumerate(zip(sources, out, cut)):
+            pre = ([], "") if given is None else (tokens[i], given[i])
+            result, rendered = self._output(source, hyps, was_cut, opts, *pre)
+            results.append(result)
+            best.append(rendered)
         if attention:
             self._attach_attention(sources, best, results)
         return results
 
-    def _sources(self, lines: Sequence[str]) -> tuple[list[Source], list[bool]]:
+    def _output(
+        self, source: Source, hyps: list[Hypothesis], was_cut: bool, opts: SearchOptions,
+        tokens: list[str], given: str,
+    ) -> tuple[Output, Rendered]:  # fmt: skip
+        """One line's :class:`Output` from its hypotheses, and its best as words (none for an
+        empty input), its first words the prefix's ``tokens`` (``given``: the prefix's text)."""
+        n = opts.n_best
+        rendered = [with_prefix(self._render(source, h, opts), tokens) for h in hyps[:n]]
+        texts = [self._text(r, source, tokens, given) for r in rendered]
+        scored = [Scored(x, h.score) for x, h in zip(texts, hyps)]
+        scored += [Scored("", 0.0)] * (n - len(scored))  # an empty input, a short list
+        best = rendered[0] if rendered else Rendered([], {})  # the n-best list's first
+        return Output(scored[0].text, scored, was_cut), best
+
+    def check_prefix(self, lines: Sequence[str], prefix, search: SearchOptions) -> None:
+        """Refuse now the prefixes :meth:`run` would refuse (the server, before it queues)."""
+        self._prefix_tokens(
+            prefix_texts(prefix, len(lines)), self._sources(lines, False)[0], search
+        )
+
+    def _prefix_tokens(
+        self, given: list[str] | None, sources: list[Source], opts: SearchOptions
+    ) -> list[list[str]]:
+        """Each prefix's target tokens (none for an empty one), refused when longer than its
+        source's translation may be."""
+        if given is None:
+            return [[] for _ in sources]
+        tokens = [self.text.target_tokens(x) if x else [] for x in given]
+        check_lengths(tokens, [len(s.tokens) for s in sources], opts.search())
+        return tokens
+
+    def _sources(self, lines: Sequence[str], warn: bool = True) -> tuple[list[Source], list[bool]]:
         """Each line as the model reads it, cut (or dropped) beyond ``max_src_len``."""
         sources = [self.text.source(x) for x in lines]
         limit, overlong = self.options.max_src_len, self.options.overlong
         cut = [bool(limit) and overlong != "keep" and len(s.tokens) > limit for s in sources]
-        if any(cut):
+        if any(cut) and warn:
             log.warning("%d input lines are longer than %d tokens (%s)", sum(cut), limit, overlong)
         if overlong == "truncate":
             sources = [
@@ -228,9 +249,15 @@ class Translator:
             self.options.align_convention,
         )  # fmt: skip
 
-    def _text(self, rendered: Rendered, source: Source) -> str:
-        """The words as the text a user reads (detokenised, recased)."""
-        return self.text.render(rendered.words, source) if rendered.words else ""
+    def _text(
+        self, rendered: Rendered, source: Source, tokens: Sequence[str] = (), given: str = ""
+    ) -> str:
+        """The words as the text a user reads (detokenised, recased), beginning with the prefix
+        as ``given`` where its ``tokens`` begin them (:func:`.prefixes.verbatim`)."""
+        text = self.text.render(rendered.words, source) if rendered.words else ""
+        if tokens:
+            text = verbatim(text, self.text.render(list(tokens), source), given)
+        return text
 
     def _attach_attention(self, sources: list[Source], best: list[Rendered], results) -> None:
         """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``
@@ -259,8 +286,9 @@ class Translator:
         if len(srcs) != len(tgts):
             raise UsageError(f"{len(srcs)} sources but {len(tgts)} targets")
         src_words = [self.text.source(x).tokens for x in srcs]
-        if any(not s for s in src_words):
-            raise UsageError("every source needs at least one word")
+        empty = next((i for i, s in enumerate(src_words) if not s), None)
+        if empty is not None:
+            raise UsageError(f"src[{empty}] has no words; every source needs at least one")
         return src_words, [self.text.target_tokens(x) for x in tgts]
 
     def _ids(self, src_tokens, tgt_tokens) -> tuple[list[list[int]], list[list[int]]]:

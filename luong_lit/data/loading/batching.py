@@ -29,6 +29,9 @@ class Batch:
     tgt_out: Tensor  # (B, T)
     index: Tensor  # (B,) position of each example in its split
     tgt_tokens: int | None = None
+    # (sentences, target tokens) of the optimizer step's batches, where gradients are
+    # accumulated over several (:class:`~luong_lit.data.loading.loader.ResumableLoader`)
+    group: tuple[int, int] | None = None
 
     def tensors(self) -> tuple[Tensor, ...]:
         return self.src, self.src_len, self.tgt_in, self.tgt_out, self.index
@@ -36,11 +39,12 @@ class Batch:
     def to(self, device) -> Batch:
         """On ``device``; from pinned memory (a GPU run's loader) without waiting for the copy."""
         moved = (t.to(device, non_blocking=t.is_pinned()) for t in self.tensors())
-        return Batch(*moved, tgt_tokens=self.tgt_tokens)
+        return Batch(*moved, tgt_tokens=self.tgt_tokens, group=self.group)
 
     def pin_memory(self) -> Batch:
         """In pinned host memory (``DataLoader(pin_memory=True)`` calls it)."""
-        return Batch(*(t.pin_memory() for t in self.tensors()), tgt_tokens=self.tgt_tokens)
+        pinned = (t.pin_memory() for t in self.tensors())
+        return Batch(*pinned, tgt_tokens=self.tgt_tokens, group=self.group)
 
     @property
     def num_tgt_tokens(self) -> int:
@@ -123,6 +127,10 @@ def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
     )
 
 
+#: token batches (``batch_by='tokens'``) sort within chunks of at least this many batches
+TOKEN_CHUNK_BATCHES = 100
+
+
 def dealt_in_groups(batches: list[np.ndarray], world_size: int, rng: random.Random) -> list:
     """``batches`` (length-sorted within each chunk) in groups of ``world_size`` consecutive
     ones, the groups shuffled and flattened: batch ``i * world_size + r`` of the result is rank
@@ -142,7 +150,8 @@ class BucketBatchSampler:
     the batch order (nmt.matlab ``loadTrainBatches``; docs/paper_notes.md §8). The order
     depends only on ``seed`` and the epoch, so a resumed run sees the same batches. With
     ``batch_by='tokens'`` a batch holds as many sentences as fit ``batch_size`` padded target
-    tokens.
+    tokens, sorted within chunks of at least :data:`TOKEN_CHUNK_BATCHES` batches (sentences of
+    similar length together, as fairseq's ``--max-tokens`` batches).
 
     Under DDP (``set_rank``) the ranks of one step get batches of similar length, so that none
     waits long for the slowest: each chunk's length-sorted batches are dealt in groups of
@@ -217,10 +226,10 @@ class BucketBatchSampler:
         order = list(range(len(self.tgt_lens)))
         rng.shuffle(order)
         shuffled = np.asarray(order, dtype=np.int64)
-        per_chunk = (
-            self.batch_size if self.batch_by == "sentences" else max(1, self.batch_size // 20)
-        )
-        chunk = self.chunk_batches * per_chunk
+        if self.batch_by == "sentences":
+            chunk = self.chunk_batches * self.batch_size
+        else:  # token batches hold sentences of similar length: sorted within 100 batches or more
+            chunk = max(self.chunk_batches, TOKEN_CHUNK_BATCHES) * max(1, self.batch_size // 20)
         out: list[np.ndarray] = []
         for start in range(0, len(shuffled), chunk):
             out.extend(self._cut(self._sorted(shuffled[start : start + chunk])))
@@ -228,6 +237,10 @@ class BucketBatchSampler:
             rng.shuffle(out)
             return out
         return dealt_in_groups(out, self.world_size, rng)
+
+    def batches_of_this_rank(self) -> list[np.ndarray]:
+        """The batches this rank trains in this epoch, in order (from :attr:`skip` on)."""
+        return list(iter(self))
 
     def __iter__(self) -> Iterator[np.ndarray]:
         batches = self.batches()

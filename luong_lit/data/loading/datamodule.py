@@ -57,6 +57,11 @@ class TranslationDataModule(L.LightningDataModule):
         super().__init__()
         groups = split_options(TranslationDataModule, DATA_OPTIONS, options)
         self.corpus, self.tokenisation, self.batching = groups
+        longest = self.tokenisation.max_len
+        if self.batching.max_tokens is not None and longest and self.batching.max_tokens <= longest:
+            raise OptionError("max_tokens", self.batching.max_tokens,
+                              f"is out of range: it must hold the longest sentence, max_len="
+                              f"{longest} words and </s>: {longest + 1} or more")  # fmt: skip
         self.mirror = mirror_dir(self.corpus.mirror)
         self.train_store: TokenStore | None = None
         self.splits: dict[str, Split] = {}
@@ -65,6 +70,9 @@ class TranslationDataModule(L.LightningDataModule):
         self.tokenizers: dict[str, Any] = {}
         self._train_loader: ResumableLoader | None = None  # its position goes into checkpoints
         self._resume_position: dict[str, int] | None = None  # a checkpoint's, for the next loader
+        # (source words, target words) to encode with instead of building vocabularies: a
+        # fine-tuned model's (``init_from``); set before :meth:`setup`
+        self.given_vocab: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     @property
     def test_spec(self) -> dict[str, Any]:
@@ -103,6 +111,7 @@ class TranslationDataModule(L.LightningDataModule):
             max_len=tok.max_len,
             length_mode=tok.length_mode,
             clean_control=corpus.clean_control,
+            given_vocab=self.given_vocab,
         )
 
     def setup(self, stage: str | None = None) -> None:
@@ -177,11 +186,12 @@ class TranslationDataModule(L.LightningDataModule):
             examples = split.examples()
             src_lens, tgt_lens = [len(e[1]) for e in examples], [len(e[2]) for e in examples]
         b = self.batching
+        budget, unit = b.training_budget()
         sampler = BucketBatchSampler(
             src_lens,
             tgt_lens,
-            batch_size=b.batch_size if train else b.eval_batch_size,
-            batch_by=b.batch_by if train else "sentences",
+            batch_size=budget if train else b.eval_batch_size,
+            batch_by=unit if train else "sentences",
             chunk_batches=b.chunk_batches,
             shuffle=train,
             seed=b.seed,
@@ -205,8 +215,9 @@ class TranslationDataModule(L.LightningDataModule):
         if not train:
             return DataLoader(examples, **loading)
         self._train_loader = ResumableLoader(
-            examples, epoch=self._epoch, limit=self._limit_batches, **loading
-        )
+            examples, epoch=self._epoch, limit=self._limit_batches,
+            accumulate=self._accumulate, **loading,
+        )  # fmt: skip
         if self._resume_position is not None:
             self._train_loader.load_state_dict(self._resume_position)
             self._resume_position = None
@@ -230,6 +241,11 @@ class TranslationDataModule(L.LightningDataModule):
         """The trainer's current epoch (None outside a trainer: the sampler's own ``set_epoch``)."""
         trainer = getattr(self, "trainer", None)
         return None if trainer is None else int(trainer.current_epoch)
+
+    def _accumulate(self) -> int:
+        """The trainer's ``accumulate_grad_batches`` (1 outside a trainer)."""
+        trainer = getattr(self, "trainer", None)
+        return 1 if trainer is None else int(trainer.accumulate_grad_batches)
 
     def _limit_batches(self) -> int | float | None:
         """The trainer's ``limit_train_batches`` (None outside a trainer)."""

@@ -32,10 +32,11 @@ class ResumableLoader(DataLoader):
         *args,
         epoch: Callable[[], int | None],
         limit: Callable[[], int | float | None] = lambda: None,
+        accumulate: Callable[[], int] = lambda: 1,
         **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self._epoch, self._limit = epoch, limit
+        self._epoch, self._limit, self._accumulate = epoch, limit, accumulate
         self.position = {"epoch": 0, "batches": 0}  # the epoch served, its batches trained
         self._resume: dict[str, int] | None = None  # a checkpoint's position, until iter()
 
@@ -69,5 +70,28 @@ class ResumableLoader(DataLoader):
                 epoch, skip = epoch + 1, 0
             sampler.set_epoch(epoch)
         self.position = {"epoch": int(sampler.epoch), "batches": skip}
+        sampler.skip = 0
+        every = sampler.batches_of_this_rank()[: self.epoch_length()]  # trained before included
         sampler.skip = skip
-        return super().__iter__()
+        k = self._accumulate()
+        if k == 1:
+            return super().__iter__()
+        return _grouped(super().__iter__(), group_totals(every, k, sampler.tgt_lens), skip)
+
+
+def group_totals(batches, k: int, tgt_lens) -> list[tuple[int, int]]:
+    """For each batch, the sentences and target tokens (``</s>`` included) of the ``k``
+    consecutive batches whose gradients one optimizer step accumulates (the epoch's last group
+    may hold fewer)."""
+    out = []
+    for start in range(0, len(batches), k):
+        group = batches[start : start + k]
+        totals = (sum(len(b) for b in group), sum(int(tgt_lens[b].sum()) + len(b) for b in group))
+        out += [totals] * len(group)
+    return out
+
+
+def _grouped(batches: Iterator, totals: list[tuple[int, int]], skip: int) -> Iterator:
+    for j, batch in enumerate(batches, start=skip):
+        batch.group = totals[j]
+        yield batch

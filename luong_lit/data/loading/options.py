@@ -103,6 +103,9 @@ class Batching:
     Attributes:
         batch_size, batch_by: sentences (paper: 128) or target tokens per training batch
             (``sentences`` or ``tokens``).
+        max_tokens: fairseq's convention: batches of at most this many padded target tokens
+            (``</s>`` included), sentences of similar length together, the batches shuffled;
+            it replaces ``batch_size``/``batch_by`` for training (None: off).
         eval_batch_size: sentences per batch of the dev and test sets.
         chunk_batches: sort by target length within chunks of this many batches
             (docs/paper_notes.md §8).
@@ -113,6 +116,7 @@ class Batching:
 
     batch_size: int = 128
     batch_by: str = "sentences"
+    max_tokens: int | None = None
     eval_batch_size: int = 128
     chunk_batches: int = 100
     seed: int = 1234
@@ -122,6 +126,13 @@ class Batching:
         for name in ("batch_size", "eval_batch_size", "chunk_batches"):
             integer(name, getattr(self, name), 1)
         integer("num_workers", self.num_workers, 0, nullable=True)
+        integer("max_tokens", self.max_tokens, 1, nullable=True)
+
+    def training_budget(self) -> tuple[int, str]:
+        """A training batch's size and its unit (``max_tokens`` first)."""
+        if self.max_tokens is not None:
+            return self.max_tokens, "tokens"
+        return self.batch_size, self.batch_by
 
 
 #: The groups, in the order of the datamodule's signature (and of their checks).

@@ -220,10 +220,17 @@ def _build(spec: CorpusSpec, tmp: Path, *, workers: int, progress: bool | None) 
     stats["seconds_tokenise"] = round(time.perf_counter() - t0, 1)
     if not stats["pairs"]:
         raise DataError(f"no training pairs left after the length filter (max_len={spec.max_len})")
-    vocabs = {
-        side: Vocab.from_counts(counts[side], spec.vocab_size, spec.min_freq) for side in SIDES
-    }
-    _check_vocabularies(spec, vocabs, counts)
+    if spec.given_vocab is None:
+        vocabs = {
+            side: Vocab.from_counts(counts[side], spec.vocab_size, spec.min_freq) for side in SIDES
+        }
+        _check_vocabularies(spec, vocabs, counts)
+    else:  # a fine-tuned model's: the words outside it become <unk>, counted
+        vocabs = {side: Vocab(words) for side, words in zip(SIDES, spec.given_vocab)}
+        stats["outside_vocab"] = {
+            side: sum(n for w, n in counts[side].items() if w not in vocabs[side].stoi)
+            for side in SIDES
+        }
     dtype = id_dtype(max(len(v) for v in vocabs.values()))
     sizes = _encode(
         tmp, vocabs, dtype=dtype, workers=workers, progress=progress, total=stats["pairs"]
@@ -244,7 +251,11 @@ def _build(spec: CorpusSpec, tmp: Path, *, workers: int, progress: bool | None) 
         "dtype": dtype.name,
         "bytes": sizes,
         "stats": stats,
-        "spec": {**spec.__dict__, "files": [list(f) for f in spec.files]},
+        "spec": {
+            **spec.__dict__,
+            "files": [list(f) for f in spec.files],
+            "given_vocab": spec.vocab_key() if spec.given_vocab else None,
+        },  # fmt: skip
     }
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return meta

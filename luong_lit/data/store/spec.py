@@ -37,6 +37,16 @@ class CorpusSpec:
     max_len: int | None = None
     length_mode: str = "filter"
     clean_control: bool = False  # control characters replaced by spaces instead of refused
+    # the vocabularies to encode with (a fine-tuned model's, its checkpoint's), instead of
+    # those the counts make: (source words, target words)
+    given_vocab: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, repr=False)
+
+    def vocab_key(self) -> list:
+        """The vocabulary settings, or a digest of the given vocabularies."""
+        if self.given_vocab is None:
+            return [self.vocab_size, self.min_freq]
+        words = "\n".join("\t".join(side) for side in self.given_vocab)
+        return ["given", hashlib.sha256(words.encode()).hexdigest()[:16]]
 
     def fingerprint(self) -> str:
         parts = {
@@ -44,7 +54,7 @@ class CorpusSpec:
             "files": [[file_digest(s), file_digest(t)] for s, t in self.files],
             "direction": [self.src_lang, self.tgt_lang],
             "tokenizer": [self.tokenizer, dict(sorted(self.tokenizer_opts.items()))],
-            "vocab": [self.vocab_size, self.min_freq],
+            "vocab": self.vocab_key(),
             "length_filter": [self.max_len, self.length_mode],
             "clean_control": self.clean_control,
         }

@@ -1,0 +1,126 @@
+"""Fine-tuning: a new run that starts from a trained checkpoint's weights (``init_from=CKPT``,
+OpenNMT-py's ``-train_from`` with its optimizer reset, fairseq's ``--finetune-from-model``).
+
+Unlike a resume (``ckpt_path``, which continues a run with all of its state), the run is new:
+its own folder, a fresh optimizer, learning-rate schedule, step counter and best score, on any
+corpus. It keeps the checkpoint's vocabularies (the training words outside them become
+``<unk>``, counted and said at the start) and its model (a config that asks for another one is
+refused in one line naming the key; dropout may differ). ``freeze`` keeps parts of the model as
+they are (:data:`FREEZABLE`).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from luong_lit.checkpoint.files import read_checkpoint, read_meta
+from luong_lit.checkpoint.models import NOT_NET_ARGS
+from luong_lit.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: ``model.net`` keys a fine-tuned run may set otherwise than its checkpoint (no weight depends
+#: on them)
+MAY_DIFFER = frozenset({"dropout", "hidden_dropout", "output_dropout"})
+#: what ``freeze`` may name, and the parameters (by name prefix in the network) each holds
+FREEZABLE = {
+    "embeddings": ("encoder.embedding.", "decoder.embedding."),
+    "encoder": ("encoder.",),
+    "decoder": ("decoder.",),
+}
+
+
+def source_of(cfg) -> Path | None:
+    """The checkpoint ``init_from`` names, checked to be a file of a model this run may start
+    from (one line otherwise, before any data is read); None without ``init_from``."""
+    value = cfg.get("init_from")
+    if not value:
+        return None
+    path = Path(str(value))
+    if path.is_dir():
+        raise ConfigError(f"init_from={value} is a folder: give a checkpoint file "
+                          f"(RUN/checkpoints/best.ckpt)")  # fmt: skip
+    if not path.is_file():
+        raise ConfigError(f"init_from={value}: no such file")
+    _check_freeze(cfg.get("freeze") or [])
+    meta = read_meta(path)
+    if meta.sentencepiece:
+        raise ConfigError(f"init_from={value}: a model of sentencepiece pieces cannot be "
+                          f"fine-tuned yet (its pieces model would have to tokenise the new "
+                          f"corpus); train it from scratch")  # fmt: skip
+    _check_model(cfg, meta.net, value)
+    return path
+
+
+def _check_freeze(parts) -> None:
+    unknown = [p for p in parts if p not in FREEZABLE]
+    if unknown:
+        raise ConfigError(f"freeze={list(parts)}: {unknown[0]} is not a part of the model; "
+                          f"choose from {', '.join(FREEZABLE)}")  # fmt: skip
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict) and "name" in value:
+        return str(value["name"])
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _check_model(cfg, was: dict[str, Any], source: str) -> None:
+    from omegaconf import OmegaConf
+
+    now = OmegaConf.to_container(cfg.model.net, resolve=True)
+    keys = sorted(set(was) | set(now))
+    differ = [k for k in keys if k not in NOT_NET_ARGS | MAY_DIFFER and was.get(k) != now.get(k)]
+    if differ:
+        key = differ[0]
+        more = f" (and {len(differ) - 1} more: {', '.join(differ[1:])})" if differ[1:] else ""
+        raise ConfigError(
+            f"init_from={source} is a model with model.net.{key}={_shown(was.get(key))}, and "
+            f"this run asks for {_shown(now.get(key))}{more}: set it as the checkpoint's, or "
+            f"train from scratch"
+        )
+
+
+def vocabularies(path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The checkpoint's (source, target) vocabularies, for the datamodule to encode with."""
+    meta = read_meta(path)
+    return tuple(meta.src_vocab), tuple(meta.tgt_vocab)
+
+
+def load_weights(model, path: Path) -> None:
+    """The checkpoint's weights into ``model``'s network (a new run's first state)."""
+    state = read_checkpoint(path)["state_dict"]
+    model.net.load_state_dict(
+        {k[len("net.") :]: v for k, v in state.items() if k.startswith("net.")}
+    )
+    log.info("fine-tuning from %s: its weights and vocabularies, a fresh optimizer", path)
+
+
+def freeze(model, parts) -> None:
+    """Keep ``parts`` of ``model``'s network as they are (:data:`FREEZABLE`): no gradient, so
+    no update."""
+    prefixes = tuple(p for part in (parts or []) for p in FREEZABLE[part])
+    if not prefixes:
+        return
+    frozen = 0
+    for name, param in model.net.named_parameters():
+        if name.startswith(prefixes):
+            param.requires_grad_(False)
+            frozen += param.numel()
+    log.info("frozen: %s (%s weights)", ", ".join(parts), f"{frozen:,}")
+
+
+def say_outside_vocab(dm) -> None:
+    """One line: how much of the training text is outside the checkpoint's vocabularies."""
+    stats = (dm.train_store.meta.get("stats") or {}) if dm.train_store is not None else {}
+    outside, words = stats.get("outside_vocab"), stats.get("words") or {}
+    if not outside:
+        return
+    shares = ", ".join(
+        f"{side} {outside[side]:,} of {words.get(side, 0):,} words "
+        f"({100 * outside[side] / max(words.get(side, 1), 1):.1f} %)"
+        for side in ("src", "tgt")
+    )
+    log.info("outside the checkpoint's vocabularies, so <unk>: %s", shares)
