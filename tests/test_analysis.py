@@ -285,7 +285,7 @@ def table_rows(markdown: str) -> dict[str, list[str]]:
     rows = [
         [c.strip() for c in line.strip().strip("|").split("|")] for line in markdown.splitlines()
     ]
-    return {r[0]: r for r in rows if len(r) == 15 and r[0] not in ("paper row", "---")}
+    return {r[0]: r for r in rows if len(r) == 16 and r[0] not in ("paper row", "---")}
 
 
 def results_of(sweep: Path, ladder: str, key: str) -> list[float]:
@@ -330,24 +330,24 @@ def test_report_lays_out_a_ladder_with_its_gains_beside_the_paper(tmp_path):
     ]
     assert rows["Base"][3] == f"{statistics.fmean(dev):.2f} ± {sd(dev):.2f}" == "11.25 ± 1.77"
     diff, spread = statistics.fmean(rev) - statistics.fmean(base), math.hypot(sd(base), sd(rev))
-    assert rows["+ reverse"][8] == f"{diff:+.2f} ± {spread:.2f} (beam)" == "+3.00 ± 1.58 (beam)"
-    assert rows["+ reverse"][14] == "+1.3" and rows["+ reverse"][13] == "12.6"
-    assert [rows["+ dropout"][2], rows["+ dropout"][8]] == ["not run yet", "–"]
-    assert rows["+ local-p (general) + feed input"][8] == "–"  # the row above is not run yet
+    assert rows["+ reverse"][9] == f"{diff:+.2f} ± {spread:.2f} (beam)" == "+3.00 ± 1.58 (beam)"
+    assert rows["+ reverse"][15] == "+1.3" and rows["+ reverse"][14] == "12.6"
+    assert [rows["+ dropout"][2], rows["+ dropout"][9]] == ["not run yet", "–"]
+    assert rows["+ local-p (general) + feed input"][9] == "–"  # the row above is not run yet
     beam, unk = (
         of("table1_local_p_general", "bleu_beam"),
         of("table1_local_p_general", "bleu_unk_beam"),
     )
     own = [u - b for u, b in zip(unk, beam, strict=True)]  # each run's own gain: paired
-    assert rows["+ unk replace"][8] == f"{statistics.fmean(own):+.2f} ± {sd(own):.2f} (beam)"
-    assert rows["+ unk replace"][8] == "+1.62 ± 0.18 (beam)"  # not ± hypot(sds) = 0.64
+    assert rows["+ unk replace"][9] == f"{statistics.fmean(own):+.2f} ± {sd(own):.2f} (beam)"
+    assert rows["+ unk replace"][9] == "+1.62 ± 0.18 (beam)"  # not ± hypot(sds) = 0.64
     assert rows["Ensemble 8 models + unk replace"][2] == "ensemble of 2"
     ens_gain = 35.5 - statistics.fmean(unk)  # one system: only the seeds' sd of the row above
-    assert rows["Ensemble 8 models + unk replace"][8] == f"{ens_gain:+.2f} ± {sd(unk):.2f} (beam)"
+    assert rows["Ensemble 8 models + unk replace"][9] == f"{ens_gain:+.2f} ± {sd(unk):.2f} (beam)"
     best = f'Its gain over the best single run of "+ unk replace" ({max(unk):.2f}): +2.25.'
     assert best in out and max(unk) == 33.25
     assert {r[1] for r in rows.values()} == {"Multi30k En→De (test_2016_flickr)"}
-    assert {r[11] for r in rows.values()} == {"WMT'14 En→De newstest2014"}
+    assert {r[12] for r in rows.values()} == {"WMT'14 En→De newstest2014"}
     assert "Not finished (no test results yet): 6_ladder=table1_dropout,seed=1234." in out
     assert "### Table 3" not in out and "| cell |" not in out  # no other runs: no other table
 
@@ -387,7 +387,7 @@ def test_the_paper_gains_are_the_ones_tables_1_and_3_print():
                "table3": ["–", "+2.2", "+1.0", "+2.7", "+2.1"]}  # fmt: skip
     for table, gains in printed.items():
         rows = table_rows(markdown_ladder(table, lay_out([], table))).values()
-        assert [r[14] for r in rows] == gains
+        assert [r[15] for r in rows] == gains
         assert {r[2] for r in rows} == {"not run yet"}
 
 
@@ -408,7 +408,7 @@ def test_report_of_a_trained_two_row_ladder(tiny_ladder):
     assert rows["Base"][3] == f"{dev['table1_base']:.2f}"  # one seed: no spread
     kind = "beam" if "bleu_beam" in base else "greedy"
     diff = rev[f"bleu_{kind}"] - base[f"bleu_{kind}"]
-    assert rows["+ reverse"][8] == f"{diff:+.2f} ({kind})"  # one seed a row: no spread
+    assert rows["+ reverse"][9] == f"{diff:+.2f} ({kind})"  # one seed a row: no spread
     assert rows["+ dropout"][2] == "not run yet" and rows["Base"][1] == "files (toy)"
 
 

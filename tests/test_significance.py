@@ -9,7 +9,7 @@ import random
 import pytest
 
 from luong_lit.analysis.cells import varying
-from luong_lit.analysis.steps import step_test, verdict_cells
+from luong_lit.analysis.steps import judged, step_test, verdict_cells
 from luong_lit.metrics.bleu import corpus_bleu_tok
 from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
 
@@ -74,9 +74,9 @@ def _run(tmp_path, name: str, hyp, ref, unk=None):
     return str(run)
 
 
-def test_a_ladder_step_pools_the_seeds_both_rows_have(tmp_path):
-    """Seeds 1 and 2 of the row above paired with seeds 1 and 2 of the row (its seed 3 has no
-    partner); the "+ unk" row pairs each run with itself decoded again."""
+def test_a_ladder_step_tests_every_seed_of_both_rows_and_holm_corrects_the_table(tmp_path):
+    """Seeds 1 and 2 of the row above against seeds 1, 2 and 3 of the row (unpaired: every seed
+    of each); the "+ unk" row pairs each run with itself decoded again."""
     base = {s: corpus(10 + s, right=0.3) for s in (1, 2)}
     refs = base[1][1]
     better = {s: corpus(20 + s, right=0.8, refs=refs)[0] for s in (1, 2, 3)}
@@ -85,12 +85,18 @@ def test_a_ladder_step_pools_the_seeds_both_rows_have(tmp_path):
                          for s, h in base.items()]}  # fmt: skip
     row = {"members": [{"seed": s, "path": _run(tmp_path, f"b{s}", h, refs, unk=h)}
                        for s, h in better.items()]}  # fmt: skip
-    found, said, seeds = step_test(above, row)
-    assert seeds == 2 and found.sentences == 2 * len(refs) and said == "holds"
-    unk, said, seeds = step_test(row, {"unk_of": row["members"]})
-    assert seeds == 3 and unk.gain == 0 and said == "not shown"
-    assert verdict_cells((found, "holds", 2))[0] == "< 0.001 (2 seeds)"
-    assert step_test({"members": []}, row) is None and verdict_cells(None) == ("–", "–")
+    found = step_test(above, row)
+    assert (len(found.baseline.per_seed), len(found.system.per_seed)) == (2, 3)
+    assert found.sentences == len(refs) and found.low > 0 and found.p < 0.001
+    unk = step_test(row, {"unk_of": row["members"]})
+    assert len(unk.system.per_seed) == 3 and unk.gain == 0 and unk.p == 1.0
+    laid = [above, row, {"unk_of": row["members"]}]
+    steps = judged(laid)
+    assert steps[0] is None and steps[1][2] == "holds" and steps[2][2] == "not shown"
+    assert steps[1][1] == min(1.0, 2 * found.p)  # Holm: the smaller of two p-values, doubled
+    gain, p, said = verdict_cells(steps[1])
+    assert gain.startswith(f"{found.gain:+.2f} [") and "(2/3 seeds)" in gain and said == "holds"
+    assert step_test({"members": []}, row) is None and verdict_cells(None) == ("–", "–", "–")
 
 
 def test_a_sweeps_cells_are_named_by_what_varies():

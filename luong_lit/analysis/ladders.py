@@ -33,28 +33,32 @@ from pathlib import Path
 from luong_lit.analysis.cells import mean_sd, pm
 from luong_lit.analysis.paper_numbers import LADDERS
 from luong_lit.analysis.runs import describe, is_run
-from luong_lit.analysis.steps import report_outputs, step_test, verdict_cells
+from luong_lit.analysis.steps import judged, report_outputs, row_spread, verdict_cells
 from luong_lit.errors import DataError
 
 NOT_RUN = "not run yet"
 RECIPES = {  # the experiment a ladder row is added to
     "m30k_small": "ours (m30k_small: 2×256, Adam, the main job's additions)",
     "m30k_paper": "the paper's (m30k_paper: its §4.1 settings, at 2×256)",
+    "m30k_paper_long": "the paper's, trained until dev stops improving (m30k_paper_long)",
 }
 HEAD = (
     "paper row | our corpus | runs | dev ppl | test ppl | greedy BLEU | beam BLEU | + unk"
-    " | gain (BLEU) | p (paired bootstrap) | verdict | paper corpus | paper ppl | paper BLEU"
+    " | test SE | gain [95 % CI] | p (Holm) | verdict | paper corpus | paper ppl | paper BLEU"
     " | paper gain"
 )
-RULE = "|---|---|---:|" + "---:|" * 7 + "---|---|---:|---:|---:|"
+RULE = "|---|---|---:|" + "---:|" * 9 + "---|---|---:|---:|---:|"
 ENSEMBLE = "`python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST"
 NOTE = (
-    "Ours: mean ± sample sd over seeds; gain: BLEU minus the row above's (beam where both "
-    'rows have it, else greedy), from unrounded means, ± sqrt(sd_a² + sd_b²); "+ unk '
-    "replace\" (the same runs decoded again): mean ± sd of each run's own gain. p: paired "
-    "bootstrap of the two rows' test outputs (sacreBLEU, 1,000 resamples, two-sided), the "
-    "seeds pooled pair by pair; holds / reversed: p < 0.05 and the gain's sign, else no "
-    "measurable effect."
+    "Ours: mean ± sample sd over seeds (tokenised BLEU). Test SE: the sd of a run's beam BLEU "
+    "over resamples of the test sentences, averaged over the row's seeds (MultEval's s_sel). "
+    "Gain: the row's mean beam BLEU over its seeds minus the row above's (\"+ unk replace\": "
+    "the same runs decoded again, seeds paired), with its 95 % interval from a two-level "
+    "bootstrap (each row's seeds resampled, one draw of the test sentences for all; 1,000 "
+    "draws), over every seed of both rows; p: that test's, two-sided, corrected by Holm's "
+    "method over the table's tested steps (raw p beside it); holds / reversed: corrected "
+    "p < 0.05 and the gain's sign, else not shown (which is not the same as no effect). "
+    "Without both rows' outputs: the difference of the rows' means, untested."
 )
 
 
@@ -182,13 +186,16 @@ def markdown_ladder(table: str, laid: Sequence[dict]) -> str:
         title += f", recipe {RECIPES.get(recipe[0], recipe[0])}"
         title += f" with {recipe[1]}" if recipe[1] else ""
     lines = [f"{title}; the paper's on {where}", "", f"| {HEAD} |", RULE]
-    for i, row in enumerate(laid):
+    for i, (row, test) in enumerate(zip(laid, judged(laid), strict=True)):
         above = laid[i - 1] if i else None
         ours = gain(above, row) if above and above["n"] and row["n"] else None
         cells = [row["paper_row"], row["corpus"] or "–", _runs_text(row)]
         shown = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
         cells += [_pm(row.get(k)) for k in shown]
-        cells += [_gain_text(ours), *verdict_cells(step_test(above, row) if ours else None), where]
+        spread = row_spread(row) if row.get("members") else None
+        cells.append("–" if spread is None else f"{spread.test_se:.2f}")
+        tested = verdict_cells(test)
+        cells += [tested[0] if test else _gain_text(ours), *tested[1:], where]
         cells += [_one(row.get("paper_ppl")), _one(row["paper_bleu"]), _paper_gain(above, row)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

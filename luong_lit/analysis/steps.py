@@ -1,19 +1,23 @@
-"""Each step of a ladder judged by a test: the paired bootstrap of
-:mod:`luong_lit.metrics.significance` on the test-set outputs of the two rows' runs, the seeds
-pooled (paired seed by seed: the runs of the two rows with the same seed).
+"""Each step of a ladder judged by a test over seeds and sentences: the two-level bootstrap of
+:mod:`luong_lit.metrics.significance` on the test-set outputs of the two rows' runs (every
+seed of each row: the gain and the test over the same seeds), two-sided, with the gain's 95 %
+interval; the steps of one table corrected together by Holm's method (:func:`judged`).
 
 A run's outputs are the lines its own ``evaluate`` report read (``eval_TEST.hyp``, and
 ``eval_TEST.hyp_unk`` after unknown-word replacement, beside ``eval_TEST.ref``). An ensemble's
-are those of its own report. Where either side has no outputs, the step has no test.
+are those of its own report. "+ unk replace" compares each run with itself decoded again (the
+seeds paired). Where either side has no outputs, the step has no test.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.analysis.runs import own_evals
-from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
+from luong_lit.metrics.significance import SeedPaired, SeedRow, holm, judge, seed_row
+from luong_lit.metrics.significance import two_level_bootstrap as two_level
 
 
 def report_outputs(report: Path, kind: str) -> tuple[list[str], list[str]] | None:
@@ -43,33 +47,73 @@ def _by_seed(members: list[dict], kind: str) -> dict:
     return found
 
 
-def _pairs(above: dict, row: dict) -> list[tuple]:
-    """``(baseline, system, refs)`` per seed for the step from ``above`` to ``row``."""
+def _sides(above: dict, row: dict) -> tuple[list, list, list[str], bool] | None:
+    """``(baseline outputs, system outputs, refs, seeds paired)`` of the step to ``row``."""
     if row.get("unk_of"):  # the same runs decoded again with unk replacement
         plain, replaced = _by_seed(row["unk_of"], "hyp"), _by_seed(row["unk_of"], "hyp_unk")
-        return [(plain[s][0], replaced[s][0], plain[s][1]) for s in plain if s in replaced]
-    if row.get("ensemble_outputs"):  # one system: beside each seed of the row above
+        seeds = [s for s in plain if s in replaced]
+        if not seeds:
+            return None
+        return (
+            [plain[s][0] for s in seeds],
+            [replaced[s][0] for s in seeds],
+            plain[seeds[0]][1],
+            True,
+        )
+    if row.get("ensemble_outputs"):  # one system, beside every seed of the row above
         hyp, ref = row["ensemble_outputs"]
         above_runs = above.get("unk_of") or above.get("members") or []
-        return [(h, hyp, r) for h, r in _by_seed(above_runs, "hyp_unk").values() if r == ref]
+        base = [h for h, r in _by_seed(above_runs, "hyp_unk").values() if r == ref]
+        return (base, [hyp], ref, False) if base else None
     a, b = _by_seed(above.get("members", []), "hyp"), _by_seed(row.get("members", []), "hyp")
-    return [(a[s][0], b[s][0], a[s][1]) for s in sorted(a, key=str) if s in b]
-
-
-def step_test(above: dict, row: dict) -> tuple[Paired, str, int] | None:
-    """The paired bootstrap of the step from ``above`` to ``row``, its verdict and the number
-    of seeds pooled; None where the outputs to test are missing."""
-    pairs = _pairs(above, row)
-    if not pairs:
+    refs = {tuple(r) for _, r in [*a.values(), *b.values()]}
+    if not a or not b or len(refs) != 1:  # no outputs, or not of one test set
         return None
-    found = paired_bootstrap(*pooled(pairs))
-    return found, verdict(found), len(pairs)
+    return [h for h, _ in a.values()], [h for h, _ in b.values()], list(refs.pop()), False
 
 
-def verdict_cells(found: tuple[Paired, str, int] | None) -> tuple[str, str]:
-    """The table's ``p`` and ``verdict`` cells."""
+def step_test(above: dict, row: dict) -> SeedPaired | None:
+    """The two-level bootstrap of the step from ``above`` to ``row``; None where the outputs to
+    test are missing."""
+    sides = _sides(above, row) if above else None
+    if sides is None:
+        return None
+    base, system, refs, paired = sides
+    return two_level(base, system, refs, paired_seeds=paired)
+
+
+def row_spread(row: dict) -> SeedRow | None:
+    """A model row's mean, seed sd and test-set standard error from its runs' outputs."""
+    found = _by_seed(row.get("members", []), "hyp")
+    refs = {tuple(r) for _, r in found.values()}
+    if not found or len(refs) != 1:
+        return None
+    return seed_row([h for h, _ in found.values()], list(refs.pop()))
+
+
+def judged(laid: Sequence[dict]) -> list[tuple[SeedPaired, float, str] | None]:
+    """Each row's step from the row above: its test, its Holm-corrected p over the table's
+    tested steps, and its verdict (None: no test)."""
+    tests = [step_test(laid[i - 1], row) if i else None for i, row in enumerate(laid)]
+    done = [t for t in tests if t is not None]
+    corrected = iter(holm([t.p for t in done]))
+    out: list = []
+    for t in tests:
+        p = next(corrected) if t is not None else None
+        out.append(None if t is None else (t, p, judge(t.gain, p)))
+    return out
+
+
+def _p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def verdict_cells(found: tuple[SeedPaired, float, str] | None) -> tuple[str, str, str]:
+    """The table's gain (with its 95 % interval and the seeds on each side), corrected ``p``
+    and ``verdict`` cells."""
     if found is None:
-        return "–", "–"
-    paired, said, seeds = found
-    p = "< 0.001" if paired.p < 0.001 else f"{paired.p:.3f}"
-    return f"{p} ({seeds} seed{'s' if seeds > 1 else ''})", said
+        return "–", "–", "–"
+    test, p, said = found
+    seeds = f"{len(test.baseline.per_seed)}/{len(test.system.per_seed)} seeds"
+    gain = f"{test.gain:+.2f} [{test.low:+.2f}, {test.high:+.2f}] ({seeds})"
+    return gain, f"{_p(p)} (raw {_p(test.p)})", said

@@ -1,8 +1,10 @@
 """Whether one system's BLEU differs from another's beyond chance, and by how much.
 
 BLEU is the tokenised BLEU of the paper's tables (:func:`~luong_lit.metrics.bleu.corpus_bleu_tok`:
-``##AT##`` rejoined, sacreBLEU with ``tokenize='none'``). Both tests are paired bootstraps
-(Koehn 2004) over the test sentences, and both are two-sided:
+``##AT##`` rejoined, sacreBLEU with ``tokenize='none'``). ``metric="chrf"`` (or ``"chrfpp"``)
+tests chrF (chrF++) of the same lines instead (:mod:`luong_lit.metrics.chrf_ter`); where this
+text says BLEU, read the score tested. Both tests are paired bootstraps (Koehn 2004) over the
+test sentences, and both are two-sided:
 
 * :func:`paired_bootstrap`, one output per system: the test sentences are drawn with replacement
   ``n_samples`` times; the signed difference of the two corpus BLEUs on each draw, centred at its
@@ -32,11 +34,10 @@ from typing import NamedTuple
 import numpy as np
 
 from luong_lit.metrics.significance_stats import (
-    corpus_bleu,
-    corpus_bleus,
+    corpus_scores,
+    metric_stats,
     resampling_rng,
     sentence_draws,
-    sentence_stats,
     two_sided,
 )
 
@@ -94,17 +95,21 @@ def _check(lines: Sequence[Sequence[str]], refs: Sequence[str], test: str) -> No
 
 
 def paired_bootstrap(
-    baseline: Sequence[str], system: Sequence[str], refs: Sequence[str], n_samples: int = SAMPLES
+    baseline: Sequence[str],
+    system: Sequence[str],
+    refs: Sequence[str],
+    n_samples: int = SAMPLES,
+    metric: str = "bleu",
 ) -> Paired:
-    """Two-sided paired bootstrap over the test sentences (Koehn 2004) of tokenised BLEU:
-    ``baseline`` and ``system`` lines against ``refs``, the gain's p and 95 % interval (see the
-    module docstring; sacreBLEU's resampling seed, 12345 unless ``SACREBLEU_SEED`` says
-    otherwise)."""
+    """Two-sided paired bootstrap over the test sentences (Koehn 2004) of tokenised BLEU (or
+    ``metric``: ``chrf``, ``chrfpp``): ``baseline`` and ``system`` lines against ``refs``, the
+    gain's p and 95 % interval (see the module docstring; sacreBLEU's resampling seed, 12345
+    unless ``SACREBLEU_SEED`` says otherwise)."""
     _check([baseline, system], refs, "paired bootstrap")
-    base, sys_ = sentence_stats(baseline, refs), sentence_stats(system, refs)
+    base, sys_ = metric_stats(baseline, refs, metric), metric_stats(system, refs, metric)
     draws = sentence_draws(resampling_rng(), len(refs), n_samples)
-    resampled = corpus_bleus(draws @ sys_) - corpus_bleus(draws @ base)
-    first, second = corpus_bleu(base.sum(0)), corpus_bleu(sys_.sum(0))
+    resampled = corpus_scores(draws @ sys_, metric) - corpus_scores(draws @ base, metric)
+    first, second = (float(corpus_scores(s.sum(0), metric)) for s in (base, sys_))
     p, low, high = two_sided(resampled, second - first)
     return Paired(first, second, p, len(refs), low, high)
 
@@ -117,10 +122,11 @@ def _row(per_seed: np.ndarray, resampled: np.ndarray) -> SeedRow:
     return SeedRow(float(np.mean(per_seed)), seed_sd, test_se, tuple(map(float, per_seed)))
 
 
-def _seed_means(rng: np.random.Generator, resampled: np.ndarray) -> np.ndarray:
+def _seed_means(rng, resampled: np.ndarray, picks: np.ndarray | None = None) -> np.ndarray:
     """Each sample's mean BLEU over seeds drawn with replacement (``resampled``: samples x
-    seeds)."""
-    picks = rng.integers(resampled.shape[1], size=resampled.shape)
+    seeds; ``picks``: the seeds drawn, where another system's draw is to be shared)."""
+    if picks is None:
+        picks = rng.integers(resampled.shape[1], size=resampled.shape)
     return np.take_along_axis(resampled, picks, axis=1).mean(axis=1)
 
 
@@ -129,29 +135,52 @@ def two_level_bootstrap(
     system: Sequence[Sequence[str]],
     refs: Sequence[str],
     n_samples: int = SAMPLES,
+    metric: str = "bleu",
+    paired_seeds: bool = False,
 ) -> SeedPaired:
-    """Two-sided bootstrap over seeds and sentences of the gain in mean tokenised BLEU.
+    """Two-sided bootstrap over seeds and sentences of the gain in mean tokenised BLEU (or
+    ``metric``: ``chrf``, ``chrfpp``).
 
     ``baseline`` and ``system`` are each a list of outputs, one per seed, all on the sentences of
     ``refs``. Each resample draws the seeds of each system with replacement (independently) and
     one set of sentence indices that every seed's outputs share; its statistic is the mean over
     the drawn seeds of the per-seed corpus BLEU, system minus baseline. The gain is that mean over
     all seeds; p and its 95 % interval are as in :func:`paired_bootstrap`, which this test is
-    with one seed each. The rows report mean, seed sd and test-set standard error (Clark et al.
+    with one seed each. ``paired_seeds``: the two systems are the same models decoded twice
+    (seed ``i`` of each the same run, as unknown-word replacement is), and each draw takes the
+    same seeds of both. The rows report mean, seed sd and test-set standard error (Clark et al.
     2011)."""
+    if paired_seeds and len(baseline) != len(system):
+        raise ValueError("paired seeds need as many outputs of each system")
     if not baseline or not system:
         raise ValueError("a test over seeds needs at least one output of each system")
     _check([*baseline, *system], refs, "two-level bootstrap")
-    stats = [np.stack([sentence_stats(h, refs) for h in row]) for row in (baseline, system)]
+    stats = [np.stack([metric_stats(h, refs, metric) for h in row]) for row in (baseline, system)]
     rng = resampling_rng()
     draws = sentence_draws(rng, len(refs), n_samples)  # first, as paired_bootstrap draws them
-    resampled = [corpus_bleus(np.einsum("bn,knc->bkc", draws, s)) for s in stats]
-    per_seed = [corpus_bleus(s.sum(axis=1)) for s in stats]
-    means = [_seed_means(rng, r) for r in resampled]
+    resampled = [corpus_scores(np.einsum("bn,knc->bkc", draws, s), metric) for s in stats]
+    per_seed = [corpus_scores(s.sum(axis=1), metric) for s in stats]
+    if paired_seeds:
+        picks = rng.integers(len(baseline), size=resampled[0].shape)
+        means = [_seed_means(rng, r, picks) for r in resampled]
+    else:
+        means = [_seed_means(rng, r) for r in resampled]
     gain = float(per_seed[1].mean() - per_seed[0].mean())
     p, low, high = two_sided(means[1] - means[0], gain)
     rows = [_row(b, r) for b, r in zip(per_seed, resampled, strict=True)]
     return SeedPaired(rows[0], rows[1], gain, low, high, p, len(refs))
+
+
+def seed_row(outputs: Sequence[Sequence[str]], refs: Sequence[str], n_samples: int = SAMPLES,
+             metric: str = "bleu") -> SeedRow:  # fmt: skip
+    """One system's mean BLEU over its seeds' ``outputs``, the seeds' standard deviation and the
+    test-set standard error (the sd of each seed's BLEU over sentence resamples, averaged: the
+    ``s_sel`` of Clark et al. 2011)."""
+    _check(list(outputs), refs, "seed row")
+    stats = np.stack([metric_stats(h, refs, metric) for h in outputs])
+    draws = sentence_draws(resampling_rng(), len(refs), n_samples)
+    resampled = corpus_scores(np.einsum("bn,knc->bkc", draws, stats), metric)
+    return _row(corpus_scores(stats.sum(axis=1), metric), resampled)
 
 
 def pooled(pairs: Sequence[tuple[Sequence[str], Sequence[str], Sequence[str]]]):

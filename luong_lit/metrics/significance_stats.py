@@ -7,7 +7,8 @@ and the matched and total n-grams for n = 1..4. A resampled test set is a row of
 (how often each sentence was drawn), so its summed statistics are one matrix product, and its
 corpus BLEU is sacreBLEU's own :meth:`BLEU.compute_bleu` of the sums, with the smoothing of
 :func:`~luong_lit.metrics.bleu.corpus_bleu_tok`: the same number ``corpus_bleu_tok`` gives on the
-lines drawn.
+lines drawn. chrF and chrF++ (``metric="chrf"``, ``"chrfpp"``) are resampled alike, from their
+own sentence statistics (:func:`~luong_lit.metrics.chrf_ter.chrf_stats`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from luong_lit.metrics.bleu import rejoin_hyphens
+from luong_lit.metrics.chrf_ter import CHRF_NAMES, chrf_of_stats, chrf_stats
 
 ORDER = 4  # n-grams up to 4, as BLEU counts them
 # One sentence's statistics, in sacreBLEU's order: hypothesis and reference length, matched
@@ -61,8 +63,32 @@ def corpus_bleu(summed: np.ndarray) -> float:
 
 def corpus_bleus(summed: np.ndarray) -> np.ndarray:
     """:func:`corpus_bleu` of every set of statistics in ``summed`` (shape ``(..., 10)``)."""
-    flat = summed.reshape(-1, COLUMNS)
-    return np.array([corpus_bleu(row) for row in flat], dtype=float).reshape(summed.shape[:-1])
+    return corpus_scores(summed, "bleu")
+
+
+METRICS = ("bleu", *CHRF_NAMES)  # the scores the bootstrap resamples
+
+
+def _metric(metric: str) -> str:
+    if metric not in METRICS:
+        raise ValueError(f"no paired test of {metric!r}: one of {', '.join(METRICS)}")
+    return metric
+
+
+def metric_stats(hyps: Sequence[str], refs: Sequence[str], metric: str = "bleu") -> np.ndarray:
+    """Each line's statistics of ``metric`` (``bleu``: :func:`sentence_stats`; ``chrf`` or
+    ``chrfpp``: :func:`~luong_lit.metrics.chrf_ter.chrf_stats`), one row a sentence."""
+    if _metric(metric) == "bleu":
+        return sentence_stats(hyps, refs)
+    return chrf_stats(hyps, refs, metric)
+
+
+def corpus_scores(summed: np.ndarray, metric: str = "bleu") -> np.ndarray:
+    """The corpus score of ``metric`` of every set of summed statistics in ``summed`` (its last
+    axis: one sentence's statistics, as :func:`metric_stats` gives them)."""
+    one = corpus_bleu if _metric(metric) == "bleu" else lambda row: chrf_of_stats(row, metric)
+    flat = summed.reshape(-1, summed.shape[-1])
+    return np.array([one(row) for row in flat], dtype=float).reshape(summed.shape[:-1])
 
 
 def resampling_rng() -> np.random.Generator:

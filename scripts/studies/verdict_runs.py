@@ -74,8 +74,13 @@ def studies(logs: Path) -> dict[str, tuple[tuple[str, ...], list[str]]]:
             ("table1_base", "table1_reverse", "table1_dropout", "table1_local_p_general"),
             paper_long,
         ),
+        # its last row with a vocabulary cut (words seen once become <unk>), so that the unk
+        # rows (copy and dictionary) are measured on the paper's recipe too
+        "paper_long_unk": (("table1_local_p_general",), [*paper_long, "data.min_freq=2"]),
         # the paper's own 10/12-epoch recipe: dropout's row and its schedule's control
         "paper": (("table1_reverse", "table1_dropout"), ["experiment=m30k_paper"]),
+        "main_epochs": (("m30k_small",), ["callbacks.epoch_checkpoints.every_n_epochs=1"]),
+        "main_ema": (("m30k_small",), ["callbacks.ema.decay=0.999"]),
         "paper_control": (
             ("table1_reverse",),
             ["experiment=m30k_paper", "trainer.max_epochs=12", "model.scheduler.after=8"],
@@ -87,9 +92,12 @@ def studies(logs: Path) -> dict[str, tuple[tuple[str, ...], list[str]]]:
 #: every row with the same seeds
 QUEUES = {
     "ours": ("ours", "ours_copy"),
-    "paper": ("paper_long",),
+    "paper": ("paper_long", "paper_long_unk"),
     "control": ("paper", "paper_control"),
     "europarl": ("europarl",),
+    # the two ways to smooth a model, on the main job: the last epochs' weights averaged
+    # (`average`) and the moving average (callbacks.ema.decay)
+    "smoothing": ("main_epochs", "main_ema"),
 }
 
 
@@ -101,7 +109,8 @@ def jobs(logs: Path, queues: list[str], seeds: tuple[int, ...]) -> list[Job]:
             for study in QUEUES[queue]:
                 rows, extra = known[study]
                 for row in rows:
-                    found.append(Job(study, row, seed, (f"ladder={row}", f"seed={seed}", *extra)))
+                    picked = () if row == "m30k_small" else (f"ladder={row}",)  # the main job
+                    found.append(Job(study, row, seed, (*picked, f"seed={seed}", *extra)))
     return found
 
 
