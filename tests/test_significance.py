@@ -165,3 +165,26 @@ def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp
         main([runs[0], runs[1], "--unk"])
     with pytest.raises(SystemExit):
         main(runs[:3])
+
+
+def test_report_reads_a_folder_of_kept_runs_and_its_table_is_well_formed(tmp_path):
+    """``results/ladders/STUDY/ROW/seedS``: report finds the runs below the folder; every line of
+    a ladder table has as many cells as its header."""
+    from luong_lit.analysis.cells import run_dirs
+
+    for row in ("table1_base", "table1_reverse"):
+        run = tmp_path / "study" / row / "seed1"
+        (run / ".hydra").mkdir(parents=True)
+        (run / ".hydra" / "config.yaml").write_text("model: {net: {}}\\n")
+    assert [p.parent.name for p in run_dirs([tmp_path / "study"])] == [
+        "table1_base",
+        "table1_reverse",
+    ]
+    from luong_lit.analysis.ladders import lay_out, markdown_ladder
+
+    lines = [
+        x
+        for x in markdown_ladder("table1", lay_out([], "table1")).splitlines()
+        if x.startswith("|")
+    ]
+    assert len({x.count("|") for x in lines}) == 1

@@ -23,27 +23,32 @@ PAPER = (("ppl", "paper ppl"), ("bleu", "paper BLEU"), ("bleu_unk", "paper + unk
 
 
 def run_dirs(paths: Iterable[str | Path]) -> list[Path]:
-    """Run directories: each path itself, or the runs inside a sweep directory."""
+    """Run directories: each path itself, the runs inside a sweep directory, or, in a folder of
+    kept runs (``results/ladders/STUDY/ROW/seedS``), the runs below it."""
     found: list[Path] = []
     for path in map(Path, paths):
         if is_run(path):
             found.append(path)
             continue
-        inside = (
-            sorted(
-                (p for p in path.iterdir() if is_run(p)),
-                key=lambda p: int(p.name.split("_")[0]) if p.name.split("_")[0].isdigit() else 0,
-            )
-            if path.is_dir()
-            else []
-        )
+        inside = _inside(path) if path.is_dir() else []
         if not inside:
             raise FileNotFoundError(
                 f"{path}: not a luong_lit run directory (no .hydra/config.yaml) "
-                f"nor a sweep directory holding any"
+                f"nor a folder holding any"
             )
         found.extend(inside)
     return found
+
+
+def _inside(path: Path) -> list[Path]:
+    """A sweep's runs in job order; else every run below ``path``, in path order."""
+    jobs = [p for p in path.iterdir() if is_run(p)]
+    if jobs:
+        first = lambda p: p.name.split("_")[0]  # noqa: E731
+        return sorted(jobs, key=lambda p: int(first(p)) if first(p).isdigit() else 0)
+    return sorted(
+        c.parent.parent for c in path.rglob(".hydra/config.yaml") if is_run(c.parent.parent)
+    )
 
 
 def cell_of(run_dir: Path) -> str:

@@ -47,7 +47,7 @@ HEAD = (
     " | test SE | gain [95 % CI] | p (Holm) | verdict | paper corpus | paper ppl | paper BLEU"
     " | paper gain"
 )
-RULE = "|---|---|---:|" + "---:|" * 9 + "---|---|---:|---:|---:|"
+RULE = "|---|---|---:|" + "---:|" * 8 + "---|---|---:|---:|---:|"
 ENSEMBLE = "`python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST"
 NOTE = (
     "Ours: mean ± sample sd over seeds (tokenised BLEU). Test SE: the sd of a run's beam BLEU "
