@@ -22,13 +22,14 @@ from luong_lit.decoding.ensemble import COMBINE
 from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.engines import ENGINES, INT8_PARTS
 from luong_lit.errors import UsageError, UserError
-from luong_lit.translator.options import OVERLONG, BadOption, LoadOptions, SearchOptions
+from luong_lit.translator.options import OVERLONG, LoadOptions, SearchOptions
+from luong_lit.validate import OptionError
 
 
 def user_error_message(err: BaseException) -> str:
     """``error: ...`` as one paragraph (one line: a message never spans several); an option
     named by its flag (``--beam``)."""
-    if isinstance(err, BadOption):
+    if isinstance(err, OptionError) and err.is_keyword:  # an API keyword: named as its flag
         err = err.flagged()
     return "error: " + " ".join(str(err).split())
 

@@ -1,6 +1,7 @@
 """The kit's Hydra configs (``conf/``, shipped inside every wheel): composing them
 outside a Hydra app, naming a mistyped override's nearest match, saying what Hydra raised while
-it composed or launched in one line, and ``train --help``."""
+it composed or launched in one line, and ``train --help``. Attentions and scores registered in
+Python are options of their groups once this module is imported (:mod:`luong_lit.config_parts`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from luong_lit.config_parts import offer_parts
 from luong_lit.errors import ConfigError, UserError, find_user_error
 from luong_lit.resources import CONF_DIR
 from luong_lit.sweeps.launchers import check_launcher, launch_error, sweep_jobs
@@ -24,6 +26,7 @@ __all__ = [
     "hydra_error",
 ]
 HIDDEN_GROUPS = ("hydra", "paths", "recipes")  # plumbing and shared parts of experiments
+offer_parts()  # attention=NAME and score=NAME for the parts registered in Python
 
 
 def groups() -> dict[str, list[str]]:

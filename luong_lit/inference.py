@@ -20,7 +20,7 @@ from luong_lit.decoding.forced import Forced, attention_links, forced_pass, memb
 from luong_lit.decoding.search import GREEDY, Hypothesis, Search
 from luong_lit.engines import make_engine
 from luong_lit.metrics.bleu import words_bleu
-from luong_lit.nn.interface import DecodeModel
+from luong_lit.nn.interface import AnyDecodeModel
 from luong_lit.nn.modes import evaluating
 
 
@@ -42,13 +42,13 @@ class Inference:
     """
 
     def __init__(
-        self, model: DecodeModel, tgt_vocab, *, engine=None, int8: str | None = None
+        self, model: AnyDecodeModel, tgt_vocab, *, engine=None, int8: str | None = None
     ) -> None:
         self.model, self.tgt_vocab, self.int8 = model, tgt_vocab, int8
         self.engine = make_engine() if engine is None else make_engine(engine)
         with evaluating(model):
             self.stepper = self.engine.for_decoding(model, int8)  # constants computed once
-        self._float = None if int8 else self.stepper
+        self._float: AnyDecodeModel | None = None if int8 else self.stepper
 
     # ------------------------------------------------------------------ what the model is
     @property
@@ -61,7 +61,7 @@ class Inference:
         return self.model.has_attention
 
     @property
-    def float_stepper(self):
+    def float_stepper(self) -> AnyDecodeModel:
         """The decode-time form without 8-bit products: forced passes read the float weights."""
         if self._float is None:
             with evaluating(self.model):

@@ -12,51 +12,75 @@ in its signature, :func:`split_options` builds the groups and refuses a key none
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from luong_lit.errors import ConfigError
+from luong_lit.errors import ConfigError, UsageError
 
 
-class OptionError(ConfigError):
-    """An option whose value is out of range (or not one of its choices): ``option=value`` and
-    ``why``."""
+class OptionError(ConfigError, UsageError):
+    """A bad value of one or more options, each named where it was given: a key of a config
+    (:meth:`within` its group: ``model.net.hidden_size``), a keyword of the Python API
+    (``beam``), or a command-line flag (:meth:`flagged`: ``--beam``). Made from ``option,
+    value, why`` (read as ``option=value why``), or by :meth:`about` from a template that names
+    each option as ``{option}`` (options that are each valid, but not together). The one error
+    type of every option check; a :class:`ConfigError` and a :class:`UsageError` alike."""
 
-    def __init__(self, option: str, value: Any, why: str) -> None:
+    FLAGS = {"dictionary": "--dict"}  # where a flag is not the option's name
+
+    def __init__(self, option: str, value: Any = None, why: str = "", *,
+                 template: str | None = None, options: Sequence[str] = ()) -> None:  # fmt: skip
         self.option, self.value, self.why = option, value, why
+        self.template, self.options = template, tuple(options) or (option,)
+        self.prefix, self.flags, self.is_keyword = "", False, False
         super().__init__(self._message())
 
+    @classmethod
+    def about(cls, template: str, *options: str) -> OptionError:
+        """An error whose message is ``template`` with each of ``options`` as ``{option}``."""
+        return cls(options[0] if options else "", template=template, options=options)
+
+    @classmethod
+    def keyword(cls, template: str, *options: str) -> OptionError:
+        """:meth:`about` options of a function or command (the Python API's keywords, which a
+        command names as its flags: :meth:`flagged`), not of a config."""
+        return cls.about(template, *options)._renamed(is_keyword=True)
+
+    def name(self, option: str) -> str:
+        """How ``option`` is named: its config path, its keyword, or its flag."""
+        if self.flags:
+            return self.FLAGS.get(option, "--" + option.replace("_", "-"))
+        return self.prefix + option
+
     def _message(self) -> str:
-        return f"{self.option}={self.value!r} {self.why}"
+        if self.template is not None:
+            return self.template.format(**{o: self.name(o) for o in self.options})
+        return f"{self.name(self.option)}={self.value!r} {self.why}"
+
+    def _renamed(self, **changes: Any) -> OptionError:
+        out = copy.copy(self)
+        out.__dict__.update(changes)
+        out.args = (out._message(),)
+        return out
 
     def within(self, group: str) -> OptionError:
-        """The same error, the option named by its path in ``group`` (``model.net``)."""
-        return type(self)(f"{group}.{self.option}", self.value, self.why)
+        """The same error, each option named by its path in ``group`` (``model.net``)."""
+        return self._renamed(prefix=f"{group}.{self.prefix}")
 
-
-class OptionConflict(OptionError):
-    """Options that each hold a valid value, but not together: ``template`` names each of
-    ``options`` as ``{option}``, so that :meth:`within` can put the group's path before every
-    one (``model.net.tie_output=true ... model.net.embed_size``)."""
-
-    def __init__(self, template: str, *options: str, group: str = "") -> None:
-        self.template, self.options, self.group = template, options, group
-        prefix = f"{group}." if group else ""
-        ConfigError.__init__(self, template.format(**{o: prefix + o for o in options}))
-
-    def within(self, group: str) -> OptionConflict:
-        inner = f"{group}.{self.group}" if self.group else group
-        return type(self)(self.template, *self.options, group=inner)
+    def flagged(self) -> OptionError:
+        """The same error, each option named as the command line's flag."""
+        return self._renamed(flags=True)
 
 
 class UnknownOption(OptionError):
     """A keyword its constructor does not take: ``option`` and the options it does take."""
 
     def _message(self) -> str:
-        return f"{self.option} {self.why}"
+        return f"{self.name(self.option)} {self.why}"
 
 
 def _range(allowed: str) -> str:

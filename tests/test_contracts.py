@@ -8,12 +8,23 @@ reaches into another package's ``_private`` names (Lightning's: only
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
+import pytest
 import torch
+from torch import Tensor
+
+from luong_lit.decoding.ensemble import Ensemble, SummedAlignment
+from luong_lit.nn import Seq2Seq
+from luong_lit.nn.fast.stepper import FastStepper
+from luong_lit.nn.interface import AnyDecodeModel, DecodeModel, StepAttention
 
 PKG = Path(__file__).resolve().parents[1] / "luong_lit"
+#: what callers must not probe for: a decode-time model's members and internals, and what
+#: crosses the boundary (:mod:`luong_lit.nn.interface`: memory, state, a step's attention)
 PROBED = {"members", "has_attention", "content_based", "src_eos", "attention", "decoder", "window"}
+PROBED |= {"attention_kind", "tgt_vocab_size", "encode", "step", "index_select", "dense", "p_t"}
 NAMEDTUPLE = {"_replace", "_asdict", "_fields", "_make"}  # public, though they start with _
 #: the modules that may use an outside package's private names, each for one reason (its
 #: docstring says which names and why)
@@ -32,7 +43,9 @@ def probes(source: str) -> list[str]:
     """``getattr``/``hasattr`` of a decode-time model's members by name."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr"):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            continue
+        if node.func.id in ("getattr", "hasattr"):
             name = node.args[1] if len(node.args) > 1 else None
             if isinstance(name, ast.Constant) and name.value in PROBED:
                 found.append(f"line {node.lineno}: {node.func.id}(..., {name.value!r})")
@@ -95,17 +108,33 @@ def test_the_finders_find_each_kind():
     assert foreign_privates(source.splitlines()[0], "luong_lit.nn") == []  # its own room's
 
 
-def test_decode_time_models_keep_the_contract_and_no_caller_probes():
-    from luong_lit.decoding.ensemble import Ensemble
-    from luong_lit.nn import Seq2Seq
-    from luong_lit.nn.fast.stepper import FastStepper
-    from luong_lit.nn.interface import DecodeModel
+def decode_time_forms(net: Seq2Seq) -> list[AnyDecodeModel]:
+    """A model's decode-time forms. Annotated: mypy (``.ci/run``, which checks this file)
+    holds each to the Protocol's signatures, as ``isinstance`` holds it to its names."""
+    return [net, FastStepper(net), Ensemble([net, net])]
 
+
+def step_attentions(net: Seq2Seq, src: Tensor) -> list[StepAttention]:
+    """The attention of a model's first step, alone and summed as an ensemble's."""
+    memory, state = net.encode(src, torch.tensor([src.size(1)]))
+    _, _, align = net.step(torch.tensor([2]), state, memory, 0)
+    assert align is not None
+    return [align, SummedAlignment((align, None))]
+
+
+def test_decode_time_models_keep_the_contract_and_no_caller_probes():
     net = Seq2Seq(src_vocab_size=9, tgt_vocab_size=9, embed_size=4, hidden_size=4).eval()
-    for model in (net, FastStepper(net), Ensemble([net, net])):
+    for model in decode_time_forms(net):
         assert isinstance(model, DecodeModel), type(model).__name__
         assert all(isinstance(m, DecodeModel) for m in model.members)
     assert net.members == (net,) and net.window is None and net.attention_kind == "GlobalAttention"
+    local = Seq2Seq(src_vocab_size=9, tgt_vocab_size=9, embed_size=4, hidden_size=4,
+                    attention="local_p").eval()  # fmt: skip
+    src = torch.tensor([[5, 6, 7]])
+    with torch.no_grad():
+        (plain, summed), (windowed, _) = step_attentions(net, src), step_attentions(local, src)
+    assert plain.p_t is None and summed.p_t is None and windowed.p_t is not None
+    assert summed.dense(3).shape == plain.dense(3).shape == (1, 1, 3)
     found = {
         str(p.relative_to(PKG)): hits
         for p in sorted(PKG.rglob("*.py"))
@@ -126,3 +155,24 @@ def test_no_module_reaches_into_another_packages_private_names():
             found[rel] = hits
     assert not found, f"private names of another package: {found}"
     assert torch.lstm is not None  # the public name of the left-padded encoder's LSTM call
+
+
+def test_one_option_error_type_names_an_option_where_it_was_given():
+    """Config checks and the API's keyword checks raise the one ``OptionError``: a config key
+    within its group, a keyword as the API names it, a flag on the command line."""
+    from luong_lit.errors import ConfigError, UsageError
+    from luong_lit.translator.options import SearchOptions
+    from luong_lit.validate import OptionError, integer
+
+    with pytest.raises(OptionError) as config:
+        integer("hidden_size", -3, 1)
+    assert str(config.value.within("model.net")).startswith("model.net.hidden_size=-3 ")
+    with pytest.raises(OptionError) as api:
+        SearchOptions(beam=0).search()
+    assert str(api.value) == "beam must be an integer >= 1, got 0"
+    assert str(api.value.flagged()) == "--beam must be an integer >= 1, got 0"
+    assert isinstance(api.value, ConfigError) and isinstance(api.value, UsageError)
+    classes = [re.findall(r"^class (\w*Option\w*)\(", p.read_text("utf-8"), re.M)
+               for p in PKG.rglob("*.py")]  # fmt: skip
+    named = [n for found in classes for n in found if "Error" in n or n.startswith("Bad")]
+    assert named == ["OptionError"], named

@@ -80,6 +80,7 @@ LAYERS = [
     "errors",  # the one user-error base class
     "resources",  # where conf/ and notebooks/ are
     "validate",  # option checks for constructors
+    "registry",  # the names of parts (attentions, scores, corpora), open to extensions
     "runtime",  # process-wide CPU settings
     "quiet",  # the libraries' routine notices filtered
     "data",  # vocabularies and line reading, shared by the data's rooms
@@ -98,6 +99,7 @@ LAYERS = [
     "alignment",  # gold-aligned text, the alignment report, AER, eflomal
     "evaluation",  # a checkpoint's report on a test set
     "sweeps",  # a sweep job's GPU, threads and resume
+    "config_parts",  # registered attentions and scores as config group options
     "config",  # composing the Hydra configs
     "analysis",  # figures and tables of runs
     "serving",  # the HTTP server
@@ -183,8 +185,8 @@ def test_no_command_imports_another():
 
 
 def test_the_model_never_imports_lightning_or_other_parts_of_the_kit():
-    """``luong_lit.nn`` is plain PyTorch: it imports nothing but itself, ``luong_lit.errors`` and
-    ``luong_lit.validate``."""
+    """``luong_lit.nn`` is plain PyTorch: it imports nothing but itself, ``luong_lit.errors``,
+    ``luong_lit.validate`` and ``luong_lit.registry``."""
     for path in (PKG / "nn").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
@@ -193,7 +195,8 @@ def test_the_model_never_imports_lightning_or_other_parts_of_the_kit():
             for name in names:
                 assert not name.startswith(("lightning", "pytorch_lightning")), f"{path}: {name}"
                 if name.startswith("luong_lit"):
-                    ok = ("luong_lit.nn", "luong_lit.errors", "luong_lit.validate")
+                    ok = ("luong_lit.nn", "luong_lit.errors", "luong_lit.validate",
+                          "luong_lit.registry")  # fmt: skip
                     assert name.startswith(ok), f"{path}: {name}"
 
 

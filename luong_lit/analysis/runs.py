@@ -16,14 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.analysis.paper_numbers import like_with_like, paper_row
+from luong_lit.data.sources.named import corpus_name
 from luong_lit.nn.names import attention_name, score_name
-
-DATASETS = {"multi30k": "Multi30k", "wmt14_ende": "WMT'14", "iwslt14_deen": "IWSLT'14"}
 
 
 def corpus_label(dataset: str | None, src: str | None, tgt: str | None, test: str | None) -> str:
     """Where a run was measured, in words: ``Multi30k En→De (test_2016_flickr)``."""
-    name = DATASETS.get(str(dataset), str(dataset or "files"))
+    name = corpus_name(dataset)
     if src and tgt and (src, tgt) != ("src", "tgt"):  # data=files leaves them unnamed
         name += f" {src.capitalize()}→{tgt.capitalize()}"
     return f"{name} ({test})" if test else name

@@ -21,7 +21,7 @@ from luong_lit.errors import CheckpointError
 _SAME = ("net", "src_vocab", "tgt_vocab")  # what every averaged checkpoint must share
 
 
-def _read(path: Path) -> tuple[dict, CheckpointMeta]:
+def _read(path: Path) -> tuple[dict[str, torch.Tensor], CheckpointMeta]:
     """A checkpoint's weights and its description."""
     ckpt = read_checkpoint(path)
     if "state_dict" not in ckpt:
@@ -31,7 +31,7 @@ def _read(path: Path) -> tuple[dict, CheckpointMeta]:
 
 def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """Element-wise mean of floating-point tensors; other entries are taken from the first."""
-    out = {}
+    out: dict[str, torch.Tensor] = {}
     for key, first in states[0].items():
         if first.is_floating_point():
             acc = torch.zeros_like(first, dtype=torch.float64)
@@ -44,7 +44,9 @@ def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, 
 
 
 def _check_same_model(
-    paths: Sequence[Path], states: Sequence[dict], metas: Sequence[CheckpointMeta]
+    paths: Sequence[Path],
+    states: Sequence[dict[str, torch.Tensor]],
+    metas: Sequence[CheckpointMeta],
 ) -> None:
     """Every checkpoint describes the first one's network, vocabularies and parameter shapes."""
     shapes = {k: v.shape for k, v in states[0].items()}
@@ -63,11 +65,11 @@ def _check_same_model(
 
 def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Path:
     """Write the average of ``paths`` to ``out`` (atomically) and return ``out``."""
-    paths = [Path(p) for p in paths]
-    if not paths:
+    files = [Path(p) for p in paths]
+    if not files:
         raise CheckpointError("no checkpoints to average")
-    states, metas = zip(*(_read(p) for p in paths))
-    _check_same_model(paths, states, metas)
+    states, metas = zip(*(_read(p) for p in files))
+    _check_same_model(files, states, metas)
     state = average_state_dicts(states)
-    meta = metas[0].replace(averaged_from=tuple(p.name for p in paths))
+    meta = metas[0].replace(averaged_from=tuple(p.name for p in files))
     return atomic_save({"state_dict": state, KEY: meta.to_dict()}, out)

@@ -35,7 +35,7 @@ def _umask() -> int:
     return mask
 
 
-def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
+def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
     """``torch.save`` to a temporary file in the same directory, then rename it over ``path``.
 
     A crash mid-write leaves the previous file intact: finished work is never lost. A full
@@ -113,7 +113,9 @@ def _missing(path: Path) -> CheckpointError:
     )
 
 
-def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=False) -> dict:
+def read_checkpoint(
+    path: str | os.PathLike[str], map_location: str = "cpu", mmap: bool = False
+) -> dict[str, Any]:
     """A luong_lit checkpoint as a dict, read with ``torch.load(weights_only=True)``
     (``mmap``: its tensors mapped from the file, not read, for a look at its description).
 
@@ -126,7 +128,9 @@ def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=Fal
     if not path.is_file():
         raise _missing(path)
     try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
+        ckpt: dict[str, Any] = torch.load(
+            path, map_location=map_location, weights_only=True, mmap=mmap
+        )
     except pickle.UnpicklingError as err:  # what loading only tensors and plain data refused
         raise _unpickling_error(path, str(err)) from None
     except Exception as err:  # torch raises many types for corrupt files
@@ -135,6 +139,6 @@ def read_checkpoint(path: str | os.PathLike, map_location: str = "cpu", mmap=Fal
     return ckpt
 
 
-def read_meta(path: str | os.PathLike) -> CheckpointMeta:
+def read_meta(path: str | os.PathLike[str]) -> CheckpointMeta:
     """The description a checkpoint keeps (:class:`CheckpointMeta`), its tensors left unread."""
     return CheckpointMeta.of(read_checkpoint(path, mmap=True), path)

@@ -27,6 +27,7 @@ from luong_lit.errors import CheckpointError
 
 KEY = "luong_lit"  #: where a checkpoint keeps its description
 VERSION = 2  #: the version this kit writes
+Source = str | os.PathLike[str]  #: the file an error names
 _REQUIRED = {  # the fields a description of each version always holds
     1: ("net", "src_vocab", "tgt_vocab"),
     2: ("net", "src_vocab", "tgt_vocab", "data", "overrides"),
@@ -81,7 +82,7 @@ class CheckpointMeta:
         return out
 
     @classmethod
-    def from_dict(cls, raw: Any, source: str | os.PathLike = "checkpoint") -> CheckpointMeta:
+    def from_dict(cls, raw: Any, source: Source = "checkpoint") -> CheckpointMeta:
         """The description ``raw`` (version 1 or 2), every field checked; ``source``: the file
         named in the error."""
         if not isinstance(raw, dict) or "net" not in raw:
@@ -106,17 +107,17 @@ class CheckpointMeta:
         return cls(**fields, version=version)
 
     @classmethod
-    def of(cls, checkpoint: Any, source: str | os.PathLike = "checkpoint") -> CheckpointMeta:
+    def of(cls, checkpoint: Any, source: Source = "checkpoint") -> CheckpointMeta:
         """The description inside a loaded checkpoint (the whole dict ``torch.load`` gave)."""
         raw = checkpoint.get(KEY) if isinstance(checkpoint, dict) else None
         return cls.from_dict(raw, source)
 
-    def replace(self, **changes) -> CheckpointMeta:
+    def replace(self, **changes: Any) -> CheckpointMeta:
         """A copy with ``changes`` (:func:`dataclasses.replace`)."""
         return dataclasses.replace(self, **changes)
 
 
-def _version(raw: dict, source) -> int:
+def _version(raw: dict[Any, Any], source: Source) -> int:
     version = raw.get("version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise CheckpointError(f"{source}: damaged model description (version {version!r})")
@@ -134,7 +135,7 @@ def _strings(value: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _mapping(value: Any, of: type | None = None) -> dict | None:
+def _mapping(value: Any, of: type | None = None) -> dict[str, Any] | None:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         return None
     if of is not None and not all(isinstance(v, of) for v in value.values()):
@@ -157,7 +158,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], str]] = {
 _OPTIONAL = ("preprocess", "recaser", "sentencepiece", "averaged_from")
 
 
-def _checked(name: str, value: Any, source) -> Any:
+def _checked(name: str, value: Any, source: Source) -> Any:
     """The field ``name``'s value, or a :class:`CheckpointError` naming ``source``."""
     if value is None and name in _OPTIONAL:
         return None

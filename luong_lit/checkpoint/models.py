@@ -27,7 +27,8 @@ def _net_kwargs(net_cfg: dict[str, Any]) -> dict[str, Any]:
     """The arguments of :class:`Seq2Seq` in a checkpoint's model description, checked.
 
     A checkpoint is untrusted: its values may only be scalars, and its attention and score
-    only names of :mod:`luong_lit.nn.names` with scalar options, never a callable to import.
+    only names registered in this process (:mod:`luong_lit.nn.names`: the kit's own, and those
+    of extensions imported before loading) with scalar options, never a callable to import.
     """
     kwargs = {}
     for key, value in net_cfg.items():
@@ -51,8 +52,8 @@ def _net_kwargs(net_cfg: dict[str, Any]) -> dict[str, Any]:
 def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
     """Build the network described by a (resolved) ``model.net`` config, from a checkpoint.
 
-    Only :class:`Seq2Seq` with the attention and score classes of ``luong_lit.nn`` can be
-    built; anything else raises :class:`CheckpointError` before any code is imported or run.
+    Only :class:`Seq2Seq` with registered attention and score classes can be built; anything
+    else raises :class:`CheckpointError` before any code is imported or run.
     """
     if (
         not isinstance(net_cfg, dict)

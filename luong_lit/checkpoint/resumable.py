@@ -7,13 +7,18 @@ that says what it was trained with, what the command asks for, and how to resume
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from luong_lit.checkpoint.files import read_meta
 from luong_lit.checkpoint.models import NOT_NET_ARGS, build_net
 from luong_lit.errors import ConfigError
 
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+    from torch import nn
 
-def resumed_checkpoint(cfg, ckpt_path) -> Path | None:
+
+def resumed_checkpoint(cfg: DictConfig, ckpt_path: str | None) -> Path | None:
     """The file ``ckpt_path`` names (``last``: the run's ``checkpoints/last.ckpt``), if any."""
     if not ckpt_path:
         return None
@@ -22,24 +27,24 @@ def resumed_checkpoint(cfg, ckpt_path) -> Path | None:
     return Path(ckpt_path) if ckpt_path not in ("best", "hpc", "registry") else None
 
 
-def _described(value) -> str:
+def _described(value: Any) -> str:
     if isinstance(value, dict) and "name" in value:
         opts = ", ".join(f"{k}={v}" for k, v in value.items() if k != "name")
-        return value["name"] + (f" ({opts})" if opts else "")
+        return str(value["name"]) + (f" ({opts})" if opts else "")
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _as_override(key: str, value) -> str:
+def _as_override(key: str, value: Any) -> str:
     if isinstance(value, dict) and "name" in value:  # an attention or a score: its group
         return f"{key}={value['name']}"
     return f"model.net.{key}={_described(value)}"
 
 
-def _shapes(net) -> dict[str, tuple]:
+def _shapes(net: nn.Module) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in net.state_dict().items()}
 
 
-def check_resumable(cfg, ckpt_path) -> None:
+def check_resumable(cfg: DictConfig, ckpt_path: str | None) -> None:
     """Refuse to resume a checkpoint into another model: say what it was trained with, what
     the command asks for, and how to resume it as it was (before any weight is loaded)."""
     import hydra
@@ -50,7 +55,8 @@ def check_resumable(cfg, ckpt_path) -> None:
     if path is None or not path.is_file():
         return
     meta = read_meta(path)
-    was, now = meta.net, OmegaConf.to_container(cfg.model.net, resolve=True)
+    was = meta.net
+    now = cast(dict[str, Any], OmegaConf.to_container(cfg.model.net, resolve=True))  # a group
     with torch.device("meta"):  # the two models' weights, none allocated
         same = _shapes(build_net(was, 8, 8)) == _shapes(hydra.utils.instantiate(now)(8, 8))
     if same:

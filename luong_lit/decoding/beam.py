@@ -29,6 +29,7 @@ from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.search import Hypothesis, Search
 from luong_lit.decoding.trail import Finished, Trail
+from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 
 def sync_every(device: torch.device) -> int:
@@ -55,8 +56,8 @@ def _rows(kept: Tensor, width: int, K: int) -> Tensor:
 
 @torch.no_grad()
 def beam_search(
-    model, src: Tensor, src_len: Tensor, cfg: Search = Search(), keep_attention: bool = True,
-    every: int | None = None, prefix: Prefix | None = None,
+    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor, cfg: Search = Search(),
+    keep_attention: bool = True, every: int | None = None, prefix: Prefix | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     """Translate a batch; returns for each sentence its ``n_best`` hypotheses, best first.
     ``every``: steps between host reads (default :func:`sync_every`); ``prefix``: words each
@@ -80,17 +81,17 @@ def beam_search(
         logp = F.log_softmax(logits.float(), -1).view(B, width, -1)  # (B, width, V)
         logp = _bound_lengths(logp, t, min_len, max_len)
         logp = logp if prefix is None else prefix.restrict(logp, t, rows)  # (B, width, V)
-        a_t = align.dense(S).view(B, width, S) if keep_attention else None  # (B, width, S)
+        a_t = align.dense(S).view(B, width, S) if keep_attention and align is not None else None
         cand = (scores.unsqueeze(-1) + logp).view(B, -1)  # (B, width*V)
         top_s, top_i = cand.topk(min(2 * K, cand.size(1)), dim=1)  # (B, 2K)
         beam, tok = top_i // logp.size(-1), top_i % logp.size(-1)  # (B, 2K)
         finished.collect(t, rows, top_s[:, :K], beam[:, :K], tok[:, :K], done)
         keep_s, keep_j = top_s.masked_fill(tok == EOS_ID, float("-inf")).topk(K, dim=1)  # (B, K)
         src_beam, new_tok = beam.gather(1, keep_j), tok.gather(1, keep_j)  # (B, K) x2
-        trail.add(rows, src_beam, new_tok, a_t)
+        trail.add(rows, src_beam, new_tok, a_t)  # a_t: (B, width, S)
         scores = keep_s
         done = done | (max_len <= t) | finished.done(rows, scores[:, 0])  # (B,)
-        kept = None  # None: every sentence stays (nothing read on the host this step)
+        kept: Tensor | None = None  # None: every sentence stays (no host read this step)
         if (t + 1) % every == 0:  # the one host read: which sentences are still searching
             kept = (~done).nonzero().squeeze(1)  # (B',)
             if kept.numel() == 0:

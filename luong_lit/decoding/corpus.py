@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
-from luong_lit.data.loading.batching import collate
+from luong_lit.data.loading.batching import Batch, collate
+from luong_lit.data.vocab import Vocab
 from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.decoding.prefix import Prefix
@@ -17,6 +18,7 @@ from luong_lit.decoding.sampling import generator, sample
 from luong_lit.decoding.search import GREEDY, Hypothesis, Search
 from luong_lit.decoding.unk import render
 from luong_lit.decoding.workers import imap_workers
+from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 
 def batch_seed(seed: int, k: int) -> int:
@@ -34,7 +36,10 @@ def corpus_seed(search: Search) -> int | None:
     return int(torch.randint(1 << 62, (), generator=generator(None, torch.device("cpu"))))
 
 
-def _search_batch(model, batch, search: Search, keep_attention: bool, prefix, seed):
+def _search_batch(
+    model: DecodeModel[MemoryT, StateT], batch: Batch, search: Search, keep_attention: bool,
+    prefix: Prefix | None, seed: int | None,
+) -> list[list[Hypothesis]]:  # fmt: skip
     """Each sentence's hypotheses, by the search ``search`` asks for."""
     if search.sampling:
         gen = generator(seed, batch.src.device)
@@ -49,8 +54,8 @@ def _search_batch(model, batch, search: Search, keep_attention: bool, prefix, se
 
 
 def _decode_batch(
-    model, batch, search: Search, keep_attention: bool, prefix: Prefix | None = None,
-    seed: int | None = None,
+    model: DecodeModel[MemoryT, StateT], batch: Batch, search: Search, keep_attention: bool,
+    prefix: Prefix | None = None, seed: int | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     found = _search_batch(model, batch, search, keep_attention, prefix, seed)
     for b, n_best in enumerate(found):
@@ -65,12 +70,12 @@ def _decode_batch(
 @torch.no_grad()
 def _decode_indices(
     item: tuple[int, list[int]],
-    model,
-    src_ids,
+    model: DecodeModel[MemoryT, StateT],
+    src_ids: Sequence[Sequence[int]],
     search: Search,
     keep_attention: bool,
     device: torch.device,
-    prefixes,
+    prefixes: Sequence[Sequence[int]] | None,
     seed: int | None,
 ) -> list[tuple[int, list[Hypothesis]]]:
     k, idx = item
@@ -83,7 +88,7 @@ def _decode_indices(
 
 @torch.no_grad()
 def decode_corpus(
-    model,
+    model: DecodeModel[MemoryT, StateT],
     src_ids: Sequence[Sequence[int]],
     *,
     search: Search = GREEDY,
@@ -141,7 +146,7 @@ def decode_corpus(
 
 def output_words(
     found: Sequence[Sequence[Hypothesis]],
-    tgt_vocab,
+    tgt_vocab: Vocab,
     src_words: Sequence[Sequence[str]] | None = None,
     content_based: bool = True,
     dictionary: Mapping[str, str] | None = None,

@@ -24,6 +24,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from luong_lit.errors import UserError
+from luong_lit.nn.interface import AnyDecodeModel, Reorderable, StepAttention
 
 COMBINE = ("logits", "log_probs", "probs")
 
@@ -32,28 +33,33 @@ class EnsembleError(UserError):
     """Members that cannot be combined (different vocabularies, unknown rule)."""
 
 
-class _Many(tuple):
+class _Many(tuple[Reorderable, ...]):
     """A tuple of per-member states or memories that reorders all of them at once."""
 
     def index_select(self, idx: Tensor) -> _Many:
-        return _Many(x.index_select(idx) if hasattr(x, "index_select") else x for x in self)
+        return _Many(x.index_select(idx) for x in self)
 
 
 class SummedAlignment(NamedTuple):
     """The members' attention weights, summed over members (docs/paper_notes.md §9)."""
 
-    parts: tuple  # per member: an Alignment or None (no attention)
+    parts: tuple[StepAttention | None, ...]  # per member: its a_t, or None (no attention)
 
     def dense(self, S: int) -> Tensor:
         dense = [a.dense(S) for a in self.parts if a is not None]  # M x (B, T, S)
         return torch.stack(dense).sum(0)
+
+    @property
+    def p_t(self) -> None:
+        """None: summed weights have no one aligned position."""
+        return None
 
 
 class Ensemble(nn.Module):
     """``encode``/``step`` over ``M`` models, combining their next-word scores per step: a
     :class:`~luong_lit.nn.interface.DecodeModel` whose ``members`` are the models."""
 
-    def __init__(self, models: Sequence[nn.Module], combine: str = "logits") -> None:
+    def __init__(self, models: Sequence[AnyDecodeModel], combine: str = "logits") -> None:
         super().__init__()
         if combine not in COMBINE:
             raise EnsembleError(
@@ -66,7 +72,11 @@ class Ensemble(nn.Module):
             raise EnsembleError(
                 f"ensemble members have different target vocabulary sizes {sorted(sizes)}"
             )
-        self.members = nn.ModuleList(models)
+        modules = [m for m in models if isinstance(m, nn.Module)]
+        if len(modules) < len(models):
+            raise EnsembleError("ensemble members must be torch modules (nn.Module)")
+        self.members: tuple[AnyDecodeModel, ...] = tuple(models)
+        self.nets = nn.ModuleList(modules)  # registered: eval(), to() and parameters() reach them
         self.combine = combine
 
     @property

@@ -21,9 +21,12 @@ from torch.nn import functional as F
 
 from luong_lit.data.loading.batching import Batch, collate
 from luong_lit.decoding.unk import alignment_rows, word_alignment
+from luong_lit.nn.interface import AnyDecodeModel, DecodeModel, MemoryT, StateT, StepAttention
 
 
-def forced_steps(model, batch: Batch) -> Iterator[tuple[Tensor, object]]:
+def forced_steps(
+    model: DecodeModel[MemoryT, StateT], batch: Batch
+) -> Iterator[tuple[Tensor, StepAttention | None]]:
     """For ``t = 0 .. T-1``: the scores (B, V) of ``y_t`` after reading ``y_{t-1}``, and ``a_t``."""
     memory, state = model.encode(batch.src, batch.src_len)
     for t in range(batch.tgt_in.size(1)):
@@ -39,33 +42,45 @@ class Forced(NamedTuple):
     logprob: Tensor | None  # (len(tgt) + 1,) log p(y_t | y_<t, x) of each reference token
 
 
+def _forced_batch(
+    model: DecodeModel[MemoryT, StateT], batch: Batch, S: int, scores: bool
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """A batch's attention (B, T+1, S) over ``S`` source columns, its ``p_t`` (B, T+1) where
+    the attention has one, and with ``scores`` each reference token's log-probability (B, T+1)."""
+    att: list[Tensor] = []
+    p_t: list[Tensor] = []
+    logp: list[Tensor] = []
+    for t, (step_scores, align) in enumerate(forced_steps(model, batch)):
+        if align is None:  # no attention: all-zero rows
+            att.append(torch.zeros(len(batch), S, device=batch.src.device))  # (B, S)
+        else:
+            att.append(align.dense(S)[:, 0])  # (B, S)
+            if align.p_t is not None:  # local attention's window centre
+                p_t.append(align.p_t)  # (B, 1)
+        if scores:
+            y = batch.tgt_out[:, t].unsqueeze(1)  # (B, 1)
+            logp.append(F.log_softmax(step_scores.float(), -1).gather(1, y)[:, 0])  # (B,)
+    p_all = torch.cat(p_t, 1) if p_t else None  # (B, T+1)
+    return torch.stack(att, 1), p_all, torch.stack(logp, 1) if scores else None
+
+
 @torch.no_grad()
 def forced_pass(
-    model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], batch_size: int = 32,
-    scores: bool = False, eos_slot: bool = False,
+    model: DecodeModel[MemoryT, StateT], src_ids: Sequence[list[int]],
+    tgt_ids: Sequence[list[int]], batch_size: int = 32, scores: bool = False,
+    eos_slot: bool = False,
 ) -> list[Forced]:  # fmt: skip
     """Per sentence, the attention of every step, ``p_t`` where the attention has one, and with
     ``scores`` the log-probability of each reference token (Eq. 6; the combined scores of an
     ensemble). ``eos_slot``: one more source column, the ``</s>`` a ``src_eos`` model reads.
     ``model``: anything with ``encode`` and ``step``."""
-    out: list[Forced | None] = [None] * len(src_ids)
+    out: dict[int, Forced] = {}
     device = next(model.parameters()).device
     for start in range(0, len(src_ids), batch_size):
         idx = list(range(start, min(start + batch_size, len(src_ids))))
         batch = collate([(i, src_ids[i], tgt_ids[i]) for i in idx]).to(device)
-        S, att, p_t, logp = batch.src.size(1) + int(eos_slot), [], [], []
-        for t, (step_scores, align) in enumerate(forced_steps(model, batch)):
-            if align is None:  # no attention: all-zero rows
-                att.append(torch.zeros(len(batch), S, device=device))  # (B, S)
-            else:
-                att.append(align.dense(S)[:, 0])  # (B, S)
-            p_t.append(getattr(align, "p_t", None))
-            if scores:
-                y = batch.tgt_out[:, t].unsqueeze(1)  # (B, 1)
-                logp.append(F.log_softmax(step_scores.float(), -1).gather(1, y)[:, 0])  # (B,)
-        att_all = torch.stack(att, 1)  # (B, T+1, S)
-        p_all = torch.cat(p_t, 1) if p_t[0] is not None else None  # (B, T+1)
-        lp_all = torch.stack(logp, 1) if scores else None  # (B, T+1)
+        S = batch.src.size(1) + int(eos_slot)
+        att_all, p_all, lp_all = _forced_batch(model, batch, S, scores)  # (B, T+1, S), (B, T+1)
         for row, i in enumerate(batch.index.tolist()):
             n, m = len(tgt_ids[i]) + 1, len(src_ids[i]) + int(eos_slot)
             out[i] = Forced(
@@ -73,11 +88,14 @@ def forced_pass(
                 None if p_all is None else p_all[row, :n].float().cpu(),
                 None if lp_all is None else lp_all[row, :n].cpu(),
             )
-    return out  # type: ignore[return-value]
+    return [out[i] for i in range(len(src_ids))]
 
 
 def forced_attention(
-    model, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], batch_size: int = 32
+    model: DecodeModel[MemoryT, StateT],
+    src_ids: Sequence[list[int]],
+    tgt_ids: Sequence[list[int]],
+    batch_size: int = 32,
 ) -> list[Tensor]:
     """Per sentence, the (len(tgt) + 1, len(src)) attention of every step, ``</s>`` included.
 
@@ -93,7 +111,7 @@ def attention_links(
     convention: str = "paper",
 ) -> list[set[tuple[int, int]]]:
     """One ``(source, target)`` link per target word from per-step attention matrices."""
-    links = []
+    links: list[set[tuple[int, int]]] = []
     for att, n in zip(attention, tgt_lens):
         if n == 0 or att.size(1) == 0:
             links.append(set())
@@ -105,8 +123,9 @@ def attention_links(
 
 
 def member_links(
-    members: Sequence, src_ids, tgt_ids, conventions: Sequence[str], batch_size: int = 32
-) -> list[set[tuple[int, int]]]:
+    members: Sequence[AnyDecodeModel], src_ids: Sequence[list[int]],
+    tgt_ids: Sequence[list[int]], conventions: Sequence[str], batch_size: int = 32,
+) -> list[set[tuple[int, int]]]:  # fmt: skip
     """Links of an ensemble whose members are each read under their own convention.
 
     For target word ``j`` every member contributes the attention row it aligns to ``j``
@@ -117,7 +136,7 @@ def member_links(
     shifted by one step before the sum. Members may mix location and content-based scores.
     """
     atts = [forced_attention(m, src_ids, tgt_ids, batch_size) for m in members]
-    links = []
+    links: list[set[tuple[int, int]]] = []
     for i, tgt in enumerate(tgt_ids):
         n = len(tgt)
         if n == 0 or len(src_ids[i]) == 0:

@@ -9,13 +9,14 @@ from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.beam import sync_every
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.search import GREEDY, Search
+from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 
 @torch.no_grad()
 def greedy_decode(
-    model, src: Tensor, src_len: Tensor, search: Search = GREEDY, return_attention: bool = False,
-    every: int | None = None, prefix: Prefix | None = None,
-):  # fmt: skip
+    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor, search: Search = GREEDY,
+    return_attention: bool = False, every: int | None = None, prefix: Prefix | None = None,
+) -> tuple[list[list[int]], list[Tensor] | None]:  # fmt: skip
     """Pick the most probable word at every step until ``</s>`` or the length limit (after the
     words of ``prefix``, where a sentence has one: :mod:`luong_lit.decoding.prefix`).
 
@@ -37,7 +38,8 @@ def greedy_decode(
     min_steps = int(min_len.max())  # steps that may still forbid </s> for some row
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
-    out, attns = [], []
+    out: list[Tensor] = []
+    attns: list[Tensor] = []
     for t in range(int(limits.max())):
         logits, state, align = model.step(y, state, memory, t)
         if t < min_steps:

@@ -24,6 +24,7 @@ from luong_lit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from luong_lit.decoding.beam import sync_every
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.search import Hypothesis, Search
+from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 NEG_INF = float("-inf")
 
@@ -61,8 +62,9 @@ def draw(logits: Tensor, cfg: Search, gen: torch.Generator) -> Tensor:
 
 @torch.no_grad()
 def sample(
-    model, src: Tensor, src_len: Tensor, cfg: Search, keep_attention: bool = False,
-    gen: torch.Generator | None = None, every: int | None = None, prefix: Prefix | None = None,
+    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor, cfg: Search,
+    keep_attention: bool = False, gen: torch.Generator | None = None, every: int | None = None,
+    prefix: Prefix | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     """``cfg.n_best`` samples of each sentence of a batch, best first by their score. ``gen``:
     the generator to draw with (default: one seeded with ``cfg.seed``); ``every``: steps between
@@ -79,7 +81,8 @@ def sample(
     y_t = torch.full_like(rows, BOS_ID)  # (B*N,)
     done = torch.zeros_like(rows, dtype=torch.bool)  # (B*N,)
     score = torch.zeros(rows.size(0), dtype=torch.float64, device=src.device)  # (B*N,)
-    words, a = [], []
+    words: list[Tensor] = []
+    a: list[Tensor] = []
     for t in range(int(max_len.max()) + 1):
         logits, state, align = model.step(y_t, state, memory, t)  # (B*N, V)
         logp = F.log_softmax(logits.float(), -1)  # (B*N, V) log p(y_t | y_<t, x)
@@ -88,7 +91,7 @@ def sample(
         y_t = torch.where(done | (t >= max_len), EOS_ID, y_t)  # (B*N,)
         score += torch.where(done, 0.0, logp.gather(1, y_t.unsqueeze(1)).squeeze(1).double())
         words.append(y_t)
-        if keep_attention:
+        if keep_attention and align is not None:
             a.append(align.dense(S).squeeze(1))  # (B*N, S) a_t
         done = done | (y_t == EOS_ID)
         if (t + 1) % every == 0 and bool(done.all()):  # the one host read
@@ -106,16 +109,18 @@ def _never(logits: Tensor, early: Tensor) -> Tensor:
     return mask
 
 
-def _hypotheses(words: Tensor, score: Tensor, a: Tensor | None, B: int, N: int):
+def _hypotheses(
+    words: Tensor, score: Tensor, a: Tensor | None, B: int, N: int
+) -> list[list[Hypothesis]]:
     """Each sentence's ``N`` samples (rows ``b*N`` to ``b*N + N - 1``), best first; ``words``
     (B*N, T) end in ``</s>``, ``a`` (B*N, T, S) is each step's attention."""
     out: list[list[Hypothesis]] = []
     ids, scores = words.tolist(), score.tolist()
     for b in range(B):
-        found = []
+        found: list[tuple[float, Hypothesis]] = []
         for r in range(b * N, (b + 1) * N):
             n = ids[r].index(EOS_ID)  # the forced </s> at the length limit, at the latest
             steps = a[r, : n + 1] if a is not None else None  # (n + 1, S)
-            found.append(Hypothesis(ids[r][:n], scores[r], steps, scores[r]))
-        out.append(sorted(found, key=lambda h: -h.score))
+            found.append((scores[r], Hypothesis(ids[r][:n], scores[r], steps, scores[r])))
+        out.append([h for _, h in sorted(found, key=lambda sh: -sh[0])])
     return out

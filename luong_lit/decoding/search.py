@@ -9,8 +9,11 @@ length the same way (:func:`length_bounds`, docs/paper_notes.md §11).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from torch import Tensor
+
+Score = TypeVar("Score", float, Tensor)
 
 
 @dataclass
@@ -64,13 +67,13 @@ class Search:
             and self.stack_size is None
         )
 
-    def normalise(self, score: float, length: int) -> float:
+    def normalise(self, score: Score, length: int) -> Score:
         if self.length_penalty is None:
             return score
         if self.length_penalty == "avg":
             return score / max(length, 1)
-        alpha = float(self.length_penalty)
-        return score / (((5.0 + length) / 6.0) ** alpha)  # Wu et al. (2016)
+        penalty: float = ((5.0 + length) / 6.0) ** float(self.length_penalty)
+        return score / penalty  # Wu et al. (2016)
 
     def bounds(self, src_len: Tensor) -> tuple[Tensor, Tensor]:
         """Most and fewest output words per sentence (:func:`length_bounds`)."""
@@ -95,7 +98,7 @@ AUTHORS = Search(
 )
 
 
-def parse_length_penalty(value) -> float | str | None:
+def parse_length_penalty(value: float | str | None) -> float | str | None:
     """``None``/``"none"`` (raw scores), ``"avg"``, or a GNMT α given as a number or string."""
     if value is None or value in ("none", "avg"):
         return None if value == "none" else value

@@ -29,10 +29,12 @@ class Trail:
         self.rows.append(rows)
         self.parent.append(parent)
         self.word.append(word)
-        if self.keep_attention:
+        if self.keep_attention and a_t is not None:
             self.a.append(a_t)
 
-    def read(self, sent: Tensor, end: Tensor, slot: Tensor, n_sent: int):
+    def read(
+        self, sent: Tensor, end: Tensor, slot: Tensor, n_sent: int
+    ) -> tuple[Tensor, Tensor | None]:
         """The words (E, T) and attention (E, T, S) of ``E`` hypotheses, each of sentence
         ``sent`` ending at step ``end`` in live slot ``slot`` (its ``</s>`` step's ``a_t`` at
         row ``end``; words past ``end - 1`` and rows past ``end`` are zero)."""

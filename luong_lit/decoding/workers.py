@@ -18,18 +18,23 @@ import multiprocessing as mp
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
-_TASK: tuple[Callable, tuple] | None = None  # (function, shared arguments), inherited by fork
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+#: (function, shared arguments), inherited by fork
+_TASK: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
 
 
 def _init() -> None:
     torch.set_num_threads(1)  # more threads after a fork can hang in GNU OpenMP (see above)
 
 
-def _run(item):
+def _run(item: Any) -> Any:
+    if _TASK is None:
+        raise RuntimeError("a decoding worker has no task (imap_workers sets it before the fork)")
     fn, args = _TASK
     return fn(item, *args)
 
@@ -44,7 +49,9 @@ def check_workers(workers: int) -> None:
         )
 
 
-def imap_workers(fn: Callable[..., Any], items: Iterable, workers: int = 1, *args) -> Iterator[Any]:
+def imap_workers(
+    fn: Callable[..., Result], items: Iterable[Item], workers: int = 1, *args: object
+) -> Iterator[Result]:
     """``fn(item, *args)`` for each item, in order, from ``workers`` forked processes.
 
     With one worker it runs in this process. Otherwise each worker is a process of one

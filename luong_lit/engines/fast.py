@@ -35,6 +35,8 @@ from luong_lit.nn.fast.static import (
     static_nll,
 )
 from luong_lit.nn.fast.stepper import FastStepper
+from luong_lit.nn.interface import AnyDecodeModel
+from luong_lit.nn.seq2seq import Seq2Seq
 from luong_lit.validate import OptionError, integer, one_of
 
 log = logging.getLogger(__name__)
@@ -199,7 +201,7 @@ class FastEngine(ReferenceEngine):
         nll, _ = self._static_nll(net, label_smoothing, src, src_len, tgt_in, tgt_out)
         return nll * scale  # scale = 1 / the loss's denominator, an input of the graph
 
-    def for_decoding(self, model, int8: str | None = None):
+    def for_decoding(self, model: AnyDecodeModel, int8: str | None = None) -> AnyDecodeModel:
         """Each model (each ensemble member) as a :class:`FastStepper`; a model in training
         mode (dropout on) steps by itself."""
         int8 = int8 or self.int8
@@ -211,6 +213,8 @@ class FastEngine(ReferenceEngine):
             if int8:
                 raise ConfigError("int8 decoding needs a model in eval mode")
             return model
+        if not isinstance(model, Seq2Seq):
+            raise TypeError(f"the fast engine decodes a Seq2Seq, not a {type(model).__name__}")
         try:
             return FastStepper(model, int8)
         except QuantizationUnavailable as err:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -109,7 +110,7 @@ class GraphedSteps:
     ) -> None:
         self.loss_fn, self.params, self.warmup = loss_fn, list(params), warmup
         self.graphs: dict[tuple, Captured] = {}
-        self.pool = None
+        self.pool: Any = None  # torch.cuda.graph_pool_handle(), made at the first capture
 
     def __call__(self, inputs: dict[str, Tensor]) -> tuple[Tensor, list[Tensor | None]]:
         key = tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items()))

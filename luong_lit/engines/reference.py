@@ -22,6 +22,7 @@ from typing import Any
 from torch import Tensor
 
 from luong_lit.errors import ConfigError
+from luong_lit.nn.interface import AnyDecodeModel
 from luong_lit.nn.loss import token_nll
 
 #: ``denominator(batch, n_tokens)``: what a batch's summed NLL is divided by (the loss norm).
@@ -48,7 +49,7 @@ class ReferenceEngine:
         nll, n_tokens = self.nll(net, batch, label_smoothing)
         return nll / denominator(batch, n_tokens)
 
-    def for_decoding(self, model, int8: str | None = None):
+    def for_decoding(self, model: AnyDecodeModel, int8: str | None = None) -> AnyDecodeModel:
         """The model itself: its own ``encode``/``step``/``logits`` (an ensemble likewise)."""
         if int8:
             raise ConfigError(

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import torch
+from torch import Tensor
 from torch.nn import functional as F
 
 from luong_lit.data.loading.batching import Batch, collate
 from luong_lit.data.vocab import PAD_ID
 from luong_lit.decoding.forced import forced_steps
+from luong_lit.nn.interface import AnyDecodeModel, DecodeModel, MemoryT, StateT
 from luong_lit.nn.loss import token_nll
 from luong_lit.nn.modes import evaluating
 
 Examples = Sequence[
     tuple[int, list[int], list[int]]
 ]  # (index, src_ids, tgt_ids), as Split.examples()
+ModelT = TypeVar("ModelT", bound=AnyDecodeModel)
+#: ``batch_nll(model, batch)``: a batch's summed token NLL and its token count
+BatchNLL = Callable[[ModelT, Batch], tuple[Tensor | float, int]]
 
 
 def ppl_from_nll(nll: float, n_tokens: float) -> float:
@@ -25,7 +31,9 @@ def ppl_from_nll(nll: float, n_tokens: float) -> float:
 
 
 @torch.no_grad()
-def corpus_ppl(model, examples: Examples, batch_size: int, batch_nll: Callable) -> float:
+def corpus_ppl(
+    model: ModelT, examples: Examples, batch_size: int, batch_nll: BatchNLL[ModelT]
+) -> float:
     """``exp`` of the mean token NLL over ``examples``, ``batch_nll(model, batch)`` giving each
     batch's summed NLL and token count; the model runs in eval mode and is put back after."""
     device = next(model.parameters()).device
@@ -38,14 +46,14 @@ def corpus_ppl(model, examples: Examples, batch_size: int, batch_nll: Callable) 
 
 
 def perplexity(
-    net, examples: Examples, batch_size: int = 128, batch_nll: Callable = token_nll
+    net: ModelT, examples: Examples, batch_size: int = 128, batch_nll: BatchNLL[ModelT] = token_nll
 ) -> float:
     """``exp`` of the mean token NLL (``</s>`` counted, ``<s>`` not) over ``examples``, by a
     teacher-forced pass: :func:`luong_lit.nn.loss.token_nll`, or an engine's ``nll``."""
     return corpus_ppl(net, examples, batch_size, batch_nll)
 
 
-def stepwise_nll(model, batch: Batch) -> tuple[float, int]:
+def stepwise_nll(model: DecodeModel[MemoryT, StateT], batch: Batch) -> tuple[float, int]:
     """Summed token NLL and token count through the decoding interface under teacher forcing
     (:func:`~luong_lit.decoding.forced.forced_steps`); the next-word distribution is the
     softmax of what ``step`` returns (Eq. 6 for one model; the combined scores of an ensemble)."""
@@ -59,7 +67,9 @@ def stepwise_nll(model, batch: Batch) -> tuple[float, int]:
     return nll, int((batch.tgt_out != PAD_ID).sum())
 
 
-def stepwise_perplexity(model, examples: Examples, batch_size: int = 64) -> float:
+def stepwise_perplexity(
+    model: DecodeModel[MemoryT, StateT], examples: Examples, batch_size: int = 64
+) -> float:
     """Perplexity of anything decoding can use (a model, an ensemble, an engine's decode-time
     form of either), through its steps (:func:`stepwise_nll`).
 

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from luong_lit.nn.attention import Alignment, Memory, _Attention
+from luong_lit.nn.attention import Alignment, Attention, Memory
 from luong_lit.nn.encoder import stacked_lstm
 from luong_lit.nn.options import Architecture, Regularisation, Sizes
 
@@ -59,7 +59,7 @@ class Decoder(nn.Module):
         sizes: Sizes,
         architecture: Architecture,
         regularisation: Regularisation,
-        attention: _Attention | None,
+        attention: Attention | None,
     ) -> None:
         """The target side of the options: ``feed_input``, ``tie_output`` and ``bias`` of
         ``architecture``, every probability of ``regularisation``; ``attention`` is built."""

@@ -7,36 +7,85 @@ A :class:`DecodeModel` is anything searched, scored or aligned: a
 (:mod:`luong_lit.decoding`), the engines, evaluation, alignment, the translator and the server
 use these members and nothing else of it. A single model is an ensemble of one: its
 ``members`` are itself, so that no caller asks which of the two it holds.
+
+What crosses the boundary has its own small contract: the attention memory and the decoder
+state are :class:`Reorderable` (beam search and ensembles reorder their rows), and a step's
+attention is a :class:`StepAttention` (its dense weights and, for local attention, ``p_t``).
+:class:`DecodeModel` is generic in the types of its memory and state, so that a search
+written against it hands a model back exactly what that model gave.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from torch import Tensor, nn
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+
+class Reorderable(Protocol):
+    """Batch rows that can be reordered, repeated or dropped: the attention memory and the
+    decoder state (:class:`~luong_lit.nn.attention.Memory`,
+    :class:`~luong_lit.nn.decoder.DecoderState`, an ensemble's per-member tuple)."""
+
+    def index_select(self, idx: Tensor) -> Self:
+        """The rows ``idx`` (N,) of the batch, in that order."""
+
+
+class StepAttention(Protocol):
+    """A step's attention ``a_t`` (:class:`~luong_lit.nn.attention.Alignment`, or an
+    ensemble's summed weights)."""
+
+    def dense(self, S: int) -> Tensor:
+        """The weights over the first ``S`` source positions, (B, T, S)."""
+
+    @property
+    def p_t(self) -> Tensor | None:
+        """The aligned source position (B, T) of local attention (§3.2); None where there is
+        none (global attention, an ensemble's sum)."""
+
+
+class Switchable(Protocol):
+    """A module's training and evaluation modes (:class:`torch.nn.Module`'s): decoding runs a
+    model in eval mode and puts it back as it was (:func:`luong_lit.nn.modes.evaluating`)."""
+
+    training: bool
+
+    def train(self, mode: bool = True) -> object:
+        """Training mode on (dropout) or off."""
+
+    def eval(self) -> object:
+        """Evaluation mode (dropout off)."""
+
+
+MemoryT = TypeVar("MemoryT", bound=Reorderable)
+StateT = TypeVar("StateT", bound=Reorderable)
+
 
 @runtime_checkable
-class DecodeModel(Protocol):
+class DecodeModel(Switchable, Protocol[MemoryT, StateT]):
     """``encode`` and ``step`` (paper §3: ``h_bar_s`` once, then ``p(y_t | y_<t, x)`` step by
-    step) and what the attention of those steps is."""
+    step) and what the attention of those steps is. ``MemoryT`` and ``StateT``: the types of
+    its attention memory and decoder state, which only the model itself reads."""
 
-    def encode(self, src: Tensor, src_len: Tensor) -> tuple[Any, Any]:
+    def encode(self, src: Tensor, src_len: Tensor) -> tuple[MemoryT, StateT]:
         """The attention memory (``h_bar_s`` and what the score precomputes) and the decoder's
-        first state, for a right-padded batch ``src`` (B, S) of lengths ``src_len`` (B,). Both
-        reorder their rows with ``index_select``."""
+        first state, for a right-padded batch ``src`` (B, S) of lengths ``src_len`` (B,)."""
 
-    def step(self, y_prev: Tensor, state: Any, memory: Any, t: int) -> tuple[Tensor, Any, Any]:
+    def step(
+        self, y_prev: Tensor, state: StateT, memory: MemoryT, t: int
+    ) -> tuple[Tensor, StateT, StepAttention | None]:
         """One step from ``y_{t-1}`` (B,) at 0-based step ``t``: the next-word scores (B, V)
-        (pre-softmax, Eq. 6), the new state, and ``a_t`` (an object with ``dense(S)`` giving
-        (B, 1, S) weights) or None without attention."""
+        (pre-softmax, Eq. 6), the new state, and ``a_t``, or None without attention."""
 
     def parameters(self) -> Iterator[nn.Parameter]:
         """Its weights (decoding reads their device)."""
 
     @property
-    def members(self) -> Sequence[DecodeModel]:
+    def members(self) -> Sequence[AnyDecodeModel]:
         """The single models it combines: itself for one model."""
 
     @property
@@ -64,3 +113,8 @@ class DecodeModel(Protocol):
     @property
     def attention_kind(self) -> str | None:
         """Its attention's class name (``GlobalAttention``, ...), None without attention."""
+
+
+#: A decode-time model whose memory and state types its holder does not need to know (a model
+#: held by an ensemble, an engine or the translator).
+AnyDecodeModel = DecodeModel[Any, Any]

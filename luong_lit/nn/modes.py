@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import TypeVar
 
-from torch import nn
+from luong_lit.nn.interface import Switchable
+
+ModuleT = TypeVar("ModuleT", bound=Switchable)
 
 
 @contextlib.contextmanager
-def evaluating(module: nn.Module) -> Iterator[nn.Module]:
+def evaluating(module: ModuleT) -> Iterator[ModuleT]:
     """``module.eval()`` inside the block (dropout off); its previous mode restored after it."""
     was_training = module.training
     module.eval()

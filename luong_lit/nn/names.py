@@ -1,44 +1,74 @@
-"""The one table of attention and score names (paper §3.1–3.2, Eq. 8–9).
+"""The registries of attention and score names (paper §3.1–3.2, Eq. 8–9).
 
-The model builder, the checkpoint loader and the report all look names up here. A config
-names a part by ``name`` and gives its options beside it, e.g.
-``{"name": "local_p", "D": 10}``; a bare string is a part with default options.
+Every attention and every score, the built-in ones as any other, is added to its registry by a
+class decorator (:func:`~luong_lit.nn.attention.register_attention`,
+:func:`~luong_lit.nn.scores.register_score`) under the name that configs and checkpoints give
+it. The model builder, the checkpoint loader and the report all look names up here, so nothing
+but a registered class is ever built from a config or a checkpoint. A config names a part by
+``name`` and gives its options beside it, e.g. ``{"name": "local_p", "D": 10}``; a bare string is
+a part with default options. The built-in classes are registered when :mod:`luong_lit.nn` is
+imported, which any import of this module does first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from luong_lit.errors import ConfigError
-from luong_lit.nn import attention as attention_mod
-from luong_lit.nn import scores as score_mod
+from luong_lit.registry import Registry
 
-ATTENTIONS: dict[str, type] = {
-    "global": attention_mod.GlobalAttention,
-    "local_m": attention_mod.LocalMonotonicAttention,
-    "local_p": attention_mod.LocalPredictiveAttention,
-}
-SCORES: dict[str, type] = {
-    "dot": score_mod.DotScore,
-    "general": score_mod.GeneralScore,
-    "concat": score_mod.ConcatScore,
-    "location": score_mod.LocationScore,
-}
+ATTENTIONS = Registry("attention")
+SCORES = Registry("score")
 _SCALARS = (bool, int, float, str, type(None))
+C = TypeVar("C", bound=type)
 
 
-def _legacy_name(target: str, table: dict[str, type]) -> str | None:
-    """The name of a class given as ``luong_lit.nn.ClassName`` (configs of earlier versions)."""
-    return next((name for name, c in table.items() if target == f"luong_lit.nn.{c.__name__}"), None)
+def registrar(table: Registry, base: type, name: str) -> Callable[[C], C]:
+    """A class decorator that adds a subclass of ``base`` to ``table`` as ``name``."""
+
+    def add(cls: C) -> C:
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            raise TypeError(f"{table.kind} {name!r}: {cls!r} is not a subclass of {base.__name__}")
+        table.add(name, cls)
+        return cls
+
+    return add
 
 
-def part_spec(node: Any, table: dict[str, type], kind: str) -> tuple[str, dict[str, Any]] | None:
+def build_part(
+    cls: type, options: Mapping[str, Any], given: Mapping[str, Any], **fixed: Any
+) -> Any:
+    """``cls(**fixed, **given, **options)``, handing it of ``given`` (``dim``, ``bias``) only
+    what its constructor names (all of it where it takes ``**kwargs``); an option of the config
+    takes the place of a given value of the same name, never of a ``fixed`` one (``score``)."""
+    params = inspect.signature(cls).parameters.values()
+    takes_all = any(p.kind is p.VAR_KEYWORD for p in params)
+    names = {p.name for p in params}
+    passed = {k: v for k, v in given.items() if takes_all or k in names}
+    return cls(**fixed, **{**passed, **options})
+
+
+def _legacy_name(target: str, table: Registry) -> str | None:
+    """The name of a built-in class given as ``luong_lit.nn.ClassName`` (configs of earlier
+    versions)."""
+    return next(
+        (
+            name
+            for name, c in table.items()
+            if c.__module__.startswith("luong_lit.nn.") and target == f"luong_lit.nn.{c.__name__}"
+        ),
+        None,
+    )
+
+
+def part_spec(node: Any, table: Registry, kind: str) -> tuple[str, dict[str, Any]] | None:
     """``(name, options)`` of an attention or score given as a name, a ``{"name": ..., **options}``
     mapping, an earlier ``{"_target_": "luong_lit.nn.Class", ...}`` mapping, or None (no part).
 
     Raises :class:`ConfigError` naming the part for an unknown name or a non-scalar option,
-    so that nothing but the classes of the table can ever be built from a config.
+    so that nothing but the registered classes can ever be built from a config.
     """
     if node is None or node == "none":
         return None

@@ -8,27 +8,44 @@ Every score is split in two so that per-batch work is done once, not once per de
 ``keys`` is either ``(B, S, k)``, shared by all queries (global attention), or
 ``(B, T, W, k)``, one window of ``W`` gathered keys per query (local attention).
 ``h_t`` is ``(B, T, d)``. The result is ``(B, T, S)`` or ``(B, T, W)`` raw scores.
+
+A new score subclasses :class:`Score` and is named by :func:`register_score`, as the four of
+the paper are below; :func:`dot` scores both shapes of keys.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor, nn
 
+from luong_lit.nn.names import SCORES, registrar
 from luong_lit.validate import integer
 
 
-def _dot(h_t: Tensor, keys: Tensor) -> Tensor:
-    """Batched ``h_t · key`` for shared ``(B,S,k)`` or windowed ``(B,T,W,k)`` keys."""
+def dot(h_t: Tensor, keys: Tensor) -> Tensor:
+    """Batched ``h_tᵀ key`` for shared ``(B,S,k)`` or windowed ``(B,T,W,k)`` keys."""
     if keys.dim() == 3:
         return torch.bmm(h_t, keys.transpose(1, 2))  # (B, T, S)
     return torch.matmul(keys, h_t.unsqueeze(-1)).squeeze(-1)  # (B, T, W)
 
 
 class Score(nn.Module):
-    """Base class. ``content_based`` selects the footnote-14 alignment convention."""
+    """How to score: the base of every score.
+
+    Its constructor is given ``dim`` (the hidden size ``d``) and ``bias`` (``model.net.bias``)
+    where it names them, then the options of its config. ``content_based`` selects the
+    footnote-14 alignment convention. ``fixed_slots``: it scores a fixed row of source slots
+    from ``h_t`` alone (location, Eq. 9), not the keys it is given: global attention fits its
+    weights to the sentence, and local attention refuses it.
+    """
 
     content_based: bool = True
+    fixed_slots: bool = False
+
+    def __init__(self) -> None:  # names nothing: a score without options is given nothing
+        super().__init__()
 
     def prepare(self, h_bar_s: Tensor) -> Tensor:
         """Per-batch keys from source states ``h_bar_s`` of shape (B, S, d)."""
@@ -38,6 +55,13 @@ class Score(nn.Module):
         raise NotImplementedError
 
 
+def register_score(name: str) -> Callable:
+    """Class decorator: a :class:`Score` that configs (``score=NAME``) and checkpoints name
+    ``name``."""
+    return registrar(SCORES, Score, name)
+
+
+@register_score("dot")
 class DotScore(Score):
     """``score(h_t, h_bar_s) = h_tᵀ h_bar_s`` (Eq. 8, *dot*)."""
 
@@ -45,9 +69,10 @@ class DotScore(Score):
         super().__init__()
 
     def forward(self, h_t: Tensor, keys: Tensor) -> Tensor:
-        return _dot(h_t, keys)
+        return dot(h_t, keys)
 
 
+@register_score("general")
 class GeneralScore(Score):
     """``score(h_t, h_bar_s) = h_tᵀ W_a h_bar_s`` (Eq. 8, *general*).
 
@@ -62,9 +87,10 @@ class GeneralScore(Score):
         return self.W_a(h_bar_s)  # (B, S, d)
 
     def forward(self, h_t: Tensor, keys: Tensor) -> Tensor:
-        return _dot(h_t, keys)
+        return dot(h_t, keys)
 
 
+@register_score("concat")
 class ConcatScore(Score):
     """``score(h_t, h_bar_s) = v_aᵀ tanh(W_a [h_t; h_bar_s])`` (Eq. 8, *concat*).
 
@@ -93,6 +119,7 @@ class ConcatScore(Score):
         return self.v_a(hidden).squeeze(-1)  # (B, T, S|W)
 
 
+@register_score("location")
 class LocationScore(Score):
     """``a_t = softmax(W_a h_t)`` (Eq. 9): scores from the target state alone.
 
@@ -103,6 +130,7 @@ class LocationScore(Score):
     """
 
     content_based = False
+    fixed_slots = True
 
     def __init__(self, dim: int, max_src_len: int = 50, bias: bool = False) -> None:
         super().__init__()

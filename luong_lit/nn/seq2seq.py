@@ -18,20 +18,14 @@ import torch
 from torch import Tensor, nn
 
 from luong_lit.errors import ConfigError
-from luong_lit.nn.attention import (
-    Alignment,
-    LocalPredictiveAttention,
-    Memory,
-    _Attention,
-    _LocalAttention,
-)
+from luong_lit.nn.attention import Alignment, Attention, Memory
 from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder
 from luong_lit.nn.init import initialise_
 from luong_lit.nn.loss import output_nll
-from luong_lit.nn.names import ATTENTIONS, SCORES, part_spec
+from luong_lit.nn.names import ATTENTIONS, SCORES, build_part, part_spec
 from luong_lit.nn.options import NET_OPTIONS, Architecture, Sizes
-from luong_lit.validate import OptionConflict, OptionError, split_options, takes_options
+from luong_lit.validate import OptionError, split_options, takes_options
 
 
 def append_eos(src: Tensor, src_len: Tensor, *, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
@@ -60,14 +54,13 @@ INIT_STATES: dict[str, Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]] = {
 }
 
 
-def build_attention(
-    attention: Any, score: Any, dim: int, *, bias: bool = True
-) -> _Attention | None:
-    """Compose "where to look" with "how to score" from their names and options.
+def build_attention(attention: Any, score: Any, dim: int, *, bias: bool = True) -> Attention | None:
+    """Compose "where to look" with "how to score" from their registered names and options.
 
-    ``attention``: ``none``, a name (``global``, ``local_m``, ``local_p``) or
-    ``{"name": ..., **options}``; ``score`` likewise (``dot``, ``general``, ``concat``,
-    ``location``). See :mod:`luong_lit.nn.names`.
+    ``attention``: ``none``, a name (``global``, ``local_m``, ``local_p``, or any other
+    registered, :mod:`luong_lit.nn.names`) or ``{"name": ..., **options}``; ``score`` likewise
+    (``dot``, ``general``, ``concat``, ``location``, ...). Each constructor is given ``dim`` and
+    ``bias`` where it names them (:func:`~luong_lit.nn.names.build_part`).
     """
     att = part_spec(attention, ATTENTIONS, "attention")
     if att is None:
@@ -76,15 +69,14 @@ def build_attention(
     if sc is None:
         raise ConfigError("an attention model needs a score (dot, general, concat or location)")
     (att_name, att_opts), (score_name, score_opts) = att, sc
+    given = {"dim": dim, "bias": bias}
     try:
         try:
-            score_obj = SCORES[score_name](dim=dim, bias=bias, **score_opts)
+            score_obj = build_part(SCORES[score_name], score_opts, given)
         except OptionError as err:
             raise err.within("score") from None
-        if ATTENTIONS[att_name] is LocalPredictiveAttention:
-            att_opts = {"dim": dim, "bias": bias, **att_opts}
         try:
-            return ATTENTIONS[att_name](score=score_obj, **att_opts)
+            return build_part(ATTENTIONS[att_name], att_opts, given, score=score_obj)
         except OptionError as err:
             raise err.within("attention") from None
     except OptionError:
@@ -95,7 +87,7 @@ def build_attention(
         ) from None
 
 
-def _check(att: _Attention | None, arch: Architecture, sizes: Sizes) -> None:
+def _check(att: Attention | None, arch: Architecture, sizes: Sizes) -> None:
     """Refuse combinations that do not make a model, naming the options."""
     if arch.init_state not in INIT_STATES:
         raise ConfigError(
@@ -114,7 +106,7 @@ def _check(att: _Attention | None, arch: Architecture, sizes: Sizes) -> None:
         )
     if arch.tie_output and sizes.embed_size != sizes.hidden_size:
         e, h = sizes.embed_size, sizes.hidden_size
-        raise OptionConflict(
+        raise OptionError.about(
             f"invalid model configuration {{tie_output}}=true: the target embedding "
             f"({{embed_size}}={e}) is also W_s ({{hidden_size}}={h}), so both must have one "
             f"size; also set {{embed_size}}={h}, or set {{tie_output}}=false",
@@ -198,7 +190,7 @@ class Seq2Seq(nn.Module):
     @property
     def window(self) -> int | None:
         """Local attention's half-width ``D`` (§3.2), else None."""
-        return self.attention.D if isinstance(self.attention, _LocalAttention) else None
+        return None if self.attention is None else self.attention.half_width
 
     @property
     def attention_kind(self) -> str | None:

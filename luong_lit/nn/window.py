@@ -41,18 +41,21 @@ def window(
     return pos.clamp(0, s_max - 1), valid
 
 
-def gaussian(pos: Tensor, p_t: Tensor, sigma: float) -> Tensor:
+def gaussian(pos: Tensor, p_t: Tensor, sigma: float | Tensor) -> Tensor:
     """``exp(-(s - p_t)² / (2σ²))`` of paper Eq. 11 for window positions ``pos``.
 
     Args:
         pos: (B, T, W) integer source positions ``s``.
         p_t: (B, T) real-valued aligned positions (not the floored centre, docs/paper_notes.md §1).
-        sigma: the standard deviation, ``D/2`` in the paper.
+        sigma: the standard deviation, ``D/2`` in the paper: a number, a one-element tensor,
+            or one per query (B, T).
 
     Returns:
         (B, T, W) weights in (0, 1].
     """
     diff = pos.to(p_t.dtype) - p_t.unsqueeze(-1)  # (B, T, W)
+    if isinstance(sigma, Tensor) and sigma.dim() > 0:
+        sigma = sigma.unsqueeze(-1)  # (B, T, 1): one σ per query
     return torch.exp(-(diff * diff) / (2.0 * sigma * sigma))
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from luong_lit.data.io import user_line
 from luong_lit.errors import DataError
-from luong_lit.translator.options import BadOption, at_least
+from luong_lit.translator.options import at_least
+from luong_lit.validate import OptionError
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Limits:
         for name in names:
             at_least(name, getattr(self, name), 1)
         if isinstance(self.max_wait_ms, bool) or not self.max_wait_ms >= 0:
-            raise BadOption(
+            raise OptionError.keyword(
                 f"{{max_wait_ms}} must be at least 0, got {self.max_wait_ms!r}", "max_wait_ms"
             )
 

@@ -2,8 +2,9 @@
 from what each call may change (:class:`SearchOptions`), both typed and checked when made.
 
 ``luong_lit.load`` takes both as keywords; ``translate``, ``evaluate`` and ``serve`` build them
-from their arguments. A bad value raises :class:`BadOption`, which names the option as Python
-does (``beam``); the command line names it as its flag (``--beam``, :meth:`BadOption.flagged`).
+from their arguments. A bad value raises :class:`~luong_lit.validate.OptionError`, which names
+the option as Python does (``beam``); the command line names it as its flag (``--beam``,
+:meth:`~luong_lit.validate.OptionError.flagged`).
 A true/false option takes a bool only (:func:`boolean`), as the server's JSON takes true or
 false only and the command line's flags give one.
 """
@@ -20,39 +21,22 @@ from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.decoding.workers import check_workers
 from luong_lit.engines import ENGINES, INT8_PARTS
 from luong_lit.errors import UsageError
+from luong_lit.validate import OptionError, one_of
 
 OVERLONG = ("truncate", "skip", "keep")
-
-
-class BadOption(UsageError):
-    """A bad value of one or more options. ``template`` names each option as ``{option}``."""
-
-    FLAGS = {"dictionary": "--dict"}  # where a flag is not the option's name
-
-    def __init__(self, template: str, *options: str) -> None:
-        self.template, self.options = template, options
-        super().__init__(template.format(**{o: o for o in options}))
-
-    def flagged(self) -> UsageError:
-        """The same message with the options named as the command line's flags."""
-        names = {o: self.FLAGS.get(o, "--" + o.replace("_", "-")) for o in self.options}
-        return UsageError(self.template.format(**names))
+#: a bad value of keyword options, named as the API names them (a command: as its flags)
+bad = OptionError.keyword
 
 
 def at_least(option: str, value: Any, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise BadOption(f"{{{option}}} must be an integer >= {low}, got {value!r}", option)
+        raise bad(f"{{{option}}} must be an integer >= {low}, got {value!r}", option)
 
 
 def boolean(option: str, value: Any) -> None:
     """A true/false option takes a bool: not a string (``"no"`` is no False) nor a number."""
     if not isinstance(value, bool):
-        raise BadOption(f"{{{option}}} must be True or False, got {value!r}", option)
-
-
-def one_of(option: str, value: Any, allowed) -> None:
-    if value not in allowed:
-        raise BadOption(f"{{{option}}} {value!r}: choose one of {', '.join(allowed)}", option)
+        raise bad(f"{{{option}}} must be True or False, got {value!r}", option)
 
 
 def check_device(device: Any) -> None:
@@ -62,19 +46,15 @@ def check_device(device: Any) -> None:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
-        raise BadOption(
-            f"{{device}} {device!r} is not a device (cpu, cuda, cuda:N)", "device"
-        ) from None
+        raise bad(f"{{device}} {device!r} is not a device (cpu, cuda, cuda:N)", "device") from None
     if dev.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
-            raise BadOption(
-                f"{{device}} {device}: this machine has no CUDA GPU (use cpu)", "device"
-            )
+            raise bad(f"{{device}} {device}: this machine has no CUDA GPU (use cpu)", "device")
         if dev.index is not None and dev.index >= count:
-            raise BadOption(f"{{device}} {device}: this machine has {count} CUDA GPU(s)", "device")
+            raise bad(f"{{device}} {device}: this machine has {count} CUDA GPU(s)", "device")
     elif dev.type == "mps" and not torch.backends.mps.is_available():
-        raise BadOption(f"{{device}} {device}: MPS is not available here (use cpu)", "device")
+        raise bad(f"{{device}} {device}: MPS is not available here (use cpu)", "device")
 
 
 @dataclass(frozen=True)
@@ -115,16 +95,14 @@ class LoadOptions:
         if self.int8 is not None:
             one_of("int8", self.int8, INT8_PARTS)
             if self.engine != "fast":
-                raise BadOption(
-                    f"{{int8}} is a form of the fast engine, not of {self.engine}", "int8"
-                )
+                raise bad(f"{{int8}} is a form of the fast engine, not of {self.engine}", "int8")
         check_device(self.device)
         try:
             check_workers(self.workers)
         except ValueError as err:
-            raise BadOption(f"{{workers}}: {err}", "workers") from None
+            raise bad(f"{{workers}}: {err}", "workers") from None
         if self.workers > 1 and self.device != "cpu":
-            raise BadOption(
+            raise bad(
                 f"{{workers}} above 1 decodes on the CPU only (device {self.device})", "workers"
             )
 
@@ -132,7 +110,7 @@ class LoadOptions:
 def number(option: str, value: Any) -> float:
     """A real number (an int or a float, not a bool), as a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadOption(f"{{{option}}} must be a number, got {value!r}", option)
+        raise bad(f"{{{option}}} must be a number, got {value!r}", option)
     return float(value)
 
 
@@ -141,21 +119,21 @@ def check_sampling(opts: SearchOptions) -> None:
     integer seed; and none of them without ``sampling``, which they would not change."""
     boolean("sampling", opts.sampling)
     if not number("temperature", opts.temperature) > 0:
-        raise BadOption(f"{{temperature}} must be above 0, got {opts.temperature!r}", "temperature")
+        raise bad(f"{{temperature}} must be above 0, got {opts.temperature!r}", "temperature")
     at_least("top_k", opts.top_k, 0)
     if not 0 < number("top_p", opts.top_p) <= 1:
-        raise BadOption(f"{{top_p}} must be in (0, 1], got {opts.top_p!r}", "top_p")
+        raise bad(f"{{top_p}} must be in (0, 1], got {opts.top_p!r}", "top_p")
     if opts.seed is not None:
         at_least("seed", opts.seed, 0)
     shaping = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}  # their defaults
     for name, default in shaping.items():
         if getattr(opts, name) != default and not opts.sampling:
-            raise BadOption(f"{{{name}}} shapes sampling: add {{sampling}}", name, "sampling")
+            raise bad(f"{{{name}}} shapes sampling: add {{sampling}}", name, "sampling")
     beam_only = {"authors_decoder": opts.authors_decoder,
                  "length_penalty": opts.length_penalty not in (None, "none")}  # fmt: skip
     for name, given in beam_only.items():
         if opts.sampling and given:
-            raise BadOption(f"{{{name}}} is for beam search; leave it out with {{sampling}}",
+            raise bad(f"{{{name}}} is for beam search; leave it out with {{sampling}}",
                             name, "sampling")  # fmt: skip
 
 
@@ -208,10 +186,10 @@ class SearchOptions:
         try:
             penalty = parse_length_penalty(self.length_penalty)
         except ValueError as err:
-            raise BadOption(f"{{length_penalty}}: {err}", "length_penalty") from None
+            raise bad(f"{{length_penalty}}: {err}", "length_penalty") from None
         if self.authors_decoder:
             if penalty is not None:
-                raise BadOption(
+                raise bad(
                     "{authors_decoder} ranks by raw score; leave out {length_penalty}",
                     "authors_decoder", "length_penalty",
                 )  # fmt: skip
@@ -223,14 +201,14 @@ class SearchOptions:
         else:
             cfg = Search(beam_size=self.beam, n_best=self.n_best, length_penalty=penalty)
         if self.n_best > cfg.beam_size and not self.sampling:
-            raise BadOption(
+            raise bad(
                 f"{{n_best}} {self.n_best} needs a beam of at least {self.n_best} "
                 f"(the beam is {cfg.beam_size})", "n_best",
             )  # fmt: skip
         ratios = {"max_len_ratio": self.max_len_ratio, "min_len_ratio": self.min_len_ratio}
         cfg = dataclasses.replace(cfg, **{k: v for k, v in ratios.items() if v is not None})
         if cfg.min_len_ratio < 0 or cfg.min_len_ratio > cfg.max_len_ratio:
-            raise BadOption(
+            raise bad(
                 f"{{min_len_ratio}} {cfg.min_len_ratio} and {{max_len_ratio}} "
                 f"{cfg.max_len_ratio} must be at least 0, the first no larger than the second",
                 "min_len_ratio", "max_len_ratio",

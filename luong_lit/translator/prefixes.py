@@ -18,7 +18,7 @@ from luong_lit.decoding.prefix import too_long
 from luong_lit.decoding.search import Search
 from luong_lit.decoding.unk import Rendered
 from luong_lit.translator.arguments import texts_of
-from luong_lit.translator.options import BadOption
+from luong_lit.validate import OptionError
 
 
 def prefix_texts(prefix: Any, n: int) -> list[str] | None:
@@ -29,7 +29,7 @@ def prefix_texts(prefix: Any, n: int) -> list[str] | None:
     items = prefix if isinstance(prefix, str) else _items(prefix)
     lines = [x.strip() for x in texts_of(items, "prefix")]
     if len(lines) != n:
-        raise BadOption(f"{{prefix}}: {len(lines)} prefixes for {n} texts", "prefix")
+        raise OptionError.keyword(f"{{prefix}}: {len(lines)} prefixes for {n} texts", "prefix")
     return lines if any(lines) else None
 
 
@@ -54,7 +54,7 @@ def check_lengths(tokens: Sequence[Sequence[str]], src_lens: Sequence[int], sear
     lens = [len(t) if s else 0 for t, s in zip(tokens, src_lens)]  # an empty source: no output
     i = too_long(lens, max_len)
     if i is not None:
-        raise BadOption(
+        raise OptionError.keyword(
             f"the {{prefix}} of line {i + 1} has {lens[i]} tokens, more than the {max_len[i]} "
             f"that the translation of its {src_lens[i]}-token source may have (raise "
             "{max_len_ratio})",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from luong_lit.data.io import DataError
-from luong_lit.data.sources.registry import DATASETS
+from luong_lit.data.sources.named import dataset_names
 from luong_lit.data.text.preprocess import Preprocessing
 from luong_lit.errors import ConfigError
 from luong_lit.validate import integer
@@ -24,7 +24,8 @@ class Corpus:
     """Which corpus, in which direction, from which files, read how.
 
     Attributes:
-        dataset: ``multi30k``, ``wmt14_ende``, ``iwslt14_deen`` or ``files``.
+        dataset: ``multi30k``, ``wmt14_ende``, ``iwslt14_deen``, another registered corpus
+            (:func:`~luong_lit.data.sources.register_corpus`) or ``files``.
         src_lang, tgt_lang: the direction; every named dataset works both ways.
         train, dev: a split name, a list of corpus names (concatenated), or for ``files`` a
             mapping ``{src: path, tgt: path}``.
@@ -47,9 +48,9 @@ class Corpus:
     clean_control: bool = False
 
     def __post_init__(self) -> None:
-        if self.dataset not in DATASETS:
+        if self.dataset not in dataset_names():
             raise DataError(
-                f"unknown dataset {self.dataset!r}; choose one of {', '.join(DATASETS)}"
+                f"unknown dataset {self.dataset!r}; choose one of {', '.join(dataset_names())}"
             )
         if self.test is not None and not isinstance(self.test, Mapping):
             raise ConfigError(

@@ -21,7 +21,7 @@ import os
 import re
 import tarfile
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,22 +41,26 @@ class Remote:
 class Source:
     """One text file of a corpus.
 
-    ``content_sha256`` is the SHA-256 of the decompressed text, when known; it is checked
-    for mirror and cache files alike. ``lines`` is the published line count, checked the
-    same way. ``member`` names the file inside an archive, ``fmt`` how to turn it into plain
-    lines (``text``, ``gz`` or ``sgm``), ``head`` keeps only the first lines. ``tokenised``
-    is the language of a text released only Moses-tokenised: :func:`resolve` then returns it
-    restored to plain text, to be tokenised like the raw corpora beside it.
+    ``path`` is where it lies in a mirror (or, absolute, a local file read where it lies);
+    ``remote`` its official download (None: a mirror must hold it). ``content_sha256`` is the
+    SHA-256 of the decompressed text, when known; it is checked for mirror and cache files
+    alike. ``lines`` is the published line count, checked the same way. ``member`` names the
+    file inside an archive, ``fmt`` how to turn it into plain lines (``text``, ``gz`` or
+    ``sgm``), ``head`` keeps only the first lines. ``prepare`` turns a whole download into
+    named texts (IWSLT's preparation), of which ``member`` is this file's. ``tokenised`` is the
+    language of a text released only Moses-tokenised: :func:`resolve` then returns it restored
+    to plain text, to be tokenised like the raw corpora beside it.
     """
 
     path: str
-    remote: Remote
+    remote: Remote | None = None
     member: str | None = None
     fmt: str = "text"
     content_sha256: str | None = None
     head: int | None = None
     lines: int | None = None
     tokenised: str | None = None
+    prepare: Callable[[Path], Mapping[str, list[str]]] | None = None
 
 
 def mirror_dir(configured: str | os.PathLike | None = None) -> Path | None:
@@ -149,17 +153,22 @@ def resolve(src: Source, mirror: Path | None = None) -> Path:
 
 
 def _resolve(src: Source, mirror: Path | None) -> Path:
-    if mirror is not None:
-        path = mirror / src.path
+    local = Path(src.path).is_absolute()  # a local file, read where it lies
+    if mirror is not None or local:
+        path = Path(src.path) if local else mirror / src.path
         if not path.is_file():
-            raise DataError(
-                f"{path}: file does not exist in the data mirror {mirror} "
-                f"(official source: {src.remote.url})"
-            )
+            where = "" if local else f" in the data mirror {mirror}"
+            origin = f" (official source: {src.remote.url})" if src.remote is not None else ""
+            raise DataError(f"{path}: file does not exist{where}{origin}")
         _check_content(src, path)
         return path
     path = cache_dir() / EXTRACTED / src.path
     if not path.is_file():
+        if src.remote is None:
+            raise DataError(
+                f"{src.path}: no download is known for it; set LUONG_LIT_DATA (or data.mirror) "
+                "to a folder that holds it"
+            )
         blob = download(src.remote, cache_dir() / "downloads")
         _extract(src, blob, path)
     _check_content(src, path)
@@ -217,10 +226,8 @@ _SEG = re.compile(r"<seg[^>]*>(.*)</seg>", re.IGNORECASE)
 
 
 def _lines_of(src: Source, blob: Path) -> list[str]:
-    if src.member is not None and src.member.startswith("prepared:"):
-        from luong_lit.data.sources import iwslt
-
-        prepared, name = iwslt.prepare(blob), src.member.split(":", 1)[1]
+    if src.prepare is not None:
+        prepared, name = src.prepare(blob), src.member
         if name not in prepared:
             raise DataError(
                 f"{src.path}: not in the official release (only {', '.join(sorted(prepared))}); "

@@ -1,5 +1,6 @@
-"""The public corpora known by name, with official URLs and checksums.
+"""The public corpora the kit knows by name, with official URLs and checksums.
 
+Each is registered as any corpus is (:func:`~luong_lit.data.sources.named.register_corpus`):
 ``corpus_source(dataset, split, lang, ...)`` returns the :class:`Source` of one side of one
 split, and :func:`registry` lists every ``(dataset, split, variant)`` there is. Checksums of
 single-file downloads are the SHA-256 of the file; archive checksums are the values their
@@ -11,11 +12,17 @@ SHA-256 of the text is recorded when it is extracted from the verified archive.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from luong_lit.data.io import DataError
-from luong_lit.data.sources.fetch import Remote, Source, mirror_dir, resolve
+from luong_lit.data.sources.fetch import Remote, Source
+from luong_lit.data.sources.named import (  # noqa: F401 - the corpora's API, read from here too
+    cased_target_file,
+    corpus_source,
+    dataset_names,
+    register_corpus,
+    registry,
+)
 
 M30K = "https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1"
 # (file sha256, text sha256) of each Multi30k task-1 file
@@ -143,7 +150,6 @@ _IWSLT = Remote(
     "md5:10936dfdf616504ddbd844e91b94ef4a",
 )
 
-DATASETS = ("multi30k", "wmt14_ende", "iwslt14_deen", "files")
 _WMT_LANGS = ("en", "de")
 _M30K_SPLITS = ("train", "val", "test_2016_flickr")
 
@@ -174,9 +180,10 @@ def multi30k(split: str, lang: str, variant: str = "tok") -> Source:
     raise DataError(f"multi30k variant must be 'raw' or 'tok', got {variant!r}")
 
 
-def wmt14(split: str, lang: str) -> Source:
+def wmt14(split: str, lang: str, variant: str = "raw") -> Source:
     """A WMT'14 training corpus (``europarl_v7``...), a sample of one (``europarl_v7_head20k``,
-    ``opennmt_toy_ende``, ``nmt_hybrid_train10k``) or a test set (``newstest2014``...)."""
+    ``opennmt_toy_ende``, ``nmt_hybrid_train10k``) or a test set (``newstest2014``...), in its
+    one variant: the text as released."""
     if lang not in _WMT_LANGS:
         raise DataError(f"wmt14_ende has no language {lang!r}; choose from {', '.join(_WMT_LANGS)}")
     if split == "europarl_v7_head20k":  # the first 20k lines of Europarl v7
@@ -211,54 +218,32 @@ def wmt14(split: str, lang: str) -> Source:
     raise DataError(f"wmt14_ende has no corpus {split!r}; choose from {names}")
 
 
-def iwslt14(split: str, lang: str) -> Source:
-    """IWSLT'14 De-En TED talks, lowercased and Moses-tokenised (``train``, ``valid``, ``test``)."""
+def _prepare_iwslt(archive: Path) -> dict[str, list[str]]:
+    """The six prepared texts of IWSLT'14's archive (:func:`.iwslt.prepare`)."""
+    from luong_lit.data.sources import iwslt
+
+    return iwslt.prepare(archive)
+
+
+def iwslt14(split: str, lang: str, variant: str = "tok") -> Source:
+    """IWSLT'14 De-En TED talks, lowercased and Moses-tokenised (``train``, ``valid``, ``test``),
+    its one variant."""
     if split not in _IWSLT_SPLITS:
         raise DataError(
             f"iwslt14_deen has no split {split!r}; choose from {', '.join(_IWSLT_SPLITS)}"
         )
     if lang not in _WMT_LANGS:
         raise DataError(f"iwslt14_deen has no language {lang!r}; choose from de, en")
-    return Source(f"iwslt14/tok/{split}.{lang}.gz", _IWSLT, member=f"prepared:{split}.{lang}")
+    path = f"iwslt14/tok/{split}.{lang}.gz"
+    return Source(path, _IWSLT, member=f"{split}.{lang}", prepare=_prepare_iwslt)
 
 
-def corpus_source(dataset: str, split: str, lang: str, variant: str = "tok") -> Source:
-    """The file of one side of a corpus. ``split`` may name another dataset's corpus as
-    ``DATASET:SPLIT`` (``multi30k:train`` in a WMT training list), read in the same variant
-    where that dataset has it (Multi30k's raw text beside raw WMT text)."""
-    if ":" in split:
-        dataset, split = split.split(":", 1)
-        if dataset not in DATASETS or dataset == "files":
-            raise DataError(
-                f"corpus {dataset}:{split} names no dataset; choose one of "
-                f"{', '.join(d for d in DATASETS if d != 'files')}"
-            )
-    if dataset == "multi30k":
-        return multi30k(split, lang, variant)
-    if dataset == "wmt14_ende":
-        return wmt14(split, lang)
-    if dataset == "iwslt14_deen":
-        return iwslt14(split, lang)
-    raise DataError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
-
-
-def registry() -> list[tuple[str, str, str]]:
-    """Every ``(dataset, split, variant)`` of the named datasets; both languages of each."""
-    out = [("multi30k", split, variant) for split in _M30K_SPLITS for variant in ("tok", "raw")]
-    out += [
-        ("wmt14_ende", split, "raw")
-        for split in (*_WMT_TRAIN, "europarl_v7_head20k", *_WMT_TOKENISED, *_WMT_TEST)
-    ]
-    out += [("iwslt14_deen", split, "tok") for split in _IWSLT_SPLITS]
-    return out
-
-
-def cased_target_file(data: Mapping) -> Path | None:
-    """The cased target side of a data config's training text, to learn a recaser from:
-    ``data.recase_from``, or the raw release of a named corpus that has one (Multi30k)."""
-    if data.get("recase_from"):
-        return Path(str(data["recase_from"])).expanduser()
-    if data.get("dataset") != "multi30k":
-        return None
-    source = multi30k(str(data.get("train", "train")), data["tgt_lang"], "raw")
-    return resolve(source, mirror_dir(data.get("mirror")))
+register_corpus(
+    "multi30k", multi30k, label="Multi30k", splits=_M30K_SPLITS, variants=("tok", "raw"),
+    cased=lambda split, lang: multi30k(split, lang, "raw"),
+)  # fmt: skip
+register_corpus(
+    "wmt14_ende", wmt14, label="WMT'14", variants=("raw",),
+    splits=(*_WMT_TRAIN, "europarl_v7_head20k", *_WMT_TOKENISED, *_WMT_TEST),
+)  # fmt: skip
+register_corpus("iwslt14_deen", iwslt14, label="IWSLT'14", splits=_IWSLT_SPLITS)
