@@ -1,6 +1,6 @@
 """The package's structure: layers that only point down, no import cycles, no command importing
-another, a plain nn/, training and decoding that never reach into nn/fast/, and Lightning's
-non-public API used in one module only."""
+another, a plain nn/, training and decoding that never reach into nn/fast/, the paper study
+reached through a few named doors, and Lightning's non-public API used in one module only."""
 
 from __future__ import annotations
 
@@ -83,6 +83,7 @@ LAYERS = [
     "registry",  # the names of parts (attentions, scores, corpora), open to extensions
     "runtime",  # process-wide CPU settings
     "quiet",  # the libraries' routine notices filtered
+    "paper",  # the paper's reported figures and its recipe's epochs: facts, nothing of the kit
     "data",  # vocabularies and line reading, shared by the data's rooms
     "data.text",  # tokenisers, recipes, the recaser, word dictionaries
     "data.sources",  # the corpora registry, download, mirror and cache
@@ -102,6 +103,7 @@ LAYERS = [
     "config_parts",  # registered attentions and scores as config group options
     "config",  # composing the Hydra configs
     "analysis",  # figures and tables of runs
+    "paper.study",  # the paper study: Tables 1 and 3's ladders, their steps judged, the exhibits
     "serving",  # the HTTP server
     "training",  # Lightning
     "cli",  # what the commands share
@@ -112,7 +114,7 @@ LAYERS = [
 
 
 SUB_UNITS = {("nn", "fast"), ("data", "text"), ("data", "sources"), ("data", "store"),
-             ("data", "loading")}  # fmt: skip
+             ("data", "loading"), ("paper", "study")}  # fmt: skip
 
 
 def facades() -> set[str]:
@@ -166,6 +168,31 @@ def test_training_and_decoding_never_import_the_fast_model():
     for m, targets in graph().items():
         if unit(m) in ("training", "decoding"):
             assert not {t for t in targets if unit(t) == "nn.fast"}, m
+
+
+#: the kit's doors to the paper: a run's row of the paper's figures (``report``, the notebook's
+#: tables), the paper recipe's resolvers, and the command that lays out the ladders
+PAPER_DOORS = {
+    "luong_lit.analysis.runs": {"luong_lit.paper.numbers"},
+    "luong_lit.sweeps.resolvers": {"luong_lit.paper.resolvers"},
+    "luong_lit.commands.report": {"luong_lit.paper.study.ladders"},
+}
+
+
+def test_the_kit_reaches_the_paper_study_through_its_doors_only():
+    """The paper study (:mod:`luong_lit.paper`) is not the kit's face: outside it, only the
+    modules of :data:`PAPER_DOORS` import it, each only what it names; the paper's figures and
+    recipe import nothing of the kit (the study reads runs with :mod:`luong_lit.analysis`)."""
+    edges = graph()
+    outside = {
+        m: {t for t in targets if t.startswith("luong_lit.paper")}
+        for m, targets in edges.items()
+        if not m.startswith("luong_lit.paper")
+    }
+    assert {m: t for m, t in outside.items() if t} == PAPER_DOORS
+    for m, targets in edges.items():
+        if unit(m) == "paper":
+            assert not {t for t in targets if unit(t) != "paper"}, m
 
 
 def test_the_cycle_finder_finds_a_cycle():

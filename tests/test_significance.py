@@ -1,5 +1,5 @@
 """``luong_lit.metrics.significance`` (paired bootstrap on known outputs) and the ladder's steps
-judged by it (``luong_lit.analysis.steps``): the seeds pooled pair by pair, the verdicts."""
+judged by it (``luong_lit.paper.study.steps``): the seeds pooled pair by pair, the verdicts."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import random
 import pytest
 
 from luong_lit.analysis.cells import varying
-from luong_lit.analysis.steps import judged, step_test, verdict_cells
 from luong_lit.metrics.bleu import corpus_bleu_tok
 from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
+from luong_lit.paper.study.steps import judged, step_test, verdict_cells
 
 
 def corpus(seed: int, n: int = 200, right: float = 0.7, refs=None):
@@ -180,7 +180,7 @@ def test_report_reads_a_folder_of_kept_runs_and_its_table_is_well_formed(tmp_pat
         "table1_base",
         "table1_reverse",
     ]
-    from luong_lit.analysis.ladders import lay_out, markdown_ladder
+    from luong_lit.paper.study.ladders import lay_out, markdown_ladder
 
     lines = [
         x

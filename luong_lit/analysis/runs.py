@@ -15,9 +15,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.analysis.paper_numbers import like_with_like, paper_row
 from luong_lit.data.sources.named import corpus_name
 from luong_lit.nn.names import attention_name, score_name
+from luong_lit.paper.numbers import like_with_like, paper_row
 
 
 def corpus_label(dataset: str | None, src: str | None, tgt: str | None, test: str | None) -> str:

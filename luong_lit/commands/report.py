@@ -15,7 +15,7 @@ as the paper's Table 1 and Table 3 first: each row's mean ± sd over seeds, its 
 the row above (± sqrt(sd_a² + sd_b²)) beside the paper's, rows not finished marked "not run
 yet", then "+ unk replace" and the ensemble row. The ensemble is the JSON report of
 ``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --out SWEEP/ensemble_table1`` (or
-``_table3``), found there or given with ``--ensemble`` (see :mod:`luong_lit.analysis.ladders`).
+``_table3``), found there or given with ``--ensemble`` (see :mod:`luong_lit.paper.study.ladders`).
 Each step's gain is judged by a paired bootstrap of the two rows' test outputs (``evaluate``
 keeps them beside its report): its p-value and verdict. Other runs follow in the table above.
 """
@@ -29,11 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.analysis.cells import csv_cells, group, markdown_cells, read_run, run_dirs
-from luong_lit.analysis.ladders import find_ensembles, markdown_ladders
 from luong_lit.analysis.runs import markdown
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.errors import DataError
+from luong_lit.paper.study.ladders import find_ensembles, markdown_ladders
 
 
 def parser() -> argparse.ArgumentParser:

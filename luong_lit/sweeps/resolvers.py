@@ -1,8 +1,10 @@
 """The ``luong_lit.*`` resolvers of the configs (:func:`register_resolvers`), used by
-``conf/hydra/``, ``conf/hydra/launcher/``, ``conf/logger/wandb.yaml`` and the paper's recipes
-(``conf/recipes/``): the number of parallel jobs, SLURM's GPU and task counts, the W&B group,
-name and tags of a sweep's job, a job's directory name (:mod:`luong_lit.sweeps.dirnames`), a
-run's folder name under torchrun and the paper's epochs.
+``conf/hydra/``, ``conf/hydra/launcher/``, ``conf/logger/wandb.yaml`` and
+``conf/callbacks/default.yaml``: the number of parallel jobs, SLURM's GPU and task counts, the
+W&B group, name and tags of a sweep's job, a job's directory name
+(:mod:`luong_lit.sweeps.dirnames`), a run's folder name under torchrun and the dev metric's
+better direction. The paper's epochs and halving: :mod:`luong_lit.paper.resolvers`, registered
+with these.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from luong_lit.errors import ConfigError
+from luong_lit.paper.resolvers import register_paper_resolvers
 from luong_lit.sweeps.dirnames import dirname
 from luong_lit.sweeps.job import sweep_job
 from luong_lit.sweeps.resources import usable_cores
@@ -59,16 +62,6 @@ def wandb_tags() -> list[str]:
     return [] if job is None else [o[:64] for o in job.overrides]  # W&B's limit per tag
 
 
-def paper_epochs(dropout: Any) -> int:
-    """The paper's epochs (§4.1): 10, or 12 for a model trained with dropout."""
-    return 12 if float(dropout) > 0 else 10
-
-
-def paper_halving_after(dropout: Any) -> int:
-    """The paper's epochs before halving (§4.1): 5, or 8 for a model trained with dropout."""
-    return 8 if float(dropout) > 0 else 5
-
-
 def run_name(stamp: str) -> str:
     """A single run's folder name: its start time (``stamp``); under torchrun or srun, whose
     ranks start Hydra each on its own clock, a name they all agree on: the day and the
@@ -99,7 +92,8 @@ def metric_mode(select_by: str) -> str:
 
 
 def register_resolvers() -> None:
-    """Make the ``luong_lit.*`` resolvers known to OmegaConf (once per process)."""
+    """Make the ``luong_lit.*`` resolvers known to OmegaConf (once per process), the paper's
+    recipe's with them (:func:`~luong_lit.paper.resolvers.register_paper_resolvers`)."""
     resolvers = {
         "luong_lit.n_jobs": n_jobs,
         "luong_lit.dirname": dirname,
@@ -110,9 +104,8 @@ def register_resolvers() -> None:
         "luong_lit.wandb_group": wandb_group,
         "luong_lit.wandb_name": wandb_name,
         "luong_lit.wandb_tags": wandb_tags,
-        "luong_lit.paper_epochs": paper_epochs,
-        "luong_lit.paper_halving_after": paper_halving_after,
     }
     for name, fn in resolvers.items():
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
+    register_paper_resolvers()

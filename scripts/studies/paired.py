@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from luong_lit.analysis.steps import report_outputs, run_outputs
+from luong_lit.analysis.outputs import report_outputs, run_outputs
 from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
 
 

@@ -31,10 +31,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from luong_lit.analysis.cells import mean_sd, pm
-from luong_lit.analysis.paper_numbers import LADDERS
+from luong_lit.analysis.outputs import report_outputs
 from luong_lit.analysis.runs import describe, is_run
-from luong_lit.analysis.steps import judged, report_outputs, row_spread, verdict_cells
 from luong_lit.errors import DataError
+from luong_lit.paper.numbers import LADDERS
+from luong_lit.paper.study.steps import judged, row_spread, verdict_cells
 
 NOT_RUN = "not run yet"
 RECIPES = {  # the experiment a ladder row is added to

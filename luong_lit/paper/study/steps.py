@@ -4,38 +4,20 @@ seed of each row: the gain and the test over the same seeds), two-sided, with th
 interval; the steps of one table corrected together by Holm's method (:func:`judged`).
 
 A run's outputs are the lines its own ``evaluate`` report read (``eval_TEST.hyp``, and
-``eval_TEST.hyp_unk`` after unknown-word replacement, beside ``eval_TEST.ref``). An ensemble's
-are those of its own report. "+ unk replace" compares each run with itself decoded again (the
-seeds paired). Where either side has no outputs, the step has no test.
+``eval_TEST.hyp_unk`` after unknown-word replacement, beside ``eval_TEST.ref``; read by
+:mod:`luong_lit.analysis.outputs`). An ensemble's are those of its own report. "+ unk replace"
+compares each run with itself decoded again (the seeds paired). Where either side has no
+outputs, the step has no test.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.analysis.runs import own_evals
+from luong_lit.analysis.outputs import run_outputs
 from luong_lit.metrics.significance import SeedPaired, SeedRow, holm, judge, seed_row
 from luong_lit.metrics.significance import two_level_bootstrap as two_level
-
-
-def report_outputs(report: Path, kind: str) -> tuple[list[str], list[str]] | None:
-    """An ``evaluate`` report's output lines of ``kind`` (``hyp``, ``hyp_unk``) and references."""
-    names = json.loads(report.read_text(encoding="utf-8")).get("outputs") or {}
-    if kind not in names or "ref" not in names:
-        return None
-    paths = [report.parent / names[kind], report.parent / names["ref"]]
-    if not all(p.is_file() for p in paths):
-        return None
-    hyp, ref = (p.read_text(encoding="utf-8").splitlines() for p in paths)
-    return hyp, ref
-
-
-def run_outputs(run: Path, kind: str) -> tuple[list[str], list[str]] | None:
-    """The run's own outputs of ``kind`` on its first evaluated test set, or None."""
-    reports = own_evals(Path(run))
-    return report_outputs(reports[0], kind) if reports else None
 
 
 def _by_seed(members: list[dict], kind: str) -> dict:

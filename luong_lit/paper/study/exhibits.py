@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from luong_lit.analysis.outputs import report_outputs
 from luong_lit.analysis.runs import own_evals
-from luong_lit.analysis.steps import report_outputs
 from luong_lit.errors import DataError
 
 
@@ -76,8 +76,7 @@ def rwth_sentence(translator, index: int | None, longest: int = 14) -> tuple[lis
     from luong_lit.data.sources.fetch import local_mirror
     from luong_lit.metrics.aer import read_talp
 
-    data = translator.meta.data
-    files = rwth_files(local_mirror("Figure 7"), data["src_lang"], data["tgt_lang"])
+    files = rwth_files(local_mirror("Figure 7"), *translator.meta.data.direction)
     recipe, sv, tv = model_recipe(translator.meta), translator.src_vocab, translator.tgt_vocab
     src = [model_tokens(x, recipe, sv) for x in read_lines(files[0])]
     tgt = [model_tokens(x, recipe, tv) for x in read_lines(files[1])]
