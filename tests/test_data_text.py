@@ -95,7 +95,7 @@ def test_the_checkpoint_keeps_its_recipe_and_recaser(lowercase_model):
     from luong_lit.checkpoint import read_meta
 
     meta = read_meta(lowercase_model)
-    assert meta.preprocess["lowercase"] and meta.preprocess["moses"]
+    assert meta.preprocess.lowercase and meta.preprocess.moses
     assert meta.recaser == {"b": "B"}
 
 

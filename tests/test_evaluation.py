@@ -56,32 +56,35 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
 
 def test_evaluate_reads_only_the_test_set_and_keeps_raw_references(trained, tmp_path):
     from luong_lit.checkpoint import load_model
+    from luong_lit.checkpoint.groups import data_options
     from luong_lit.data.loading.datamodule import TranslationDataModule
     from luong_lit.data.loading.model_data import load_split
 
     out, test, _ = trained
     _, src_vocab, tgt_vocab, meta = load_model(out / "checkpoints" / "best.ckpt")
-    full = TranslationDataModule(**{k: v for k, v in meta.data.items() if not k.startswith("_")})
+    stored = meta.data.config
+    full = TranslationDataModule(**{k: v for k, v in stored.items() if not k.startswith("_")})
     full.setup("test")
     gone = {"src": str(tmp_path / "gone.src"), "tgt": str(tmp_path / "gone.tgt")}
-    meta = meta.replace(data={**meta.data, "train": gone})
+    meta = meta.replace(data=data_options({**stored, "train": gone}))
     loaded = load_split(meta, "toy", src_vocab, tgt_vocab)  # the training files are gone
     assert (
         loaded.split.src_ids == full.splits["toy"].src_ids
         and loaded.split.tgt_ids == full.splits["toy"].tgt_ids
     )
     assert loaded.raw_refs is None  # pre-tokenised data: no raw text besides the tokens
-    meta = meta.replace(data={**meta.data, "tokenizer": "moses"})
+    meta = meta.replace(data=data_options({**stored, "train": gone, "tokenizer": "moses"}))
     moses = load_split(meta, "toy", src_vocab, tgt_vocab)
     assert moses.raw_refs == (Path(test["tgt"]).read_text(encoding="utf-8").splitlines())
 
 
 def test_evaluate_says_bleu_compares_lowercased_text_for_a_lowercased_corpus():
     from luong_lit.checkpoint import CheckpointMeta
+    from luong_lit.checkpoint.groups import data_options, net_options
     from luong_lit.evaluation import compared, markdown
 
     def meta_of(data: dict) -> CheckpointMeta:
-        return CheckpointMeta(net={}, src_vocab=(), tgt_vocab=(), data=data)
+        return CheckpointMeta(net_options({}), (), (), data=data_options(data))
 
     meta = meta_of({"dataset": "multi30k", "variant": "tok", "tokenizer": "none"})
     assert compared(meta).startswith("lowercased text")

@@ -13,6 +13,10 @@ Versions:
    ``data``, ``overrides``, ``preprocess``, ``recaser``, ``sentencepiece`` and
    ``averaged_from`` (any other key is left unread);
 2. ``version: 2``: the same fields, ``data`` and ``overrides`` always there, nothing else.
+
+The groups ``net``, ``data`` and ``preprocess`` are read into the option dataclasses that define
+them (:mod:`luong_lit.checkpoint.groups`), a key they lack with its option's default; ``net`` and
+``data`` are written back with the keys they were read with.
 """
 
 from __future__ import annotations
@@ -23,7 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from luong_lit.checkpoint.groups import data_options, net_options, preprocessing
+from luong_lit.data.loading.options import DataOptions
+from luong_lit.data.text.preprocess import Preprocessing
 from luong_lit.errors import CheckpointError
+from luong_lit.nn.options import NetOptions
 
 KEY = "luong_lit"  #: where a checkpoint keeps its description
 VERSION = 2  #: the version this kit writes
@@ -40,24 +48,26 @@ class CheckpointMeta:
     training data.
 
     Attributes:
-        net: the resolved ``model.net`` config (built by :func:`~luong_lit.checkpoint.build_net`).
+        net: the resolved ``model.net`` config, as its option groups (the network is built from
+            its ``config`` by :func:`~luong_lit.checkpoint.build_net`).
         src_vocab, tgt_vocab: the vocabularies' symbols, ids 0–3 the specials.
-        data: the resolved ``data`` config (how the text was read and tokenised).
+        data: the resolved ``data`` config, as its option groups (how the text was read and
+            tokenised).
         overrides: the command line's overrides of the run (to resume it as it was).
-        preprocess: the corpus's preprocessing recipe, where the kit does not tokenise (a
-            :class:`~luong_lit.data.text.preprocess.Preprocessing` as a dict), else None.
+        preprocess: the corpus's preprocessing recipe, where the kit does not tokenise, else
+            None.
         recaser: lowercase form → cased form, for a lowercased corpus with a cased text.
         sentencepiece: the serialised sentencepiece models (``src``, ``tgt``), if any.
         averaged_from: for an average of checkpoints, their file names.
         version: the schema's version the description was written in (1: no version key).
     """
 
-    net: dict[str, Any]
+    net: NetOptions
     src_vocab: tuple[str, ...]
     tgt_vocab: tuple[str, ...]
-    data: dict[str, Any] = field(default_factory=dict)
+    data: DataOptions = field(default_factory=DataOptions)
     overrides: tuple[str, ...] = ()
-    preprocess: dict[str, Any] | None = None
+    preprocess: Preprocessing | None = None
     recaser: dict[str, str] | None = None
     sentencepiece: dict[str, bytes] | None = None
     averaged_from: tuple[str, ...] | None = None
@@ -68,13 +78,15 @@ class CheckpointMeta:
         are left out)."""
         out: dict[str, Any] = {
             "version": VERSION,
-            "net": dict(self.net),
+            "net": dict(self.net.config),
             "src_vocab": list(self.src_vocab),
             "tgt_vocab": list(self.tgt_vocab),
-            "data": dict(self.data),
+            "data": dict(self.data.config),
             "overrides": list(self.overrides),
         }
-        for name in ("preprocess", "recaser", "sentencepiece"):
+        if self.preprocess is not None:
+            out["preprocess"] = self.preprocess.to_dict()
+        for name in ("recaser", "sentencepiece"):
             if getattr(self, name) is not None:
                 out[name] = dict(getattr(self, name))
         if self.averaged_from is not None:
@@ -143,14 +155,19 @@ def _mapping(value: Any, of: type | None = None) -> dict[str, Any] | None:
     return dict(value)
 
 
+def _group(read: Callable[[dict[str, Any]], Any]) -> Callable[[Any], Any]:
+    """How a stored group becomes its field: a dict of string keys, read by ``read``."""
+    return lambda value: None if (stored := _mapping(value)) is None else read(stored)
+
+
 #: each field: how its stored value becomes the field's (None: the wrong type), and in words
 _FIELDS: dict[str, tuple[Callable[[Any], Any], str]] = {
-    "net": (_mapping, "a dict"),
+    "net": (_group(net_options), "a dict"),
     "src_vocab": (_strings, "a list of strings"),
     "tgt_vocab": (_strings, "a list of strings"),
-    "data": (_mapping, "a dict"),
+    "data": (_group(data_options), "a dict"),
     "overrides": (_strings, "a list of strings"),
-    "preprocess": (_mapping, "a dict"),
+    "preprocess": (_group(preprocessing), "a dict"),
     "recaser": (lambda v: _mapping(v, str), "a dict of strings"),
     "sentencepiece": (lambda v: _mapping(v, bytes), "a dict of bytes"),
     "averaged_from": (_strings, "a list of strings"),
@@ -163,9 +180,12 @@ def _checked(name: str, value: Any, source: Source) -> Any:
     if value is None and name in _OPTIONAL:
         return None
     if name == "data" and value is None:  # an older checkpoint without a data description
-        return {}
+        return data_options({})
     convert, expected = _FIELDS[name]
-    out = convert(value)
+    try:
+        out = convert(value)
+    except CheckpointError as err:  # a value inside a group
+        raise CheckpointError(f"{source}: damaged model description: {err}") from None
     if out is None:
         raise CheckpointError(
             f"{source}: damaged model description: {name} should be {expected}, "

@@ -91,7 +91,7 @@ def _restore(ckpt: dict, meta: CheckpointMeta) -> tuple[Seq2Seq, Vocab, Vocab]:
         src_vocab, tgt_vocab = Vocab(meta.src_vocab), Vocab(meta.tgt_vocab)
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"damaged vocabularies ({type(err).__name__}: {err})") from None
-    net = build_net(meta.net, len(src_vocab), len(tgt_vocab))
+    net = build_net(meta.net.config, len(src_vocab), len(tgt_vocab))
     weights = ckpt.get("state_dict")
     if not isinstance(weights, dict):
         raise CheckpointError("no weights inside (state_dict is missing)")

@@ -55,7 +55,7 @@ def check_resumable(cfg: DictConfig, ckpt_path: str | None) -> None:
     if path is None or not path.is_file():
         return
     meta = read_meta(path)
-    was = meta.net
+    was = meta.net.config  # the keys it was trained with, as stored
     now = cast(dict[str, Any], OmegaConf.to_container(cfg.model.net, resolve=True))  # a group
     with torch.device("meta"):  # the two models' weights, none allocated
         same = _shapes(build_net(was, 8, 8)) == _shapes(hydra.utils.instantiate(now)(8, 8))

@@ -29,17 +29,19 @@ from luong_lit.alignment import align_report, member_conventions, rwth_files
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.data.io import read_lines
+from luong_lit.data.loading.options import DataOptions
 from luong_lit.data.sources.fetch import mirror_dir
 from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.errors import ConfigError, DataError
 from luong_lit.translator import Translator
 
 
-def input_files(args, data: dict) -> tuple[Path, Path, Path | None, bool]:
-    """(source text, target text, gold links or None, flip) from the options."""
+def input_files(args, data: DataOptions) -> tuple[Path, Path, Path | None, bool]:
+    """(source text, target text, gold links or None, flip) from the options; ``data``: the
+    model's data config (its direction, as stated)."""
     if args.rwth:
         root = Path(args.rwth_dir) if args.rwth_dir else mirror_dir(None)
-        return rwth_files(root, data.get("src_lang"), data.get("tgt_lang"))
+        return rwth_files(root, *data.direction)
     if not (args.src and args.tgt):
         raise DataError("give --rwth, or both --src and --tgt")
     return Path(args.src), Path(args.tgt), args.gold, args.gold_flip

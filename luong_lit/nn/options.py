@@ -4,12 +4,13 @@ config groups of those names).
 
 Each group is a frozen dataclass that checks its own values when it is made. ``Seq2Seq`` takes
 every field as a keyword argument, makes one object of each group, and hands the objects to the
-encoder and the decoder.
+encoder and the decoder. :class:`NetOptions` holds a whole ``model.net`` config: the four groups
+and the keys they were read from (a checkpoint's ``net``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from luong_lit.nn.init import INITS
@@ -111,3 +112,26 @@ class Initialisation:
 
 #: The groups, in the order of ``Seq2Seq``'s signature (and of their checks).
 NET_OPTIONS = (Sizes, Architecture, Regularisation, Initialisation)
+
+
+@dataclass(frozen=True)
+class NetOptions:
+    """A whole ``model.net`` config: its four option groups, and the keys they were read from.
+
+    A checkpoint keeps its model's config (``net`` of
+    :class:`~luong_lit.checkpoint.meta.CheckpointMeta`, read by
+    :func:`~luong_lit.checkpoint.groups.net_options`): its readers take each option from the
+    groups, where a key the config lacks has the group's default, and the network is built from
+    ``config`` (:func:`~luong_lit.checkpoint.models.build_net`, which checks every key).
+
+    Attributes:
+        sizes, architecture, regularisation, initialisation: the groups (:data:`NET_OPTIONS`).
+        config: the config's keys as given, in their order (``_target_`` and any key no group
+            has too).
+    """
+
+    sizes: Sizes = field(default_factory=Sizes)
+    architecture: Architecture = field(default_factory=Architecture)
+    regularisation: Regularisation = field(default_factory=Regularisation)
+    initialisation: Initialisation = field(default_factory=Initialisation)
+    config: dict[str, Any] = field(default_factory=dict)

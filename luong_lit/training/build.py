@@ -16,6 +16,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from omegaconf import DictConfig, OmegaConf
 
 from luong_lit.checkpoint import CheckpointMeta, atomic_save
+from luong_lit.checkpoint.groups import data_options, net_options, preprocessing
 from luong_lit.data.sources.registry import cased_target_file
 from luong_lit.data.text.user_text import user_text
 from luong_lit.errors import ConfigError
@@ -42,13 +43,14 @@ def checkpoint_meta(cfg: DictConfig, dm) -> CheckpointMeta:
     pieces = None
     if dm.tokenisation.tokenizer == "sentencepiece":  # translating later needs the same pieces
         pieces = {side: tok.proto() for side, tok in dm.tokenizers.items()}
+    recipe = text.get("preprocess")
     return CheckpointMeta(
-        net=OmegaConf.to_container(cfg.model.net, resolve=True),
+        net=net_options(OmegaConf.to_container(cfg.model.net, resolve=True)),
         src_vocab=tuple(dm.src_vocab.itos),
         tgt_vocab=tuple(dm.tgt_vocab.itos),
-        data=data,
+        data=data_options(data),
         overrides=tuple(_overrides()),  # how the run was asked for (to resume it as it was)
-        preprocess=text.get("preprocess"),
+        preprocess=None if recipe is None else preprocessing(recipe),
         recaser=text.get("recaser"),
         sentencepiece=pieces,
     )

@@ -50,7 +50,7 @@ def source_of(cfg) -> Path | None:
         raise ConfigError(f"init_from={value}: a model of sentencepiece pieces cannot be "
                           f"fine-tuned yet (its pieces model would have to tokenise the new "
                           f"corpus); train it from scratch")  # fmt: skip
-    _check_model(cfg, meta.net, value)
+    _check_model(cfg, meta.net.config, value)
     return path
 
 

@@ -1,7 +1,8 @@
 """The data of a trained model: its test sets and tokenisers, as its training data was read.
 
 A checkpoint keeps its data description (``meta.data`` of its
-:class:`~luong_lit.checkpoint.meta.CheckpointMeta`); these functions rebuild the model's
+:class:`~luong_lit.checkpoint.meta.CheckpointMeta`, a
+:class:`~luong_lit.data.loading.options.DataOptions`); these functions rebuild the model's
 datamodule from it, so that ``evaluate``, ``translate``, ``align`` and the analysis read test
 sets and raw text exactly as training did.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
+from luong_lit.data.loading.options import DataOptions
 from luong_lit.data.text.model_text import RecipeText, TokenizedText
 from luong_lit.data.text.preprocess import Preprocessing, recipe_for
 from luong_lit.data.text.recase import Recaser
@@ -24,10 +26,10 @@ class ModelMeta(Protocol):
     them without importing the checkpoints' layer)."""
 
     @property
-    def data(self) -> Mapping[str, Any]: ...
+    def data(self) -> DataOptions: ...
 
     @property
-    def preprocess(self) -> Mapping[str, Any] | None: ...
+    def preprocess(self) -> Preprocessing | None: ...
 
     @property
     def recaser(self) -> Mapping[str, str] | None: ...
@@ -43,7 +45,7 @@ def stored_tokenizers(meta: ModelMeta) -> dict | None:
     protos = meta.sentencepiece
     if not protos:
         return None
-    lowercase = bool((meta.data.get("tokenizer_opts") or {}).get("lowercase", False))
+    lowercase = meta.data.tokenisation.lowercase
     try:
         return {
             side: SentencePieceTokenizer.from_proto(protos[side], lowercase)
@@ -59,7 +61,7 @@ def datamodule_for(meta: ModelMeta, tests: dict | None = None, setup: bool = Tru
     """The model's own dataset, tokenised as in training, with the given test sets."""
     from luong_lit.data.loading.datamodule import TranslationDataModule
 
-    cfg = {k: v for k, v in meta.data.items() if not k.startswith("_")}
+    cfg = {k: v for k, v in meta.data.config.items() if not k.startswith("_")}
     cfg["mirror"] = None  # this machine's LUONG_LIT_DATA, not the training machine's
     cfg["test"] = dict(tests or {})
     try:
@@ -86,18 +88,18 @@ def load_split(meta: ModelMeta, name: str, src_vocab, tgt_vocab) -> TestSet:
     """The test split ``name`` of the model's dataset, tokenised as in training and encoded with
     the model's vocabularies. The training data is not read (except for a sentencepiece model
     whose checkpoint does not keep its pieces model)."""
-    data = meta.data
-    dm = datamodule_for(meta, {name: dict(data.get("test") or {}).get(name, name)}, setup=False)
+    corpus = meta.data.corpus
+    dm = datamodule_for(meta, {name: corpus.test.get(name, name)}, setup=False)
     dm.setup_test(src_vocab, tgt_vocab, stored_tokenizers(meta))
     split = dm.splits[name]
-    lowercased = (data.get("tokenizer_opts") or {}).get("lowercase", False)
+    lowercased = meta.data.tokenisation.lowercase
     raw = split.tgt_text if split.tgt_text and not lowercased else None
-    return TestSet(split, data.get("tgt_lang", "de"), dm.tokenizers["tgt"], raw)
+    return TestSet(split, corpus.tgt_lang, dm.tokenizers["tgt"], raw)
 
 
 def test_set_names(meta: ModelMeta) -> list[str]:
     """The test sets the model's training config named (``data.test``), in its order."""
-    return list(dict(meta.data.get("test") or {}))
+    return list(meta.data.corpus.test)
 
 
 def load_train_split(meta: ModelMeta):
@@ -105,26 +107,26 @@ def load_train_split(meta: ModelMeta):
     return datamodule_for(meta).read_train_split()
 
 
-def _recipe(meta: ModelMeta, data: Mapping) -> Preprocessing:
-    """The checkpoint's recipe; a checkpoint from before recipes were kept: its corpus's."""
+def _recipe(meta: ModelMeta) -> Preprocessing:
+    """The checkpoint's recipe; a checkpoint from before recipes were kept: its corpus's (by
+    the data config as stored: a corpus it does not name has none)."""
+    if meta.preprocess is not None:
+        return meta.preprocess
     try:
-        if meta.preprocess is not None:
-            return Preprocessing.from_dict(meta.preprocess, "the checkpoint's preprocess")
-        return recipe_for(data)
+        return recipe_for(meta.data.config)
     except ConfigError as err:
         raise CheckpointError(str(err)) from None
 
 
 def model_recipe(meta: ModelMeta) -> Preprocessing:
     """How the model's training text was made from raw text (identity if not known)."""
-    data = meta.data
-    recipe = _recipe(meta, data)
-    if (data.get("tokenizer_opts") or {}).get("lowercase"):
+    recipe = _recipe(meta)
+    if meta.data.tokenisation.lowercase:
         recipe = Preprocessing(**{**recipe.to_dict(), "lowercase": True})
     return recipe
 
 
-def _recaser(meta: ModelMeta, data: Mapping, recipe: Preprocessing) -> Recaser | None:
+def _recaser(meta: ModelMeta, recipe: Preprocessing) -> Recaser | None:
     """The checkpoint's recaser; for an older checkpoint, learned now if its data is at hand."""
     if meta.recaser:
         return Recaser(meta.recaser)
@@ -133,6 +135,7 @@ def _recaser(meta: ModelMeta, data: Mapping, recipe: Preprocessing) -> Recaser |
     from luong_lit.data.sources.registry import cased_target_file
     from luong_lit.data.text.user_text import user_text
 
+    data = meta.data.config  # the data config as training read it
     try:
         forms = user_text(data, cased_target_file(data)).get("recaser")
     except (DataError, OSError):
@@ -148,15 +151,15 @@ def model_text(meta: ModelMeta, pretokenized: bool = False, src_vocab=None, tgt_
     rebuilt from the training data (or taken from the cache), which must still give the
     model's vocabularies.
     """
-    data = meta.data
-    kind, opts = data.get("tokenizer", "none"), dict(data.get("tokenizer_opts") or {})
-    src_lang, tgt_lang = data.get("src_lang", "en"), data.get("tgt_lang", "de")
+    tok, corpus = meta.data.tokenisation, meta.data.corpus
+    kind, opts = tok.tokenizer, dict(tok.tokenizer_opts)
+    src_lang, tgt_lang = corpus.src_lang, corpus.tgt_lang
     if kind == "none" and not pretokenized:
-        recipe = _recipe(meta, data)
+        recipe = _recipe(meta)
         if not recipe.identity:
-            return RecipeText(recipe, src_lang, tgt_lang, _recaser(meta, data, recipe))
+            return RecipeText(recipe, src_lang, tgt_lang, _recaser(meta, recipe))
     if pretokenized or kind == "none":
-        lower = opts.get("lowercase", False)
+        lower = tok.lowercase
         return TokenizedText(WhitespaceTokenizer(lower), WhitespaceTokenizer(lower))
     if kind == "sentencepiece":
         stored = stored_tokenizers(meta)

@@ -3,13 +3,14 @@ are the keys of a data config (``conf/data/*.yaml``).
 
 Each group is a frozen dataclass that checks its own values when it is made. The datamodule
 takes every field as a keyword argument, makes one object of each group, and reads its options
-from the objects.
+from the objects. :class:`DataOptions` holds a whole data config: the three groups and the keys
+they were read from (a checkpoint's ``data``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from luong_lit.data.io import DataError
@@ -96,6 +97,12 @@ class Tokenisation:
         Preprocessing.from_dict(self.preprocess)  # a wrong step fails now, not at translation
         object.__setattr__(self, "tokenizer_opts", dict(self.tokenizer_opts or {}))
 
+    @property
+    def lowercase(self) -> bool:
+        """Whether the tokeniser lowercases the text (``tokenizer_opts.lowercase``; not by
+        default)."""
+        return bool(self.tokenizer_opts.get("lowercase", False))
+
 
 @dataclass(frozen=True)
 class Batching:
@@ -138,3 +145,31 @@ class Batching:
 
 #: The groups, in the order of the datamodule's signature (and of their checks).
 DATA_OPTIONS = (Corpus, Tokenisation, Batching)
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """A whole data config: its three option groups, and the keys they were read from.
+
+    A checkpoint keeps its run's data config (``data`` of
+    :class:`~luong_lit.checkpoint.meta.CheckpointMeta`, read by
+    :func:`~luong_lit.checkpoint.groups.data_options`): its readers take each option from the
+    groups, where a key the config lacks has the group's default, and the model's datamodule is
+    made again from ``config`` (:func:`~luong_lit.data.loading.model_data.datamodule_for`).
+
+    Attributes:
+        corpus, tokenisation, batching: the groups (:data:`DATA_OPTIONS`).
+        config: the config's keys as given, in their order (a key no group has too).
+    """
+
+    corpus: Corpus = field(default_factory=Corpus)
+    tokenisation: Tokenisation = field(default_factory=Tokenisation)
+    batching: Batching = field(default_factory=Batching)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def direction(self) -> tuple[Any, Any]:
+        """``(src_lang, tgt_lang)`` as the config states them, None for one it does not state
+        (a checkpoint from before its data config was kept), where ``corpus`` has its defaults:
+        for what must not take a direction for granted (``align --rwth``)."""
+        return self.config.get("src_lang"), self.config.get("tgt_lang")

@@ -6,7 +6,7 @@
   redone on raw input, and undone on the output, which is recased; words copied from the source
   keep the case they were typed in.
 
-Both turn a line into a :class:`Source` (the tokens the model reads, and the words as typed),
+Both turn a line into a :class:`SourceLine` (the tokens the model reads, and the words as typed),
 tokenise a given translation, render output tokens as text, and show either side's tokens as a
 reader sees them (the attention page, ``--show-attention``).
 """
@@ -19,7 +19,7 @@ from typing import NamedTuple
 from luong_lit.data.text.preprocess import Preprocessing, RecipeDetokenizer, RecipeTokenizer
 
 
-class Source(NamedTuple):
+class SourceLine(NamedTuple):
     """A line as the model reads it: ``tokens``; and ``typed``, the same words with the case they
     were typed in, where output words copied from the source keep it (else None)."""
 
@@ -34,22 +34,22 @@ class TokenizedText:
     def __init__(self, source, target) -> None:
         self.source_tokenizer, self.target_tokenizer = source, target
 
-    def source(self, line: str) -> Source:
-        return Source(self.source_tokenizer.tokenize(line))
+    def source(self, line: str) -> SourceLine:
+        return SourceLine(self.source_tokenizer.tokenize(line))
 
     def target_tokens(self, line: str) -> list[str]:
         """A given translation's tokens (to score or align it)."""
         return self.target_tokenizer.tokenize(line)
 
-    def render(self, words: Sequence[str], source: Source) -> str:
+    def render(self, words: Sequence[str], source: SourceLine) -> str:
         """Output tokens as text."""
         return self.target_tokenizer.detokenize(list(words))
 
-    def show_source(self, source: Source) -> list[str]:
+    def show_source(self, source: SourceLine) -> list[str]:
         """The source's tokens as a reader sees them."""
         return list(source.tokens)
 
-    def show_target(self, words: Sequence[str], source: Source) -> list[str]:
+    def show_target(self, words: Sequence[str], source: SourceLine) -> list[str]:
         """The output's tokens as a reader sees them."""
         return list(words)
 
@@ -63,18 +63,18 @@ class RecipeText(TokenizedText):
         self.recipe = recipe
         self.detokenizer = RecipeDetokenizer(recipe, tgt_lang, recaser)
 
-    def source(self, line: str) -> Source:
+    def source(self, line: str) -> SourceLine:
         tok = self.source_tokenizer
-        return Source(tok.tokenize(line), tok.cased(line))
+        return SourceLine(tok.tokenize(line), tok.cased(line))
 
-    def render(self, words: Sequence[str], source: Source) -> str:
+    def render(self, words: Sequence[str], source: SourceLine) -> str:
         return self.detokenizer.detokenize(list(words), source.typed)
 
-    def show_source(self, source: Source) -> list[str]:
+    def show_source(self, source: SourceLine) -> list[str]:
         typed = (source.typed or [])[: len(source.tokens)]
         if len(typed) != len(source.tokens):
             return list(source.tokens)
         return [self.recipe.show(w) for w in typed]
 
-    def show_target(self, words: Sequence[str], source: Source) -> list[str]:
+    def show_target(self, words: Sequence[str], source: SourceLine) -> list[str]:
         return self.detokenizer.words(list(words), source.typed)
