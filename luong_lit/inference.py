@@ -20,7 +20,7 @@ from luong_lit.decoding.forced import Forced, attention_links, forced_pass, memb
 from luong_lit.decoding.search import GREEDY, Hypothesis, Search
 from luong_lit.engines import make_engine
 from luong_lit.metrics.bleu import words_bleu
-from luong_lit.nn.interface import AnyDecodeModel
+from luong_lit.nn.interface import AnyDecodeModel, HasFacts
 from luong_lit.nn.modes import evaluating
 
 
@@ -33,9 +33,10 @@ class SplitOutput(NamedTuple):
     replaced: list[list[str]] | None
 
 
-class Inference:
+class Inference(HasFacts):
     """A model (or ensemble, a :class:`~luong_lit.nn.interface.DecodeModel`) in its
-    decode-time form, with its target vocabulary.
+    decode-time form, with its target vocabulary and the model's facts
+    (``content_based``, ``has_attention``, ...: :class:`~luong_lit.nn.interface.HasFacts`).
 
     ``engine``: an engine or its name (default ``fast``); ``int8``: the fast engine's 8-bit
     products for searches (forced passes keep the float weights, as perplexity does).
@@ -45,20 +46,11 @@ class Inference:
         self, model: AnyDecodeModel, tgt_vocab, *, engine=None, int8: str | None = None
     ) -> None:
         self.model, self.tgt_vocab, self.int8 = model, tgt_vocab, int8
+        self.facts = model.facts  # what the model is: each of its forms hands it on
         self.engine = make_engine() if engine is None else make_engine(engine)
         with evaluating(model):
             self.stepper = self.engine.for_decoding(model, int8)  # constants computed once
         self._float: AnyDecodeModel | None = None if int8 else self.stepper
-
-    # ------------------------------------------------------------------ what the model is
-    @property
-    def content_based(self) -> bool:
-        """Whether its score reads the content (dot, general, concat), not only the location."""
-        return self.model.content_based
-
-    @property
-    def has_attention(self) -> bool:
-        return self.model.has_attention
 
     @property
     def float_stepper(self) -> AnyDecodeModel:

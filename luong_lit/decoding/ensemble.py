@@ -23,14 +23,39 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from luong_lit.errors import UserError
-from luong_lit.nn.interface import AnyDecodeModel, Reorderable, StepAttention
+from luong_lit.nn.interface import (
+    AnyDecodeModel,
+    EnsembleError,
+    HasFacts,
+    ModelFacts,
+    Reorderable,
+    StepAttention,
+)
+
+__all__ = ["COMBINE", "Ensemble", "EnsembleError", "SummedAlignment", "combined_facts"]
 
 COMBINE = ("logits", "log_probs", "probs")
 
 
-class EnsembleError(UserError):
-    """Members that cannot be combined (different vocabularies, unknown rule)."""
+def combined_facts(members: Sequence[AnyDecodeModel]) -> ModelFacts:
+    """An ensemble's facts from its members': it attends where any member does; footnote 14's
+    convention is theirs where they share one (else None, refused when read); its summed
+    attention has no one window or kind and is read over the source words only."""
+    facts = [m.facts for m in members]
+    sizes = {f.tgt_vocab_size for f in facts}
+    if len(sizes) > 1:
+        raise EnsembleError(
+            f"ensemble members have different target vocabulary sizes {sorted(sizes)}"
+        )
+    kinds = {f.content_based for f in facts}
+    return ModelFacts(
+        has_attention=any(f.has_attention for f in facts),
+        content_based=kinds.pop() if len(kinds) == 1 else None,
+        tgt_vocab_size=sizes.pop(),
+        src_eos=False,
+        window=None,
+        attention_kind=None,
+    )
 
 
 class _Many(tuple[Reorderable, ...]):
@@ -55,9 +80,10 @@ class SummedAlignment(NamedTuple):
         return None
 
 
-class Ensemble(nn.Module):
+class Ensemble(nn.Module, HasFacts):
     """``encode``/``step`` over ``M`` models, combining their next-word scores per step: a
-    :class:`~luong_lit.nn.interface.DecodeModel` whose ``members`` are the models."""
+    :class:`~luong_lit.nn.interface.DecodeModel` whose ``members`` are the models, and whose
+    facts are :func:`combined_facts`."""
 
     def __init__(self, models: Sequence[AnyDecodeModel], combine: str = "logits") -> None:
         super().__init__()
@@ -67,50 +93,13 @@ class Ensemble(nn.Module):
             )
         if not models:
             raise EnsembleError("an ensemble needs at least one model")
-        sizes = {m.tgt_vocab_size for m in models}
-        if len(sizes) > 1:
-            raise EnsembleError(
-                f"ensemble members have different target vocabulary sizes {sorted(sizes)}"
-            )
+        facts = combined_facts(models)
         modules = [m for m in models if isinstance(m, nn.Module)]
         if len(modules) < len(models):
             raise EnsembleError("ensemble members must be torch modules (nn.Module)")
         self.members: tuple[AnyDecodeModel, ...] = tuple(models)
         self.nets = nn.ModuleList(modules)  # registered: eval(), to() and parameters() reach them
-        self.combine = combine
-
-    @property
-    def content_based(self) -> bool:
-        """Footnote 14's convention, which must be the same for every member."""
-        kinds = {m.content_based for m in self.members}
-        if len(kinds) > 1:
-            raise EnsembleError(
-                "the ensemble mixes location and content-based scores, whose "
-                "alignment conventions differ (paper footnote 14); use members of one kind "
-                "(align alone can read mixed members: --member-conventions)"
-            )
-        return kinds.pop()
-
-    @property
-    def has_attention(self) -> bool:
-        return any(m.has_attention for m in self.members)
-
-    @property
-    def tgt_vocab_size(self) -> int:
-        return self.members[0].tgt_vocab_size
-
-    @property
-    def src_eos(self) -> bool:
-        """False: the summed attention is read over the source words only."""
-        return False
-
-    @property
-    def window(self) -> None:
-        return None
-
-    @property
-    def attention_kind(self) -> None:
-        return None
+        self.combine, self.facts = combine, facts
 
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[_Many, _Many]:
         encoded = [m.encode(src, src_len) for m in self.members]

@@ -1,4 +1,4 @@
-"""Stacked LSTM decoder with attention and input feeding (paper §3 and §3.3), in plain form.
+"""Stacked LSTM decoder with attention and input feeding (paper §3 and §3.3): its one step.
 
 At step ``t`` the decoder reads ``y_{t-1}`` (and, with input feeding, ``h_tilde_{t-1}``),
 computes the top-layer state ``h_t``, attends to get the context ``c_t``, and forms the
@@ -6,15 +6,19 @@ attentional vector ``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5, context first: s
 docs/paper_notes.md §0). ``p(y_t | y_<t, x) = softmax(W_s h_tilde_t)`` (Eq. 6). Without
 attention the prediction uses ``h_t`` directly (Eq. 2).
 
-Without input feeding ``nn.LSTM`` reads the whole target at once and attention runs for all
-``T`` queries in one call; with input feeding layer 1 needs ``h_tilde_{t-1}``, so the
-teacher-forced pass is a loop over :meth:`Decoder.step`. The ``fast`` engine computes the
-same with the same parameters, faster (:mod:`luong_lit.nn.fast`).
+That step is written once, :func:`decoder_step`. How its LSTM cells are computed, and how
+its dropout masks are drawn, is a :class:`StepForm` handed to it: here the plain form
+(:data:`REFERENCE`, ``nn.LSTM`` and ``nn.Dropout``); the ``fast`` engine's forms (fused cells
+unrolled over the rows still running, fixed shapes for CUDA graphs, a decode-time stepper:
+:mod:`luong_lit.nn.fast`) hand it theirs, with the same parameters. Without input feeding no
+step depends on the last one: :func:`decode_all_at_once` reads the whole target in one LSTM
+call and attends for all ``T`` queries at once.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -37,6 +41,86 @@ class DecoderState(NamedTuple):
             self.c.index_select(1, idx),
             self.h_tilde.index_select(0, idx),
         )
+
+
+#: How a dropout mask is drawn: ``drop(x, module)`` is ``module(x)`` with the module's ``p``.
+Drop = Callable[[Tensor, nn.Dropout], Tensor]
+#: How the LSTM stack advances one step (§3): ``cells(dec, weights, x_t, fed, h, c)`` reads
+#: ``x_t`` (``y_{t-1}`` embedded as the form embeds it) and ``fed`` (the dropped-out
+#: ``h_tilde_{t-1}``, None without input feeding), and returns the top layer's ``h_t``
+#: (B, 1, d) and every layer's new ``h`` and ``c``, held as the form holds them.
+Cells = Callable[..., tuple[Tensor, Any, Any]]
+#: A linear product ``x -> x W^T + b`` (``nn.Linear``, or an 8-bit copy of one).
+Linear = Callable[[Tensor], Tensor]
+
+
+def module_drop(x: Tensor, module: nn.Dropout) -> Tensor:
+    """The module's own dropout (``F.dropout``)."""
+    return module(x)
+
+
+def module_cells(dec: Decoder, weights: None, x_t: Tensor, fed: Tensor | None, h: Tensor,
+                 c: Tensor) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+    """:data:`Cells` of ``nn.LSTM``: layer 1 reads ``[emb(y_{t-1}); h_tilde_{t-1}]`` (§3.3),
+    ``x_t`` (B, e) the dropped-out embedding; ``h``, ``c`` (L, B, d) (``weights``: unused)."""
+    x = x_t if fed is None else torch.cat([x_t, fed], -1)  # (B, e [+ d])
+    h_t, (h, c) = dec.rnn(x.unsqueeze(1), (h, c))  # (B, 1, d), (L, B, d) x2
+    return h_t, h, c
+
+
+class StepForm(NamedTuple):
+    """How :func:`decoder_step` is computed, chosen once per batch (or per decoding run)."""
+
+    cells: Cells  # the LSTM stack's step
+    weights: Any  # what ``cells`` multiplies by (None: the module's own parameters)
+    drop: Drop  # how dropout masks are drawn
+    W_c: Linear | None  # Eq. 5's product in place of ``dec.W_c`` (an 8-bit copy)
+
+
+#: The plain form: ``nn.LSTM`` and ``nn.Dropout``, to be read beside the paper.
+REFERENCE = StepForm(module_cells, None, module_drop, None)
+
+
+def attentional(dec: Decoder, h_t: Tensor, memory: Memory, t: int, drop: Drop = module_drop,
+                W_c: Linear | None = None) -> tuple[Tensor, Alignment | None]:  # fmt: skip
+    """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) and ``a_t`` for queries ``h_t`` (B, T, d)
+    from step ``t``; ``h_t`` itself without attention (Eq. 2). ``W_c`` may replace
+    ``dec.W_c`` (an 8-bit copy when decoding with int8)."""
+    if dec.attention is None:
+        return h_t, None
+    c_t, align = dec.attention(h_t, memory, t)  # (B, T, d)
+    c_h = drop(torch.cat([c_t, h_t], -1), dec.hidden_dropout)  # (B, T, 2d)
+    return torch.tanh((W_c or dec.W_c)(c_h)), align  # (B, T, d)
+
+
+def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h, c,
+                 memory: Memory, t: int) -> tuple[Tensor, Any, Any, Alignment | None]:  # fmt: skip
+    """The decoder's one step ``t`` (0-based), in the given form.
+
+    ``x_t``: ``y_{t-1}`` embedded as ``form.cells`` reads it; ``h_tilde`` (B, d):
+    ``h_tilde_{t-1}``, fed to layer 1 with input feeding (§3.3); ``h``, ``c``: every layer's
+    state. The LSTM stack gives ``h_t``, attention ``c_t``, and Eq. 5 ``h_tilde_t``. Returns
+    ``h_tilde_t`` (B, d), the new ``h`` and ``c``, and ``a_t``.
+    """
+    cells, weights, drop, W_c = form
+    fed = drop(h_tilde, dec.dropout) if dec.feed_input else None  # (B, d) h_tilde_{t-1}
+    h_t, h, c = cells(dec, weights, x_t, fed, h, c)  # (B, 1, d) the top layer's h_t
+    h_tilde, align = attentional(dec, h_t, memory, t, drop, W_c)  # (B, 1, d) Eq. 5
+    return h_tilde.squeeze(1), h, c, align  # (B, d)
+
+
+def decode_all_at_once(dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory,
+                       return_attention: bool, drop: Drop = module_drop
+                       ) -> tuple[Tensor, Tensor | None]:  # fmt: skip
+    """Teacher-forced decoding without input feeding: no step reads the last one's
+    ``h_tilde``, so one LSTM call reads all ``T`` steps and attention serves all ``T``
+    queries at once (Eq. 5). Returns ``h_tilde`` (B, T, d) after ``output_dropout`` and, if
+    asked, the dense ``a_t`` (B, T, S)."""
+    x = drop(dec.embedding(y_in), dec.dropout)  # (B, T, e)
+    h_t, _ = dec.rnn(x, (state.h, state.c))  # (B, T, d)
+    h_tilde, align = attentional(dec, h_t, memory, 0, drop)  # (B, T, d)
+    dense = align.dense(memory.h_bar_s.size(1)) if return_attention and align is not None else None
+    return drop(h_tilde, dec.output_dropout), dense  # (B, T, d)
 
 
 class Decoder(nn.Module):
@@ -80,27 +164,15 @@ class Decoder(nn.Module):
         if architecture.tie_output:  # one (V, d) matrix embeds y_{t-1} and scores y_t (e == d)
             self.W_s.weight = self.embedding.weight
 
-    def attend(self, h_t: Tensor, memory: Memory, step: int) -> tuple[Tensor, Alignment | None]:
-        """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) for queries ``h_t`` (B, T, d)."""
-        if self.attention is None:
-            return h_t, None
-        c_t, align = self.attention(h_t, memory, step)  # (B, T, d)
-        c_h = self.hidden_dropout(torch.cat([c_t, h_t], -1))  # (B, T, 2d)
-        return torch.tanh(self.W_c(c_h)), align  # (B, T, d)
-
     def step(
         self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
     ) -> tuple[Tensor, DecoderState, Alignment | None]:
-        """One decoder step from ``y_{t-1}`` (B,): returns ``h_tilde_t`` (B, d), state, alignment.
-
-        With input feeding layer 1 reads ``[emb(y_{t-1}); h_tilde_{t-1}]`` (§3.3).
-        """
+        """:func:`decoder_step` from ``y_{t-1}`` (B,) in the plain form: returns ``h_tilde_t``
+        (B, d), the state and ``a_t``."""
         x_t = self.dropout(self.embedding(y_prev))  # (B, e)
-        if self.feed_input:
-            x_t = torch.cat([x_t, self.dropout(state.h_tilde)], -1)  # (B, e + d)
-        h_t, (h, c) = self.rnn(x_t.unsqueeze(1), (state.h, state.c))  # (B, 1, d), (L, B, d) x2
-        h_tilde, align = self.attend(h_t, memory, t)  # (B, 1, d)
-        h_tilde = h_tilde.squeeze(1)  # (B, d)
+        h_tilde, h, c, align = decoder_step(
+            self, REFERENCE, x_t, state.h_tilde, state.h, state.c, memory, t
+        )  # (B, d), (L, B, d) x2
         return h_tilde, DecoderState(h, c, h_tilde), align
 
     def forward(
@@ -112,12 +184,9 @@ class Decoder(nn.Module):
         ``W_s``) and, if asked, the dense attention weights (B, T, S). Values at padded
         target positions are left unspecified: the loss never reads them.
         """
-        S = memory.h_bar_s.size(1)
         if not self.feed_input:  # every step at once (the paper's models without feeding)
-            h_t, _ = self.rnn(self.dropout(self.embedding(y_in)), (state.h, state.c))  # (B, T, d)
-            h_tilde, align = self.attend(h_t, memory, 0)  # (B, T, d)
-            dense = align.dense(S) if (return_attention and align is not None) else None
-            return self.output_dropout(h_tilde), dense
+            return decode_all_at_once(self, y_in, state, memory, return_attention)
+        S = memory.h_bar_s.size(1)
         outs, attns = [], []
         for t in range(y_in.size(1)):
             h_tilde_t, state, align = self.step(y_in[:, t], state, memory, t)  # (B, d)

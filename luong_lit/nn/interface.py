@@ -6,7 +6,9 @@ A :class:`DecodeModel` is anything searched, scored or aligned: a
 (:class:`~luong_lit.decoding.ensemble.Ensemble`). The searches
 (:mod:`luong_lit.decoding`), the engines, evaluation, alignment, the translator and the server
 use these members and nothing else of it. A single model is an ensemble of one: its
-``members`` are itself, so that no caller asks which of the two it holds.
+``members`` are itself, so that no caller asks which of the two it holds. What a model is
+(whether it attends, footnote 14's convention, its vocabulary size, ...) is one frozen record,
+:class:`ModelFacts`, made once when the model is built and handed on by each form of it.
 
 What crosses the boundary has its own small contract: the attention memory and the decoder
 state are :class:`Reorderable` (beam search and ensembles reorder their rows), and a step's
@@ -18,9 +20,12 @@ written against it hands a model back exactly what that model gave.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from torch import Tensor, nn
+
+from luong_lit.errors import UserError
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -61,6 +66,72 @@ class Switchable(Protocol):
         """Evaluation mode (dropout off)."""
 
 
+class EnsembleError(UserError):
+    """Members that cannot be combined (different vocabularies, an unknown rule, both of
+    footnote 14's conventions read as one)."""
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a decode-time model is, fixed when it is built: one record, which
+    :class:`~luong_lit.nn.Seq2Seq` makes once, an ensemble makes from its members' and every
+    other form of a model hands on (:class:`HasFacts` reads the Protocol's properties from it)."""
+
+    has_attention: bool  # its steps give a_t (False: the paper's non-attentional base)
+    content_based: bool | None  # footnote 14's convention; None: an ensemble's members mix both
+    tgt_vocab_size: int  # the size V of its next-word scores
+    src_eos: bool  # its attention may rest on a </s> read after the source words
+    window: int | None  # local attention's half-width D (§3.2)
+    attention_kind: str | None  # its attention's class name, None without attention
+
+
+class HasFacts:
+    """The facts of :class:`DecodeModel` read from its one :class:`ModelFacts`, ``self.facts``
+    (see the Protocol for what each means)."""
+
+    facts: ModelFacts
+
+    @property
+    def has_attention(self) -> bool:
+        return self.facts.has_attention
+
+    @property
+    def content_based(self) -> bool:
+        """Footnote 14's convention, refused for members that mix both."""
+        content_based = self.facts.content_based
+        if content_based is None:
+            raise EnsembleError(
+                "the ensemble mixes location and content-based scores, whose "
+                "alignment conventions differ (paper footnote 14); use members of one kind "
+                "(align alone can read mixed members: --member-conventions)"
+            )
+        return content_based
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.facts.tgt_vocab_size
+
+    @property
+    def src_eos(self) -> bool:
+        return self.facts.src_eos
+
+    @property
+    def window(self) -> int | None:
+        return self.facts.window
+
+    @property
+    def attention_kind(self) -> str | None:
+        return self.facts.attention_kind
+
+
+class OneModel(HasFacts):
+    """A single model's facts, and its ``members``: itself, an ensemble of one."""
+
+    @property
+    def members(self) -> tuple[Self]:
+        return (self,)
+
+
 MemoryT = TypeVar("MemoryT", bound=Reorderable)
 StateT = TypeVar("StateT", bound=Reorderable)
 
@@ -83,6 +154,10 @@ class DecodeModel(Switchable, Protocol[MemoryT, StateT]):
 
     def parameters(self) -> Iterator[nn.Parameter]:
         """Its weights (decoding reads their device)."""
+
+    @property
+    def facts(self) -> ModelFacts:
+        """What it is, fixed when it was built: the record the properties below read."""
 
     @property
     def members(self) -> Sequence[AnyDecodeModel]:

@@ -22,6 +22,7 @@ from luong_lit.nn.attention import Alignment, Attention, Memory
 from luong_lit.nn.decoder import Decoder, DecoderState
 from luong_lit.nn.encoder import Encoder
 from luong_lit.nn.init import initialise_
+from luong_lit.nn.interface import ModelFacts, OneModel
 from luong_lit.nn.loss import output_nll
 from luong_lit.nn.names import ATTENTIONS, SCORES, build_part, part_spec
 from luong_lit.nn.options import NET_OPTIONS, Architecture, Sizes
@@ -114,7 +115,19 @@ def _check(att: Attention | None, arch: Architecture, sizes: Sizes) -> None:
         )  # fmt: skip
 
 
-class Seq2Seq(nn.Module):
+def facts_of(att: Attention | None, arch: Architecture, tgt_vocab_size: int) -> ModelFacts:
+    """What a model of these parts is, for every form of it to hand on."""
+    return ModelFacts(
+        has_attention=att is not None,  # False: the baseline, whose steps give no alignment
+        content_based=att is None or att.score.content_based,  # footnote 14 (y_{t-1} with a_t)
+        tgt_vocab_size=tgt_vocab_size,
+        src_eos=arch.src_eos,
+        window=None if att is None else att.half_width,  # local attention's D (§3.2)
+        attention_kind=None if att is None else type(att).__name__,
+    )
+
+
+class Seq2Seq(nn.Module, OneModel):
     """Stacked-LSTM encoder–decoder with optional Luong attention.
 
     Args:
@@ -148,10 +161,10 @@ class Seq2Seq(nn.Module):
     ) -> None:
         super().__init__()
         sizes, arch, regularisation, init = split_options(Seq2Seq, NET_OPTIONS, options)
-        self.src_eos, self.eos_id, self.pad_id = arch.src_eos, eos_id, pad_id
-        self.init_state = arch.init_state
+        self.eos_id, self.pad_id, self.init_state = eos_id, pad_id, arch.init_state
         att = build_attention(arch.attention, arch.score, dim=sizes.hidden_size, bias=arch.bias)
         _check(att, arch, sizes)
+        self.facts = facts_of(att, arch, tgt_vocab_size)  # has_attention, window, ...: read here
         parts = {"sizes": sizes, "architecture": arch, "regularisation": regularisation}
         self.encoder = Encoder(vocab_size=src_vocab_size, pad_id=pad_id, **parts)
         self.decoder = Decoder(vocab_size=tgt_vocab_size, pad_id=pad_id, attention=att, **parts)
@@ -167,34 +180,6 @@ class Seq2Seq(nn.Module):
             for layer in range(num_layers):
                 getattr(rnn, f"bias_ih_l{layer}")[d : 2 * d] = value
                 getattr(rnn, f"bias_hh_l{layer}")[d : 2 * d] = 0.0
-
-    @property
-    def has_attention(self) -> bool:
-        """False for the non-attentional baseline, whose steps give no alignment."""
-        return self.attention is not None
-
-    @property
-    def content_based(self) -> bool:
-        """Footnote 14: content-based scores align ``y_{t-1}`` with ``a_t``; location ``y_t``."""
-        return self.attention is None or self.attention.score.content_based
-
-    @property
-    def tgt_vocab_size(self) -> int:
-        return self.decoder.W_s.out_features
-
-    @property
-    def members(self) -> tuple[Seq2Seq]:
-        """One model: an ensemble of one (:class:`~luong_lit.nn.interface.DecodeModel`)."""
-        return (self,)
-
-    @property
-    def window(self) -> int | None:
-        """Local attention's half-width ``D`` (§3.2), else None."""
-        return None if self.attention is None else self.attention.half_width
-
-    @property
-    def attention_kind(self) -> str | None:
-        return None if self.attention is None else type(self.attention).__name__
 
     # ------------------------------------------------------------------ decoding interface
     def encode(

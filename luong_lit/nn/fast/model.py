@@ -8,6 +8,9 @@ input-feeding decoder over the rows still running: rows are sorted by target len
 with the embeddings runs once for all steps, and the recurrent weights' gradients are summed once
 over all steps (:class:`~.lstm.RecurrentWeight`). Dropout masks are drawn by
 :func:`~.dropout.dropout`, with the probabilities of the model's own dropout modules.
+
+Each step is the decoder's own, :func:`luong_lit.nn.decoder.decoder_step`, in the fast form
+(:func:`fast_form`): every layer's cell as one product (:func:`fused_cells`) and these masks.
 """
 
 from __future__ import annotations
@@ -16,8 +19,15 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from luong_lit.nn.attention import Alignment, Memory
-from luong_lit.nn.decoder import Decoder, DecoderState
+from luong_lit.nn.attention import Memory
+from luong_lit.nn.decoder import (
+    Decoder,
+    DecoderState,
+    Linear,
+    StepForm,
+    decode_all_at_once,
+    decoder_step,
+)
 from luong_lit.nn.encoder import Encoder, reverse_index
 from luong_lit.nn.fast.dropout import dropout
 from luong_lit.nn.fast.loss import linear_cross_entropy
@@ -57,18 +67,6 @@ def fast_memory(net, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState
     return net.encode(src, src_len, read=fast_encode)
 
 
-def fast_attend(
-    dec: Decoder, h_t: Tensor, memory: Memory, step: int, W_c=None
-) -> tuple[Tensor, Alignment | None]:
-    """:meth:`Decoder.attend` (Eq. 5) with this module's dropout; ``W_c`` may replace
-    ``dec.W_c`` (an 8-bit copy when decoding with int8)."""
-    if dec.attention is None:
-        return h_t, None
-    c_t, align = dec.attention(h_t, memory, step)  # (B, T, d)
-    c_h = drop(torch.cat([c_t, h_t], -1), dec.hidden_dropout)  # (B, T, 2d)
-    return torch.tanh((W_c or dec.W_c)(c_h)), align  # (B, T, d)
-
-
 def layer_weights(dec: Decoder) -> list[tuple[Tensor, Tensor | None]]:
     """Per layer: ``W`` (in+d, 4d) acting on ``[x_t; h_{t-1}]`` and the summed bias.
 
@@ -97,20 +95,20 @@ def embed_proj(dec: Decoder, y: Tensor) -> Tensor:
     return project_embeddings(dec, drop(dec.embedding(y), dec.dropout))  # (..., 4d)
 
 
-def cell_stack(
-    dec: Decoder, x0: Tensor, h_tilde: Tensor, h: list[Tensor], c: list[Tensor], weights
-) -> tuple[list[Tensor], list[Tensor]]:
-    """Advance every LSTM layer by one step; ``x0`` is layer 1's embedding projection (n, 4d).
+def fused_cells(dec: Decoder, weights, x0: Tensor, fed: Tensor | None, h: list[Tensor],
+                c: list[Tensor]) -> tuple[Tensor, list[Tensor], list[Tensor]]:  # fmt: skip
+    """:data:`~luong_lit.nn.decoder.Cells` of every LSTM layer as one product per layer:
+    ``W [x_t; h_{t-1}]`` by :func:`layer_weights`, layer 1's ``x0`` (n, 4d) the product with
+    ``emb(y_{t-1})`` already made (:func:`embed_proj`) and ``fed`` (n, d) the rest of its input.
 
     States are per-layer lists: indexing a stacked (L, B, d) tensor at every step would cost a
     full-size zero fill per index in the backward pass.
     """
     hs, cs = [], []
-    inp = drop(h_tilde, dec.dropout) if dec.feed_input else None
     for layer, (W, b) in enumerate(weights):
         h_prev = h[layer]  # (n, d)
         if layer == 0:
-            rec = h_prev if inp is None else torch.cat([inp, h_prev], 1)  # (n, d|2d)
+            rec = h_prev if fed is None else torch.cat([fed, h_prev], 1)  # (n, d|2d)
             gates = W.addmm(x0, rec)  # (n, 4d)
         else:
             rec = torch.cat([drop(hs[-1], dec.dropout), h_prev], 1)  # (n, 2d)
@@ -118,22 +116,19 @@ def cell_stack(
         h_new, c_new = lstm_cell(gates, c[layer])
         hs.append(h_new)
         cs.append(c_new)
-    return hs, cs
+    return hs[-1].unsqueeze(1), hs, cs  # (n, 1, d) h_t, L x (n, d) x2
+
+
+def fast_form(weights, W_c: Linear | None = None) -> StepForm:
+    """The step's fast form: :func:`fused_cells` over ``weights`` (per layer ``(W, b)``,
+    :func:`step_weights`), masks drawn by :func:`drop`, and ``W_c`` (an 8-bit copy) or
+    ``dec.W_c``."""
+    return StepForm(fused_cells, weights, drop, W_c)
 
 
 def step_weights(dec: Decoder, defer: bool = True) -> list[tuple[RecurrentWeight, Tensor | None]]:
     """:func:`layer_weights` as :class:`~.lstm.RecurrentWeight` products for one pass."""
     return [(RecurrentWeight(W, defer), b) for W, b in layer_weights(dec)]
-
-
-def decode_all_at_once(
-    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory, return_attention: bool
-) -> tuple[Tensor, Tensor | None]:
-    """:meth:`Decoder.forward` without input feeding: every step in one LSTM call."""
-    h_t, _ = dec.rnn(drop(dec.embedding(y_in), dec.dropout), (state.h, state.c))  # (B, T, d)
-    h_tilde, align = fast_attend(dec, h_t, memory, 0)  # (B, T, d)
-    dense = align.dense(memory.h_bar_s.size(1)) if return_attention and align is not None else None
-    return drop(h_tilde, dec.output_dropout), dense
 
 
 def fast_decode(
@@ -142,7 +137,7 @@ def fast_decode(
     """:meth:`Decoder.forward`: ``h_tilde`` (B, T, d), zeros at padded positions, and with
     ``return_attention`` the dense ``a_t`` (B, T, S)."""
     if not dec.feed_input:
-        return decode_all_at_once(dec, y_in, state, memory, return_attention)
+        return decode_all_at_once(dec, y_in, state, memory, return_attention, drop)
     h_tilde, dense = _unrolled(dec, y_in, state, memory, return_attention)
     return drop(h_tilde, dec.output_dropout), dense
 
@@ -169,7 +164,7 @@ def _unrolled(
     if order is not None:  # unpack straight into the original row order
         flat_index = order[flat_index // T] * T + flat_index % T  # (N,)
     running = ids.batch_sizes.tolist()  # n_t: rows still running at step t
-    weights = step_weights(dec)
+    form = fast_form(step_weights(dec))
     x_proj = embed_proj(dec, ids.data).split(running)  # T x (n_t, 4d); backward: one cat
     h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
     outs, attns = [], []
@@ -177,9 +172,7 @@ def _unrolled(
         if n < h_tilde.size(0):
             h, c, h_tilde = [x[:n] for x in h], [x[:n] for x in c], h_tilde[:n]
             memory = Memory(*(x[:n] for x in memory))
-        h, c = cell_stack(dec, x_t, h_tilde, h, c, weights)
-        h_tilde, align = fast_attend(dec, h[-1].unsqueeze(1), memory, t)  # (n, 1, d)
-        h_tilde = h_tilde.squeeze(1)  # (n, d)
+        h_tilde, h, c, align = decoder_step(dec, form, x_t, h_tilde, h, c, memory, t)  # (n, d)
         outs.append(h_tilde)
         if return_attention:
             attns.append(_pad_rows(align.dense(memory.h_bar_s.size(1)), B))  # (B, 1, S)

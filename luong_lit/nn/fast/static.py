@@ -29,19 +29,12 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from luong_lit.nn import decoder
 from luong_lit.nn.attention import Memory
-from luong_lit.nn.decoder import Decoder, DecoderState
+from luong_lit.nn.decoder import Decoder, DecoderState, StepForm, decode_all_at_once
 from luong_lit.nn.encoder import Encoder, reverse_index
 from luong_lit.nn.fast.lstm import RecurrentWeight, lstm_cell, summed_bias
-from luong_lit.nn.fast.model import (
-    cell_stack,
-    decode_all_at_once,
-    drop,
-    embed_proj,
-    fast_attend,
-    fast_output_nll,
-    step_weights,
-)
+from luong_lit.nn.fast.model import drop, embed_proj, fast_form, fast_output_nll, step_weights
 
 
 def masked_layer(x: Tensor, valid: Tensor, rnn, l: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -79,14 +72,15 @@ def static_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, t
     return enc.original_order(x, src_len), (torch.stack(hs), torch.stack(cs))
 
 
-def decoder_step(dec: Decoder, x_t: Tensor, h_tilde: Tensor, h: list, c: list, weights, memory,
-                 t: int) -> tuple[list, list, Tensor]:  # fmt: skip
-    """One input-feeding step: every LSTM layer on ``[x_t; h_tilde_{t-1}]`` (paper §3.3), then
-    ``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5). ``x_t`` (B, 4d): layer 1's embedding
-    projection; returns the new ``h``, ``c`` (L x (B, d)) and ``h_tilde_t`` (B, d)."""
-    h, c = cell_stack(dec, x_t, h_tilde, h, c, weights)  # L x (B, d)
-    h_tilde, _ = fast_attend(dec, h[-1].unsqueeze(1), memory, t)  # (B, 1, d) Eq. 5
-    return h, c, h_tilde.squeeze(1)
+def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: list, c: list,
+                 memory: Memory, t: int) -> tuple[Tensor, list, list]:  # fmt: skip
+    """The decoder's one step (:func:`luong_lit.nn.decoder.decoder_step`: the LSTM stack on
+    ``[x_t; h_tilde_{t-1}]``, paper §3.3, then ``h_tilde_t = tanh(W_c [c_t; h_t])``, Eq. 5)
+    without its ``a_t``, which the loss never reads: what ``engine.compile=step`` compiles.
+    ``x_t`` (B, 4d): layer 1's embedding projection; returns ``h_tilde_t`` (B, d) and the new
+    ``h``, ``c`` (L x (B, d))."""
+    h_tilde, h, c, _ = decoder.decoder_step(dec, form, x_t, h_tilde, h, c, memory, t)
+    return h_tilde, h, c
 
 
 def static_decode(
@@ -98,14 +92,14 @@ def static_decode(
     its recurrent weights' gradients then add up step by step in autograd, not in one product.
     """
     if not dec.feed_input:  # every step at once already; nothing depends on lengths
-        return decode_all_at_once(dec, y_in, state, memory, False)[0]
-    weights = step_weights(dec, defer=step is None)
+        return decode_all_at_once(dec, y_in, state, memory, False, drop)[0]
+    form = fast_form(step_weights(dec, defer=step is None))
     step = step or decoder_step
     x0 = embed_proj(dec, y_in)  # (B, T, 4d), all steps
     h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
     outs = []
     for t, x_t in enumerate(x0.unbind(1)):  # (B, 4d)
-        h, c, h_tilde = step(dec, x_t, h_tilde, h, c, weights, memory, t)  # (B, d) h_tilde_t
+        h_tilde, h, c = step(dec, form, x_t, h_tilde, h, c, memory, t)  # (B, d) h_tilde_t
         outs.append(h_tilde)
     return drop(torch.stack(outs, 1), dec.output_dropout)  # (B, T, d)
 

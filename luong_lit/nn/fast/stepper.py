@@ -23,67 +23,42 @@ import torch
 from torch import Tensor, nn
 
 from luong_lit.nn.attention import Alignment, Memory
-from luong_lit.nn.decoder import DecoderState
+from luong_lit.nn.decoder import DecoderState, decoder_step
 from luong_lit.nn.fast.lstm import RecurrentWeight
-from luong_lit.nn.fast.model import (
-    cell_stack,
-    fast_attend,
-    fast_memory,
-    layer_weights,
-    project_embeddings,
-)
+from luong_lit.nn.fast.model import fast_form, fast_memory, layer_weights, project_embeddings
 from luong_lit.nn.fast.projection import project_rows
 from luong_lit.nn.fast.quantize import PARTS, Int8Linear, Int8Recurrent
+from luong_lit.nn.interface import OneModel
 
 
-class FastStepper(nn.Module):
+class FastStepper(nn.Module, OneModel):
     """``encode``/``step``/``logits`` of a :class:`~luong_lit.nn.Seq2Seq` in eval mode: a
-    :class:`~luong_lit.nn.interface.DecodeModel`."""
+    :class:`~luong_lit.nn.interface.DecodeModel`, with the model's own facts."""
 
     def __init__(self, net: nn.Module, int8: str | None = None) -> None:
         super().__init__()
         if int8 is not None and int8 not in PARTS:
             raise ValueError(f"int8 parts must be one of {PARTS}, got {int8!r}")
-        self.net = net
+        self.net, self.facts = net, net.facts
         dec = net.decoder
         with torch.no_grad():
             self.table = project_embeddings(dec, dec.embedding.weight)  # (V, 4d)
-            self.layers = [(RecurrentWeight(W), b) for W, b in layer_weights(dec)]
             self.int8_output = Int8Linear(dec.W_s.weight, dec.W_s.bias) if int8 else None
-            self.int8_W_c = None
             if int8 == "all":
-                self.layers = [(Int8Recurrent(W), b) for W, b in layer_weights(dec)]
-                self.int8_W_c = (
-                    None if dec.W_c is None else Int8Linear(dec.W_c.weight, dec.W_c.bias)
-                )
+                W_c = None if dec.W_c is None else Int8Linear(dec.W_c.weight, dec.W_c.bias)
+                self.form = fast_form([(Int8Recurrent(W), b) for W, b in layer_weights(dec)], W_c)
+            else:
+                self.form = fast_form([(RecurrentWeight(W), b) for W, b in layer_weights(dec)])
 
     @property
-    def has_attention(self) -> bool:
-        return self.net.has_attention
+    def layers(self) -> list:
+        """Each layer's ``(W, b)`` of its one product per step (8-bit with ``int8="all"``)."""
+        return self.form.weights
 
     @property
-    def content_based(self) -> bool:
-        return self.net.content_based
-
-    @property
-    def tgt_vocab_size(self) -> int:
-        return self.net.tgt_vocab_size
-
-    @property
-    def members(self) -> tuple[FastStepper]:
-        return (self,)
-
-    @property
-    def src_eos(self) -> bool:
-        return self.net.src_eos
-
-    @property
-    def window(self) -> int | None:
-        return self.net.window
-
-    @property
-    def attention_kind(self) -> str | None:
-        return self.net.attention_kind
+    def int8_W_c(self) -> Int8Linear | None:
+        """The 8-bit copy of ``W_c`` (Eq. 5) with ``int8="all"``, else None."""
+        return self.form.W_c
 
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
         return fast_memory(self.net, src, src_len)  # the ragged encoder on a CPU
@@ -92,11 +67,11 @@ class FastStepper(nn.Module):
         self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
     ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """The model's step (logits (B, V), state, ``a_t``) from the precomputed constants."""
-        dec = self.net.decoder
-        x0 = self.table.index_select(0, y_prev)  # (B, 4d) layer 1's product with emb(y_{t-1})
-        h, c = cell_stack(dec, x0, state.h_tilde, list(state.h), list(state.c), self.layers)
-        h_tilde, align = fast_attend(dec, h[-1].unsqueeze(1), memory, t, self.int8_W_c)  # (B, 1, d)
-        h_tilde = h_tilde.squeeze(1)  # (B, d)
+        x_t = self.table.index_select(0, y_prev)  # (B, 4d) layer 1's product with emb(y_{t-1})
+        h, c = list(state.h), list(state.c)  # L x (B, d) each
+        h_tilde, h, c, align = decoder_step(
+            self.net.decoder, self.form, x_t, state.h_tilde, h, c, memory, t
+        )  # (B, d)
         return self.logits(h_tilde), DecoderState(torch.stack(h), torch.stack(c), h_tilde), align
 
     def logits(self, h_tilde: Tensor) -> Tensor:
