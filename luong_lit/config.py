@@ -170,11 +170,33 @@ def compose(overrides: Sequence[str], config_name: str = "train", hydra: bool = 
     from omegaconf.errors import OmegaConfBaseException
 
     try:
-        return _raw_compose(overrides, config_name, hydra)
+        cfg = _raw_compose(overrides, config_name, hydra)
     except UserError:
         raise
     except (HydraException, OmegaConfBaseException, ValueError) as err:  # ValueError: attention=5
         raise ConfigError(f"cannot compose the config: {explain(str(err), overrides)}") from None
+    check_switches(cfg)
+    return cfg
+
+
+#: the paper's switches: set at the config's root, where recipes read them too (the paper's
+#: epochs and halving follow ``dropout``); ``model.net`` only repeats them
+SWITCHES = ("dropout", "feed_input", "reverse_source")
+
+
+def check_switches(cfg) -> None:
+    """Refuse a paper switch (:data:`SWITCHES`) set under ``model.net`` instead of at the root,
+    where the rest of the config would not see it."""
+    from omegaconf import OmegaConf
+
+    net = OmegaConf.select(cfg, "model.net")
+    raw = OmegaConf.to_container(net, resolve=False) if net is not None else {}
+    for key in [k for k in SWITCHES if k in raw]:
+        if raw[key] != f"${{{key}}}":
+            raise ConfigError(
+                f"model.net.{key} is set from {key} at the config's root (the recipe reads it "
+                f"too): set {key}={str(net.get(key)).lower()} instead"
+            )
 
 
 def check_seed(seed: object) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -48,7 +48,11 @@ class OptionError(ConfigError, UsageError):
     def keyword(cls, template: str, *options: str) -> OptionError:
         """:meth:`about` options of a function or command (the Python API's keywords, which a
         command names as its flags: :meth:`flagged`), not of a config."""
-        return cls.about(template, *options)._renamed(is_keyword=True)
+        return cls.about(template, *options).as_keyword()
+
+    def as_keyword(self) -> OptionError:
+        """The same error, about a keyword of a function or command (see :meth:`keyword`)."""
+        return self._renamed(is_keyword=True)
 
     def name(self, option: str) -> str:
         """How ``option`` is named: its config path, its keyword, or its flag."""
@@ -152,16 +156,27 @@ def takes_options(*groups: type) -> Callable:
     return decorate
 
 
-def split_options(owner: type, groups: Sequence[type], options: Mapping[str, Any]) -> list[Any]:
-    """One object of each option class in ``groups``, in order, each made from the keys of
-    ``options`` that are its fields (it checks their values). A key that no group has raises
-    :class:`UnknownOption`, naming it and every option of ``owner``."""
-    known = {f.name for group in groups for f in fields(group)}
+def refuse_unknown(
+    owner: Callable, known: Collection[str], options: Mapping[str, Any], *, keywords: bool = False
+) -> None:
+    """Raise :class:`UnknownOption` for the first key of ``options`` not in ``known``, naming
+    it and every option of ``owner`` (a class, or a function whose keywords they are:
+    ``keywords``, :meth:`OptionError.as_keyword`)."""
     for key, value in options.items():
         if key not in known:
             names = list(inspect.signature(owner).parameters)
             why = f"is not an option of {owner.__name__}; its options: {', '.join(names)}"
-            raise UnknownOption(key, value, why)
+            err = UnknownOption(key, value, why)
+            raise err.as_keyword() if keywords else err
+
+
+def split_options(
+    owner: Callable, groups: Sequence[type], options: Mapping[str, Any], *, keywords: bool = False
+) -> list[Any]:
+    """One object of each option class in ``groups``, in order, each made from the keys of
+    ``options`` that are its fields (it checks their values); a key that no group has is
+    refused (:func:`refuse_unknown`)."""
+    refuse_unknown(owner, {f.name for g in groups for f in fields(g)}, options, keywords=keywords)
     return [
         group(**{f.name: options[f.name] for f in fields(group) if f.name in options})
         for group in groups

@@ -246,7 +246,7 @@ def trained(toy_corpus, tmp_path_factory):
             f"+data.test.toy.src={test['src']}",
             f"+data.test.toy.tgt={test['tgt']}",
             "callbacks.beam_bleu.every_n_epochs=1",
-            "callbacks.beam_bleu.beam_size=3",
+            "callbacks.beam_bleu.beam=3",
             "logger=csv",
         ],
         out,

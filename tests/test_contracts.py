@@ -176,3 +176,33 @@ def test_one_option_error_type_names_an_option_where_it_was_given():
                for p in PKG.rglob("*.py")]  # fmt: skip
     named = [n for found in classes for n in found if "Error" in n or n.startswith("Bad")]
     assert named == ["OptionError"], named
+
+
+def test_one_vocabulary_one_name_for_each_thing():
+    """The beam is ``beam`` in the API, the server, the search and the training callback; no
+    two classes of the kit share a name; each option check is defined once; a paper switch is
+    set at the config's root only, and a run started under an old key resumes under the new."""
+    from luong_lit.config import compose
+    from luong_lit.errors import ConfigError
+    from luong_lit.training.resume import RENAMED, _as_today
+
+    texts = {p: p.read_text("utf-8") for p in PKG.rglob("*.py")}
+    texts.update({p: p.read_text("utf-8") for p in (PKG.parent / "conf").rglob("*.yaml")})
+    named = [p.name for p, text in texts.items() if re.search(r"\bbeam_size\b", text)]
+    assert named == ["resume.py"], named  # the old name, only where it is renamed
+    defined: dict[str, list[str]] = {}
+    for p, text in texts.items():
+        for kind, name in re.findall(r"^(class|def) ([A-Za-z]\w*)", text, re.M):
+            defined.setdefault(f"{kind} {name}", []).append(p.name)
+    twice = {k: v for k, v in defined.items() if len(v) > 1 and k.startswith("class ")}
+    assert not twice, twice
+    for check in ("one_of", "split_options", "refuse_unknown"):
+        assert defined[f"def {check}"] == ["validate.py"], check
+    assert compose(["dropout=0.2"]).model.net.dropout == 0.2
+    for switch in ("model.net.dropout=0.2", "model.net.feed_input=false"):
+        with pytest.raises(ConfigError, match=rf"^{re.escape(switch.split('=')[0])} is set from"):
+            compose([switch])
+    old = "callbacks.beam_bleu.beam_size=3"
+    assert _as_today(old) == f"{RENAMED[old.split('=')[0]]}=3"
+    assert _as_today("+" + old) == "++callbacks.beam_bleu.beam=3"
+    assert compose([_as_today(old)]).callbacks.beam_bleu.beam == 3

@@ -150,7 +150,7 @@ def test_sharded_evaluation_equals_one_process(corpus, tmp_path):
     test = write_corpus(tmp_path, "test", 37, 13)
     same = ["trainer.max_epochs=1", "model.optimizer.lr=0", "test_after_training=true",
             f"+data.test.toy.src={test['src']}", f"+data.test.toy.tgt={test['tgt']}",
-            "callbacks.beam_bleu.beam_size=3", "data.eval_batch_size=4"]  # fmt: skip
+            "callbacks.beam_bleu.beam=3", "data.eval_batch_size=4"]  # fmt: skip
     one, two = tmp_path / "one", tmp_path / "two"
     finished([*command(corpus, one, *same), "trainer=cpu", "trainer.devices=1"])
     finished(command(corpus, two, *same))

@@ -116,7 +116,7 @@ def test_a_signal_during_the_final_test_stops_it_and_the_resume_tests_alone(toy_
     run = tmp_path / "run"
     big = write_corpus(tmp_path, "big", 2000, 5)
     test = [f"+data.test.big.src={big['src']}", f"+data.test.big.tgt={big['tgt']}",
-            "callbacks.beam_bleu.beam_size=12", "callbacks.beam_bleu.batch_size=1",
+            "callbacks.beam_bleu.beam=12", "callbacks.beam_bleu.batch_size=1",
             "callbacks.progress.every_n_seconds=0.01"]  # fmt: skip
     args = [*tiny(toy_corpus, "trainer.max_steps=2", *test), f"hydra.run.dir={run}"]
     args = [a.replace("test_after_training=false", "test_after_training=true") for a in args]

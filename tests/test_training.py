@@ -254,7 +254,7 @@ def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
     net, _, tgt_vocab, meta = load_model(out / "checkpoints" / "last.ckpt")
     dm = datamodule_for(meta)
     direct = Inference(net, tgt_vocab).split_bleu(
-        dm.splits["dev"], tokenizer=dm.tokenizers.get("tgt"), search=Search(beam_size=3),
+        dm.splits["dev"], tokenizer=dm.tokenizers.get("tgt"), search=Search(beam=3),
         batch_size=64, replace_unk=True,
     )  # fmt: skip
     assert metrics["val/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-4)
@@ -278,7 +278,7 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
             f"+data.test.b.src={toy_corpus['dev']['src']}",
             f"+data.test.b.tgt={toy_corpus['dev']['tgt']}",
             "callbacks.beam_bleu.every_n_epochs=0",
-            "callbacks.beam_bleu.beam_size=3",
+            "callbacks.beam_bleu.beam=3",
             "logger=none",
         ],
         tmp_path,
@@ -291,7 +291,7 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
         split = dm.splits[name]
         assert res[f"test/{name}/ppl"] == pytest.approx(perplexity(net, split.examples()), rel=1e-4)
         direct = Inference(net, dm.tgt_vocab).split_bleu(
-            split, search=Search(beam_size=3), batch_size=64, replace_unk=True
+            split, search=Search(beam=3), batch_size=64, replace_unk=True
         )
         assert res[f"test/{name}/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-6)
         assert res[f"test/{name}/bleu_unk_beam"] == pytest.approx(direct["bleu_unk"], abs=1e-6)

@@ -1,6 +1,6 @@
 """Batched beam search over a model's ``encode``/``step``, its bookkeeping kept on the device.
 
-Each sentence keeps ``beam_size`` live hypotheses; a candidate that ends in ``</s>`` is
+Each sentence keeps ``beam`` live hypotheses; a candidate that ends in ``</s>`` is
 finished. A sentence is done when no live hypothesis can still beat its ``n_best``-th finished
 one (raw log-probabilities only fall), when it has collected ``stack_size`` finished
 hypotheses (the authors' decoder, docs/paper_notes.md §11), or at its maximum length, where the
@@ -10,9 +10,9 @@ Nothing is read on the host while a batch is searched, except every ``sync_every
 (:func:`sync_every`: each step on a CPU, where a read costs nothing and dropping the finished
 sentences from the batch saves work; every 8 steps on a GPU): whether every sentence is done,
 and which are, to drop them from the batch. Finished hypotheses live in fixed-size buffers
-(:class:`Finished`: each sentence's ``n_best`` best so far, by the score they are ranked by) and
-each step's choices in a :class:`Trail`, from which the words and attention of the finished
-hypotheses are read back once, at the end.
+(:class:`FinishedHypotheses`: each sentence's ``n_best`` best so far, by the score they are
+ranked by) and each step's choices in a :class:`Trail`, from which the words and attention of
+the finished hypotheses are read back once, at the end.
 
 The model is a :class:`~luong_lit.nn.interface.DecodeModel`; without attention
 (``has_attention`` false) no per-step alignment is kept, so unk replacement has nothing to
@@ -28,7 +28,7 @@ from torch.nn import functional as F
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.search import Hypothesis, Search
-from luong_lit.decoding.trail import Finished, Trail
+from luong_lit.decoding.trail import FinishedHypotheses, Trail
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 
@@ -62,12 +62,12 @@ def beam_search(
     """Translate a batch; returns for each sentence its ``n_best`` hypotheses, best first.
     ``every``: steps between host reads (default :func:`sync_every`); ``prefix``: words each
     sentence's hypotheses begin with (:mod:`luong_lit.decoding.prefix`)."""
-    B, K, S = src.size(0), cfg.beam_size, src.size(1)
+    B, K, S = src.size(0), cfg.beam, src.size(1)
     every = every or sync_every(src.device)
     keep_attention = keep_attention and model.has_attention  # none: no a_t
     memory, state = model.encode(src, src_len)
     max_len, min_len = cfg.bounds(src_len)  # (B,) x2
-    finished, trail = Finished(B, cfg, src.device), Trail(keep_attention)
+    finished, trail = FinishedHypotheses(B, cfg, src.device), Trail(keep_attention)
     rows = torch.arange(B, device=src.device)  # (B,) the sentence of each batch row
     done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
     scores = src.new_zeros((B, 1), dtype=torch.float)  # (B, width) live log-probabilities

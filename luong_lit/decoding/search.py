@@ -31,7 +31,7 @@ class Hypothesis:
 
 @dataclass(frozen=True)
 class Search:
-    """Search options. ``beam_size`` 1 (with ``n_best`` 1, raw scores and no stack) is greedy
+    """Search options. ``beam`` 1 (with ``n_best`` 1, raw scores and no stack) is greedy
     search. ``length_penalty``: None (raw scores, the paper), ``avg`` or a GNMT α;
     ``stack_size``: stop after this many finished hypotheses (the authors' decoder: 100);
     the output has at most ``floor(max_len_ratio · S') + max_len_extra`` and at least
@@ -42,7 +42,7 @@ class Search:
     probabilities add up to ``top_p`` (1: all); ``n_best`` samples a sentence, drawn with a
     generator seeded by ``seed`` (None: a fresh seed each call). The beam does not apply."""
 
-    beam_size: int = 5
+    beam: int = 5
     n_best: int = 1
     max_len_ratio: float = 1.5
     max_len_extra: int = 5
@@ -60,7 +60,7 @@ class Search:
     def greedy(self) -> bool:
         """Whether this asks for nothing beyond greedy search (beam size 1 equals greedy)."""
         return (
-            self.beam_size == 1
+            self.beam == 1
             and not self.sampling
             and self.n_best == 1
             and self.length_penalty is None
@@ -83,12 +83,12 @@ class Search:
 
 
 #: Greedy search with the default length bounds.
-GREEDY = Search(beam_size=1)
+GREEDY = Search(beam=1)
 
 #: nmt.matlab's decoder (docs/paper_notes.md §11): beam 12, stop after 100 finished hypotheses,
 #: the highest raw score; between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words.
 AUTHORS = Search(
-    beam_size=12,
+    beam=12,
     n_best=1,
     stack_size=100,
     max_len_ratio=1.5,

@@ -1,6 +1,6 @@
 """Beam search's bookkeeping in device tensors: what each step chose (:class:`Trail`) and each
-sentence's best finished hypotheses so far (:class:`Finished`). Nothing here reads a value on
-the host until :meth:`Finished.hypotheses`, once a batch is searched."""
+sentence's best finished hypotheses so far (:class:`FinishedHypotheses`). Nothing here reads a
+value on the host until :meth:`FinishedHypotheses.hypotheses`, once a batch is searched."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Trail:
         return words, att
 
 
-class Finished:
+class FinishedHypotheses:
     """Each sentence's ``n_best`` best finished hypotheses so far, best first by the score they
     are ranked by (stable: of equal ones, the first found first), and how many it found."""
 

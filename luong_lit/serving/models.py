@@ -59,7 +59,7 @@ def health_info(search: SearchOptions) -> dict:
     """The decoding a request gets by default, as ``/health`` tells the page: the search
     (``sampling`` where the server samples), the beam decoded (12 under the authors' decoder;
     1: greedy), n-best and unknown-word replacement."""
-    beam = search.search().beam_size
+    beam = search.search().beam
     kind = "authors" if search.authors_decoder else "beam" if beam > 1 else "greedy"
     kind = "sampling" if search.sampling else kind
     return {"search": kind, "beam": beam, "n_best": search.n_best,

@@ -164,7 +164,7 @@ class BeamBleuCallback(L.Callback):
     def __init__(
         self,
         every_n_epochs: int = 1,
-        beam_size: int = 5,
+        beam: int = 5,
         batch_size: int = 64,
         replace_unk: bool = True,
         dictionary: str | None = None,
@@ -173,14 +173,14 @@ class BeamBleuCallback(L.Callback):
         on_test: bool = True,
     ) -> None:
         _check_every(every_n_epochs, batch_size, max_sentences)
-        integer("beam_size", beam_size, 1)
+        integer("beam", beam, 1)
         try:
             penalty = parse_length_penalty(length_penalty)
         except ValueError:
             why = "is not none, avg or a number"
             raise OptionError("length_penalty", length_penalty, why) from None
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
-        self.beam = Search(beam_size=beam_size, length_penalty=penalty)
+        self.search = Search(beam=beam, length_penalty=penalty)
         self.replace_unk, self.dictionary_path, self.on_test = replace_unk, dictionary, on_test
         self._dictionary = None
 
@@ -191,9 +191,9 @@ class BeamBleuCallback(L.Callback):
         dm = trainer.datamodule
         inference = Inference(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
         n = len(split.src_ids[: self.max_sentences])
-        tick = decode_progress(trainer, f"{what}: beam-{self.beam.beam_size} BLEU", n)
+        tick = decode_progress(trainer, f"{what}: beam-{self.search.beam} BLEU", n)
         words, replaced = split_words(
-            trainer, inference, split, search=self.beam, batch_size=self.batch_size,
+            trainer, inference, split, search=self.search, batch_size=self.batch_size,
             max_sentences=self.max_sentences, replace_unk=self.replace_unk,
             dictionary=self._dictionary, progress=tick,
         )  # fmt: skip

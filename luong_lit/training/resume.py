@@ -106,12 +106,19 @@ def run_overrides(run_dir: Path) -> tuple[list[str] | None, str]:
         listed, source = list(read_meta(run_dir / LAST).overrides) or None, str(run_dir / LAST)
     if listed is None:
         return None, source
-    return [_add_or_change(t) for t in own_overrides(listed)], source
+    return [_as_today(t) for t in own_overrides(listed)], source
 
 
-def _add_or_change(text: str) -> str:
-    """A recorded ``+key=value`` as ``++key=value``: the key may have joined the config since
-    the run started (``trainer.max_steps`` did), and ``+`` would then refuse it."""
+#: config keys renamed since a run may have started: its recorded override, as named today
+RENAMED = {"callbacks.beam_bleu.beam_size": "callbacks.beam_bleu.beam"}
+
+
+def _as_today(text: str) -> str:
+    """A recorded override as today's config reads it: ``+key=value`` as ``++key=value`` (the
+    key may have joined the config since the run started, as ``trainer.max_steps`` did, and
+    ``+`` would then refuse it), a renamed key (:data:`RENAMED`) by its new name."""
+    key, sep, value = text.lstrip("+").partition("=")
+    text = text[: len(text) - len(text.lstrip("+"))] + RENAMED.get(key, key) + sep + value
     return "++" + text[1:] if text.startswith("+") and not text.startswith("++") else text
 
 

@@ -20,8 +20,7 @@ from luong_lit.decoding.search import AUTHORS, Search, parse_length_penalty
 from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.decoding.workers import check_workers
 from luong_lit.engines import ENGINES, INT8_PARTS
-from luong_lit.errors import UsageError
-from luong_lit.validate import OptionError, one_of
+from luong_lit.validate import OptionError, one_of, refuse_unknown
 
 OVERLONG = ("truncate", "skip", "keep")
 #: a bad value of keyword options, named as the API names them (a command: as its flags)
@@ -174,10 +173,8 @@ class SearchOptions:
 
     def replace(self, **changes) -> SearchOptions:
         """These options with ``changes``, checked."""
-        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
-        if unknown:
-            known = ", ".join(f.name for f in dataclasses.fields(self))
-            raise UsageError(f"unknown search option {unknown[0]!r}; the options: {known}")
+        known = [f.name for f in dataclasses.fields(self)]
+        refuse_unknown(SearchOptions, known, changes, keywords=True)
         return dataclasses.replace(self, **changes)
 
     def search(self) -> Search:
@@ -195,15 +192,15 @@ class SearchOptions:
                 )  # fmt: skip
             cfg = dataclasses.replace(AUTHORS, n_best=self.n_best)
         elif self.sampling:
-            cfg = Search(beam_size=1, n_best=self.n_best, sampling=True,
+            cfg = Search(beam=1, n_best=self.n_best, sampling=True,
                          temperature=float(self.temperature), top_k=self.top_k,
                          top_p=float(self.top_p), seed=self.seed)  # fmt: skip
         else:
-            cfg = Search(beam_size=self.beam, n_best=self.n_best, length_penalty=penalty)
-        if self.n_best > cfg.beam_size and not self.sampling:
+            cfg = Search(beam=self.beam, n_best=self.n_best, length_penalty=penalty)
+        if self.n_best > cfg.beam and not self.sampling:
             raise bad(
                 f"{{n_best}} {self.n_best} needs a beam of at least {self.n_best} "
-                f"(the beam is {cfg.beam_size})", "n_best",
+                f"(the beam is {cfg.beam})", "n_best",
             )  # fmt: skip
         ratios = {"max_len_ratio": self.max_len_ratio, "min_len_ratio": self.min_len_ratio}
         cfg = dataclasses.replace(cfg, **{k: v for k, v in ratios.items() if v is not None})
@@ -214,18 +211,3 @@ class SearchOptions:
                 "min_len_ratio", "max_len_ratio",
             )  # fmt: skip
         return cfg
-
-
-def split_options(options: dict) -> tuple[dict, dict]:
-    """Keyword options split into :class:`LoadOptions` and :class:`SearchOptions`; an unknown
-    one is refused with the names that exist."""
-    load_keys = {f.name for f in dataclasses.fields(LoadOptions)}
-    search_keys = {f.name for f in dataclasses.fields(SearchOptions)}
-    unknown = sorted(set(options) - load_keys - search_keys)
-    if unknown:
-        raise UsageError(
-            f"unknown option {unknown[0]!r}; load options: {', '.join(sorted(load_keys))}; "
-            f"search options: {', '.join(sorted(search_keys))}"
-        )
-    load = {k: v for k, v in options.items() if k in load_keys}
-    return load, {k: v for k, v in options.items() if k in search_keys}

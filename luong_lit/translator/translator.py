@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from luong_lit.checkpoint import CheckpointMeta, load_models
 from luong_lit.data.loading.model_data import model_text
 from luong_lit.data.text.dictionary import load_dictionary
-from luong_lit.data.text.model_text import Source
+from luong_lit.data.text.model_text import SourceLine
 from luong_lit.data.vocab import EOS
 from luong_lit.decoding.search import Hypothesis
 from luong_lit.decoding.unk import Rendered, render
@@ -33,7 +33,7 @@ from luong_lit.errors import UsageError
 from luong_lit.inference import Inference
 from luong_lit.translator.arguments import checkpoint_paths, one_text, texts_of
 from luong_lit.translator.attention import AttentionMap, attention_map, empty_map
-from luong_lit.translator.options import LoadOptions, SearchOptions, at_least, split_options
+from luong_lit.translator.options import LoadOptions, SearchOptions, at_least
 from luong_lit.translator.outputs import Output, Scored, TokenScores
 from luong_lit.translator.prefixes import (
     check_lengths,
@@ -42,17 +42,19 @@ from luong_lit.translator.prefixes import (
     verbatim,
     with_prefix,
 )
+from luong_lit.validate import split_options, takes_options
 
 log = logging.getLogger("luong_lit.translate")
 
 
+@takes_options(LoadOptions, SearchOptions)
 def load(checkpoints: str | os.PathLike | Sequence, **options) -> Translator:
     """A :class:`Translator` for one checkpoint or an ensemble of several. ``options``: the
     :class:`LoadOptions` (``device="cuda"``, ...) and the calls' default
     :class:`SearchOptions` (``beam=5``, ...), as keywords."""
     paths = checkpoint_paths(checkpoints)
-    load_kw, search_kw = split_options(options)
-    return Translator.load(paths, LoadOptions(**load_kw), SearchOptions(**search_kw))
+    groups = split_options(load, (LoadOptions, SearchOptions), options, keywords=True)
+    return Translator.load(paths, *groups)
 
 
 class Translator:
@@ -159,7 +161,7 @@ class Translator:
         than the target vocabulary, and unknown-word replacement needs alignments."""
         if search.replace_unk:
             self.readable_alignments()
-        beam = search.search().beam_size
+        beam = search.search().beam
         if beam > len(self.tgt_vocab):
             raise UsageError(
                 f"beam size {beam} is larger than the model's target vocabulary "
@@ -195,7 +197,7 @@ class Translator:
         return results
 
     def _output(
-        self, source: Source, hyps: list[Hypothesis], was_cut: bool, opts: SearchOptions,
+        self, source: SourceLine, hyps: list[Hypothesis], was_cut: bool, opts: SearchOptions,
         tokens: list[str], given: str,
     ) -> tuple[Output, Rendered]:  # fmt: skip
         """One line's :class:`Output` from its hypotheses, and its best as words (none for an
@@ -215,7 +217,7 @@ class Translator:
         )
 
     def _prefix_tokens(
-        self, given: list[str] | None, sources: list[Source], opts: SearchOptions
+        self, given: list[str] | None, sources: list[SourceLine], opts: SearchOptions
     ) -> list[list[str]]:
         """Each prefix's target tokens (none for an empty one), refused when longer than its
         source's translation may be."""
@@ -225,7 +227,9 @@ class Translator:
         check_lengths(tokens, [len(s.tokens) for s in sources], opts.search())
         return tokens
 
-    def _sources(self, lines: Sequence[str], warn: bool = True) -> tuple[list[Source], list[bool]]:
+    def _sources(
+        self, lines: Sequence[str], warn: bool = True
+    ) -> tuple[list[SourceLine], list[bool]]:
         """Each line as the model reads it, cut (or dropped) beyond ``max_src_len``."""
         sources = [self.text.source(x) for x in lines]
         limit, overlong = self.options.max_src_len, self.options.overlong
@@ -240,7 +244,7 @@ class Translator:
             sources = [s._replace(tokens=[]) if c else s for s, c in zip(sources, cut)]
         return sources, cut
 
-    def _render(self, source: Source, hyp: Hypothesis, opts: SearchOptions) -> Rendered:
+    def _render(self, source: SourceLine, hyp: Hypothesis, opts: SearchOptions) -> Rendered:
         """A hypothesis' words, its ``<unk>`` replaced when ``opts`` asks for it."""
         src_words = source.tokens if opts.replace_unk else None
         return render(
@@ -250,7 +254,7 @@ class Translator:
         )  # fmt: skip
 
     def _text(
-        self, rendered: Rendered, source: Source, tokens: Sequence[str] = (), given: str = ""
+        self, rendered: Rendered, source: SourceLine, tokens: Sequence[str] = (), given: str = ""
     ) -> str:
         """The words as the text a user reads (detokenised, recased), beginning with the prefix
         as ``given`` where its ``tokens`` begin them (:func:`.prefixes.verbatim`)."""
@@ -259,7 +263,7 @@ class Translator:
             text = verbatim(text, self.text.render(list(tokens), source), given)
         return text
 
-    def _attach_attention(self, sources: list[Source], best: list[Rendered], results) -> None:
+    def _attach_attention(self, sources: list[SourceLine], best: list[Rendered], results) -> None:
         """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``
         (over the words shown: stray ``<s>``/``<pad>`` symbols left out)."""
         rows = [i for i, src in enumerate(sources) if src.tokens]

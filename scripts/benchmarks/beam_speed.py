@@ -87,7 +87,7 @@ def main() -> None:
     if args.limit > 0:
         src_ids, refs = src_ids[: args.limit], refs[: args.limit]
     net = net.to(args.device)
-    cfg = AUTHORS if args.authors else Search(beam_size=args.beam)
+    cfg = AUTHORS if args.authors else Search(beam=args.beam)
     engine = make_engine(args.engine)
     t0 = time.perf_counter()
     stepper = engine.for_decoding(net, args.int8)

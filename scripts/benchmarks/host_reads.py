@@ -96,7 +96,7 @@ def search(net, src, src_len, beam: int, every: int) -> tuple[object, dict]:
         if beam == 1:
             found = fn(net, src, src_len, **kw)[0]
         else:
-            found = fn(net, src, src_len, Search(beam_size=beam), False, **kw)
+            found = fn(net, src, src_len, Search(beam=beam), False, **kw)
     return found, {"ops": c.ops, "host_reads": c.reads}
 
 

@@ -71,7 +71,7 @@ def main() -> None:
         net, src_vocab, tgt_vocab, meta = load_model(path)
         split = load_split(meta, args.test, src_vocab, tgt_vocab).split
         inference = Inference(net, tgt_vocab)
-        out = inference.decode(split.src_ids, search=Search(beam_size=args.beam), batch_size=64)
+        out = inference.decode(split.src_ids, search=Search(beam=args.beam), batch_size=64)
         hyps = [" ".join(w) for w in inference.words(out)]
         refs = [" ".join(t) for t in split.tgt_tokens]
         print(json.dumps({"checkpoint": path, "test": args.test, **ngram_report(hyps, refs)}))

@@ -38,7 +38,7 @@ def main() -> None:
     test = load_split(meta, args.test, src_vocab, tgt_vocab)
     split, lang = test.split, test.lang
     inference = Inference(net, tgt_vocab)
-    beam = Search(beam_size=args.beam)
+    beam = Search(beam=args.beam)
     out = inference.decode(split.src_ids, search=beam, batch_size=32, keep_attention=True)
     refs = [" ".join(t) for t in split.tgt_tokens]
     result = {"test": args.test, "beam": args.beam, "unk_in_output": 0}
