@@ -64,8 +64,13 @@ def toy_corpus(tmp_path_factory) -> dict[str, dict[str, str]]:
 
 
 def compose_cfg(overrides: list[str], out_dir: Path):
-    """The real ``conf/train.yaml``, composed as ``python -m luong_lit.train`` would."""
+    """The real ``conf/train.yaml``, composed as ``python -m luong_lit.train`` would (its
+    resolvers known, whichever test ran before in this process)."""
     from hydra import compose, initialize_config_dir
+
+    from luong_lit.sweeps.resolvers import register_resolvers
+
+    register_resolvers()
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose("train", overrides=[f"paths.output_dir={out_dir}", *overrides])

@@ -22,11 +22,17 @@ from pathlib import Path
 
 
 def evaluate(ckpt: Path, out: Path, threads: int) -> dict:
+    """``ckpt``'s beam BLEU and perplexity, read from ``out`` where it was evaluated before."""
+    if not list(out.glob("eval_*.json")):
+        _run_evaluate(ckpt, out, threads)
+    report = json.loads(next(out.glob("eval_*.json")).read_text())
+    return {"bleu_beam": report["bleu"]["bleu_tok"], "ppl": report.get("ppl")}
+
+
+def _run_evaluate(ckpt: Path, out: Path, threads: int) -> None:
     cmd = [sys.executable, "-m", "luong_lit", "evaluate", str(ckpt), "--out", str(out),
            "--threads", str(threads), "--quiet"]  # fmt: skip
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    report = json.loads(next(out.glob("eval_*.json")).read_text())
-    return {"bleu_beam": report["bleu"]["bleu_tok"], "ppl": report.get("ppl")}
 
 
 def main() -> None:
@@ -49,6 +55,9 @@ def main() -> None:
         "EMA (best checkpoint of the EMA run)": args.ema_run / "checkpoints" / "best.ckpt",
     }
     for i, (name, ckpt) in enumerate(models.items()):
+        if not ckpt.is_file():
+            print(json.dumps({"model": name, "checkpoint": str(ckpt), "missing": True}))
+            continue
         found = evaluate(ckpt, args.out / f"model{i}", args.threads)
         print(json.dumps({"model": name, "checkpoint": str(ckpt), **found}))
 
