@@ -3,6 +3,7 @@ and kept, resumable.
 
     python -m scripts.studies.verdict_runs [--logs logs/verdicts] [--queue NAME ...] [--workers 2]
     python -m scripts.studies.verdict_runs --list        # every job and where it stands
+    python -m scripts.studies.verdict_runs --queue ours --study ours --rows table1_reverse
 
 Each job is one run, ``LOGS/STUDY/ROW/seedS``: trained (``hydra.run.dir`` of its own, one thread),
 then its test sets decoded (``python -m luong_lit evaluate ... --out RUN``: beam 5, the lines
@@ -166,6 +167,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--logs", type=Path, default=Path("logs/verdicts"))
     ap.add_argument("--queue", action="append", choices=sorted(QUEUES), help="default: all")
+    ap.add_argument("--study", action="append", help="only this queue's study (e.g. ours)")
+    ap.add_argument("--rows", nargs="+", help="only these rows (e.g. table1_base table1_reverse)")
     ap.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--results", type=Path, default=RESULTS, help="where runs are exported")
@@ -173,6 +176,8 @@ def main() -> None:
     ap.add_argument("--list", action="store_true", help="list the jobs and their state, run none")
     args = ap.parse_args()
     todo = jobs(args.logs, args.queue or list(QUEUES), tuple(args.seeds))
+    todo = [j for j in todo if args.study is None or j.study in args.study]
+    todo = [j for j in todo if args.rows is None or j.row in args.rows]
     if args.list:
         for job in todo:
             print(f"{state(job, args.logs, args.results):12s} {job.name}")
