@@ -224,7 +224,7 @@ def test_the_paper_row_stands_beside_runs_of_its_own_corpus_only(runs, tmp_path)
     cfg = OmegaConf.load(run / ".hydra" / "config.yaml")
     cfg.data.dataset = "wmt14_ende"
     OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
-    same, other = collect(run)["paper"], collect(runs["local_p"])["paper"]
+    same, other = collect(run).paper, collect(runs["local_p"]).paper
     assert (same["ppl"], same["bleu"], same["row"]) == (5.9, 19.0, "local_p (general)")
     assert (other["ppl"], other["bleu"]) == (5.9, 19.0) and other["aer"] == same["aer"] == 0.36
     assert other["row"] == "local_p (general) (measured on WMT'14 En→De; this run: files)"
@@ -355,19 +355,19 @@ def test_report_lays_out_a_ladder_with_its_gains_beside_the_paper(tmp_path):
 def test_an_ensemble_is_found_beside_the_runs_or_named_with_its_table(tmp_path):
     from luong_lit.analysis.runs import collect
     from luong_lit.errors import DataError
-    from luong_lit.paper.study.ladders import find_ensembles
+    from luong_lit.paper.study.ensembles import find_ensembles
 
     run = ladder_run(tmp_path, 0, "table3_base_reverse", 1234, (9.0, 20.0, 21.0, 21.0))
     row = collect(run)  # a ladder run is given its row of the paper
-    assert (row["ladder"], row["paper"]["table"]) == ("table3_base_reverse", "3")
-    assert row["paper"]["row"] == "Base (reverse) (measured on WMT'15 De→En; this run: multi30k)"
+    assert (row.ladder, row.paper["table"]) == ("table3_base_reverse", "3")
+    assert row.paper["row"] == "Base (reverse) (measured on WMT'15 De→En; this run: multi30k)"
     report = {"test": "t", "checkpoints": [str(run / "checkpoints" / "best.ckpt")], "ppl": [9.0],
               "bleu": {"bleu_tok": 21.0}, "bleu_unk_replaced": {"bleu_tok": 21.5}}  # fmt: skip
     (tmp_path / "e.json").write_text(json.dumps(report))
     assert list(find_ensembles([], [str(tmp_path / "e.json")])) == ["table3"]  # its runs' ladder
     assert list(find_ensembles([], [f"table1={tmp_path / 'e.json'}"])) == ["table1"]
     shutil.copy(tmp_path / "e.json", tmp_path / "ensemble_table1.json")
-    assert find_ensembles([tmp_path])["table1"]["bleu_unk"] == 21.5
+    assert find_ensembles([tmp_path])["table1"].beam_unk.bleu_tok == 21.5
     (tmp_path / "e.json").write_text(json.dumps({**report, "checkpoints": ["elsewhere/best.ckpt"]}))
     with pytest.raises(DataError, match="name its table"):
         find_ensembles([], [str(tmp_path / "e.json")])

@@ -34,6 +34,13 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
         f"{m}_{kind}" for m in ("bleu", "chrf", "chrfpp", "ter") for kind in ("tok", "detok")
     }
     assert sum(r["n"] for r in report["length_buckets"]) == 10
+    from dataclasses import asdict
+
+    from luong_lit.analysis.records import Evaluation
+
+    record = Evaluation.read(tmp_path / "eval_toy.json")  # every score has its field
+    assert asdict(record.beam_unk) == report["bleu_unk_replaced"] and record.beam_width == 3
+    assert record.lines("hyp")[0] == hyps.stdout.decode().splitlines()
     md = (tmp_path / "eval_toy.md").read_text()
     assert "detokenised sacreBLEU 13a" in md and "tokenised (multi-bleu.perl equivalent" in md
     assert "| BLEU on cased text |" in md  # the toy corpus keeps its case

@@ -171,11 +171,15 @@ def test_training_and_decoding_never_import_the_fast_model():
 
 
 #: the kit's doors to the paper: a run's row of the paper's figures (``report``, the notebook's
-#: tables), the paper recipe's resolvers, and the command that lays out the ladders
+#: tables), the paper recipe's resolvers, and the command that lays out the ladders and finds
+#: their ensembles
 PAPER_DOORS = {
     "luong_lit.analysis.runs": {"luong_lit.paper.numbers"},
     "luong_lit.sweeps.resolvers": {"luong_lit.paper.resolvers"},
-    "luong_lit.commands.report": {"luong_lit.paper.study.ladders"},
+    "luong_lit.commands.report": {
+        "luong_lit.paper.study.ladders",
+        "luong_lit.paper.study.ensembles",
+    },
 }
 
 

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from luong_lit.analysis.cells import varying
+from luong_lit.analysis.records import RunRow
 from luong_lit.metrics.bleu import corpus_bleu_tok
 from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
 from luong_lit.paper.study.steps import judged, step_test, verdict_cells
@@ -81,10 +82,12 @@ def test_a_ladder_step_tests_every_seed_of_both_rows_and_holm_corrects_the_table
     refs = base[1][1]
     better = {s: corpus(20 + s, right=0.8, refs=refs)[0] for s in (1, 2, 3)}
     base = {s: corpus(10 + s, right=0.3, refs=refs)[0] for s in (1, 2)}
-    above = {"members": [{"seed": s, "path": _run(tmp_path, f"a{s}", h, refs)}
-                         for s, h in base.items()]}  # fmt: skip
-    row = {"members": [{"seed": s, "path": _run(tmp_path, f"b{s}", h, refs, unk=h)}
-                       for s, h in better.items()]}  # fmt: skip
+    def member(name, seed, hyp, unk=None):
+        return RunRow(run=name, experiment="m30k_small", seed=seed,
+                      path=_run(tmp_path, name, hyp, refs, unk))  # fmt: skip
+
+    above = {"members": [member(f"a{s}", s, h) for s, h in base.items()]}
+    row = {"members": [member(f"b{s}", s, h, unk=h) for s, h in better.items()]}
     found = step_test(above, row)
     assert (len(found.baseline.per_seed), len(found.system.per_seed)) == (2, 3)
     assert found.sentences == len(refs) and found.low > 0 and found.p < 0.001
@@ -114,9 +117,9 @@ def test_a_cell_named_by_its_overrides_says_what_model_it_is():
     from luong_lit.analysis.cells import group, markdown_cells
 
     def run(ablation, attention, seed):
-        metrics = dict.fromkeys(("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk"))
         cell = f"ablation={ablation} score=concat"
-        return dict(metrics, cell=cell, attention=attention, score="concat", seed=seed, paper={})
+        return RunRow(run=cell, experiment="m30k_small", cell=cell, attention=attention,
+                      score="concat", seed=seed, paper={})  # fmt: skip
 
     rows = [run("global_general", "global", 1), run("local_m_general", "local_m", 1)]
     table = markdown_cells(group(rows)).splitlines()
@@ -128,7 +131,7 @@ def test_a_cell_named_by_its_overrides_says_what_model_it_is():
 def test_overrides_that_do_not_change_the_model_do_not_make_a_cell(tmp_path):
     """A resumed run (``ckpt_path=last``) or one without its progress bar trains the same model:
     same cell; a recipe override (``model.net.init_state=copy``) is another cell."""
-    from luong_lit.analysis.cells import cell_of
+    from luong_lit.analysis.runs import cell_of
 
     def run(name, *overrides):
         (tmp_path / name / ".hydra").mkdir(parents=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from luong_lit.analysis.runs import OTHER_COLUMNS, collect, is_run, model_overrides
+from luong_lit.analysis.records import RunRow
+from luong_lit.analysis.runs import OTHER_COLUMNS, is_run
 
 METRICS = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
 OTHERS = tuple(key for key, _ in OTHER_COLUMNS)  # chrF and TER: blank where runs lack them
@@ -51,27 +51,6 @@ def _inside(path: Path) -> list[Path]:
     )
 
 
-def cell_of(run_dir: Path) -> str:
-    """The run's command-line overrides without its seed and those that do not change the model
-    (:data:`~luong_lit.analysis.runs.RUN_ONLY`: progress bars, threads, ``ckpt_path``): what
-    the runs of a cell share."""
-    from omegaconf import OmegaConf
-
-    path = run_dir / ".hydra" / "overrides.yaml"
-    overrides = OmegaConf.load(path) if path.is_file() else []
-    return " ".join(sorted(model_overrides(overrides, ("seed",)))) or "(defaults)"
-
-
-def read_run(run_dir: Path) -> dict:
-    """:func:`~luong_lit.analysis.runs.collect` plus the dev perplexity and the cell."""
-    row = collect(run_dir)
-    results = run_dir / "results.json"
-    if results.is_file():
-        row["dev_ppl"] = json.loads(results.read_text()).get("dev_ppl")
-    row["cell"], row["path"] = cell_of(run_dir), str(run_dir)
-    return row
-
-
 def mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None]:
     """Mean and sample standard deviation of the values present (sd None below two)."""
     xs = [float(v) for v in values if v is not None]
@@ -88,12 +67,12 @@ def varying(cells: Sequence[str]) -> list[str]:
     return [" ".join(x for x in c.split() if x not in common) or c for c in cells]
 
 
-def seed_means(members: Sequence[dict], metric: str) -> list[float | None]:
+def seed_means(members: Sequence[RunRow], metric: str) -> list[float | None]:
     """``metric`` once per seed: the mean of the runs of that seed (the same recipe and seed run
     again is one more run, not one more seed), None for a seed without it."""
     by_seed: dict = {}
     for m in members:
-        by_seed.setdefault(m["seed"], []).append(m.get(metric))
+        by_seed.setdefault(m.seed, []).append(m.measure(metric))
     return [mean_sd(values)[0] for values in by_seed.values()]
 
 
@@ -111,23 +90,23 @@ def seeds_note(seeds: Sequence) -> str:
     return f", {_seeds(distinct)}" + (f" ({runs} runs)" if runs > distinct else "")
 
 
-def group(rows: Sequence[dict]) -> list[dict]:
+def group(rows: Sequence[RunRow]) -> list[dict]:
     """One entry per cell, in order of first appearance: seeds, n (runs), mean and sd per metric
     over the cell's seeds (:func:`seed_means`); a cell is named by what varies between the cells
     (:func:`varying`)."""
-    cells: dict[str, list[dict]] = {}
+    cells: dict[str, list[RunRow]] = {}
     for row in rows:
-        cells.setdefault(row["cell"], []).append(row)
+        cells.setdefault(row.cell, []).append(row)
     out = []
     for cell, members in zip(varying(list(cells)), cells.values()):
         first = members[0]
         entry = {
             "cell": cell,
-            "attention": first["attention"],
-            "score": first["score"],
+            "attention": first.attention,
+            "score": first.score,
             "n": len(members),
-            "seeds": [m["seed"] for m in members],
-            "paper": first["paper"],
+            "seeds": [m.seed for m in members],
+            "paper": first.paper,
         }
         for metric in (*METRICS, *OTHERS):
             entry[metric] = mean_sd(seed_means(members, metric))

@@ -8,11 +8,12 @@ run without a checkpoint (or report) is left out of what needs it, and named in 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from luong_lit.analysis.records import Evaluation
 from luong_lit.analysis.runs import own_evals
+from luong_lit.errors import DataError
 
 NO_MODEL = "no checkpoint (a run stopped before its first validation)"
 
@@ -50,9 +51,8 @@ def source_kind(run: Path) -> str:
     from its ``evaluate`` report, else ``dev set, greedy``."""
     evals = own_evals(run)
     if evals:
-        report = json.loads(evals[0].read_text())
-        beam = (report.get("decoding") or {}).get("beam", "?")
-        return f"{report.get('test', evals[0].stem[5:])}, beam {beam}"
+        report = Evaluation.read(evals[0])
+        return f"{report.test or evals[0].stem[5:]}, beam {report.beam_width or '?'}"
     return "dev set, greedy"
 
 
@@ -77,7 +77,10 @@ def length_buckets(run: Path, max_sentences: int | None = None) -> list[dict]:
     """BLEU by source length: from the run's ``eval_*.json``, else greedy on its dev set."""
     evals = own_evals(run)
     if evals:
-        return json.loads(evals[0].read_text())["length_buckets"]
+        found = Evaluation.read(evals[0]).length_buckets
+        if found is None:
+            raise DataError(f"{evals[0]}: no length_buckets (BLEU by source length) in it")
+        return found
     from luong_lit.metrics.bleu import bleu_lines
     from luong_lit.metrics.buckets import bleu_by_length
 
@@ -97,7 +100,7 @@ def cell_buckets(runs: Sequence[Path], max_sentences: int | None = None) -> list
 
     by_seed: dict = {}
     for run in runs:
-        by_seed.setdefault(describe(run)["seed"], []).append(length_buckets(run, max_sentences))
+        by_seed.setdefault(describe(run).seed, []).append(length_buckets(run, max_sentences))
     seeds = [mean_buckets(rows) for rows in by_seed.values()]
     means = [[{k: v for k, v in r.items() if k != "bleu_sd"} for r in s] for s in seeds]
     return mean_buckets(means)  # the sd over seeds, not over the runs of one seed

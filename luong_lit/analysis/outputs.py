@@ -6,22 +6,15 @@ sample translations.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from luong_lit.analysis.records import Evaluation
 from luong_lit.analysis.runs import own_evals
 
 
 def report_outputs(report: Path, kind: str) -> tuple[list[str], list[str]] | None:
     """An ``evaluate`` report's output lines of ``kind`` (``hyp``, ``hyp_unk``) and references."""
-    names = json.loads(report.read_text(encoding="utf-8")).get("outputs") or {}
-    if kind not in names or "ref" not in names:
-        return None
-    paths = [report.parent / names[kind], report.parent / names["ref"]]
-    if not all(p.is_file() for p in paths):
-        return None
-    hyp, ref = (p.read_text(encoding="utf-8").splitlines() for p in paths)
-    return hyp, ref
+    return Evaluation.read(report).lines(kind)
 
 
 def run_outputs(run: Path, kind: str) -> tuple[list[str], list[str]] | None:

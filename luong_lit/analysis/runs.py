@@ -13,8 +13,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 
+from luong_lit.analysis.records import (
+    Evaluation,
+    RunFacts,
+    RunRow,
+    evaluation_measures,
+    results_measures,
+)
 from luong_lit.data.sources.named import corpus_name
 from luong_lit.nn.names import attention_name, score_name
 from luong_lit.paper.numbers import like_with_like, paper_row
@@ -69,7 +77,7 @@ def is_run(path: Path) -> bool:
     return (Path(path) / ".hydra" / "config.yaml").is_file()
 
 
-def describe(run_dir: Path) -> dict:
+def describe(run_dir: Path) -> RunFacts:
     """Experiment or ladder name, attention, score, input feeding and corpus of a run, from its
     saved config."""
     from omegaconf import OmegaConf
@@ -83,23 +91,23 @@ def describe(run_dir: Path) -> dict:
     overrides = OmegaConf.load(overrides_path) if overrides_path.is_file() else []
     attention = attention_name(net.get("attention"))
     tests = data.get("test")
-    return {
-        "run": run_dir.name,
-        "experiment": override_value(overrides, "experiment") or "m30k_small",
-        "ladder": override_value(overrides, "ladder"),
-        "changes": recipe_changes(overrides),
-        "attention": attention,
-        "score": score_name(net.get("score")) if attention != "none" else None,
-        "feed_input": cfg.get("feed_input"),
-        "seed": cfg.get("seed"),
-        "dataset": data.get("dataset"),
-        "corpus": corpus_label(
+    return RunFacts(
+        run=run_dir.name,
+        experiment=override_value(overrides, "experiment") or "m30k_small",
+        ladder=override_value(overrides, "ladder"),
+        changes=recipe_changes(overrides),
+        attention=attention,
+        score=score_name(net.get("score")) if attention != "none" else None,
+        feed_input=cfg.get("feed_input"),
+        seed=cfg.get("seed"),
+        dataset=data.get("dataset"),
+        corpus=corpus_label(
             data.get("dataset"),
             data.get("src_lang"),
             data.get("tgt_lang"),
             next(iter(tests), None) if isinstance(tests, dict) else None,
         ),
-    }
+    )
 
 
 def own_evals(run_dir: Path) -> list[Path]:
@@ -107,49 +115,37 @@ def own_evals(run_dir: Path) -> list[Path]:
     return [p for p in sorted(run_dir.glob("eval_*.json")) if not p.stem.endswith("_ensemble")]
 
 
-SCORES = ("bleu", "chrf", "ter")  # a row's scores of each decoding: bleu_greedy, chrf_beam_unk
-
-
-def _tested(first: dict) -> dict:
-    """A row's figures from its first test set in ``results.json``."""
-    row = {"ppl": first.get("ppl")}
-    row.update({f"{m}_greedy": first.get(f"{m}_greedy") for m in SCORES})
-    if "bleu_beam" in first:
-        row.update({f"{m}_beam": first.get(f"{m}_beam") for m in SCORES})
-        row.update({f"{m}_beam_unk": first.get(f"{m}_unk_beam") for m in SCORES})
-    return row
-
-
-def _evaluated(ev: dict) -> dict:
-    """A row's beam figures from its ``evaluate`` report (its tokenised scores)."""
-    row = {"beam": ev["decoding"]["beam"]}
-    for key, scores in (("beam", ev["bleu"]), ("beam_unk", ev["bleu_unk_replaced"])):
-        row.update({f"{m}_{key}": scores.get(f"{m}_tok") for m in SCORES})
-    return row
-
-
-def collect(run_dir: Path) -> dict:
-    """:func:`describe`, the run's measured figures, and the paper's row for the same system."""
-    row = describe(run_dir)
+def collect(run_dir: Path) -> RunRow:
+    """:func:`describe`, the run's measured figures (:mod:`~luong_lit.analysis.records`), the
+    paper's row for the same system, its cell (:func:`cell_of`) and path."""
+    facts = describe(run_dir)
     results_path = run_dir / "results.json"
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
-    tests = {k: v for k, v in results.items() if isinstance(v, dict)}
-    if tests:
-        name, first = next(iter(tests.items()))
-        row.update(test=name, **_tested(first))
+    test, found = results_measures(results)
     for path in own_evals(run_dir):
-        row.update(_evaluated(json.loads(path.read_text())))
+        found.update(evaluation_measures(Evaluation.read(path)))
     if (run_dir / "align.json").is_file():
-        row["aer"] = json.loads((run_dir / "align.json").read_text()).get("aer")
-    paper = paper_row(row["ladder"] or row["experiment"], row["attention"], row["score"])
-    row["paper"] = like_with_like(paper, row["dataset"])
-    return row
+        found["aer"] = json.loads((run_dir / "align.json").read_text()).get("aer")
+    paper = paper_row(facts.ladder or facts.experiment, facts.attention, facts.score)
+    return RunRow(
+        **{f.name: getattr(facts, f.name) for f in fields(facts)}, **found, test=test,
+        paper=like_with_like(paper, facts.dataset), cell=cell_of(run_dir), path=str(run_dir),
+    )  # fmt: skip
+
+
+def cell_of(run_dir: Path) -> str:
+    """The run's command-line overrides without its seed and those that do not change the model
+    (:data:`RUN_ONLY`: progress bars, threads, ``ckpt_path``): what the runs of a cell share."""
+    from omegaconf import OmegaConf
+
+    path = run_dir / ".hydra" / "overrides.yaml"
+    overrides = OmegaConf.load(path) if path.is_file() else []
+    return " ".join(sorted(model_overrides(overrides, ("seed",)))) or "(defaults)"
 
 
 def run_label(run: Path) -> str:
     """``attention (score)``, or ``none``."""
-    row = describe(run)
-    return f"{row['attention']} ({row['score']})" if row["score"] else row["attention"]
+    return describe(run).label
 
 
 def _f(x, fmt="{:.2f}") -> str:
@@ -164,7 +160,7 @@ OTHER_COLUMNS = tuple(
 )
 
 
-def markdown(rows: Sequence[dict]) -> str:
+def markdown(rows: Sequence[RunRow]) -> str:
     """One line per run, beside the paper's row for the same system (chrF and TER after BLEU;
     TER: lower is better)."""
     others = " | ".join(head for _, head in OTHER_COLUMNS)
@@ -174,11 +170,11 @@ def markdown(rows: Sequence[dict]) -> str:
         "|---|---|---|---|" + "---:|" * (5 + len(OTHER_COLUMNS)) + "---|" + "---:|" * 4,
     ]
     for r in rows:
-        p = r["paper"]
-        cells = [r["run"], r["attention"], r["score"] or "–", str(r["feed_input"])]
-        cells += [_f(r.get(k)) for k in ("ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")]
-        cells += [_f(r.get(k)) for k, _ in OTHER_COLUMNS]
-        cells += [_f(r.get("aer"), "{:.3f}"), f"Table {p['table']}: {p['row']}" if p else "–"]
+        p = r.paper or {}
+        cells = [r.run, r.attention, r.score or "–", str(r.feed_input)]
+        cells += [_f(r.measure(k)) for k in ("ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")]
+        cells += [_f(r.measure(k)) for k, _ in OTHER_COLUMNS]
+        cells += [_f(r.aer, "{:.3f}"), f"Table {p['table']}: {p['row']}" if p else "–"]
         cells += [
             _f(p.get("ppl"), "{:.1f}"),
             _f(p.get("bleu"), "{:.1f}"),

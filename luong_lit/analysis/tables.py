@@ -18,7 +18,8 @@ def cells(runs: Sequence[Path]) -> dict[str, list[Path]]:
     cell), each cell named as ``report`` names it: by the overrides that vary between the cells,
     not those every cell shares (:func:`~luong_lit.analysis.cells.varying`); a lone cell by its
     system (``global (general)``). :func:`with_seeds` adds what each cell holds."""
-    from luong_lit.analysis.cells import cell_of, varying
+    from luong_lit.analysis.cells import varying
+    from luong_lit.analysis.runs import cell_of
 
     groups: dict[str, list[Path]] = {}
     for run in runs:
@@ -34,7 +35,7 @@ def with_seeds(cells: Mapping[str, Sequence[Path]]) -> dict[str, list[Path]]:
     from luong_lit.analysis.cells import seeds_note
 
     return {
-        label + seeds_note([describe(r)["seed"] for r in members]): list(members)
+        label + seeds_note([describe(r).seed for r in members]): list(members)
         for label, members in cells.items()
     }
 
@@ -42,10 +43,10 @@ def with_seeds(cells: Mapping[str, Sequence[Path]]) -> dict[str, list[Path]]:
 def table4(runs: Sequence[Path]) -> str:
     """Table 4 from run directories: runs that differ only by their seed are one row, mean ±
     sd (``python -m luong_lit report`` on a sweep); one row per run when no seed repeats."""
-    from luong_lit.analysis.cells import group, markdown_cells, read_run
-    from luong_lit.analysis.runs import markdown
+    from luong_lit.analysis.cells import group, markdown_cells
+    from luong_lit.analysis.runs import collect, markdown
 
-    rows = [read_run(r) for r in runs]
+    rows = [collect(r) for r in runs]
     cells = group(rows)
     return markdown_cells(cells) if any(c["n"] > 1 for c in cells) else markdown(rows)
 

@@ -28,12 +28,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.analysis.cells import csv_cells, group, markdown_cells, read_run, run_dirs
-from luong_lit.analysis.runs import markdown
+from luong_lit.analysis.cells import csv_cells, group, markdown_cells, run_dirs
+from luong_lit.analysis.records import RunRow
+from luong_lit.analysis.runs import collect, markdown
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.errors import DataError
-from luong_lit.paper.study.ladders import find_ensembles, markdown_ladders
+from luong_lit.paper.study.ensembles import find_ensembles
+from luong_lit.paper.study.ladders import markdown_ladders
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,9 +55,11 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def tables(rows: list[dict], sweep: bool, per_run: bool, ensembles: list) -> tuple[str, str | None]:
+def tables(
+    rows: list[RunRow], sweep: bool, per_run: bool, ensembles: list
+) -> tuple[str, str | None]:
     """The Markdown (ladders first, Tables 1 and 3, then the other runs) and the cells' CSV."""
-    ladder = [r for r in rows if r.get("ladder")] if not per_run else []
+    ladder = [r for r in rows if r.ladder] if not per_run else []
     others = [r for r in rows if r not in ladder]
     text = markdown_ladders(ladder, ensembles) if ladder or (ensembles and not per_run) else ""
     if others:
@@ -72,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise DataError(f"{gone}: does not exist")
         try:
             dirs = run_dirs(args.runs)
-            rows = [read_run(d) for d in dirs]
+            rows = [collect(d) for d in dirs]
         except (FileNotFoundError, KeyError, json.JSONDecodeError) as err:
             raise DataError(str(err)).with_traceback(None) from None
         sweeps = [r for r in args.runs if Path(r) not in dirs]

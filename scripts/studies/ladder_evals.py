@@ -37,7 +37,7 @@ def finished(sweep: Path) -> list[Path]:
 
 def ensembles(sweep: Path, runs: list[Path], extra: list[str]) -> None:
     for table, row in LAST_ROWS.items():
-        members = [r for r in runs if describe(r)["ladder"] == row]
+        members = [r for r in runs if describe(r).ladder == row]
         out = sweep / f"ensemble_{table}"
         if len(members) > 1 and not list(out.glob("eval_*_ensemble.json")):
             evaluate([r / "checkpoints" / "best.ckpt" for r in members], out, extra)
@@ -56,7 +56,7 @@ def main() -> None:
             ckpt = run / "checkpoints" / "best.ckpt"
             if not list(run.glob("eval_*.json")):
                 evaluate([ckpt], run, extra)
-            attention = describe(run)["attention"] != "none"
+            attention = describe(run).attention != "none"
             if args.dictionary and attention and not (run / "dictionary").is_dir():
                 evaluate([ckpt], run / "dictionary", [*extra, "--dict", args.dictionary])
         ensembles(sweep, runs, extra)

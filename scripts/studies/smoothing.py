@@ -20,13 +20,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from luong_lit.analysis.records import Evaluation
+
 
 def evaluate(ckpt: Path, out: Path, threads: int) -> dict:
     """``ckpt``'s beam BLEU and perplexity, read from ``out`` where it was evaluated before."""
     if not list(out.glob("eval_*.json")):
         _run_evaluate(ckpt, out, threads)
-    report = json.loads(next(out.glob("eval_*.json")).read_text())
-    return {"bleu_beam": report["bleu"]["bleu_tok"], "ppl": report.get("ppl")}
+    report = Evaluation.read(next(out.glob("eval_*.json")))
+    assert report.beam is not None, f"{report.path}: no BLEU in it"
+    return {"bleu_beam": report.beam.bleu_tok, "ppl": list(report.ppl)}
 
 
 def _run_evaluate(ckpt: Path, out: Path, threads: int) -> None:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,7 +16,7 @@ def by_ladder_row(runs: Sequence[Path]) -> dict[str | None, list[Path]]:
     """The runs by their ``ladder`` row (None: not a ladder run), in the order given."""
     by_row: dict[str | None, list[Path]] = {}
     for run in runs:
-        by_row.setdefault(describe(run)["ladder"], []).append(run)
+        by_row.setdefault(describe(run).ladder, []).append(run)
     return by_row
 
 
@@ -44,20 +43,21 @@ def no_ladder(table: str = "table1") -> str:
 def ladder_markdown(runs: Sequence[Path], table: str = "table1") -> str:
     """Table 1 or Table 3 from the ladder's runs (:mod:`luong_lit.paper.study.ladders`), with the
     ensemble of ``ensemble_table1/`` (``_table3``) beside the runs' folders, if any."""
-    from luong_lit.analysis.cells import read_run
-    from luong_lit.paper.study.ladders import find_ensembles, markdown_ladders
+    from luong_lit.analysis.runs import collect
+    from luong_lit.paper.study.ensembles import find_ensembles
+    from luong_lit.paper.study.ladders import markdown_ladders
 
     mine = [run for members in ladder_runs(runs, table).values() for run in members]
     if not mine:
         return no_ladder(table) + "\n"
     found = find_ensembles(dict.fromkeys(run.parent for run in mine))
     ensembles = {t: e for t, e in found.items() if t == table}
-    return markdown_ladders([read_run(run) for run in mine], ensembles)
+    return markdown_ladders([collect(run) for run in mine], ensembles)
 
 
 def _where(run: Path) -> str:
     """The run's corpus and direction, without its test set: ``Multi30k En→De``."""
-    return describe(run)["corpus"].split(" (")[0]
+    return describe(run).corpus.split(" (")[0]
 
 
 def figure5_ladder(runs: Sequence[Path], path: Path, table: str = "table1") -> Path | None:
@@ -122,14 +122,12 @@ def figure6_ladder(
 def ensemble_buckets(runs: Sequence[Path], table: str = "table1") -> tuple[str, list] | None:
     """Figure 6's line of the ladder's ensemble (``ensemble_table1/`` beside the runs' folders,
     its ``evaluate`` report's buckets, after unk replacement as each run's), or None."""
-    from luong_lit.paper.study.ladders import find_ensembles
+    from luong_lit.paper.study.ensembles import find_ensembles
 
     found = find_ensembles(dict.fromkeys(Path(run).parent for run in runs)).get(table)
-    report = json.loads(Path(found["path"]).read_text()) if found else {}
-    if "length_buckets" not in report:
+    if found is None or found.length_buckets is None:
         return None
-    label = f"ensemble of {len(found['checkpoints'])} (last row) + unk"
-    return label, report["length_buckets"]
+    return f"ensemble of {len(found.checkpoints)} (last row) + unk", found.length_buckets
 
 
 def best_run(runs: Sequence[Path]) -> Path:
@@ -138,7 +136,7 @@ def best_run(runs: Sequence[Path]) -> Path:
     from luong_lit.analysis.runs import collect
 
     def bleu(run: Path) -> float:
-        found = collect(run).get("bleu_beam")
+        found = collect(run).bleu_beam
         return float("-inf") if found is None else found
 
     return max(runs, key=bleu)  # max keeps the first of equals
@@ -148,8 +146,8 @@ def best_and_base(best_runs: Sequence[Path], base_runs: Sequence[Path]) -> tuple
     """Table 5's pair: the last row's best run (:func:`best_run`), and the base row's run of
     the same seed (else its first run)."""
     best = best_run(best_runs)
-    seed = describe(best)["seed"]
-    same = [r for r in base_runs if describe(r)["seed"] == seed]
+    seed = describe(best).seed
+    same = [r for r in base_runs if describe(r).seed == seed]
     return best, (same or list(base_runs))[0]
 
 
@@ -165,7 +163,7 @@ def ladder_table5(runs: Sequence[Path], table: str = "table1") -> str:
         return no_ladder(table) + "\n"
     (base_row, base_runs), (best_row, best_runs) = rows[0], rows[-1]
     best, base = best_and_base(best_runs, base_runs)
-    names = tuple(f"{row.split(', ')[0]} ({describe(r)['experiment']}, seed {describe(r)['seed']})"
+    names = tuple(f"{row.split(', ')[0]} ({describe(r).experiment}, seed {describe(r).seed})"
                   for row, r in ((best_row, best), (base_row, base)))  # fmt: skip
     try:
         return table5(best, base, names=names)
@@ -189,15 +187,15 @@ def ladder_figure7(runs: Sequence[Path], path: Path) -> Path | str:
 
     by_ladder = by_ladder_row(runs)
     models = {k: best_run(by_ladder[v]) for k, v in FIGURE7.items() if v in by_ladder}
-    local_m = [r for r in runs if describe(r)["attention"] == "local_m"]
+    local_m = [r for r in runs if describe(r).attention == "local_m"]
     if local_m:
         chosen = best_run(local_m)
-        models[f"local-m ({describe(chosen)['score']})"] = chosen
+        models[f"local-m ({describe(chosen).score})"] = chosen
     if len(models) < 2:
         return "Figure 7 needs Table 1's attention rows (and a local-m run) among the runs"
-    recipes = {describe(r)["experiment"] for r in models.values()}
+    recipes = {describe(r).experiment for r in models.values()}
     if len(recipes) > 1:  # say which recipe each model was trained with
-        models = {f"{k}, {describe(r)['experiment']}": r for k, r in models.items()}
+        models = {f"{k}, {describe(r).experiment}": r for k, r in models.items()}
     try:
         return figure7({k: checkpoint_of(r) for k, r in models.items()}, path)
     except (UserError, FileNotFoundError) as err:

@@ -3,7 +3,7 @@
 A ladder run is a job of ``python -m luong_lit.train -m 'ladder=glob(table*)' seed=1234,2``
 (``ladder=table1_…`` or ``ladder=table3_…`` in its overrides). A table lists the paper's rows in
 its order: our dev and test perplexity and BLEU (greedy; beam where ``results.json`` has
-``bleu_beam``; after unk replacement, ``bleu_unk_beam``, on rows with attention) as mean ±
+``bleu_beam``; after unk replacement, ``bleu_beam_unk``, on rows with attention) as mean ±
 sample sd over the seeds that finished, beside the paper's ppl, BLEU and gain; every row names
 both corpora. A row without a finished run says "not run yet". **Gain**: a row's BLEU minus
 the row above's (beam where both rows have it, else greedy), from the unrounded means,
@@ -24,16 +24,12 @@ for the paired test) or the file ``ensemble_table1.json`` in the sweep directory
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.analysis.cells import mean_sd, pm
-from luong_lit.analysis.outputs import report_outputs
-from luong_lit.analysis.runs import describe, is_run
-from luong_lit.errors import DataError
+from luong_lit.analysis.records import Evaluation, RunRow
 from luong_lit.paper.numbers import LADDERS
 from luong_lit.paper.study.steps import judged, row_spread, verdict_cells
 
@@ -63,10 +59,10 @@ NOTE = (
 )
 
 
-def _recipe(row: dict) -> tuple[str | None, str]:
+def _recipe(row: RunRow) -> tuple[str | None, str]:
     """What a ladder table's runs share besides their row and seed: the experiment and any
     further overrides that change the recipe (runs differing in these are not seeds of one)."""
-    return row.get("experiment"), row.get("changes") or ""
+    return row.experiment, row.changes or ""
 
 
 def ladder_table(ladder: str | None) -> str | None:
@@ -75,19 +71,21 @@ def ladder_table(ladder: str | None) -> str | None:
     return table if table in LADDERS else None
 
 
-def _model_row(paper: tuple, runs: Sequence[dict]) -> dict:
+def _model_row(paper: tuple, runs: Sequence[RunRow]) -> dict:
     """A model row: its finished runs' mean ± sd per metric beside the paper's (row, ppl, BLEU)."""
-    done = [r for r in runs if r.get("ppl") is not None]
+    done = [r for r in runs if r.ppl is not None]
     row = {"paper_row": paper[0], "paper_ppl": paper[1], "paper_bleu": paper[2]}
-    row.update(runs=len(runs), n=len(done), corpus=runs[0]["corpus"] if runs else None)
+    row.update(runs=len(runs), n=len(done), corpus=runs[0].corpus if runs else None)
     metrics = ["dev_ppl", "ppl", "bleu_greedy", "bleu_beam"]
-    if done and done[0]["attention"] != "none":
+    if done and done[0].attention != "none":
         metrics.append("bleu_beam_unk")
-    row.update({m: mean_sd([r.get(m) for r in done]) for m in metrics}, members=done)
+    row.update({m: mean_sd([r.measure(m) for r in done]) for m in metrics}, members=done)
     row["recipe"] = _recipe(runs[0]) if runs else None
-    unk = [r for r in done if r.get("bleu_beam_unk") is not None and r.get("bleu_beam")]
-    row["unk_gain"] = mean_sd([r["bleu_beam_unk"] - r["bleu_beam"] for r in unk])
-    row["best_unk"] = max((r["bleu_beam_unk"] for r in unk), default=None)
+    unk = [
+        (r.bleu_beam, r.bleu_beam_unk) for r in done if r.bleu_beam and r.bleu_beam_unk is not None
+    ]
+    row["unk_gain"] = mean_sd([after - before for before, after in unk])
+    row["best_unk"] = max((after for _, after in unk), default=None)
     return row
 
 
@@ -101,26 +99,27 @@ def _unk_row(last: dict, paper: tuple) -> dict:
     return {**row, "bleu_beam_unk": unk, "compare": {"bleu_beam": unk}}
 
 
-def _ensemble_row(ensemble: dict | None, paper: tuple | None, corpus: str | None) -> dict:
+def _ensemble_row(ensemble: Evaluation | None, paper: tuple | None, corpus: str | None) -> dict:
     """Our ensemble (a report of ``evaluate``) beside the paper's ensemble row, if it has one."""
     row = {"paper_row": paper[0] if paper else "ensemble (no such row in the paper)"}
     row.update(paper_bleu=paper[1] if paper else None, corpus=corpus, runs=0, n=0)
     if ensemble:
-        if corpus and ensemble["test"]:
-            row["corpus"] = f"{corpus.split(' (')[0]} ({ensemble['test']})"
-        unk = (ensemble["bleu_unk"], 0.0)
-        row.update(n=1, ensemble=len(ensemble["checkpoints"]), ppl=(ensemble["ppl"], None))
-        row.update(bleu_beam=(ensemble["bleu_beam"], None), bleu_beam_unk=unk)
+        if corpus and ensemble.test:
+            row["corpus"] = f"{corpus.split(' (')[0]} ({ensemble.test})"
+        assert ensemble.beam is not None and ensemble.beam_unk is not None  # read_ensemble's
+        unk = (ensemble.beam_unk.bleu_tok, 0.0)
+        row.update(n=1, ensemble=len(ensemble.checkpoints), ppl=(ensemble.model_ppl, None))
+        row.update(bleu_beam=(ensemble.beam.bleu_tok, None), bleu_beam_unk=unk)
         row["compare"] = {"bleu_beam": unk}
-        row["ensemble_outputs"] = ensemble.get("outputs")
+        row["ensemble_outputs"] = ensemble.lines("hyp_unk")
     return row
 
 
-def lay_out(rows: Sequence[dict], table: str, ensemble: dict | None = None) -> list[dict]:
+def lay_out(rows: Sequence[RunRow], table: str, ensemble: Evaluation | None = None) -> list[dict]:
     """``table``'s rows in the paper's order from the runs' rows (:func:`~luong_lit.analysis.
-    cells.read_run`): the models, "+ unk replace", and the ensemble where either side has one."""
+    runs.collect`): the models, "+ unk replace", and the ensemble where either side has one."""
     models, after = LADDERS[table][2:4]
-    out = [_model_row(p, [r for r in rows if r.get("ladder") == k]) for k, p in models.items()]
+    out = [_model_row(p, [r for r in rows if r.ladder == k]) for k, p in models.items()]
     corpus = next((r["corpus"] for r in out if r["corpus"]), None)
     for row in out:
         row["corpus"] = row["corpus"] or corpus
@@ -202,24 +201,24 @@ def markdown_ladder(table: str, laid: Sequence[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ensemble_note(ensemble: dict, laid: Sequence[dict]) -> str:
+def _ensemble_note(ensemble: Evaluation, laid: Sequence[dict]) -> str:
     """Where the ensemble comes from, and its gain over the best single run of "+ unk"."""
-    names = ", ".join(Path(c).parent.parent.name or c for c in ensemble["checkpoints"])
-    note = f"Ensemble: {ensemble['path']} (checkpoints of {names})."
+    names = ", ".join(Path(c).parent.parent.name or c for c in ensemble.checkpoints)
+    note = f"Ensemble: {ensemble.path} (checkpoints of {names})."
     best = next((r.get("best_unk") for r in laid if "paired" in r), None)
     if best is not None:
-        gain_best = ensemble["bleu_unk"] - best
+        gain_best = ensemble.beam_unk.bleu_tok - best  # type: ignore[union-attr]
         note += f' Its gain over the best single run of "+ unk replace" ({best:.2f}): '
         note += f"{gain_best:+.2f}."
     return note
 
 
-def _notes(table: str, rows: Sequence[dict], ensemble: dict | None, laid: Sequence[dict]) -> str:
+def _notes(
+    table: str, rows: Sequence[RunRow], ensemble: Evaluation | None, laid: Sequence[dict]
+) -> str:
     """What the numbers are, which runs have not finished, where the ensemble comes from."""
     notes = [NOTE]
-    waiting = [
-        r["run"] for r in rows if ladder_table(r.get("ladder")) == table and not r.get("ppl")
-    ]
+    waiting = [r.run for r in rows if ladder_table(r.ladder) == table and not r.ppl]
     if waiting:
         notes.append("Not finished (no test results yet): " + ", ".join(waiting) + ".")
     if ensemble:
@@ -234,25 +233,27 @@ def _resolved(path) -> Path:
     return Path(path).resolve()
 
 
-def _ensemble_for(table: str, group: Sequence[dict], ensembles: list, alone: bool) -> dict | None:
+def _ensemble_for(
+    table: str, group: Sequence[RunRow], ensembles: list, alone: bool
+) -> Evaluation | None:
     """The ensemble of ``table`` whose checkpoints are in the ``group``'s runs; where the group
     is the only one of its table, any ensemble of the table."""
-    mine = {_resolved(r["path"]) for r in group if r.get("path")}
+    mine = {_resolved(r.path) for r in group if r.path}
     of_table = [e for t, e in ensembles if t == table]
     for e in of_table:
-        if {_resolved(c).parent.parent for c in e["checkpoints"]} <= mine:
+        if {_resolved(c).parent.parent for c in e.checkpoints} <= mine:
             return e
     return of_table[0] if alone and of_table else None
 
 
-def markdown_ladders(rows: Sequence[dict], ensembles=None) -> str:
+def markdown_ladders(rows: Sequence[RunRow], ensembles=None) -> str:
     """Table 1 and Table 3 (those the rows have ladder runs of), one table for each recipe the
     runs were trained with (``experiment``), each with its notes. ``ensembles``: by table, or a
     list of ``(table, ensemble)`` (several sweeps, each with its own)."""
     pairs = list(ensembles.items()) if isinstance(ensembles, dict) else list(ensembles or [])
     parts = []
     for table in LADDERS:
-        mine = [r for r in rows if ladder_table(r.get("ladder")) == table]
+        mine = [r for r in rows if ladder_table(r.ladder) == table]
         recipes = list(dict.fromkeys(map(_recipe, mine))) or [None]
         if not mine and not any(t == table for t, _ in pairs):
             continue
@@ -262,55 +263,3 @@ def markdown_ladders(rows: Sequence[dict], ensembles=None) -> str:
             laid = lay_out(group, table, ensemble)
             parts.append(f"{markdown_ladder(table, laid)}\n{_notes(table, group, ensemble, laid)}")
     return "\n".join(parts)
-
-
-def read_ensemble(path: str | Path) -> dict:
-    """A report of ``python -m luong_lit evaluate`` as the ensemble row reads it: checkpoints,
-    test set, perplexity and BLEU before and after unk replacement."""
-    try:
-        rep = json.loads(Path(path).read_text(encoding="utf-8"))
-        out = {
-            "bleu_beam": rep["bleu"]["bleu_tok"],
-            "bleu_unk": rep["bleu_unk_replaced"]["bleu_tok"],
-        }
-        out["checkpoints"] = [str(c) for c in rep.get("checkpoints", [])]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        kind = type(err).__name__
-        raise DataError(
-            f"{path}: not a report of `python -m luong_lit evaluate` ({kind}: {err})"
-        ) from None
-    ppl = rep.get("ppl_ensemble", (rep.get("ppl") or [None])[0])
-    found = report_outputs(Path(path), "hyp_unk")
-    return {**out, "path": str(path), "test": rep.get("test"), "ppl": ppl, "outputs": found}
-
-
-def ensemble_table(ensemble: dict) -> str:
-    """``table1`` or ``table3``: the ladder of the runs all the ensemble's checkpoints are in."""
-    runs = [Path(c).parent.parent for c in ensemble["checkpoints"]]
-    tables = {ladder_table(describe(r)["ladder"]) if is_run(r) else None for r in runs}
-    if len(tables) != 1 or None in tables:
-        raise DataError(
-            f"{ensemble['path']}: its checkpoints are not all in runs of one ladder; "
-            "name its table: --ensemble table1=FILE (or table3=FILE)"
-        )
-    return tables.pop()
-
-
-def find_ensembles(folders: Iterable[str | Path], given: Sequence[str] = ()) -> dict[str, dict]:
-    """The tables' ensembles: ``ensemble_table1/`` (an ``evaluate --out`` folder) or
-    ``ensemble_table1.json`` (``table3`` likewise) in the folders, then each of ``given``
-    (``FILE`` or ``table1=FILE``), which wins."""
-    out = {}
-    for folder, table in ((Path(f), t) for f in folders for t in LADDERS):
-        made = sorted((folder / f"ensemble_{table}").glob("eval_*_ensemble.json"))
-        path = made[0] if made else folder / f"ensemble_{table}.json"
-        if path.is_file():
-            out[table] = read_ensemble(path)
-    for spec in given:
-        named = re.fullmatch(r"(table\d+)=(.+)", spec)
-        ensemble = read_ensemble(named.group(2) if named else spec)
-        table = named.group(1) if named else ensemble_table(ensemble)
-        if table not in LADDERS:
-            raise DataError(f"--ensemble {spec}: {table} is not a ladder (table1 or table3)")
-        out[table] = ensemble
-    return out

@@ -16,16 +16,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.analysis.outputs import run_outputs
+from luong_lit.analysis.records import RunRow
 from luong_lit.metrics.significance import SeedPaired, SeedRow, holm, judge, seed_row
 from luong_lit.metrics.significance import two_level_bootstrap as two_level
 
 
-def _by_seed(members: list[dict], kind: str) -> dict:
+def _by_seed(members: list[RunRow], kind: str) -> dict:
     found = {}
     for m in members:
-        out = run_outputs(Path(m["path"]), kind) if m.get("path") else None
+        out = run_outputs(Path(m.path), kind) if m.path else None
         if out is not None:
-            found[m["seed"]] = out
+            found[m.seed] = out
     return found
 
 
