@@ -12,6 +12,7 @@ import csv
 import io
 import statistics
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from luong_lit.analysis.records import RunRow
@@ -90,34 +91,51 @@ def seeds_note(seeds: Sequence) -> str:
     return f", {_seeds(distinct)}" + (f" ({runs} runs)" if runs > distinct else "")
 
 
-def group(rows: Sequence[RunRow]) -> list[dict]:
-    """One entry per cell, in order of first appearance: seeds, n (runs), mean and sd per metric
-    over the cell's seeds (:func:`seed_means`); a cell is named by what varies between the cells
-    (:func:`varying`)."""
+@dataclass(frozen=True)
+class Cell:
+    """Runs of one recipe that differ only by their seed: its name (what varies between the
+    cells), system, runs and their seeds, the paper's row, and each metric's mean and sd over
+    the seeds (:func:`seed_means`)."""
+
+    cell: str
+    attention: str
+    score: str | None
+    seeds: tuple
+    paper: dict | None
+    stats: dict[str, tuple[float | None, float | None]]
+
+    @property
+    def n(self) -> int:
+        """How many runs (a seed run twice counts twice here, once in :attr:`stats`)."""
+        return len(self.seeds)
+
+    @property
+    def system(self) -> str:
+        """What the cell's model is, from its resolved config: ``attention (score)``, or
+        ``none`` (a cell named ``ablation=global_general`` with ``score=concat`` is ``global
+        (concat)``)."""
+        return f"{self.attention} ({self.score})" if self.score else str(self.attention)
+
+
+def group(rows: Sequence[RunRow]) -> list[Cell]:
+    """One :class:`Cell` per cell, in order of first appearance; a cell is named by what varies
+    between the cells (:func:`varying`)."""
     cells: dict[str, list[RunRow]] = {}
     for row in rows:
         cells.setdefault(row.cell, []).append(row)
     out = []
     for cell, members in zip(varying(list(cells)), cells.values()):
         first = members[0]
-        entry = {
-            "cell": cell,
-            "attention": first.attention,
-            "score": first.score,
-            "n": len(members),
-            "seeds": [m.seed for m in members],
-            "paper": first.paper,
-        }
-        for metric in (*METRICS, *OTHERS):
-            entry[metric] = mean_sd(seed_means(members, metric))
-        out.append(entry)
+        stats = {m: mean_sd(seed_means(members, m)) for m in (*METRICS, *OTHERS)}
+        seeds = tuple(m.seed for m in members)
+        out.append(Cell(cell, first.attention, first.score, seeds, first.paper, stats))
     return out
 
 
-def runs_text(cell: dict) -> str:
+def runs_text(cell: Cell) -> str:
     """A cell's number of runs, and of seeds where a seed was run again: ``3 (2 seeds)``."""
-    distinct = len(set(cell["seeds"]))
-    return str(cell["n"]) + (f" ({_seeds(distinct)})" if distinct < cell["n"] else "")
+    distinct = len(set(cell.seeds))
+    return str(cell.n) + (f" ({_seeds(distinct)})" if distinct < cell.n else "")
 
 
 def pm(pair: tuple[float | None, float | None]) -> str:
@@ -133,28 +151,22 @@ def _paper(p: dict, key: str) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
-def system(cell: dict) -> str:
-    """What a cell's model is, from its resolved config: ``attention (score)``, or ``none``
-    (a cell named ``ablation=global_general`` with ``score=concat`` is ``global (concat)``)."""
-    return f"{cell['attention']} ({cell['score']})" if cell["score"] else str(cell["attention"])
-
-
-def markdown_cells(cells: Sequence[dict]) -> str:
+def markdown_cells(cells: Sequence[Cell]) -> str:
     """Mean ± sd per cell beside the paper's row (chrF and TER after BLEU)."""
     head = ["cell", "system", "runs", "dev ppl", "test ppl", "greedy BLEU", "beam BLEU", "+ unk"]
     head += [name for _, name in OTHER_COLUMNS] + ["paper row"] + [name for _, name in PAPER]
     rule = "|---|---|---:|" + "---:|" * (5 + len(OTHERS)) + "---|" + "---:|" * 3
     lines = ["| " + " | ".join(head) + " |", rule]
     for c in cells:
-        p = c["paper"]
-        row = [c["cell"], system(c), runs_text(c)] + [pm(c[m]) for m in (*METRICS, *OTHERS)]
+        p = c.paper
+        row = [c.cell, c.system, runs_text(c)] + [pm(c.stats[m]) for m in (*METRICS, *OTHERS)]
         row += [f"Table {p['table']}: {p['row']}" if p else "–"]
         row += [_paper(p, key) for key, _ in PAPER]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
 
-def csv_cells(cells: Sequence[dict]) -> str:
+def csv_cells(cells: Sequence[Cell]) -> str:
     """The same as :func:`markdown_cells`, one column per mean and per sd."""
     buf = io.StringIO()
     writer = csv.writer(buf)
@@ -165,10 +177,10 @@ def csv_cells(cells: Sequence[dict]) -> str:
         + [f"paper_{key}" for key, _ in PAPER]
     )
     for c in cells:
-        p = c["paper"] or {}
-        values = [v for m in (*METRICS, *OTHERS) for v in c[m]]
+        p = c.paper or {}
+        values = [v for m in (*METRICS, *OTHERS) for v in c.stats[m]]
         writer.writerow(
-            [c["cell"], c["attention"], c["score"] or "", c["n"], " ".join(map(str, c["seeds"]))]
+            [c.cell, c.attention, c.score or "", c.n, " ".join(map(str, c.seeds))]
             + ["" if v is None else f"{v:.4f}" for v in values]
             + [p.get("table", ""), p.get("row", "")]
             + ["" if p.get(key) is None else p[key] for key, _ in PAPER]

@@ -48,7 +48,7 @@ def table4(runs: Sequence[Path]) -> str:
 
     rows = [collect(r) for r in runs]
     cells = group(rows)
-    return markdown_cells(cells) if any(c["n"] > 1 for c in cells) else markdown(rows)
+    return markdown_cells(cells) if any(c.n > 1 for c in cells) else markdown(rows)
 
 
 def _aer_row(label: str, rep: dict) -> str:
