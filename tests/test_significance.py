@@ -82,6 +82,7 @@ def test_a_ladder_step_tests_every_seed_of_both_rows_and_holm_corrects_the_table
     refs = base[1][1]
     better = {s: corpus(20 + s, right=0.8, refs=refs)[0] for s in (1, 2, 3)}
     base = {s: corpus(10 + s, right=0.3, refs=refs)[0] for s in (1, 2)}
+
     def member(name, seed, hyp, unk=None):
         return RunRow(run=name, experiment="m30k_small", seed=seed,
                       path=_run(tmp_path, name, hyp, refs, unk))  # fmt: skip

@@ -16,8 +16,10 @@ measure (tokenised, first test set)     results.json        eval_TEST.json
 ``bleu_beam_unk`` (after unk replaced)  ``bleu_unk_beam``   ``bleu_unk_replaced.bleu_tok``
 ======================================  ==================  ===============================
 
-chrF and TER follow BLEU's names (``chrf_beam_unk``: ``chrf_unk_beam``, ``chrf_tok``). A key
-an older file does not have (chrF, TER, signatures, the output lines) reads as None.
+chrF and TER follow BLEU's names (``chrf_beam_unk``: ``chrf_unk_beam``, ``chrf_tok``). A score
+an older file does not have (chrF, TER) reads as None, and a report that named no output files
+has no :meth:`Evaluation.lines`. A row's beam measures are those of the run's ``evaluate``
+report where it has one (its test set: :attr:`RunRow.beam_test`), else of ``results.json``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class Scores:
     """One output's scores against the references, tokenised and detokenised (an evaluate
     report's ``bleu`` group: before unk replacement, or ``bleu_unk_replaced``: after)."""
 
-    bleu_tok: float
+    bleu_tok: float | None = None
     bleu_detok: float | None = None
     chrf_tok: float | None = None
     chrf_detok: float | None = None
@@ -51,6 +53,11 @@ class Scores:
     @classmethod
     def from_json(cls, found: Mapping[str, Any]) -> Scores:
         return cls(**{f.name: found[f.name] for f in fields(cls) if f.name in found})
+
+
+def _floats(found: Any) -> tuple[float, ...]:
+    """A report's perplexities: a list (one per model), a number, or none."""
+    return tuple(found) if isinstance(found, list) else () if found is None else (found,)
 
 
 def _scores(found: Mapping[str, Any] | None) -> Scores | None:
@@ -88,7 +95,7 @@ class Evaluation:
         return cls(
             path=Path(path), test=report.get("test"),
             checkpoints=tuple(str(c) for c in report.get("checkpoints", [])),
-            decoding=report.get("decoding") or {}, ppl=tuple(report.get("ppl") or ()),
+            decoding=report.get("decoding") or {}, ppl=_floats(report.get("ppl")),
             ppl_ensemble=report.get("ppl_ensemble"),
             beam=_scores(report.get("bleu")), beam_unk=_scores(report.get("bleu_unk_replaced")),
             length_buckets=report.get("length_buckets"), outputs=report.get("outputs") or {},
@@ -165,7 +172,8 @@ class RunRow(RunFacts, Measures):
     """A run's facts and measures, the test set and beam they were measured with, the paper's
     row for the same system, the cell of seeds it belongs to and where it is."""
 
-    test: str | None = None
+    test: str | None = None  # results.json's first test set
+    beam_test: str | None = None  # the evaluate report's test set, where the beam measures are
     beam_width: int | None = None
     paper: dict | None = None
     cell: str = ""
@@ -200,7 +208,7 @@ def results_measures(results: Mapping[str, Any]) -> tuple[str | None, dict[str, 
 
 def evaluation_measures(ev: Evaluation) -> dict[str, Any]:
     """The beam measures of an ``evaluate`` report (its tokenised scores) and its beam."""
-    found: dict[str, Any] = {"beam_width": ev.beam_width}
+    found: dict[str, Any] = {"beam_width": ev.beam_width, "beam_test": ev.test}
     for decoding, scores in (("beam", ev.beam), ("beam_unk", ev.beam_unk)):
         if scores is not None:
             found.update({f"{m}_{decoding}": getattr(scores, f"{m}_tok") for m in SCORES})

@@ -15,9 +15,11 @@ as the paper's Table 1 and Table 3 first: each row's mean ± sd over seeds, its 
 the row above (± sqrt(sd_a² + sd_b²)) beside the paper's, rows not finished marked "not run
 yet", then "+ unk replace" and the ensemble row. The ensemble is the JSON report of
 ``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --out SWEEP/ensemble_table1`` (or
-``_table3``), found there or given with ``--ensemble`` (see :mod:`luong_lit.paper.study.ladders`).
-Each step's gain is judged by a paired bootstrap of the two rows' test outputs (``evaluate``
-keeps them beside its report): its p-value and verdict. Other runs follow in the table above.
+``_table3``), found there or given with ``--ensemble`` (see
+:mod:`luong_lit.paper.study.ensembles`). Each step's gain is judged by a two-level bootstrap
+over both rows' seeds and the test sentences (``evaluate`` keeps the outputs beside its
+report; :mod:`luong_lit.paper.study.steps`): its 95 % interval, its two-sided p corrected by
+Holm's method over the table, and its verdict. Other runs follow in the table above.
 """
 
 from __future__ import annotations

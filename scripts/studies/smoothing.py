@@ -28,8 +28,9 @@ def evaluate(ckpt: Path, out: Path, threads: int) -> dict:
     if not list(out.glob("eval_*.json")):
         _run_evaluate(ckpt, out, threads)
     report = Evaluation.read(next(out.glob("eval_*.json")))
-    assert report.beam is not None, f"{report.path}: no BLEU in it"
-    return {"bleu_beam": report.beam.bleu_tok, "ppl": list(report.ppl)}
+    if report.beam is None:
+        raise SystemExit(f"{report.path}: no BLEU in it")
+    return {"bleu_beam": report.beam.bleu_tok, "ppl": list(report.ppl) or None}
 
 
 def _run_evaluate(ckpt: Path, out: Path, threads: int) -> None:

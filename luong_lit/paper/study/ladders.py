@@ -2,8 +2,8 @@
 
 A ladder run is a job of ``python -m luong_lit.train -m 'ladder=glob(table*)' seed=1234,2``
 (``ladder=table1_…`` or ``ladder=table3_…`` in its overrides). A table lists the paper's rows in
-its order: our dev and test perplexity and BLEU (greedy; beam where ``results.json`` has
-``bleu_beam``; after unk replacement, ``bleu_beam_unk``, on rows with attention) as mean ±
+its order: our dev and test perplexity and BLEU (greedy; beam where the run has it, after unk
+replacement too on rows with attention: :mod:`luong_lit.analysis.records`) as mean ±
 sample sd over the seeds that finished, beside the paper's ppl, BLEU and gain; every row names
 both corpora. A row without a finished run says "not run yet". **Gain**: a row's BLEU minus
 the row above's (beam where both rows have it, else greedy), from the unrounded means,
@@ -19,7 +19,8 @@ over the best single run of that row). It is read from the folder ``ensemble_tab
 ``ensemble_table3/``: that report written there by ``evaluate --out``, with its output lines
 for the paired test) or the file ``ensemble_table1.json`` in the sweep directory, or given to
 ``report`` as ``--ensemble FILE`` (the ladder its checkpoints' runs belong to) or
-``--ensemble table1=FILE``. The paper's Table 3 has no ensemble row.
+``--ensemble table1=FILE`` (:mod:`luong_lit.paper.study.ensembles` finds it). The paper's
+Table 3 has no ensemble row.
 """
 
 from __future__ import annotations
