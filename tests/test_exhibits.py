@@ -67,8 +67,17 @@ def test_table5_pairs_the_last_rows_best_seed_with_the_base_of_that_seed(monkeyp
 
     seed = {"best_s2": 2, "best_s1234": 1234, "base_s2": 2, "base_s1234": 1234}
     bleu = {"best_s2": 34.8, "best_s1234": 35.7, "base_s2": 7.0, "base_s1234": 7.7}
-    monkeypatch.setattr(ladder_views, "describe", lambda r: {"seed": seed[Path(r).name]})
-    monkeypatch.setattr(runs, "collect", lambda r: {"bleu_beam": bleu[Path(r).name]})
+    from luong_lit.analysis.records import RunFacts, RunRow
+
+    def facts(run):
+        return RunFacts(run=Path(run).name, experiment="m30k_small", seed=seed[Path(run).name])
+
+    def row(run):
+        name = Path(run).name
+        return RunRow(run=name, experiment="m30k_small", seed=seed[name], bleu_beam=bleu[name])
+
+    monkeypatch.setattr(ladder_views, "describe", facts)
+    monkeypatch.setattr(runs, "collect", row)
     best, base = ladder_views.best_and_base(
         [Path("best_s2"), Path("best_s1234")], [Path("base_s2"), Path("base_s1234")]
     )
