@@ -12,6 +12,7 @@ from luong_lit.analysis.cells import varying
 from luong_lit.analysis.records import RunRow
 from luong_lit.metrics.bleu import corpus_bleu_tok
 from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
+from luong_lit.paper.study.rows import LadderRow
 from luong_lit.paper.study.steps import judged, step_test, verdict_cells
 
 
@@ -87,20 +88,23 @@ def test_a_ladder_step_tests_every_seed_of_both_rows_and_holm_corrects_the_table
         return RunRow(run=name, experiment="m30k_small", seed=seed,
                       path=_run(tmp_path, name, hyp, refs, unk))  # fmt: skip
 
-    above = {"members": [member(f"a{s}", s, h) for s, h in base.items()]}
-    row = {"members": [member(f"b{s}", s, h, unk=h) for s, h in better.items()]}
+    def ladder_row(**kw):
+        return LadderRow(paper_row="row", paper_bleu=None, **kw)
+
+    above = ladder_row(members=[member(f"a{s}", s, h) for s, h in base.items()])
+    row = ladder_row(members=[member(f"b{s}", s, h, unk=h) for s, h in better.items()])
     found = step_test(above, row)
     assert (len(found.baseline.per_seed), len(found.system.per_seed)) == (2, 3)
     assert found.sentences == len(refs) and found.low > 0 and found.p < 0.001
-    unk = step_test(row, {"unk_of": row["members"]})
+    unk = step_test(row, ladder_row(kind="unk", unk_of=row.members))
     assert len(unk.system.per_seed) == 3 and unk.gain == 0 and unk.p == 1.0
-    laid = [above, row, {"unk_of": row["members"]}]
+    laid = [above, row, ladder_row(kind="unk", unk_of=row.members)]
     steps = judged(laid)
     assert steps[0] is None and steps[1][2] == "holds" and steps[2][2] == "not shown"
     assert steps[1][1] == min(1.0, 2 * found.p)  # Holm: the smaller of two p-values, doubled
     gain, p, said = verdict_cells(steps[1])
     assert gain.startswith(f"{found.gain:+.2f} [") and "(2/3 seeds)" in gain and said == "holds"
-    assert step_test({"members": []}, row) is None and verdict_cells(None) == ("–", "–", "–")
+    assert step_test(ladder_row(), row) is None and verdict_cells(None) == ("–", "–", "–")
 
 
 def test_a_sweeps_cells_are_named_by_what_varies():

@@ -32,6 +32,7 @@ from pathlib import Path
 from luong_lit.analysis.cells import mean_sd, pm
 from luong_lit.analysis.records import Evaluation, RunRow
 from luong_lit.paper.numbers import LADDERS
+from luong_lit.paper.study.rows import LadderRow
 from luong_lit.paper.study.steps import judged, row_spread, verdict_cells
 
 NOT_RUN = "not run yet"
@@ -72,72 +73,79 @@ def ladder_table(ladder: str | None) -> str | None:
     return table if table in LADDERS else None
 
 
-def _model_row(paper: tuple, runs: Sequence[RunRow]) -> dict:
+def _model_row(paper: tuple, runs: Sequence[RunRow]) -> LadderRow:
     """A model row: its finished runs' mean ± sd per metric beside the paper's (row, ppl, BLEU)."""
     done = [r for r in runs if r.ppl is not None]
-    row = {"paper_row": paper[0], "paper_ppl": paper[1], "paper_bleu": paper[2]}
-    row.update(runs=len(runs), n=len(done), corpus=runs[0].corpus if runs else None)
     metrics = ["dev_ppl", "ppl", "bleu_greedy", "bleu_beam"]
     if done and done[0].attention != "none":
         metrics.append("bleu_beam_unk")
-    row.update({m: mean_sd([r.measure(m) for r in done]) for m in metrics}, members=done)
-    row["recipe"] = _recipe(runs[0]) if runs else None
     unk = [
         (r.bleu_beam, r.bleu_beam_unk) for r in done if r.bleu_beam and r.bleu_beam_unk is not None
     ]
-    row["unk_gain"] = mean_sd([after - before for before, after in unk])
-    row["best_unk"] = max((after for _, after in unk), default=None)
-    return row
+    return LadderRow(
+        paper_row=paper[0], paper_ppl=paper[1], paper_bleu=paper[2], runs=len(runs), n=len(done),
+        corpus=runs[0].corpus if runs else None, members=done,
+        stats={m: mean_sd([r.measure(m) for r in done]) for m in metrics},
+        recipe=_recipe(runs[0]) if runs else None,
+        unk_gain=mean_sd([after - before for before, after in unk]),
+        best_unk=max((after for _, after in unk), default=None),
+    )  # fmt: skip
 
 
-def _unk_row(last: dict, paper: tuple) -> dict:
+def _unk_row(last: LadderRow, paper: tuple) -> LadderRow:
     """'+ unk replace': the last model row's runs decoded with unknown-word replacement."""
-    unk = last.get("bleu_beam_unk", (None, None))
-    row = {"paper_row": paper[0], "paper_bleu": paper[1], "corpus": last["corpus"]}
-    row.update(runs=last["runs"], n=last["n"] if unk[0] is not None else 0)
-    row.update(paired=last.get("unk_gain"), best_unk=last.get("best_unk"))
-    row["unk_of"] = last.get("members", [])
-    return {**row, "bleu_beam_unk": unk, "compare": {"bleu_beam": unk}}
+    unk = last.stat("bleu_beam_unk")
+    return LadderRow(
+        paper_row=paper[0], paper_bleu=paper[1], kind="unk", corpus=last.corpus, runs=last.runs,
+        n=last.n if unk[0] is not None else 0, paired=last.unk_gain, best_unk=last.best_unk,
+        unk_of=last.members, stats={"bleu_beam_unk": unk}, compare={"bleu_beam": unk},
+    )  # fmt: skip
 
 
-def _ensemble_row(ensemble: Evaluation | None, paper: tuple | None, corpus: str | None) -> dict:
+def _ensemble_row(
+    ensemble: Evaluation | None, paper: tuple | None, corpus: str | None
+) -> LadderRow:
     """Our ensemble (a report of ``evaluate``) beside the paper's ensemble row, if it has one."""
-    row = {"paper_row": paper[0] if paper else "ensemble (no such row in the paper)"}
-    row.update(paper_bleu=paper[1] if paper else None, corpus=corpus, runs=0, n=0)
+    row = LadderRow(
+        paper_row=paper[0] if paper else "ensemble (no such row in the paper)",
+        paper_bleu=paper[1] if paper else None, kind="ensemble", corpus=corpus,
+    )  # fmt: skip
     if ensemble:
         if corpus and ensemble.test:
-            row["corpus"] = f"{corpus.split(' (')[0]} ({ensemble.test})"
+            row.corpus = f"{corpus.split(' (')[0]} ({ensemble.test})"
         assert ensemble.beam is not None and ensemble.beam_unk is not None  # read_ensemble's
         unk = (ensemble.beam_unk.bleu_tok, 0.0)
-        row.update(n=1, ensemble=len(ensemble.checkpoints), ppl=(ensemble.model_ppl, None))
-        row.update(bleu_beam=(ensemble.beam.bleu_tok, None), bleu_beam_unk=unk)
-        row["compare"] = {"bleu_beam": unk}
-        row["ensemble_outputs"] = ensemble.lines("hyp_unk")
+        row.n, row.ensemble = 1, len(ensemble.checkpoints)
+        row.stats = {"ppl": (ensemble.model_ppl, None), "bleu_beam": (ensemble.beam.bleu_tok, None)}
+        row.stats["bleu_beam_unk"] = unk
+        row.compare = {"bleu_beam": unk}
+        row.ensemble_outputs = ensemble.lines("hyp_unk")
     return row
 
 
-def lay_out(rows: Sequence[RunRow], table: str, ensemble: Evaluation | None = None) -> list[dict]:
+def lay_out(
+    rows: Sequence[RunRow], table: str, ensemble: Evaluation | None = None
+) -> list[LadderRow]:
     """``table``'s rows in the paper's order from the runs' rows (:func:`~luong_lit.analysis.
     runs.collect`): the models, "+ unk replace", and the ensemble where either side has one."""
     models, after = LADDERS[table][2:4]
     out = [_model_row(p, [r for r in rows if r.ladder == k]) for k, p in models.items()]
-    corpus = next((r["corpus"] for r in out if r["corpus"]), None)
+    corpus = next((r.corpus for r in out if r.corpus), None)
     for row in out:
-        row["corpus"] = row["corpus"] or corpus
+        row.corpus = row.corpus or corpus
     out.append(_unk_row(out[-1], after["unk"]))
     if ensemble or "ensemble" in after:
         out.append(_ensemble_row(ensemble, after.get("ensemble"), corpus))
     return out
 
 
-def gain(above: dict, row: dict) -> tuple[float, float | None, str] | None:
+def gain(above: LadderRow, row: LadderRow) -> tuple[float, float | None, str] | None:
     """BLEU gain of ``row`` over ``above``: (difference of the means, sqrt(sd_a² + sd_b²) or
     None below two seeds a side, which BLEU), or None unless both rows have that BLEU. A row of
     the same runs decoded again ("+ unk replace") gives its paired gain instead."""
-    paired = row.get("paired")
-    if paired and paired[0] is not None:
-        return (*paired, "beam")
-    a, b = above.get("compare", above), row.get("compare", row)
+    if row.paired and row.paired[0] is not None:
+        return (*row.paired, "beam")
+    a, b = above.compare or above.stats, row.compare or row.stats
     for kind in ("bleu_beam", "bleu_greedy"):
         (ma, sa), (mb, sb) = a.get(kind, (None, None)), b.get(kind, (None, None))
         if ma is not None and mb is not None:
@@ -159,54 +167,54 @@ def _gain_text(found: tuple | None) -> str:
     return f"{diff:+.2f}" + (f" ± {spread:.2f}" if spread is not None else "") + f" ({kind})"
 
 
-def _runs_text(row: dict) -> str:
-    if not row["n"]:
+def _runs_text(row: LadderRow) -> str:
+    if not row.n:
         return NOT_RUN
-    if row.get("ensemble"):
-        return f"ensemble of {row['ensemble']}"
-    return str(row["n"]) if row["n"] == row["runs"] else f"{row['n']} of {row['runs']}"
+    if row.ensemble:
+        return f"ensemble of {row.ensemble}"
+    return str(row.n) if row.n == row.runs else f"{row.n} of {row.runs}"
 
 
 def _one(x: float | None, fmt: str = "{:.1f}") -> str:
     return "–" if x is None else fmt.format(x)
 
 
-def _paper_gain(above: dict | None, row: dict) -> str:
+def _paper_gain(above: LadderRow | None, row: LadderRow) -> str:
     """The paper's gain, from its BLEU of the two rows (as printed in Tables 1 and 3)."""
-    if not above or row["paper_bleu"] is None or above["paper_bleu"] is None:
+    if not above or row.paper_bleu is None or above.paper_bleu is None:
         return "–"
-    return _one(row["paper_bleu"] - above["paper_bleu"], "{:+.1f}")
+    return _one(row.paper_bleu - above.paper_bleu, "{:+.1f}")
 
 
-def markdown_ladder(table: str, laid: Sequence[dict]) -> str:
+def markdown_ladder(table: str, laid: Sequence[LadderRow]) -> str:
     """One table of :func:`lay_out`'s rows, ours beside the paper's, with the gains."""
     number, section, *_, where = LADDERS[table]
-    recipe = next((r["recipe"] for r in laid if r.get("recipe")), None)
-    title = f"### Table {number} ({section}): ours on {laid[0]['corpus'] or '–'}"
+    recipe = next((r.recipe for r in laid if r.recipe), None)
+    title = f"### Table {number} ({section}): ours on {laid[0].corpus or '–'}"
     if recipe:
         title += f", recipe {RECIPES.get(recipe[0], recipe[0])}"
         title += f" with {recipe[1]}" if recipe[1] else ""
     lines = [f"{title}; the paper's on {where}", "", f"| {HEAD} |", RULE]
     for i, (row, test) in enumerate(zip(laid, judged(laid), strict=True)):
         above = laid[i - 1] if i else None
-        ours = gain(above, row) if above and above["n"] and row["n"] else None
-        cells = [row["paper_row"], row["corpus"] or "–", _runs_text(row)]
+        ours = gain(above, row) if above and above.n and row.n else None
+        cells = [row.paper_row, row.corpus or "–", _runs_text(row)]
         shown = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
-        cells += [_pm(row.get(k)) for k in shown]
-        spread = row_spread(row) if row.get("members") else None
+        cells += [_pm(row.stats.get(k)) for k in shown]
+        spread = row_spread(row) if row.members else None
         cells.append("–" if spread is None else f"{spread.test_se:.2f}")
         tested = verdict_cells(test)
         cells += [tested[0] if test else _gain_text(ours), *tested[1:], where]
-        cells += [_one(row.get("paper_ppl")), _one(row["paper_bleu"]), _paper_gain(above, row)]
+        cells += [_one(row.paper_ppl), _one(row.paper_bleu), _paper_gain(above, row)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def _ensemble_note(ensemble: Evaluation, laid: Sequence[dict]) -> str:
+def _ensemble_note(ensemble: Evaluation, laid: Sequence[LadderRow]) -> str:
     """Where the ensemble comes from, and its gain over the best single run of "+ unk"."""
     names = ", ".join(Path(c).parent.parent.name or c for c in ensemble.checkpoints)
     note = f"Ensemble: {ensemble.path} (checkpoints of {names})."
-    best = next((r.get("best_unk") for r in laid if "paired" in r), None)
+    best = next((r.best_unk for r in laid if r.kind == "unk"), None)
     if best is not None:
         gain_best = ensemble.beam_unk.bleu_tok - best  # type: ignore[union-attr]
         note += f' Its gain over the best single run of "+ unk replace" ({best:.2f}): '
@@ -215,7 +223,7 @@ def _ensemble_note(ensemble: Evaluation, laid: Sequence[dict]) -> str:
 
 
 def _notes(
-    table: str, rows: Sequence[RunRow], ensemble: Evaluation | None, laid: Sequence[dict]
+    table: str, rows: Sequence[RunRow], ensemble: Evaluation | None, laid: Sequence[LadderRow]
 ) -> str:
     """What the numbers are, which runs have not finished, where the ensemble comes from."""
     notes = [NOTE]

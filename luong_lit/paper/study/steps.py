@@ -19,6 +19,7 @@ from luong_lit.analysis.outputs import run_outputs
 from luong_lit.analysis.records import RunRow
 from luong_lit.metrics.significance import SeedPaired, SeedRow, holm, judge, seed_row
 from luong_lit.metrics.significance import two_level_bootstrap as two_level
+from luong_lit.paper.study.rows import LadderRow
 
 
 def _by_seed(members: list[RunRow], kind: str) -> dict:
@@ -30,10 +31,10 @@ def _by_seed(members: list[RunRow], kind: str) -> dict:
     return found
 
 
-def _sides(above: dict, row: dict) -> tuple[list, list, list[str], bool] | None:
+def _sides(above: LadderRow, row: LadderRow) -> tuple[list, list, list[str], bool] | None:
     """``(baseline outputs, system outputs, refs, seeds paired)`` of the step to ``row``."""
-    if row.get("unk_of"):  # the same runs decoded again with unk replacement
-        plain, replaced = _by_seed(row["unk_of"], "hyp"), _by_seed(row["unk_of"], "hyp_unk")
+    if row.unk_of:  # the same runs decoded again with unk replacement
+        plain, replaced = _by_seed(row.unk_of, "hyp"), _by_seed(row.unk_of, "hyp_unk")
         seeds = [s for s in plain if s in replaced]
         if not seeds:
             return None
@@ -43,19 +44,19 @@ def _sides(above: dict, row: dict) -> tuple[list, list, list[str], bool] | None:
             plain[seeds[0]][1],
             True,
         )
-    if row.get("ensemble_outputs"):  # one system, beside every seed of the row above
-        hyp, ref = row["ensemble_outputs"]
-        above_runs = above.get("unk_of") or above.get("members") or []
+    if row.ensemble_outputs:  # one system, beside every seed of the row above
+        hyp, ref = row.ensemble_outputs
+        above_runs = above.unk_of or above.members
         base = [h for h, r in _by_seed(above_runs, "hyp_unk").values() if r == ref]
         return (base, [hyp], ref, False) if base else None
-    a, b = _by_seed(above.get("members", []), "hyp"), _by_seed(row.get("members", []), "hyp")
+    a, b = _by_seed(above.members, "hyp"), _by_seed(row.members, "hyp")
     refs = {tuple(r) for _, r in [*a.values(), *b.values()]}
     if not a or not b or len(refs) != 1:  # no outputs, or not of one test set
         return None
     return [h for h, _ in a.values()], [h for h, _ in b.values()], list(refs.pop()), False
 
 
-def step_test(above: dict, row: dict) -> SeedPaired | None:
+def step_test(above: LadderRow | None, row: LadderRow) -> SeedPaired | None:
     """The two-level bootstrap of the step from ``above`` to ``row``; None where the outputs to
     test are missing."""
     sides = _sides(above, row) if above else None
@@ -65,16 +66,16 @@ def step_test(above: dict, row: dict) -> SeedPaired | None:
     return two_level(base, system, refs, paired_seeds=paired)
 
 
-def row_spread(row: dict) -> SeedRow | None:
+def row_spread(row: LadderRow) -> SeedRow | None:
     """A model row's mean, seed sd and test-set standard error from its runs' outputs."""
-    found = _by_seed(row.get("members", []), "hyp")
+    found = _by_seed(row.members, "hyp")
     refs = {tuple(r) for _, r in found.values()}
     if not found or len(refs) != 1:
         return None
     return seed_row([h for h, _ in found.values()], list(refs.pop()))
 
 
-def judged(laid: Sequence[dict]) -> list[tuple[SeedPaired, float, str] | None]:
+def judged(laid: Sequence[LadderRow]) -> list[tuple[SeedPaired, float, str] | None]:
     """Each row's step from the row above: its test, its Holm-corrected p over the table's
     tested steps, and its verdict (None: no test)."""
     tests = [step_test(laid[i - 1], row) if i else None for i, row in enumerate(laid)]
