@@ -105,6 +105,9 @@ def test_a_ladder_step_tests_every_seed_of_both_rows_and_holm_corrects_the_table
     gain, p, said = verdict_cells(steps[1])
     assert gain.startswith(f"{found.gain:+.2f} [") and "(2/3 seeds)" in gain and said == "holds"
     assert step_test(ladder_row(), row) is None and verdict_cells(None) == ("–", "–", "–")
+    one = step_test(ladder_row(members=above.members[:1]), ladder_row(members=row.members[:1]))
+    said = verdict_cells((one, one.p, "holds"))[2]  # one seed a side: these models only
+    assert one.p < 0.05 and said.startswith("holds, these models only") and "seed" in said
 
 
 def test_a_sweeps_cells_are_named_by_what_varies():

@@ -56,8 +56,9 @@ NOTE = (
     "bootstrap (each row's seeds resampled, one draw of the test sentences for all; 1,000 "
     "draws), over every seed of both rows; p: that test's, two-sided, corrected by Holm's "
     "method over the table's tested steps (raw p beside it); holds / reversed: corrected "
-    "p < 0.05 and the gain's sign, else not shown (which is not the same as no effect). "
-    "Without both rows' outputs: the difference of the rows' means, untested."
+    "p < 0.05 and the gain's sign, else not shown (which is not the same as no effect); with "
+    "one seed on a side the test resamples the sentences alone, and a verdict holds for those "
+    "models only. Without both rows' outputs: the difference of the rows' means, untested."
 )
 
 

@@ -94,10 +94,13 @@ def _p(p: float) -> str:
 
 def verdict_cells(found: tuple[SeedPaired, float, str] | None) -> tuple[str, str, str]:
     """The table's gain (with its 95 % interval and the seeds on each side), corrected ``p``
-    and ``verdict`` cells."""
+    and ``verdict`` cells. Where a side has one seed (or is one ensemble), the test resamples
+    the test sentences alone, so the verdict holds for these trained models only: it says so."""
     if found is None:
         return "–", "–", "–"
     test, p, said = found
-    seeds = f"{len(test.baseline.per_seed)}/{len(test.system.per_seed)} seeds"
-    gain = f"{test.gain:+.2f} [{test.low:+.2f}, {test.high:+.2f}] ({seeds})"
+    sides = (len(test.baseline.per_seed), len(test.system.per_seed))
+    gain = f"{test.gain:+.2f} [{test.low:+.2f}, {test.high:+.2f}] ({sides[0]}/{sides[1]} seeds)"
+    if min(sides) < 2 and said != "not shown":
+        said += ", these models only (one seed a side: seed variance not tested)"
     return gain, f"{_p(p)} (raw {_p(test.p)})", said
