@@ -53,6 +53,7 @@ def test_training_window_counts_the_tokens_of_its_steps(toy_corpus, engine):
             "2",
             *window_overrides(toy_corpus),
             f"engine={engine}",
+            "trainer.max_epochs=${luong_lit.paper_epochs:0.0}",  # the recipes' resolvers known
         )
     )
     assert (

@@ -171,3 +171,24 @@ def test_a_gpu_run_loads_with_workers_and_pinned_memory_and_a_cpu_run_as_before(
     assert [how(x) for x in loader("cpu")] == [(0, False, False)] * 2  # no workers, no pinning
     assert [how(x) for x in loader("cuda")] == [(GPU_WORKERS, True, True)] * 2
     assert [how(x) for x in loader("cuda", "data.num_workers=0")] == [(0, True, False)] * 2
+
+
+def _dev_batches(cfg) -> list[list[int]]:
+    """The dev loader's batches (their source tokens), read by its worker processes."""
+    from luong_lit.training.instantiate import instantiate_at
+
+    dm = instantiate_at("data", cfg.data)
+    dm.setup("fit")
+    return [batch.src.flatten().tolist() for batch in dm.val_dataloader()]
+
+
+def test_loader_workers_start_inside_a_joblib_sweep_job(toy_corpus, tmp_path):
+    """A joblib sweep runs each job in a loky process, whose default start method is loky's:
+    a DataLoader that took the default could not start its workers there."""
+    import joblib
+    from conftest import compose_cfg, tiny_overrides
+
+    cfg = compose_cfg(tiny_overrides(toy_corpus) + ["data.num_workers=1"], tmp_path)
+    here = _dev_batches(cfg)
+    [there] = joblib.Parallel(n_jobs=2, backend="loky")([joblib.delayed(_dev_batches)(cfg)])
+    assert there == here and len(here) > 0

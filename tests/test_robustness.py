@@ -893,11 +893,17 @@ def test_a_bug_in_a_run_keeps_its_traceback(tmp_path, monkeypatch):
     """Only Hydra's own errors become one line: an error of the run itself is a bug."""
 
     def broken(cfg):
-        raise RuntimeError("a bug in the run")
+        try:
+            raise AttributeError("the first fault")
+        except AttributeError:  # as Lightning's teardown raises over a step's error
+            raise RuntimeError("a bug in the run")  # noqa: B904 - chained as its context
 
     monkeypatch.setattr("luong_lit.commands.train.train", broken)
     with pytest.raises(RuntimeError, match="a bug in the run"):
         run_here(["train", f"hydra.run.dir={tmp_path}/run"])
+    # train.log keeps the whole chain (a joblib sweep's job reports the last error alone)
+    kept = (tmp_path / "run" / "train.log").read_text()
+    assert "AttributeError: the first fault" in kept and "RuntimeError: a bug in the run" in kept
 
 
 def test_hydra_full_error_gives_hydras_traceback(tmp_path, monkeypatch):

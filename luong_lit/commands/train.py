@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
 from pathlib import Path
 
 import hydra
@@ -64,6 +65,9 @@ def task(cfg: DictConfig) -> float | None:
         ours = find_user_error(err)
         if ours is None:
             job_error(err)  # a bug: it keeps its traceback (cli.hydra_errors)
+            # train.log keeps the whole chain: a joblib job's error reaches the sweep without
+            # its cause, which may be an earlier error that Lightning's teardown covered
+            to_log_file("".join(traceback.format_exception(err)), logging.ERROR)
             raise
         say(user_error_message(ours), file=sys.stderr)
         if fresh and is_rank_zero():

@@ -164,7 +164,9 @@ def compose_train(overrides):
     from hydra import compose, initialize_config_dir
 
     from luong_lit.config import CONF_DIR
+    from luong_lit.sweeps.resolvers import register_resolvers
 
+    register_resolvers()  # the recipes' ``luong_lit.*`` interpolations (the paper's halving)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose("train", overrides=["logger=none", "~callbacks", *overrides])
 

@@ -8,6 +8,7 @@ test sets, a few thousand sentences, are read and tokenised at every start.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,16 @@ from luong_lit.validate import OptionError, split_options, takes_options
 
 log = logging.getLogger(__name__)
 GPU_WORKERS = 2  #: loader processes of a GPU run where ``num_workers`` is unset
+
+
+def worker_context(workers: int) -> dict[str, Any]:
+    """The loader processes' start method, named: the platform's own (``fork`` on Linux), not
+    whatever the process's default has become. A sweep job in a joblib (loky) worker has loky's
+    as its default, whose processes a DataLoader cannot start."""
+    if workers < 1:
+        return {}
+    method = multiprocessing.get_all_start_methods()[0]  # the platform's default comes first
+    return {"multiprocessing_context": multiprocessing.get_context(method)}
 
 
 class TranslationDataModule(L.LightningDataModule):
@@ -233,9 +244,10 @@ class TranslationDataModule(L.LightningDataModule):
         workers = self.batching.num_workers
         if workers is None:
             workers = GPU_WORKERS if on_gpu else 0
-        if not on_gpu:
-            return {"num_workers": workers}
-        return {"num_workers": workers, "pin_memory": True, "persistent_workers": workers > 0}
+        kwargs: dict[str, Any] = {"num_workers": workers, **worker_context(workers)}
+        if on_gpu:
+            kwargs.update(pin_memory=True, persistent_workers=workers > 0)
+        return kwargs
 
     def _epoch(self) -> int | None:
         """The trainer's current epoch (None outside a trainer: the sampler's own ``set_epoch``)."""
