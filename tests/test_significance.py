@@ -170,7 +170,8 @@ def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp
     first = paired_bootstrap(bad, good, refs)
     pooled_ = paired_bootstrap(bad + bad, good + worse, refs * 2)
     assert len(lines) == 3 and lines[0].startswith("a -> b: ")
-    assert f"gain {first.gain:+.2f}" in lines[0] and lines[0].endswith("holds  (200 sentences)")
+    assert f"gain {first.gain:+.2f} [{first.low:+.2f}, {first.high:+.2f}]" in lines[0]
+    assert lines[0].endswith("(two-sided)  holds  (200 sentences)")
     assert lines[2].startswith("pooled (2 pairs): ") and f"p {pooled_.p:.3f}" in lines[2]
     with pytest.raises(SystemExit, match="no kept hyp_unk outputs"):
         main([runs[0], runs[1], "--unk"])

@@ -4,9 +4,10 @@
 
 Each argument is a run folder (its own ``evaluate`` report's kept lines: ``eval_TEST.hyp``,
 ``eval_TEST.hyp_unk`` with ``--unk``, and ``eval_TEST.ref``) or one ``eval_*.json`` report. Each
-pair gets a line: the two BLEUs, the gain, p and the verdict (``luong_lit.metrics.significance``,
-as ``report`` judges a ladder's step). With several pairs (e.g. one a seed) a last line pools them
-pair by pair, as ``report`` pools seeds.
+pair gets a line: the two BLEUs, the gain with its 95 % interval, the two-sided p and the
+verdict (``luong_lit.metrics.significance``, as ``report`` judges a ladder's step). With several
+pairs (e.g. one a seed) a last line pools them pair by pair, as ``report`` pools seeds. The test
+is over the test sentences only: it says nothing of seed variance.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ def outputs(path: Path, kind: str) -> tuple[list[str], list[str]]:
 
 
 def line(label: str, found: Paired) -> str:
-    return (f"{label}: {found.baseline:.2f} -> {found.system:.2f}  gain {found.gain:+.2f}  "
-            f"p {found.p:.3f}  {verdict(found)}  ({found.sentences} sentences)")  # fmt: skip
+    """One pair: BLEUs, gain, its 95 % interval, the two-sided p and the verdict."""
+    return (f"{label}: {found.baseline:.2f} -> {found.system:.2f}  gain {found.gain:+.2f} "
+            f"[{found.low:+.2f}, {found.high:+.2f}]  p {found.p:.3f} (two-sided)  "
+            f"{verdict(found)}  ({found.sentences} sentences)")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
