@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -158,7 +159,7 @@ def test_overrides_that_do_not_change_the_model_do_not_make_a_cell(tmp_path):
 def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp_path, capsys):
     """`scripts.studies.paired`: each pair's line is the bootstrap of the kept outputs, the last
     line the pooled test; a folder without outputs or an odd count is refused in one line."""
-    from scripts.studies.paired import main
+    from scripts.studies.paired import labels, main
 
     bad, refs = corpus(31, right=0.3)
     good, _ = corpus(32, right=0.8, refs=refs)
@@ -173,6 +174,8 @@ def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp
     assert f"gain {first.gain:+.2f} [{first.low:+.2f}, {first.high:+.2f}]" in lines[0]
     assert lines[0].endswith("(two-sided)  holds  (200 sentences)")
     assert lines[2].startswith("pooled (2 pairs): ") and f"p {pooled_.p:.3f}" in lines[2]
+    same_seed = (Path("r/paper_control/rev/seed1"), Path("r/paper/drop/seed1"))
+    assert labels(*same_seed) == ("paper_control/rev/seed1", "paper/drop/seed1")
     with pytest.raises(SystemExit, match="no kept hyp_unk outputs"):
         main([runs[0], runs[1], "--unk"])
     with pytest.raises(SystemExit):

@@ -38,6 +38,17 @@ def line(label: str, found: Paired) -> str:
             f"{verdict(found)}  ({found.sentences} sentences)")  # fmt: skip
 
 
+def labels(a: Path, b: Path) -> tuple[str, str]:
+    """The two paths' parts after the folders they share (``paper/table1_dropout/seed1234``)."""
+    shared = 0
+    for x, y in zip(a.parts, b.parts, strict=False):
+        if x != y:
+            break
+        shared += 1
+    shared = min(shared, len(a.parts) - 1, len(b.parts) - 1)
+    return "/".join(a.parts[shared:]), "/".join(b.parts[shared:])
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", type=Path, help="BASELINE SYSTEM pairs")
@@ -52,7 +63,8 @@ def main(argv: list[str] | None = None) -> None:
         if ref_a != ref_b:
             raise SystemExit(f"paired: {base} and {system} were evaluated on different references")
         pairs.append((hyp_a, hyp_b, ref_a))
-        print(line(f"{base.name} -> {system.name}", paired_bootstrap(hyp_a, hyp_b, ref_a)))
+        label = " -> ".join(labels(base, system))
+        print(line(label, paired_bootstrap(hyp_a, hyp_b, ref_a)))
     if len(pairs) > 1:
         print(line(f"pooled ({len(pairs)} pairs)", paired_bootstrap(*pooled(pairs))))
 
