@@ -160,15 +160,11 @@ def plain_window(dm, module, trainer, warmup: int, steps: int) -> dict:
 
 
 def compose_train(overrides):
-    """The ``train`` config of ``conf/`` without logger or callbacks, with ``overrides``."""
-    from hydra import compose, initialize_config_dir
+    """The ``train`` config of ``conf/`` without logger or callbacks, with ``overrides``,
+    composed as ``python -m luong_lit train`` composes it (its resolvers registered)."""
+    from luong_lit.config import compose
 
-    from luong_lit.config import CONF_DIR
-    from luong_lit.sweeps.resolvers import register_resolvers
-
-    register_resolvers()  # the recipes' ``luong_lit.*`` interpolations (the paper's halving)
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("train", overrides=["logger=none", "~callbacks", *overrides])
+    return compose(["logger=none", "~callbacks", *overrides])
 
 
 def window_config(args):
