@@ -483,6 +483,29 @@ def test_runs_of_one_row_with_another_recipe_override_are_not_pooled_as_seeds(tm
     assert "with" not in titles[0] and "with model.net.init_state=copy;" in titles[1]
 
 
+def test_seeds_trained_on_a_gpu_and_on_a_cpu_are_one_recipe_and_the_title_says_so(tmp_path):
+    """``trainer=gpu`` chooses the hardware, not the recipe: its run is a seed of the CPU run's
+    row, and the table's title counts the runs trained on a GPU."""
+    ladder_run(tmp_path, 0, "table1_base", 1234, (9.0, 20.0, 21.0, 21.0))
+    gpu = ladder_run(tmp_path, 1, "table1_base", 2, (9.0, 20.0, 23.0, 23.0))
+    cfg = OmegaConf.load(gpu / ".hydra" / "config.yaml")
+    cfg.trainer.accelerator = "gpu"
+    OmegaConf.save(cfg, gpu / ".hydra" / "config.yaml")
+    overrides = "- ladder=table1_base\n- seed=2\n- trainer=gpu\n"
+    (gpu / ".hydra" / "overrides.yaml").write_text(overrides)
+    res = run_here(["report", str(tmp_path)])
+    assert res.returncode == 0, res.stderr.decode()
+    out = res.stdout.decode()
+    titles = [line for line in out.splitlines() if line.startswith("### Table")]
+    assert len(titles) == 1 and "runs trained on a GPU: 1 of 2;" in titles[0], titles
+    assert "with" not in titles[0]
+    assert table_rows(out)["Base"][2] == "2" and table_rows(out)["Base"][6] == "22.00 ± 1.41"
+    cfg.trainer.accelerator = "cpu"
+    OmegaConf.save(cfg, gpu / ".hydra" / "config.yaml")
+    out = run_here(["report", str(tmp_path)]).stdout.decode()
+    assert "GPU" not in next(line for line in out.splitlines() if line.startswith("### Table"))
+
+
 def test_figure6_of_a_ladder_draws_its_ensembles_line(tmp_path, monkeypatch):
     """The ensemble in ``ensemble_table1/`` beside the runs is a line of its own, read from its
     ``evaluate`` report's buckets; without one, only the rows' lines."""

@@ -516,3 +516,36 @@ def test_the_compiled_step_differentiates_as_eager_autograd_under_autocast(monke
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert RecurrentWeight(W, defer=True).W.dtype == torch.bfloat16
         assert RecurrentWeight(W, defer=False).W.dtype == torch.float32  # its grads add in fp32
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_the_layerwise_lstm_is_the_stack_with_its_dropout_drawn_between_layers(bias):
+    """What the captured step runs for a decoder without input feeding (cuDNN's own dropout
+    cannot be captured): with dropout off it is ``nn.LSTM`` itself; with dropout on, it is
+    three one-layer LSTMs (the stack's own weights) with ``F.dropout`` between them, mask for
+    mask, and its masks change from call to call."""
+    from luong_lit.nn.fast.static import layerwise_lstm
+
+    torch.manual_seed(0)
+    rnn = torch.nn.LSTM(6, 5, 3, bias=bias, batch_first=True, dropout=0.4)
+    x, h0, c0 = torch.randn(2, 7, 6), torch.randn(3, 2, 5), torch.randn(3, 2, 5)
+    rnn.eval()
+    torch.testing.assert_close(layerwise_lstm(rnn, x, (h0, c0))[0], rnn(x, (h0, c0))[0])
+    rnn.train()
+    layers = []
+    for l in range(3):
+        one = torch.nn.LSTM(6 if l == 0 else 5, 5, 1, bias=bias, batch_first=True)
+        one.load_state_dict({k.replace(f"_l{l}", "_l0"): v for k, v in rnn.state_dict().items()
+                             if k.endswith(f"_l{l}")})  # fmt: skip
+        layers.append(one)
+    torch.manual_seed(1)
+    got = layerwise_lstm(rnn, x, (h0, c0))[0]
+    torch.manual_seed(1)
+    ref = x
+    for l, one in enumerate(layers):
+        ref = torch.nn.functional.dropout(ref, 0.4) if l > 0 else ref
+        ref = one(ref, (h0[l : l + 1], c0[l : l + 1]))[0]
+    torch.testing.assert_close(got, ref)
+    assert not torch.allclose(got, layerwise_lstm(rnn, x, (h0, c0))[0])  # fresh masks
+    got.sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in rnn.parameters())

@@ -86,13 +86,13 @@ def test_a_compiled_step_in_the_graph_gives_the_eager_loss_and_gradients(dtype):
     assert_replays_match_eager(steps, net, eager, dtype, tol)
 
 
-def test_dropout_masks_differ_between_replays():
+@pytest.mark.parametrize("feed", [True, False])  # False: one LSTM call for all steps
+def test_dropout_masks_differ_between_replays(feed):
+    """With input feeding the step's own masks; without it the decoder's stack of LSTMs,
+    whose dropout between layers cuDNN would draw in a way no graph can capture."""
     torch.manual_seed(0)
-    net = (
-        small_model(src_vocab_size=V, tgt_vocab_size=V, embed_size=32, hidden_size=32, dropout=0.5)
-        .cuda()
-        .train()
-    )
+    sizes = {"src_vocab_size": V, "tgt_vocab_size": V, "embed_size": 32, "hidden_size": 32}
+    net = small_model(**sizes, dropout=0.5, feed_input=feed).cuda().train()
     steps = graphed(net, 0.0)
     b = inputs(ragged(1))
     losses = [float(steps(b)[0]) for _ in range(4)]  # same batch, same weights

@@ -154,6 +154,10 @@ def test_overrides_that_do_not_change_the_model_do_not_make_a_cell(tmp_path):
     )
     assert run("c", "ablation=local_m_general", "ckpt_path=last", "threads=1") == plain
     assert run("d", "ablation=local_m_general", "model.net.init_state=copy") != plain
+    # the hardware is not the recipe; the schedule and the precision are
+    assert run("e", "ablation=local_m_general", "trainer=gpu", "trainer.devices=1") == plain
+    assert run("f", "ablation=local_m_general", "trainer.max_epochs=12") != plain
+    assert run("g", "ablation=local_m_general", "trainer.precision=bf16-mixed") != plain
 
 
 def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp_path, capsys):

@@ -138,6 +138,7 @@ class RunFacts:
     seed: int | None = None
     dataset: str | None = None
     corpus: str = ""
+    accelerator: str | None = None  # what it trained on (cpu, gpu): not a part of its recipe
 
     @property
     def label(self) -> str:

@@ -48,6 +48,9 @@ RUN_ONLY = (
     "callbacks.", "threads", "trainer.enable_progress_bar", "hydra", "data.num_workers",
     "ckpt_path", "overwrite",
 )  # fmt: skip
+#: exact keys that choose the hardware a run trains on, not what it trains (its precision is
+#: ``trainer.precision``, a part of the recipe): runs on a CPU and on a GPU are seeds of one recipe
+HARDWARE = ("trainer", "trainer.accelerator", "trainer.devices")
 NAMED = ("seed", "experiment", "ladder", "ablation")  # reported in their own columns
 
 
@@ -62,7 +65,7 @@ def model_overrides(overrides, leave_out: Sequence[str] = ()) -> list[str]:
     return [
         str(o)
         for o in overrides
-        if (key := override_key(o)) not in leave_out and not key.startswith(RUN_ONLY)
+        if (key := override_key(o)) not in (*leave_out, *HARDWARE) and not key.startswith(RUN_ONLY)
     ]
 
 
@@ -100,6 +103,7 @@ def describe(run_dir: Path) -> RunFacts:
         score=score_name(net.get("score")) if attention != "none" else None,
         feed_input=cfg.get("feed_input"),
         seed=cfg.get("seed"),
+        accelerator=(cfg.get("trainer") or {}).get("accelerator"),
         dataset=data.get("dataset"),
         corpus=corpus_label(
             data.get("dataset"),

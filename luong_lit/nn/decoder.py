@@ -110,14 +110,15 @@ def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h, 
 
 
 def decode_all_at_once(dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory,
-                       return_attention: bool, drop: Drop = module_drop
+                       return_attention: bool, drop: Drop = module_drop, stack=None
                        ) -> tuple[Tensor, Tensor | None]:  # fmt: skip
     """Teacher-forced decoding without input feeding: no step reads the last one's
     ``h_tilde``, so one LSTM call reads all ``T`` steps and attention serves all ``T``
     queries at once (Eq. 5). Returns ``h_tilde`` (B, T, d) after ``output_dropout`` and, if
-    asked, the dense ``a_t`` (B, T, S)."""
+    asked, the dense ``a_t`` (B, T, S). ``stack(x, (h, c))``: the LSTM stack's call, if not
+    ``dec.rnn`` itself."""
     x = drop(dec.embedding(y_in), dec.dropout)  # (B, T, e)
-    h_t, _ = dec.rnn(x, (state.h, state.c))  # (B, T, d)
+    h_t, _ = (stack or dec.rnn)(x, (state.h, state.c))  # (B, T, d)
     h_tilde, align = attentional(dec, h_t, memory, 0, drop)  # (B, T, d)
     dense = align.dense(memory.h_bar_s.size(1)) if return_attention and align is not None else None
     return drop(h_tilde, dec.output_dropout), dense  # (B, T, d)

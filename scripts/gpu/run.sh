@@ -27,6 +27,11 @@
 #   long    4.5M-pair store, the paper's model for about 5 minutes captured, then a resume
 #   ddp     two ranks (one GPU each, or both on one GPU over gloo): the captured step's
 #           gradients through DDP against DDP's eager step, and both step times
+#   verdicts  seeds of the ladders' verdict runs (scripts.studies.verdict_runs) trained on the
+#           GPU in fp32, several at once, decoded on the GPU (a CPU thread a run was too
+#           slow for Europarl's test set in one call), and exported to $OUT/ladders; $VERDICTS holds one verdict_runs argument list a line
+#           (default: our recipe with the paper's decoder start, seeds 3 to 5). Runs go to
+#           logs/verdicts as on the CPU (Europarl's cut, logs/verdicts/europarl20k, carried)
 #
 # Runs, checkpoints and models go to $WORK (default /tmp/gpu_work); their small text files
 # (JSON, Markdown, CSV, logs) are copied to $OUT.
@@ -190,6 +195,24 @@ run_ddp() {  # two ranks (two GPUs, or both on one): the captured step's gradien
     stage ddp_capture 240 $PY -m scripts.gpu.ddp_capture --steps 20
 }
 
+run_verdicts() {  # each line of $VERDICTS: one verdict_runs call, all of them at once
+    local lines line pids=() left=$((BUDGET - SECONDS - 25))
+    mapfile -t lines <<< "${VERDICTS:---queue ours --study ours_copy --seeds 3 4 5 --workers 6}"
+    echo "== verdicts ($(date +%T), limit ${left}s): ${#lines[@]} queues" | tee -a "$OUT/stages.txt"
+    local i=0
+    for line in "${lines[@]}"; do
+        # shellcheck disable=SC2086  # a line is an argument list
+        timeout "$left" $PY -m scripts.studies.verdict_runs $line --results "$OUT/ladders" \
+            --extra trainer=gpu --device cuda > "$OUT/verdicts_$i.log" 2>&1 &
+        pids+=($!) && i=$((i + 1))
+    done
+    wait "${pids[@]}"
+    pkill -f "luong_lit.train hydra.run.dir" ; pkill -f "luong_lit evaluate"  # cut off: not kept
+    find "$OUT/ladders" -maxdepth 3 -name '*.tmp' -exec rm -rf {} + 2>/dev/null
+    echo "   $(find "$OUT/ladders" -name results.json | wc -l) runs exported" | tee -a "$OUT/stages.txt"
+    (cd "$OUT" && tar czf ladders.tar.gz ladders && rm -rf ladders)  # too deep to come back as is
+}
+
 run_answer() {  # the issue's figures in one call of BUDGET seconds, most wanted first
     local dir="$WORK/main" t0=$SECONDS ckpt win=(--steps 60 --warmup 20 --launches) setup_pid
     peers_setup > "$OUT/peers_setup_bg.log" 2>&1 &  # on the CPU while the GPU stages run
@@ -227,8 +250,8 @@ run_answer() {  # the issue's figures in one call of BUDGET seconds, most wanted
 setup
 for s in "$@"; do
     case "$s" in
-        answer | tests | feed | shapes | tf32 | m30k | peers | peers_beam | sweep | long | ddp) "run_$s" ;;
-        *) echo "unknown stage $s: answer tests feed shapes tf32 m30k peers peers_beam sweep long ddp" >&2
+        answer | tests | feed | shapes | tf32 | m30k | peers | peers_beam | sweep | long | ddp | verdicts) "run_$s" ;;
+        *) echo "unknown stage $s: answer tests feed shapes tf32 m30k peers peers_beam sweep long ddp verdicts" >&2
            exit 2 ;;
     esac
 done

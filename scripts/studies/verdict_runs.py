@@ -134,7 +134,7 @@ def call(cmd: list[str], log: Path) -> None:
         subprocess.run(["nice", "-n", "10", *cmd], check=True, stdout=fh, stderr=fh)
 
 
-def run_job(job: Job, logs: Path, results: Path, extra: list[str]) -> None:
+def run_job(job: Job, logs: Path, results: Path, extra: list[str], device: str = "cpu") -> None:
     run = job.folder(logs)
     run.parent.mkdir(parents=True, exist_ok=True)
     log = run.parent / f"seed{job.seed}.log"
@@ -147,7 +147,7 @@ def run_job(job: Job, logs: Path, results: Path, extra: list[str]) -> None:
     if state(job, logs) == "trained":
         ckpt = checkpoint_of(run)
         call([sys.executable, "-m", "luong_lit", "evaluate", str(ckpt), "--out", str(run),
-              "--threads", "1", "--quiet"], log)  # fmt: skip
+              "--threads", "1", "--device", device, "--quiet"], log)  # fmt: skip
     export(run, results / job.name)
 
 
@@ -173,6 +173,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--results", type=Path, default=RESULTS, help="where runs are exported")
     ap.add_argument("--extra", nargs="*", default=[], help="overrides added to every new run")
+    ap.add_argument("--device", default="cpu", help="where evaluate decodes (e.g. cuda)")
     ap.add_argument("--list", action="store_true", help="list the jobs and their state, run none")
     args = ap.parse_args()
     todo = jobs(args.logs, args.queue or list(QUEUES), tuple(args.seeds))
@@ -185,7 +186,7 @@ def main() -> None:
     todo = [j for j in todo if state(j, args.logs, args.results) != "exported"]
     print(f"{len(todo)} jobs to run, {args.workers} at a time (pid {os.getpid()})", flush=True)
     lock = threading.Lock()
-    work = (todo, lock, args.logs, args.results, args.extra)
+    work = (todo, lock, args.logs, args.results, args.extra, args.device)
     threads = [threading.Thread(target=worker, args=work) for _ in range(args.workers)]
     for t in threads:
         t.start()

@@ -25,8 +25,10 @@ product for all steps (layer 1's embedding half in the decoder) and the score's 
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.nn import functional as F
 
 from luong_lit.nn import decoder
@@ -72,6 +74,27 @@ def static_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, t
     return enc.original_order(x, src_len), (torch.stack(hs), torch.stack(cs))
 
 
+def layerwise_lstm(rnn: nn.LSTM, x: Tensor, hx: tuple[Tensor, Tensor]) -> tuple[Tensor, None]:
+    """``rnn(x, hx)`` for a batch-first, one-way ``nn.LSTM``, one layer a call, with its dropout
+    between layers drawn by ``F.dropout``. Returns the top layer's ``h_t`` (B, T, d) and no state.
+
+    ``nn.LSTM``'s own dropout runs inside cuDNN's call, with cuDNN's random state, which a CUDA
+    graph cannot capture (the capture fails); ``F.dropout`` draws from the default generator,
+    which a graph replays with fresh masks each time. The same layers and dropout rate; the
+    masks are drawn in another order.
+    """
+    h0, c0 = hx  # (L, B, d) each
+    for l in range(rnn.num_layers):
+        if l > 0:
+            x = F.dropout(x, rnn.dropout, rnn.training)  # (B, T, d) the lower layer's h_t
+        weights = [getattr(rnn, f"{w}_l{l}") for w in ("weight_ih", "weight_hh")]
+        if rnn.bias:
+            weights += [getattr(rnn, f"{b}_l{l}") for b in ("bias_ih", "bias_hh")]
+        hx_l = (h0[l : l + 1], c0[l : l + 1])  # (1, B, d) each
+        x = torch.lstm(x, hx_l, weights, rnn.bias, 1, 0.0, rnn.training, False, True)[0]
+    return x, None  # (B, T, d)
+
+
 def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: list, c: list,
                  memory: Memory, t: int) -> tuple[Tensor, list, list]:  # fmt: skip
     """The decoder's one step (:func:`luong_lit.nn.decoder.decoder_step`: the LSTM stack on
@@ -92,7 +115,10 @@ def static_decode(
     its recurrent weights' gradients then add up step by step in autograd, not in one product.
     """
     if not dec.feed_input:  # every step at once already; nothing depends on lengths
-        return decode_all_at_once(dec, y_in, state, memory, False, drop)[0]
+        stack = None
+        if dec.rnn.training and dec.rnn.dropout > 0:  # cuDNN's own dropout is not capturable
+            stack = partial(layerwise_lstm, dec.rnn)
+        return decode_all_at_once(dec, y_in, state, memory, False, drop, stack)[0]
     form = fast_form(step_weights(dec, defer=step is None))
     step = step or decoder_step
     x0 = embed_proj(dec, y_in)  # (B, T, 4d), all steps

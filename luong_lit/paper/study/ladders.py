@@ -187,6 +187,13 @@ def _paper_gain(above: LadderRow | None, row: LadderRow) -> str:
     return _one(row.paper_bleu - above.paper_bleu, "{:+.1f}")
 
 
+def _hardware(laid: Sequence[LadderRow]) -> str:
+    """Where the table's runs trained, when not all on a CPU: ", runs on a GPU: 6 of 11"."""
+    where = [m.accelerator or "cpu" for row in laid for m in row.members]
+    gpu = sum(a != "cpu" for a in where)
+    return f", runs trained on a GPU: {gpu} of {len(where)}" if gpu else ""
+
+
 def markdown_ladder(table: str, laid: Sequence[LadderRow]) -> str:
     """One table of :func:`lay_out`'s rows, ours beside the paper's, with the gains."""
     number, section, *_, where = LADDERS[table]
@@ -195,6 +202,7 @@ def markdown_ladder(table: str, laid: Sequence[LadderRow]) -> str:
     if recipe:
         title += f", recipe {RECIPES.get(recipe[0], recipe[0])}"
         title += f" with {recipe[1]}" if recipe[1] else ""
+    title += _hardware(laid)
     lines = [f"{title}; the paper's on {where}", "", f"| {HEAD} |", RULE]
     for i, (row, test) in enumerate(zip(laid, judged(laid), strict=True)):
         above = laid[i - 1] if i else None
