@@ -163,7 +163,7 @@ def test_overrides_that_do_not_change_the_model_do_not_make_a_cell(tmp_path):
 def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp_path, capsys):
     """`scripts.studies.paired`: each pair's line is the bootstrap of the kept outputs, the last
     line the pooled test; a folder without outputs or an odd count is refused in one line."""
-    from scripts.studies.paired import labels, main
+    from scripts.studies.paired import labels, main, p_text
 
     bad, refs = corpus(31, right=0.3)
     good, _ = corpus(32, right=0.8, refs=refs)
@@ -177,13 +177,33 @@ def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp
     assert len(lines) == 3 and lines[0].startswith("a -> b: ")
     assert f"gain {first.gain:+.2f} [{first.low:+.2f}, {first.high:+.2f}]" in lines[0]
     assert lines[0].endswith("(two-sided)  holds  (200 sentences)")
-    assert lines[2].startswith("pooled (2 pairs): ") and f"p {pooled_.p:.3f}" in lines[2]
+    assert lines[2].startswith("pooled (2 pairs): ") and p_text(pooled_.p) in lines[2]
     same_seed = (Path("r/paper_control/rev/seed1"), Path("r/paper/drop/seed1"))
     assert labels(*same_seed) == ("paper_control/rev/seed1", "paper/drop/seed1")
     with pytest.raises(SystemExit, match="no kept hyp_unk outputs"):
         main([runs[0], runs[1], "--unk"])
     with pytest.raises(SystemExit):
         main(runs[:3])
+
+
+def test_the_paired_script_tests_a_replacement_against_the_same_models_lines_before_it(
+    tmp_path, capsys
+):
+    """``--system-unk``: the baseline's lines before replacement against the system's after
+    (a dictionary's replacement on one model); ``--unk``: both sides after it."""
+    from scripts.studies.paired import main
+
+    before, refs = corpus(41, right=0.3)
+    after, _ = corpus(42, right=0.7, refs=refs)
+    run = _run(tmp_path, "m", before, refs)
+    replaced = _run(tmp_path, "m_dict", before, refs, unk=after)
+    main([run, replaced, "--system-unk"])
+    main([replaced, replaced, "--unk"])
+    lines = capsys.readouterr().out.splitlines()
+    gain = paired_bootstrap(before, after, refs)
+    assert f"gain {gain.gain:+.2f} [{gain.low:+.2f}, {gain.high:+.2f}]" in lines[0]
+    assert "gain +0.00 [+0.00, +0.00]" in lines[1]  # the same lines on both sides
+    assert gain.p < 0.001 and "p < 0.001 (two-sided)" in lines[0]
 
 
 def test_report_reads_a_folder_of_kept_runs_and_its_table_is_well_formed(tmp_path):

@@ -1,9 +1,11 @@
 """Two systems' test outputs compared by the paired bootstrap, run folder against run folder.
 
-    python -m scripts.studies.paired BASELINE SYSTEM [BASELINE SYSTEM ...] [--unk]
+    python -m scripts.studies.paired BASELINE SYSTEM [BASELINE SYSTEM ...] [--unk | --system-unk]
 
 Each argument is a run folder (its own ``evaluate`` report's kept lines: ``eval_TEST.hyp``,
-``eval_TEST.hyp_unk`` with ``--unk``, and ``eval_TEST.ref``) or one ``eval_*.json`` report. Each
+``eval_TEST.hyp_unk`` with ``--unk``, and ``eval_TEST.ref``) or one ``eval_*.json`` report.
+``--system-unk`` reads the baseline's lines before replacement and the system's after it: the
+gain of one way of replacing unknown words (e.g. a dictionary) on the same model. Each
 pair gets a line: the two BLEUs, the gain with its 95 % interval, the two-sided p and the
 verdict (``luong_lit.metrics.significance``, as ``report`` judges a ladder's step). With several
 pairs (e.g. one a seed) a last line pools them pair by pair, as ``report`` pools seeds. The test
@@ -31,10 +33,15 @@ def outputs(path: Path, kind: str) -> tuple[list[str], list[str]]:
     return found
 
 
+def p_text(p: float) -> str:
+    """``p 0.011``, or ``p < 0.001`` where no draw of the 1,000 reached the gain."""
+    return "p < 0.001" if p < 0.001 else f"p {p:.3f}"
+
+
 def line(label: str, found: Paired) -> str:
     """One pair: BLEUs, gain, its 95 % interval, the two-sided p and the verdict."""
     return (f"{label}: {found.baseline:.2f} -> {found.system:.2f}  gain {found.gain:+.2f} "
-            f"[{found.low:+.2f}, {found.high:+.2f}]  p {found.p:.3f} (two-sided)  "
+            f"[{found.low:+.2f}, {found.high:+.2f}]  {p_text(found.p)} (two-sided)  "
             f"{verdict(found)}  ({found.sentences} sentences)")  # fmt: skip
 
 
@@ -52,14 +59,22 @@ def labels(a: Path, b: Path) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", type=Path, help="BASELINE SYSTEM pairs")
-    ap.add_argument("--unk", action="store_true", help="the outputs after unknown-word replacement")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument(
+        "--unk", action="store_true", help="the outputs after unknown-word replacement"
+    )
+    which.add_argument(
+        "--system-unk",
+        action="store_true",
+        help="the baseline's before replacement, the system's after",
+    )
     args = ap.parse_args(argv)
     if len(args.runs) % 2:
         ap.error(f"runs come in BASELINE SYSTEM pairs; {len(args.runs)} given")
-    kind = "hyp_unk" if args.unk else "hyp"
+    kinds = ("hyp_unk", "hyp_unk") if args.unk else ("hyp", "hyp_unk" if args.system_unk else "hyp")
     pairs = []
     for base, system in zip(args.runs[::2], args.runs[1::2], strict=True):
-        (hyp_a, ref_a), (hyp_b, ref_b) = outputs(base, kind), outputs(system, kind)
+        (hyp_a, ref_a), (hyp_b, ref_b) = outputs(base, kinds[0]), outputs(system, kinds[1])
         if ref_a != ref_b:
             raise SystemExit(f"paired: {base} and {system} were evaluated on different references")
         pairs.append((hyp_a, hyp_b, ref_a))
