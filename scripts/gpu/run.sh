@@ -196,21 +196,23 @@ run_ddp() {  # two ranks (two GPUs, or both on one): the captured step's gradien
 }
 
 run_verdicts() {  # each line of $VERDICTS: one verdict_runs call, all of them at once
-    local lines line pids=() left=$((BUDGET - SECONDS - 25))
+    local lines line pids=() left=$((BUDGET - SECONDS - 25)) kept="$WORK/ladders" i=0
     mapfile -t lines <<< "${VERDICTS:---queue ours --study ours_copy --seeds 3 4 5 --workers 6}"
     echo "== verdicts ($(date +%T), limit ${left}s): ${#lines[@]} queues" | tee -a "$OUT/stages.txt"
-    local i=0
+    rm -rf "$kept" && cp -r results/ladders "$kept"  # the runs kept already are skipped
+    touch "$WORK/verdicts.stamp"
     for line in "${lines[@]}"; do
         # shellcheck disable=SC2086  # a line is an argument list
-        timeout "$left" $PY -m scripts.studies.verdict_runs $line --results "$OUT/ladders" \
+        timeout "$left" $PY -m scripts.studies.verdict_runs $line --results "$kept" \
             --extra trainer=gpu --device cuda > "$OUT/verdicts_$i.log" 2>&1 &
         pids+=($!) && i=$((i + 1))
     done
     wait "${pids[@]}"
     pkill -f "luong_lit.train hydra.run.dir" ; pkill -f "luong_lit evaluate"  # cut off: not kept
-    find "$OUT/ladders" -maxdepth 3 -name '*.tmp' -exec rm -rf {} + 2>/dev/null
-    echo "   $(find "$OUT/ladders" -name results.json | wc -l) runs exported" | tee -a "$OUT/stages.txt"
-    (cd "$OUT" && tar czf ladders.tar.gz ladders && rm -rf ladders)  # too deep to come back as is
+    # the runs exported in this call, as one archive (their folders are too deep to come back)
+    (cd "$WORK" && find ladders -mindepth 3 -maxdepth 3 -type d -name 'seed*' -not -name '*.tmp' \
+        -newer verdicts.stamp > new_runs.txt && tar czf "$OUT/ladders.tar.gz" -T new_runs.txt)
+    echo "   $(wc -l < "$WORK/new_runs.txt") runs exported" | tee -a "$OUT/stages.txt"
 }
 
 run_answer() {  # the issue's figures in one call of BUDGET seconds, most wanted first
