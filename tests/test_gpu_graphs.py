@@ -99,16 +99,15 @@ def test_dropout_masks_differ_between_replays(feed):
     assert len(set(losses)) == 4, losses
 
 
-def test_capturing_draws_no_dropout_masks():
+@pytest.mark.parametrize("feed", [True, False])
+def test_capturing_draws_no_dropout_masks(feed):
     """The first call (warm-ups, capture, replay) leaves the CUDA generator where one eager
     step leaves it, with the eager step's masks: where graphs are captured (again after a
-    resume) does not change a run's dropout."""
+    resume) does not change a run's dropout. Without feeding, the decoder's stack draws its
+    masks between layers itself (``layerwise_lstm``)."""
     torch.manual_seed(0)
-    net = (
-        small_model(src_vocab_size=V, tgt_vocab_size=V, embed_size=32, hidden_size=32, dropout=0.5)
-        .cuda()
-        .train()
-    )
+    sizes = {"src_vocab_size": V, "tgt_vocab_size": V, "embed_size": 32, "hidden_size": 32}
+    net = small_model(**sizes, dropout=0.5, feed_input=feed).cuda().train()
     b = ragged(1)
     torch.cuda.manual_seed(7)
     ref = static_nll(net, *inputs(b).values(), 0.0)[0]  # the same fixed-shape loss, eager
@@ -152,3 +151,26 @@ def test_captured_training_tracks_the_eager_run(toy_corpus, tmp_path):
             assert graphs and 1 <= graphs[-1] <= 3
     assert len(runs["capture"]) == len(runs["off"]) >= 45
     torch.testing.assert_close(runs["capture"], runs["off"], rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_the_layerwise_lstm_on_cudnn_is_the_stack_itself_with_dropout_off(bias):
+    """cuDNN reads each layer's weights outside the stack's flat buffer (copied at each call):
+    outputs and gradients equal the stack's own call, in training mode."""
+    from luong_lit.nn.fast.static import layerwise_lstm
+
+    torch.manual_seed(0)
+    rnn = torch.nn.LSTM(16, 24, 3, bias=bias, batch_first=True, dropout=0.0).cuda().train()
+    x = torch.randn(4, 9, 16, device="cuda", requires_grad=True)
+    h0, c0 = torch.randn(3, 4, 24, device="cuda"), torch.randn(3, 4, 24, device="cuda")
+    outs, grads = [], []
+    for call in (layerwise_lstm, lambda r, *a: r(*a)):
+        rnn.zero_grad()
+        x.grad = None
+        out = call(rnn, x, (h0, c0))[0]
+        out.square().sum().backward()
+        outs.append(out.detach())
+        grads.append([x.grad.clone(), *(p.grad.clone() for p in rnn.parameters())])
+    torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+    for got, ref in zip(*grads, strict=True):
+        torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)

@@ -156,6 +156,8 @@ def test_overrides_that_do_not_change_the_model_do_not_make_a_cell(tmp_path):
     assert run("d", "ablation=local_m_general", "model.net.init_state=copy") != plain
     # the hardware is not the recipe; the schedule and the precision are
     assert run("e", "ablation=local_m_general", "trainer=gpu", "trainer.devices=1") == plain
+    assert run("h", "ablation=local_m_general", "trainer=ddp_4gpu") != plain  # 4x the batch
+    assert run("i", "ablation=local_m_general", "trainer=gpu", "trainer.devices=4") != plain
     assert run("f", "ablation=local_m_general", "trainer.max_epochs=12") != plain
     assert run("g", "ablation=local_m_general", "trainer.precision=bf16-mixed") != plain
 

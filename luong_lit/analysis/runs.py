@@ -48,9 +48,12 @@ RUN_ONLY = (
     "callbacks.", "threads", "trainer.enable_progress_bar", "hydra", "data.num_workers",
     "ckpt_path", "overwrite",
 )  # fmt: skip
-#: exact keys that choose the hardware a run trains on, not what it trains (its precision is
-#: ``trainer.precision``, a part of the recipe): runs on a CPU and on a GPU are seeds of one recipe
-HARDWARE = ("trainer", "trainer.accelerator", "trainer.devices")
+#: overrides that choose the one device a run trains on, not what it trains: runs on a CPU and
+#: on a GPU are seeds of one recipe. Its precision (``trainer.precision``) is a part of the
+#: recipe, and so are several devices (``trainer=ddp_4gpu``, ``trainer.devices=4``), which
+#: multiply the batch.
+HARDWARE = ("trainer=cpu", "trainer=gpu", "trainer.devices=1")
+HARDWARE_KEYS = ("trainer.accelerator",)
 NAMED = ("seed", "experiment", "ladder", "ablation")  # reported in their own columns
 
 
@@ -65,7 +68,9 @@ def model_overrides(overrides, leave_out: Sequence[str] = ()) -> list[str]:
     return [
         str(o)
         for o in overrides
-        if (key := override_key(o)) not in (*leave_out, *HARDWARE) and not key.startswith(RUN_ONLY)
+        if (key := override_key(o)) not in (*leave_out, *HARDWARE_KEYS)
+        and not key.startswith(RUN_ONLY)
+        and str(o).lstrip("+~") not in HARDWARE
     ]
 
 

@@ -78,11 +78,16 @@ def layerwise_lstm(rnn: nn.LSTM, x: Tensor, hx: tuple[Tensor, Tensor]) -> tuple[
     """``rnn(x, hx)`` for a batch-first, one-way ``nn.LSTM``, one layer a call, with its dropout
     between layers drawn by ``F.dropout``. Returns the top layer's ``h_t`` (B, T, d) and no state.
 
-    ``nn.LSTM``'s own dropout runs inside cuDNN's call, with cuDNN's random state, which a CUDA
-    graph cannot capture (the capture fails); ``F.dropout`` draws from the default generator,
-    which a graph replays with fresh masks each time. The same layers and dropout rate; the
-    masks are drawn in another order.
+    ``nn.LSTM``'s own dropout runs inside cuDNN's call, with cuDNN's own random state. That
+    state is seeded again from the CUDA generator, with a read back to the host, on the first
+    call after the generator was set; the capture sets it (``GraphedSteps`` of
+    ``luong_lit.engines.graphs`` hands the warm-ups' draws back), so that call fails in a
+    graph, and its masks would not come from the generator a graph replays. ``F.dropout``
+    draws from that generator, fresh masks at each replay; a layer called with dropout 0
+    never touches cuDNN's state. The same layers and dropout rate; the masks are drawn in
+    another order.
     """
+    assert rnn.batch_first and not rnn.bidirectional and not rnn.proj_size  # stacked_lstm's
     h0, c0 = hx  # (L, B, d) each
     for l in range(rnn.num_layers):
         if l > 0:
@@ -116,7 +121,7 @@ def static_decode(
     """
     if not dec.feed_input:  # every step at once already; nothing depends on lengths
         stack = None
-        if dec.rnn.training and dec.rnn.dropout > 0:  # cuDNN's own dropout is not capturable
+        if dec.rnn.training and dec.rnn.dropout > 0:  # cuDNN's own dropout: not in a graph
             stack = partial(layerwise_lstm, dec.rnn)
         return decode_all_at_once(dec, y_in, state, memory, False, drop, stack)[0]
     form = fast_form(step_weights(dec, defer=step is None))

@@ -190,7 +190,7 @@ def _paper_gain(above: LadderRow | None, row: LadderRow) -> str:
 def _hardware(laid: Sequence[LadderRow]) -> str:
     """Where the table's runs trained, when not all on a CPU: ", runs on a GPU: 6 of 11"."""
     where = [m.accelerator or "cpu" for row in laid for m in row.members]
-    gpu = sum(a != "cpu" for a in where)
+    gpu = sum(a in ("gpu", "cuda") for a in where)
     return f", runs trained on a GPU: {gpu} of {len(where)}" if gpu else ""
 
 
