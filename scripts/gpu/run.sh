@@ -29,7 +29,7 @@
 #           gradients through DDP against DDP's eager step, and both step times
 #   verdicts  seeds of the ladders' verdict runs (scripts.studies.verdict_runs) trained on the
 #           GPU in fp32, several at once, decoded on the GPU, the new ones brought back as
-#           $OUT/ladders.tar.gz (unpack it in the repository). $VERDICTS: one verdict_runs
+#           $OUT/ladders.tar.gz (unpack it in results/). $VERDICTS: one verdict_runs
 #           argument list a line (default: every seed of ours_copy and of Europarl's pair;
 #           the runs kept in results/ladders are skipped). Runs go to logs/verdicts, as on
 #           the CPU; Europarl's cut (logs/verdicts/europarl20k) is carried beside the tree
