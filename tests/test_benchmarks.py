@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import compose_cfg, tiny_overrides, write_corpus
+from conftest import compose_cfg, needs_mirror, tiny_overrides, write_corpus
 
 from luong_lit.training.run import train
 
@@ -156,6 +156,7 @@ def test_bucket_padding_counts_decoder_steps_and_positions_of_both_shapes(toy_co
     assert reports[1]["decoder_steps_vs_own"] <= reports[0]["decoder_steps_vs_own"]
 
 
+@needs_mirror
 def test_ddp_balance_says_the_grouped_steps_keep_the_ranks_busier():
     res = run_module("ddp_balance", "--ranks", "2", "4", "--sentences", "20000")
     assert res.returncode == 0, res.stderr[-2000:]

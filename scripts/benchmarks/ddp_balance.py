@@ -24,7 +24,8 @@ import random
 import numpy as np
 
 from luong_lit.data.loading.batching import BucketBatchSampler
-from luong_lit.data.sources.fetch import mirror_dir
+from luong_lit.data.sources.fetch import local_mirror
+from luong_lit.errors import DataError
 
 SAMPLE = (
     "wmt14/tok/opennmt_toy_ende/src-train.txt.gz",
@@ -34,7 +35,7 @@ SAMPLE = (
 
 def lengths(n: int, max_len: int = 50, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``n`` (source, target) length pairs resampled from the WMT training sample."""
-    root = mirror_dir()
+    root = local_mirror("scripts.benchmarks.ddp_balance")
     sides = []
     for path in SAMPLE:
         with gzip.open(root / path, "rt", encoding="utf-8") as fh:
@@ -73,7 +74,10 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=400_000)
     ap.add_argument("--batch-size", type=int, default=128)
     args = ap.parse_args()
-    src, tgt = lengths(args.sentences)
+    try:
+        src, tgt = lengths(args.sentences)
+    except DataError as err:
+        raise SystemExit(f"ddp_balance: {err}") from None
     sampler = BucketBatchSampler(src, tgt, args.batch_size, seed=1)
     shuffled = sampler.batches()  # one process's epoch: shuffled batches
     for world in args.ranks:
