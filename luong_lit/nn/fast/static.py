@@ -74,9 +74,12 @@ def static_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, t
     return enc.original_order(x, src_len), (torch.stack(hs), torch.stack(cs))
 
 
-def layerwise_lstm(rnn: nn.LSTM, x: Tensor, hx: tuple[Tensor, Tensor]) -> tuple[Tensor, None]:
-    """``rnn(x, hx)`` for a batch-first, one-way ``nn.LSTM``, one layer a call, with its dropout
-    between layers drawn by ``F.dropout``. Returns the top layer's ``h_t`` (B, T, d) and no state.
+def layerwise_lstm(
+    rnn: nn.LSTM, x: Tensor, hx: tuple[Tensor, Tensor]
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """``rnn(x, hx)`` for a batch-first, one-way ``nn.LSTM``, one layer a call (cuDNN on a GPU),
+    with its dropout between layers drawn by ``F.dropout``. Returns the top layer's ``h_t``
+    (B, T, d) and every layer's last ``(h, c)`` (L, B, d), as ``nn.LSTM`` does.
 
     ``nn.LSTM``'s own dropout runs inside cuDNN's call, with cuDNN's own random state. That
     state is seeded again from the CUDA generator, with a read back to the host, on the first
@@ -89,6 +92,7 @@ def layerwise_lstm(rnn: nn.LSTM, x: Tensor, hx: tuple[Tensor, Tensor]) -> tuple[
     """
     assert rnn.batch_first and not rnn.bidirectional and not rnn.proj_size  # stacked_lstm's
     h0, c0 = hx  # (L, B, d) each
+    hs, cs = [], []
     for l in range(rnn.num_layers):
         if l > 0:
             x = F.dropout(x, rnn.dropout, rnn.training)  # (B, T, d) the lower layer's h_t
@@ -96,8 +100,10 @@ def layerwise_lstm(rnn: nn.LSTM, x: Tensor, hx: tuple[Tensor, Tensor]) -> tuple[
         if rnn.bias:
             weights += [getattr(rnn, f"{b}_l{l}") for b in ("bias_ih", "bias_hh")]
         hx_l = (h0[l : l + 1], c0[l : l + 1])  # (1, B, d) each
-        x = torch.lstm(x, hx_l, weights, rnn.bias, 1, 0.0, rnn.training, False, True)[0]
-    return x, None  # (B, T, d)
+        x, h, c = torch.lstm(x, hx_l, weights, rnn.bias, 1, 0.0, rnn.training, False, True)
+        hs.append(h[0])
+        cs.append(c[0])
+    return x, (torch.stack(hs), torch.stack(cs))  # (B, T, d), (L, B, d) x2
 
 
 def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: list, c: list,
@@ -153,20 +159,12 @@ def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tens
     real = (pos >= shift).unsqueeze(-1)  # (B, S, 1) real words once left-padded
     left = order.gather(1, (pos - shift).clamp(min=0))  # (B, S) source slot of each left slot
     x = drop(enc.embedding(src.gather(1, left)) * real, enc.dropout)  # (B, S, e), zero at the front
-    zeros = x.new_zeros(1, src.size(0), d)  # (1, B, d)
-    hs, cs = [], []
-    for l in range(enc.rnn.num_layers):
-        if l > 0:
-            x = F.dropout(x, enc.rnn.dropout, enc.rnn.training)  # nn.LSTM's own dropout
-        w = [getattr(enc.rnn, f"weight_ih_l{l}"), getattr(enc.rnn, f"weight_hh_l{l}")]
-        # nn.LSTM's own call, for one layer without biases: (B, S, d), (1, B, d) x2
-        x, h, c = torch.lstm(x, (zeros, zeros), w, False, 1, 0.0, enc.training, False, True)
-        hs.append(h[0])
-        cs.append(c[0])
+    zeros = x.new_zeros(enc.rnn.num_layers, src.size(0), d)  # (L, B, d)
+    x, (h, c) = layerwise_lstm(enc.rnn, x, (zeros, zeros))  # (B, S, d), (L, B, d) x2
     back = (order + shift).clamp(max=S - 1)  # (B, S) source slot s reads left slot order[s]+shift
     valid = (pos < src_len.unsqueeze(1)).unsqueeze(-1)  # (B, S, 1)
     h_bar_s = x.gather(1, back.unsqueeze(-1).expand_as(x)) * valid  # (B, S, d), original order
-    return h_bar_s, (torch.stack(hs), torch.stack(cs))
+    return h_bar_s, (h, c)
 
 
 STATIC_ENCODERS = ("auto", "masked", "left_padded")
