@@ -46,8 +46,9 @@ class Architecture:
             can rest on it (Joey NMT). False is the paper: attention covers the ``S`` source
             words only (docs/paper_notes.md §0). With ``reverse_source`` the ``</s>`` is still
             read last.
-        init_state: the decoder's initial state: ``copy`` (the paper: layer ``l`` starts from the
-            encoder's final ``(h, c)`` of layer ``l``), ``last`` (Joey NMT: the top layer's final
+        init_state: the decoder's initial state: ``copy`` (the authors' code, where the paper is
+            silent: layer ``l`` starts from the encoder's final ``(h, c)`` of layer ``l``;
+            docs/paper_notes.md §0), ``last`` (Joey NMT: the top layer's final
             ``h`` as ``h`` and ``c`` of every layer) or ``zero``.
         tie_output: use the target embedding matrix as ``W_s`` too (Press & Wolf, 2017). Needs
             ``embed_size == hidden_size``. False is the paper: separate matrices.

@@ -46,7 +46,7 @@ def _read_with_module(encoder: Encoder, src: Tensor, src_len: Tensor):
 
 #: The decoder's initial (h, c) from the encoder's final (h, c), each (L, B, d).
 INIT_STATES: dict[str, Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]] = {
-    # the paper: layer l of the decoder starts from layer l of the encoder
+    # the authors' code (docs/paper_notes.md §0): decoder layer l starts from encoder layer l
     "copy": lambda h, c: (h, c),
     # Joey NMT's "last": the top layer's final h_t, as both h and c of every layer
     "last": lambda h, c: (h[-1:].expand_as(h).contiguous(),) * 2,
