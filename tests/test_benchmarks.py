@@ -156,6 +156,18 @@ def test_bucket_padding_counts_decoder_steps_and_positions_of_both_shapes(toy_co
     assert reports[1]["decoder_steps_vs_own"] <= reports[0]["decoder_steps_vs_own"]
 
 
+@pytest.mark.parametrize("name, args", [("ddp_balance", ()), ("scale", ("corpus", "--out"))])
+def test_a_benchmark_that_reads_the_mirror_says_so_in_one_line_without_one(
+    name, args, tmp_path, monkeypatch
+):
+    """Without ``LUONG_LIT_DATA``: exit 2 and one line naming the script and the variable."""
+    monkeypatch.delenv("LUONG_LIT_DATA", raising=False)
+    res = run_module(name, *args, *((str(tmp_path),) if args else ()))
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, res.stderr[-2000:]
+    assert f"scripts.benchmarks.{name}" in lines[0] and "LUONG_LIT_DATA" in lines[0]
+
+
 @needs_mirror
 def test_ddp_balance_says_the_grouped_steps_keep_the_ranks_busier():
     res = run_module("ddp_balance", "--ranks", "2", "4", "--sentences", "20000")

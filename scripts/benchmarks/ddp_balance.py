@@ -20,12 +20,12 @@ import argparse
 import gzip
 import json
 import random
+import sys
 
 import numpy as np
 
 from luong_lit.data.loading.batching import BucketBatchSampler
 from luong_lit.data.sources.fetch import local_mirror
-from luong_lit.errors import DataError
 
 SAMPLE = (
     "wmt14/tok/opennmt_toy_ende/src-train.txt.gz",
@@ -74,10 +74,7 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=400_000)
     ap.add_argument("--batch-size", type=int, default=128)
     args = ap.parse_args()
-    try:
-        src, tgt = lengths(args.sentences)
-    except DataError as err:
-        raise SystemExit(f"ddp_balance: {err}") from None
+    src, tgt = lengths(args.sentences)
     sampler = BucketBatchSampler(src, tgt, args.batch_size, seed=1)
     shuffled = sampler.batches()  # one process's epoch: shuffled batches
     for world in args.ranks:
@@ -90,4 +87,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from luong_lit.cli import run_command  # a missing mirror or bad input: one line, exit 2
+
+    sys.exit(run_command(main))

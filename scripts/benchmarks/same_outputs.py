@@ -166,4 +166,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from luong_lit.cli import run_command  # a missing mirror or bad input: one line, exit 2
+
+    sys.exit(run_command(main))

@@ -179,4 +179,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from luong_lit.cli import run_command  # a missing mirror or bad input: one line, exit 2
+
+    sys.exit(run_command(main))
