@@ -2,7 +2,8 @@
 
 Commands: train and prepare (Hydra overrides), translate, serve, evaluate, score, align,
 average, report, notebook, dictionary. ``python -m luong_lit <command> --help`` shows each
-command's options; ``--version`` the kit's version.
+command's options; ``--version`` the kit's version. ``--user-dir DIR``, anywhere, and every
+installed plugin register a user's own parts first (:mod:`luong_lit.plugins`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ COMMANDS = {
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
-    head = "usage: python -m luong_lit <command> [args...]\n       python -m luong_lit --version\n"
+    head = "usage: python -m luong_lit [--user-dir DIR] <command> [args...]\n" \
+        "       python -m luong_lit --version\n"  # fmt: skip
     head += "\ncommands:\n"
     return head + "\n".join(lines) + "\n"
 
@@ -56,6 +58,18 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(f"luong_lit {version()}\n")
         return 0
+    if not argv:
+        sys.stderr.write("error: name a command\n\n" + usage())
+        return 2
+    from luong_lit.cli import with_plugins
+
+    try:
+        argv = with_plugins(argv)
+    except Exception as err:  # noqa: BLE001 - a user's plugin: one line, exit 2
+        from luong_lit.cli import user_error_message
+
+        sys.stderr.write(user_error_message(err) + "\n")
+        return 2
     if not argv:
         sys.stderr.write("error: name a command\n\n" + usage())
         return 2

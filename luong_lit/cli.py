@@ -34,6 +34,16 @@ def user_error_message(err: BaseException) -> str:
     return "error: " + " ".join(str(err).split())
 
 
+def with_plugins(argv: list[str]) -> list[str]:
+    """``argv`` without its ``--user-dir`` options, every installed plugin and those folders
+    loaded (:mod:`luong_lit.plugins`): every command's first step."""
+    from luong_lit.plugins import load_plugins, take_user_dirs
+
+    argv, folders = take_user_dirs(list(argv))
+    load_plugins(folders)
+    return argv
+
+
 def run_command(main: Callable[[], int | None]) -> int:
     """Run a command's body; a user error prints one paragraph and gives exit status 2."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")

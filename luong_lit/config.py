@@ -120,6 +120,11 @@ def _not_an_option(group: str, option: object) -> str:
     )
 
 
+#: the config's sections built into objects that take only the options they know (a key added
+#: there with ``+`` is refused when the object is built)
+BUILT_FROM = ("trainer", "model", "data", "engine", "callbacks", "logger")
+
+
 def explain(message: str, overrides: Sequence[str] = ()) -> str:
     """Hydra's complaint about an override, with the nearest name that exists (in the config
     the user's group choices among ``overrides`` make)."""
@@ -137,6 +142,11 @@ def explain(message: str, overrides: Sequence[str] = ()) -> str:
             f"the value of {key} holds '=' or ',', which Hydra reads as its own syntax: quote "
             f"it, e.g. '{key}=\"{value}\"' (single quotes for the shell, double for Hydra)"
         )
+    there = re.search(r"Could not append to config. An item is already at '([\w.]+)'", first)
+    if there:
+        key = there.group(1)
+        given = next((o for o in overrides if o.lstrip("+").startswith(f"{key}=")), f"{key}=...")
+        return f"{key} is a key of the config already: drop the + ({given.lstrip('+')})"
     unknown = re.search(r"Could not override '([\w.]+)'", first)
     if unknown:
         key = unknown.group(1)
@@ -145,6 +155,8 @@ def explain(message: str, overrides: Sequence[str] = ()) -> str:
         except Exception:  # noqa: BLE001 - a hint is a bonus; the error stands without it
             near = ""
         hint = f"; did you mean {near}?" if near else ""
+        if key.split(".")[0] in BUILT_FROM:  # a new key there would be refused when it is built
+            return f"{key} is neither a config group nor a key of the config{hint}"
         return (
             f"{key} is neither a config group nor a key of the config{hint} "
             f"(+{key}=VALUE adds a new key)"

@@ -154,6 +154,24 @@ def scores_tables(report: dict) -> list[str]:
     return lines + signature_lines(report)
 
 
+def summary(report: dict) -> str:
+    """The few lines ``evaluate`` prints of a report (the whole of it is in its files):
+    perplexity, BLEU (tokenised and detokenised) and chrF before and after unk replacement."""
+    b, u = report["bleu"], report["bleu_unk_replaced"]
+    ppl = ", ".join(f"{p:.2f}" for p in report["ppl"])
+    if "ppl_ensemble" in report:
+        ppl += f" (the ensemble: {report['ppl_ensemble']:.2f})"
+    beam, on = report.get("decoding", {}).get("beam"), report.get("compared", "cased text")
+    lines = [
+        f"{report['test']}: perplexity {ppl}; beam {beam}, on {on}",
+        f"  BLEU {b['bleu_tok']:.2f} tokenised, {b['bleu_detok']:.2f} detokenised (sacreBLEU "
+        f"13a); chrF {b.get('chrf_tok', float('nan')):.2f}",
+        f"  after unk replacement: BLEU {u['bleu_tok']:.2f} tokenised, {u['bleu_detok']:.2f} "
+        f"detokenised ({report['unk_in_output']} <unk> in the output)",
+    ]
+    return "\n".join(lines)
+
+
 def markdown(report: dict) -> str:
     ppl = ", ".join(f"{p:.2f}" for p in report["ppl"])
     if "ppl_ensemble" in report:

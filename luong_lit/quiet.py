@@ -16,7 +16,16 @@ Each filter names the one message it drops and why it tells a user nothing here:
 * Hydra's "validated against ConfigStore schema" notice about its own launchers' configs (a
   joblib worker imports the app's module, and with it this filter, before Hydra loads them);
 * on a resume only (``quiet(resuming=True)``), Lightning's "Checkpoint directory ... exists
-  and is not empty": the run's own folder, where the resumed run belongs.
+  and is not empty": the run's own folder, where the resumed run belongs;
+* Lightning's lines as it restores a checkpoint ("Restoring states from the checkpoint
+  path", "Restored all states", "Loaded model weights", the weight averaging's "Found
+  current_model_state"): a resume says in its own line what it resumes and at which step, and
+  the final test's checkpoint is named in ``results.json``;
+* Lightning's "Received SIGTERM" and "Trainer.fit stopped" lines: a run stopped by a signal
+  ends with its own line (what was saved, and the command that resumes it), and one that ends
+  by its budget, early stopping or its schedule says so in the kit's lines;
+* Lightning's note that ``configure_callbacks`` replaces a callback: the schedules' own
+  callback, added once (:mod:`luong_lit.training.lr_steps`).
 
 W&B's own lines are its settings' business
 (:class:`~luong_lit.training.loggers.ResumableWandbLogger`).
@@ -39,10 +48,18 @@ DROPPED_LINES = (
     "GPU available: ",
     "TPU available: ",
     "HPU available: ",
+    "Restoring states from the checkpoint path at ",
+    "Restored all states from the checkpoint at ",
+    "Loaded model weights from the checkpoint at ",
+    "Found current_model_state in the checkpoint",
+    "Received SIGTERM: ",
+    "`Trainer.fit` stopped: ",
+    "callbacks returned in `LightningModule.configure_callbacks` will override",
 )
 RANK_ZERO_LOGGERS = (
     "lightning.pytorch.utilities.rank_zero",
     "lightning_fabric.utilities.rank_zero",
+    "lightning.pytorch.trainer.connectors.signal_connector",
 )
 
 

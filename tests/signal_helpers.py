@@ -32,3 +32,43 @@ class SlowSteps(L.Callback):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         time.sleep(self.seconds)
+
+
+class Snapshot(L.Callback):
+    """Copy the run folder ``run_dir`` into ``to/MOMENT`` at each of a run's moments, as a
+    ``kill -9`` would leave it there: ``mid_epoch`` (as optimizer step ``mid_step`` + 1 begins,
+    step ``mid_step``'s checkpoint written), ``epoch_end`` (epoch ``epoch``'s validation and
+    its checkpoint done, the epoch's end hooks not yet run), ``validation`` (after the first
+    batch of epoch ``epoch``'s first validation) and ``test`` (after the final test's
+    first batch). A resumed run (``trainer.ckpt_path``) takes none."""
+
+    def __init__(self, run_dir: str, to: str, mid_step: int = 3, epoch: int = 1) -> None:
+        self.run_dir, self.to, self.mid_step, self.epoch = run_dir, to, mid_step, epoch
+        self.resumed = False
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        self.resumed = bool(trainer.ckpt_path)
+
+    def _take(self, trainer, moment: str) -> None:
+        import shutil
+        from pathlib import Path
+
+        where = Path(self.to) / moment
+        if self.resumed or where.exists() or not trainer.is_global_zero:
+            return
+        shutil.copytree(self.run_dir, where)  # Lightning saves the logs as it logs them
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.mid_step:
+            self._take(trainer, "mid_epoch")
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        if trainer.current_epoch == self.epoch:
+            self._take(trainer, "epoch_end")
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *_) -> None:
+        if not trainer.sanity_checking and trainer.current_epoch == self.epoch:
+            self._take(trainer, "validation")
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *_) -> None:
+        self._take(trainer, "test")

@@ -162,7 +162,8 @@ def test_average_says_what_it_wrote_for_one_checkpoint_and_for_several(tmp_path)
         .strip()
         .endswith("one.ckpt: the weights of the one checkpoint given (nothing averaged)")
     )
-    assert two.stdout.decode().strip().endswith("two.ckpt: the mean of 2 checkpoints")
+    said = two.stdout.decode().strip()
+    assert said.endswith("two.ckpt: the mean of 2 checkpoints (a.ckpt, b.ckpt)"), said
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o077], ids=["022", "002", "077"])

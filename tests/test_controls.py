@@ -164,3 +164,102 @@ def test_the_ema_weights_are_the_moving_average_of_the_raw_weights(toy_corpus, t
         torch.testing.assert_close(value, expected, rtol=1e-5, atol=1e-7, msg=key)
     assert not torch.equal(last["state_dict"]["net.decoder.W_c.weight"],
                            raw[-1]["net.decoder.W_c.weight"])  # fmt: skip
+
+
+# ------------------------------------------------------------------ words a user can act on
+def run_lines(res) -> str:
+    return res.stdout.decode() + res.stderr.decode()
+
+
+def test_early_stopping_and_a_lowered_rate_each_say_so_in_a_line(toy_corpus, tmp_path):
+    stop = ["callbacks.early_stopping.patience=2", "callbacks.early_stopping.min_delta=100",
+            "schedule=plateau", "optim=sgd_paper", "model.scheduler.threshold=0.9"]  # fmt: skip
+    res = run_here(["train", *tiny_overrides(toy_corpus), "trainer.max_epochs=8", *stop,
+                    "test_after_training=false", f"hydra.run.dir={tmp_path}"])  # fmt: skip
+    said = run_lines(res)
+    assert res.returncode == 0, said[-2000:]
+    assert "learning rate 1 -> 0.5 at step 16: val/ppl" in said  # the second validation stalls
+    line = next(x for x in said.splitlines() if "early stopping at step 24" in x)
+    assert "val/ppl has not improved on its best" in line and "(step 8)" in line
+    assert "for 2 validations (patience 2)" in line
+    log = (tmp_path / "train.log").read_text()
+    assert "early stopping at step 24" in log and "learning rate 1 -> 0.5" in log
+
+
+def test_the_closing_lines_name_the_metric_best_ckpt_was_chosen_by(toy_corpus, tmp_path):
+    res = run_here(["train", *tiny_overrides(toy_corpus), "trainer.max_epochs=1", "select_by=bleu",
+                    "test_after_training=false", f"hydra.run.dir={tmp_path}"])  # fmt: skip
+    assert res.returncode == 0 and "(best by validation BLEU (greedy))" in run_lines(res)
+
+
+def test_freeze_without_init_from_is_refused_in_one_line(toy_corpus, tmp_path):
+    res = run_here(["train", *tiny_overrides(toy_corpus), "freeze=[encoder]",
+                    f"hydra.run.dir={tmp_path}/r"])  # fmt: skip
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "give init_from=CKPT too" in err and "Traceback" not in err
+
+
+def test_resuming_when_every_run_has_finished_says_no_unfinished_run(toy_corpus, tmp_path):
+    logs = tmp_path / "logs"
+    done = ["train", *tiny_overrides(toy_corpus), "trainer.max_epochs=1", f"paths.log_dir={logs}"]
+    assert run_here([*done, f"hydra.run.dir={logs}/train/runs/a"]).returncode == 0
+    res = run_here(["train", "ckpt_path=last", f"paths.log_dir={logs}",
+                    f"hydra.run.dir={logs}/train/runs/b"])  # fmt: skip
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "no unfinished run under" in err and "1 runs" in err, err
+
+
+def test_results_json_says_how_many_sentences_each_figure_covers(toy_corpus, tmp_path):
+    test = write_corpus(tmp_path / "t", "test", 24, 5)
+    res = run_here(["train", *tiny_overrides(toy_corpus), "trainer.max_epochs=1",
+                    f"+data.test.toy.src={test['src']}", f"+data.test.toy.tgt={test['tgt']}",
+                    "trainer.limit_test_batches=1", f"hydra.run.dir={tmp_path}/r"])  # fmt: skip
+    assert res.returncode == 0, run_lines(res)[-2000:]
+    import json
+
+    toy = json.loads((tmp_path / "r" / "results.json").read_text())["toy"]
+    assert toy["sentences_ppl"] == 8 and toy["sentences_bleu"] == 24  # one batch of 8; all
+    assert "trainer.limit_test_batches=1 shortens the perplexity pass" in run_lines(res)
+
+
+# ------------------------------------------------------------- fine-tuning, naming what changes
+def test_fine_tuning_reads_the_model_from_the_checkpoint(toy_corpus, tmp_path_factory):
+    """The source has 16 units and no input feeding; the fine-tuning command names neither
+    (this config's: 8 units, feeding) and trains the checkpoint's model; naming a
+    size that differs is refused in one line with both values; dropout may change."""
+    src = tmp_path_factory.mktemp("wide")
+    wide = ["model.net.hidden_size=16", "model.net.embed_size=16", "feed_input=false"]
+    fit(toy_corpus, src, "trainer.max_epochs=1", *wide)
+    source = src / "checkpoints" / "best.ckpt"
+    run = tmp_path_factory.mktemp("tuned")
+    unnamed = [o for o in tiny_overrides(toy_corpus) if not o.startswith("model.net.")]
+    res = run_here(["train", *unnamed, f"init_from={source}", "dropout=0.3",
+                    "trainer.max_steps=2", f"hydra.run.dir={run}"])  # fmt: skip
+    assert res.returncode == 0, run_lines(res)[-2000:]
+    net = ckpt(run / "checkpoints" / "last.ckpt")["luong_lit"]["net"]
+    assert net["hidden_size"] == 16 and net["feed_input"] is False and net["dropout"] == 0.3
+    line = next(x for x in run_lines(res).splitlines() if "its model, read from it" in x)
+    assert "feed_input false" in line and "hidden_size 16" in line
+    assert ", dropout " not in line and "(dropout " not in line  # named here: this run's
+    from luong_lit.analysis.runs import describe
+
+    assert describe(run).feed_input is False  # its folder says what it trained
+    res = run_here(["train", *unnamed, f"init_from={source}", "model.net.hidden_size=8",
+                    f"hydra.run.dir={run}_bad"])  # fmt: skip
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "model.net.hidden_size=16" in err and "asks for 8" in err
+
+
+# ------------------------------------------------------------------ the newest epochs, averaged
+def test_keep_last_keeps_the_newest_epochs_and_average_last_means_them(toy_corpus, tmp_path):
+    fit(toy_corpus, tmp_path, "trainer.max_epochs=4", "callbacks.epoch_checkpoints.keep_last=2")
+    epochs = tmp_path / "checkpoints" / "epochs"
+    assert sorted(p.name for p in epochs.iterdir()) == ["e02.ckpt", "e03.ckpt"]
+    res = run_here(["average", str(tmp_path), "--last", "2"])
+    assert res.returncode == 0 and "e02.ckpt, e03.ckpt" in res.stdout.decode(), res.stderr
+    mean = ckpt(tmp_path / "avg.ckpt")["state_dict"]
+    a, b = (ckpt(epochs / n)["state_dict"] for n in ("e02.ckpt", "e03.ckpt"))
+    for key, value in mean.items():
+        torch.testing.assert_close(value, (a[key] + b[key]) / 2, msg=key)
+    res = run_here(["average", str(tmp_path), "--last", "3"])
+    assert res.returncode == 2 and "keeps 2 epoch checkpoints" in res.stderr.decode()

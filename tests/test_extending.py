@@ -25,25 +25,40 @@ QUICK = ["trainer.max_epochs=1", "test_after_training=false"]
 
 
 def readme_code() -> str:
-    """The section's Python, its training call made to keep the overrides it trains with."""
+    """The section's Python, as written."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text.split("## Extending the kit", 1)[1].split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    assert code.count("train(compose(") == 1
-    return code.replace("train(compose(", "overrides = ((")
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def readme_parts() -> str:
+    """The README code that registers the parts (all of it up to the corpus): a module's."""
+    code = readme_code()
+    return code[: code.index("corpus = ")]
 
 
 @pytest.fixture(scope="module")
 def readme(toy_corpus, tmp_path_factory):
-    """The README's parts registered by its own code, ``/data/mine`` the toy corpus in en/de
-    files; taken out of the registries again afterwards."""
-    mine = tmp_path_factory.mktemp("mine")
+    """The README's code run as written, in a folder of its own, ``MY_CORPUS`` the toy corpus
+    as en/de files: its parts registered, its run trained; taken out of the registries again
+    afterwards. ``(its namespace, its run folder)``."""
+    import os
+
+    mine, here = tmp_path_factory.mktemp("mine"), tmp_path_factory.mktemp("readme")
     for split in ("train", "dev"):
         shutil.copy(toy_corpus[split]["src"], mine / f"{split}.en")
         shutil.copy(toy_corpus[split]["tgt"], mine / f"{split}.de")
     namespace = {"__name__": "readme_extending"}
-    exec(compile(readme_code().replace("/data/mine", str(mine)), "README.md", "exec"), namespace)
-    yield namespace, namespace["overrides"]
+    before, cwd = os.environ.get("MY_CORPUS"), os.getcwd()
+    os.environ["MY_CORPUS"] = str(mine)
+    os.chdir(here)
+    try:
+        exec(compile(readme_code(), "README.md", "exec"), namespace)
+    finally:
+        os.chdir(cwd)
+        os.environ.pop("MY_CORPUS") if before is None else os.environ.update(MY_CORPUS=before)
+    (run,) = (here / "logs" / "train" / "runs").iterdir()
+    yield namespace, run
     ATTENTIONS.remove("local_p_sigma")
     SCORES.remove("scaled_dot")
     CORPORA.remove("mine")
@@ -65,7 +80,7 @@ def test_a_new_attention_variant_trains_and_its_checkpoint_loads(readme, toy_cor
     assert float(att.log_sigma.detach()) != pytest.approx(math.log(1.5), abs=1e-7)  # learned
     ATTENTIONS.remove("local_p_sigma")  # a checkpoint names only registered parts
     try:
-        with pytest.raises(CheckpointError, match="attention='local_p_sigma' is unknown"):
+        with pytest.raises(CheckpointError, match="attention 'local_p_sigma' is not registered"):
             load_model(tmp_path / "checkpoints" / "best.ckpt")
     finally:
         ATTENTIONS.add("local_p_sigma", namespace["LearnedSigma"])
@@ -81,16 +96,15 @@ def test_a_new_score_trains(readme, toy_corpus, tmp_path):
     assert net.attention.score.scale == 8**-0.5
 
 
-def test_the_readme_run_trains_on_a_named_corpus_from_local_files(readme, toy_corpus, tmp_path):
-    from luong_lit.analysis.runs import corpus_label
+def test_the_readme_run_trains_on_a_named_corpus_from_local_files(readme):
+    from luong_lit.analysis.runs import corpus_label, describe
 
-    _, overrides = readme
-    assert "data.dataset=mine" in overrides
-    shrink = [o for o in tiny_overrides(toy_corpus) if not o.startswith(("data=", "data.train",
-                                                                         "data.dev"))]  # fmt: skip
-    cfg = compose_cfg([*overrides, *shrink, *QUICK], tmp_path)
-    assert cfg.data.dataset == "mine" and cfg.model.net.attention.name == "local_p_sigma"
-    assert math.isfinite(train(cfg)["val/ppl"])
+    namespace, run = readme
+    assert math.isfinite(namespace["run"]["val/ppl"])
+    net, *_, meta = load_model(run / "checkpoints" / "best.ckpt")
+    assert type(net.decoder.attention) is namespace["LearnedSigma"]
+    assert meta.data.config["dataset"] == "mine" and "attention local_p_sigma" in meta.parts
+    assert describe(run).attention == "local_p_sigma"  # its folder reads as a run
     assert corpus_label("mine", "en", "de", None) == "mine En→De"  # reports: its label
 
 
@@ -124,3 +138,70 @@ def test_the_registries_refuse_what_they_must(readme):
     register_attention("local_p")(LocalPredictiveAttention)  # the same class again: no change
     with pytest.raises(ValueError, match="'none'"):
         Registry("thing").add("none", object())
+
+
+# ------------------------------------------------------------------ parts every command loads
+@pytest.fixture(scope="module")
+def user_dir_run(toy_corpus, tmp_path_factory):
+    """``my_parts.py`` (the README's registering code) and a run trained from the command line
+    with ``--user-dir my_parts.py``: ``(the module's folder, the run, what train printed)``."""
+    from conftest import run_cli
+
+    folder = tmp_path_factory.mktemp("parts")
+    (folder / "my_parts.py").write_text(readme_parts(), encoding="utf-8")
+    run = folder / "run"
+    res = run_cli(["--user-dir", str(folder / "my_parts.py"), "train", *tiny_overrides(toy_corpus),
+                   "attention=local_p_sigma", "score=scaled_dot", *QUICK,
+                   f"hydra.run.dir={run}"])  # fmt: skip
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    return folder, run, res.stdout.decode() + res.stderr.decode()
+
+
+def test_a_run_with_a_user_dir_says_how_to_translate_with_it(user_dir_run):
+    from conftest import run_cli
+
+    folder, run, said = user_dir_run
+    line = next(x for x in said.splitlines() if x.startswith("translate with:"))
+    assert f"--user-dir {folder / 'my_parts.py'}" in line  # the printed command runs as printed
+    argv = line.split("python -m luong_lit ", 1)[1].split()
+    res = run_cli([*argv, "--quiet"], stdin=b"a b c\n")
+    assert res.returncode == 0 and res.stdout.decode().strip(), res.stderr.decode()[-2000:]
+
+
+def test_a_checkpoint_whose_part_is_not_loaded_says_which_module_registered_it(user_dir_run):
+    from conftest import run_cli
+
+    folder, run, _ = user_dir_run
+    res = run_cli(["translate", str(run / "checkpoints" / "best.ckpt"), "--quiet"], stdin=b"a b\n")
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "'local_p_sigma' is not registered here" in err and "module my_parts" in err
+    assert f"give --user-dir {folder / 'my_parts.py'}" in err
+
+
+def test_an_installed_package_with_an_entry_point_is_loaded_by_every_command(user_dir_run):
+    """A distribution on the path (its ``.dist-info`` with an ``entry_points.txt``, as ``pip
+    install`` writes it) that declares ``luong_lit.plugins``: translate and the API need no
+    ``--user-dir``."""
+    import os
+    import subprocess
+    import sys
+
+    folder, run, _ = user_dir_run
+    site = folder / "site"
+    (site / "my_parts-0.1.dist-info").mkdir(parents=True)
+    shutil.copy(folder / "my_parts.py", site / "my_parts.py")
+    (site / "my_parts-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: my-parts\nVersion: 0.1\n", encoding="utf-8"
+    )
+    (site / "my_parts-0.1.dist-info" / "entry_points.txt").write_text(
+        "[luong_lit.plugins]\nmy_parts = my_parts\n", encoding="utf-8"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site), "PYTHONWARNINGS": "ignore"}
+    ckpt = run / "checkpoints" / "best.ckpt"
+    res = subprocess.run([sys.executable, "-m", "luong_lit", "translate", str(ckpt), "--quiet"],
+                         input=b"a b c\n", env=env, capture_output=True, cwd=REPO)  # fmt: skip
+    assert res.returncode == 0 and res.stdout.strip(), res.stderr.decode()[-2000:]
+    api = f"import luong_lit; print(luong_lit.load({str(ckpt)!r}).translate(['a b c']))"
+    res = subprocess.run([sys.executable, "-c", api], env=env, capture_output=True, cwd=REPO)
+    assert res.returncode == 0 and b"[" in res.stdout, res.stderr.decode()[-2000:]

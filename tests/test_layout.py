@@ -94,6 +94,7 @@ LAYERS = [
     "decoding",  # greedy, beam, ensembles, unk replacement, forced decoding
     "metrics",  # BLEU, AER, perplexity
     "engines",  # how the model is computed: reference or fast
+    "plugins",  # a user's own parts, loaded for every command (entry points, --user-dir)
     "checkpoint",  # checkpoint files, the models they hold, averages
     "inference",  # a model at decode time, as every caller decodes
     "translator",  # the Python API: options, text, search, attention

@@ -24,11 +24,13 @@ def rates(scheduler, metrics) -> list[float]:
     return seen
 
 
-def test_full_rate_while_dev_improves_then_halving_every_epoch_whatever_it_does():
+def test_full_rate_while_dev_improves_then_halving_every_validation_whatever_it_does():
     s = HalvingOnceStalled(optimizer(), halvings=3, after=0, mode="min", threshold=0.0)
     # improves, improves, stalls (first halving), then halves even when it improves again
-    assert rates(s, [10.0, 9.0, 9.5, 8.0, 7.0, 6.0]) == [1.0, 1.0, 0.5, 0.25, 0.125, 0.0625]
-    assert s.halved == 4 and s.finished and s.best == 6.0
+    assert rates(s, [10.0, 9.0, 9.5, 8.0, 7.0]) == [1.0, 1.0, 0.5, 0.25, 0.125]
+    assert s.halved == 3 and not s.finished and s.best == 7.0
+    # the validation after the last rate has trained ends the schedule, the rate kept
+    assert rates(s, [6.0]) == [0.125] and s.finished and s.halved == 3
 
 
 def test_after_keeps_the_full_rate_through_early_stalls():
@@ -39,7 +41,8 @@ def test_after_keeps_the_full_rate_through_early_stalls():
 
 def test_mode_max_follows_a_metric_that_should_grow():
     s = HalvingOnceStalled(optimizer(), halvings=1, after=0, mode="max", threshold=0.0)
-    assert rates(s, [10.0, 12.0, 11.0]) == [1.0, 1.0, 0.5] and s.finished
+    assert rates(s, [10.0, 12.0, 11.0]) == [1.0, 1.0, 0.5] and not s.finished
+    assert rates(s, [13.0]) == [0.5] and s.finished
 
 
 def test_the_state_round_trips_through_a_checkpoint():
@@ -54,7 +57,8 @@ def test_the_state_round_trips_through_a_checkpoint():
 def test_plateau_is_torchs_reduce_on_plateau_with_the_monitored_metric():
     desc = Plateau(patience=1, factor=0.5)(optimizer())
     assert isinstance(desc["scheduler"], torch.optim.lr_scheduler.ReduceLROnPlateau)
-    assert desc["monitor"] == "val/ppl" and desc["interval"] == "epoch"
+    # stepped after each validation by the kit, never by Lightning at an epoch's end
+    assert desc["scheduler"].monitor == "val/ppl" and desc["reduce_on_plateau"] is False
     assert rates(desc["scheduler"], [10.0, 11.0, 12.0, 9.0]) == [1.0, 1.0, 0.5, 0.5]
 
 

@@ -37,6 +37,19 @@ SOURCE_SHOWN = (
 )
 
 
+#: the page's panel of an answer with an empty translation, and of one with a long one
+EDGES = """const answer = (t) => ({translation: t, hypotheses: [], source: ["a"], replaced: [],
+    target: t ? t.split(" ") : [], weights: t ? t.split(" ").map(() => [1]) : [], links: []});
+const empty = panel(MODELS[0], answer("")), long = panel(MODELS[0], answer("w ".repeat(199) + "w"));
+document.body.append(empty, long);
+const style = getComputedStyle(long), words = getComputedStyle(long.querySelector(".translation"));
+return {empty: empty.querySelector(".translation").textContent,
+    note: empty.querySelector(".empty")?.textContent ?? "",
+    long: long.querySelector(".translation").textContent,
+    long_note: long.querySelector(".empty")?.textContent ?? null,
+    wraps: words.overflowWrap, scrolls: style.overflowX}"""
+
+
 TWO_PANELS = "return document.querySelectorAll('#panels .panel svg').length === 2"
 REFUSED = "return document.getElementById('status').className === 'error'"
 STATUS = "return document.getElementById('status').textContent"
@@ -74,8 +87,13 @@ def test_the_page_shows_each_models_translation_and_attention_in_a_browser(serve
         safe = driver.execute_script(SAFE)
         refused = translate_on_page(driver, "a " * 30, REFUSED)  # over the 40 characters
         status = driver.execute_script(STATUS)
+        shown = driver.execute_script(EDGES)
     finally:
         driver.quit()
+    # an empty translation says so; a long one wraps in its panel, which scrolls, not cut off
+    assert shown["empty"] == "" and "empty" in shown["note"] and shown["long_note"] is None
+    assert shown["wraps"] == "anywhere" and shown["scrolls"] == "auto"
+    assert shown["long"] == "w " * 199 + "w"
     for panel in first:
         want = post(
             server[1],

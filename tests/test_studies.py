@@ -51,3 +51,28 @@ def test_ngram_report_of_the_reference_itself_is_perfect_and_of_a_half_is_short(
     half = ngram_report(["a man rides", "two dogs play"], refs)
     assert half["length_ratio"] == 6 / 14 and half["bp"] < 1.0
     assert half["precisions"][0] == 100.0 and half["precision_by_third"] == [100.0] * 3
+
+
+def test_ladder_evals_decodes_each_run_and_keeps_its_outputs(toy_corpus, tmp_path):
+    """Two seeds of a ladder's last row, as a sweep leaves them: each run's test set decoded
+    into its folder, and the row's ensemble into ``ensemble_table1/``, once."""
+    import subprocess
+    import sys
+
+    from conftest import REPO, run_env, saved_run, write_corpus
+
+    test = write_corpus(tmp_path / "data", "test", 6, 3)
+    extra = ["trainer.max_epochs=1", f"+data.test.toy.src={test['src']}",
+             f"+data.test.toy.tgt={test['tgt']}"]  # fmt: skip
+    for seed in (1, 2):
+        saved_run(tmp_path / "sweep" / f"{seed}_ladder", toy_corpus,
+                  ["ladder=table1_local_p_general", f"seed={seed}"], extra)  # fmt: skip
+    cmd = [sys.executable, "-m", "scripts.studies.ladder_evals", str(tmp_path / "sweep")]
+    res = subprocess.run(cmd, cwd=REPO, env=run_env(), capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    for seed in (1, 2):
+        run = tmp_path / "sweep" / f"{seed}_ladder"
+        assert (run / "eval_toy.json").is_file() and (run / "eval_toy.hyp").is_file()
+    assert (tmp_path / "sweep" / "ensemble_table1" / "eval_toy_ensemble.json").is_file()
+    again = subprocess.run(cmd, cwd=REPO, env=run_env(), capture_output=True, text=True)
+    assert again.returncode == 0 and "evaluate" not in again.stdout  # nothing decoded twice

@@ -10,7 +10,7 @@ from conftest import run_here
 from serve_helpers import load, post
 
 import luong_lit
-from luong_lit.errors import UsageError
+from luong_lit.errors import UsageError, UserError
 
 LINES = ["A B C D", "", "E F G", "a c e g i"]
 
@@ -137,6 +137,29 @@ def test_the_server_samples_and_continues_prefixes_as_the_api_does(lowercase_mod
         ({"sampling": True, "top_p": 2}, "top_p must be in (0, 1], got 2"),
         ({"prefix": "a b c d e f g h i j"}, "the prefix of line 1 has 10 tokens"),
         ({"prefix": 5}, '"prefix" must be like "text"'),
+        ({"seed": 3}, "seed seeds sampling's draws: add sampling"),
     ):
         status, answer = post(port, json.dumps({"text": "A B", **bad}).encode())
         assert status == 400 and answer["error"].startswith(says), answer
+
+
+def test_a_seed_without_sampling_is_refused_as_top_p_is(lowercase_model):
+    res = run_here(["translate", str(lowercase_model), "--seed", "1", "--quiet"], b"A B\n")
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "--seed seeds sampling's draws: add --sampling" in err, err
+    with pytest.raises(UserError, match="seed seeds sampling's draws: add sampling"):
+        load(lowercase_model).translate(["A B"], seed=1)
+    with pytest.raises(UserError, match="seed seeds sampling's draws"):
+        load(lowercase_model, seed=1)
+
+
+def test_prefix_takes_a_file_and_prefix_text_the_text(lowercase_model):
+    res = run_here(["translate", str(lowercase_model), "--prefix", "Zwei Hunde", "--quiet"],
+                   b"A B\n")  # fmt: skip
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "--prefix takes a file" in err and "--prefix-text" in err, err
+    res = run_here(["translate", str(lowercase_model), "--prefix-text", "x", "--quiet"],
+                   b"A B\nC D\n")  # fmt: skip
+    assert res.returncode == 0, res.stderr.decode()
+    want = luong_lit.load(lowercase_model).translate(["A B", "C D"], prefix=["x", "x"])
+    assert res.stdout.decode().splitlines() == want

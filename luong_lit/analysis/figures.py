@@ -106,7 +106,9 @@ def logged(runs: Sequence[str | Path]) -> list[Path]:
 
 
 def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
-    """``metric -> [(step, value), ...]`` from a run's CSV log (``csv/metrics.csv``)."""
+    """``metric -> [(step, value), ...]`` from a run's CSV log (``csv/metrics.csv``), each at
+    the optimizer steps done when it was logged: the step the run's own lines name ("epoch 2
+    validated at step 24"; Lightning's CSV writes the row of that step's batch, 23)."""
     run_dir = Path(run_dir)
     files = sorted(run_dir.glob("**/metrics.csv"))
     if not files:
@@ -117,7 +119,7 @@ def read_metrics(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
             for key, value in row.items():
                 if key in ("epoch", "step") or value in ("", None):
                     continue
-                out.setdefault(key, []).append((int(row["step"]), float(value)))
+                out.setdefault(key, []).append((int(row["step"]) + 1, float(value)))
     return out
 
 
@@ -141,6 +143,18 @@ def mean_band(curves: Sequence[Sequence[tuple[int, float]]]) -> tuple[list, ...]
     return steps, values.mean(0).tolist(), values.min(0).tolist(), values.max(0).tolist()
 
 
+def distinct_colours(n: int) -> list:
+    """``n`` colours, each unlike the others: matplotlib's ten for up to ten lines, then
+    ``tab20``'s twenty, then evenly spaced hues (the default cycle repeats after ten)."""
+    import matplotlib
+
+    if n <= 10:
+        return [f"C{i}" for i in range(n)]
+    if n <= 20:
+        return [matplotlib.colormaps["tab20"](i) for i in range(n)]
+    return [matplotlib.colormaps["hsv"](i / n) for i in range(n)]
+
+
 def plot_learning_curves(
     runs: Mapping[str, str | Path | Sequence[str | Path]],
     path: str | Path,
@@ -154,11 +168,12 @@ def plot_learning_curves(
     A run without a CSV log is left out, and named (:func:`logged`)."""
     ylabel = ylabel or curve_label(metric)
     fig, ax = pyplot().subplots(figsize=(6, 4))
-    for name, run_dirs in runs.items():
+    colours = distinct_colours(len(runs))
+    for (name, run_dirs), colour in zip(runs.items(), colours):
         run_dirs = logged([run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs))
         steps, mean, low, high = mean_band([read_metrics(r).get(metric, []) for r in run_dirs])
         if steps:
-            (line,) = ax.plot(steps, mean, marker=".", label=name)
+            (line,) = ax.plot(steps, mean, marker=".", label=name, color=colour)
             if len(run_dirs) > 1:
                 ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("mini-batches")

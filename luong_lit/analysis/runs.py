@@ -42,12 +42,23 @@ def override_value(overrides, key: str) -> str | None:
     return next((v for k, v in found if k.lstrip("+~") == key), None)
 
 
-# Overrides that change how a run is carried out, not what it trains: runs differing only in
-# these (and the seed) are seeds of one recipe.
+#: Overrides that change how a run is carried out, shown and kept, never the weights it trains,
+#: when it stops, the checkpoint it picks or a figure it reports: runs differing only in these
+#: (and the seed) are seeds of one recipe. Every other key is a part of the recipe, the
+#: callbacks' among them (``callbacks.ema.decay``, ``callbacks.early_stopping.patience``, the BLEU
+#: callbacks' beam and batches). ``tests/test_run_only.py`` trains a tiny run with each changed
+#: and finds the same weights, bit for bit.
 RUN_ONLY = (
-    "callbacks.", "threads", "trainer.enable_progress_bar", "hydra", "data.num_workers",
-    "ckpt_path", "overwrite",
+    "callbacks.progress", "callbacks.throughput", "callbacks.checkpoint", "callbacks.signals",
+    "callbacks.resumed_logs", "callbacks.attention_heatmaps", "callbacks.epoch_checkpoints",
+    "callbacks.model_checkpoint.save_last",
+    "callbacks.model_checkpoint.dirpath", "callbacks.greedy_bleu.samples",
+    "callbacks.beam_bleu.on_test", "trainer.enable_progress_bar", "trainer.log_every_n_steps",
+    "logger", "data.num_workers", "test_after_training", "hydra", "ckpt_path", "overwrite",
 )  # fmt: skip
+#: overrides that change only the order of a computation's floating-point sums (the CPU
+#: threads), not what it computes: seeds of one recipe, as the device is (below)
+ARITHMETIC = ("threads",)
 #: overrides that choose the one device a run trains on, not what it trains: runs on a CPU and
 #: on a GPU are seeds of one recipe. Its precision (``trainer.precision``) is a part of the
 #: recipe, and so are several devices (``trainer=ddp_4gpu``, ``trainer.devices=4``), which
@@ -62,14 +73,19 @@ def override_key(override) -> str:
     return str(override).split("=", 1)[0].lstrip("+~")
 
 
+def _run_only(key: str) -> bool:
+    """Whether ``key`` is one of :data:`RUN_ONLY`, or inside one (``callbacks.progress.x``)."""
+    return any(key == k or key.startswith(f"{k}.") or key.startswith(f"{k}/") for k in RUN_ONLY)
+
+
 def model_overrides(overrides, leave_out: Sequence[str] = ()) -> list[str]:
     """The overrides that change the model a run trains: without the :data:`RUN_ONLY` ones and
     those whose key is in ``leave_out``."""
     return [
         str(o)
         for o in overrides
-        if (key := override_key(o)) not in (*leave_out, *HARDWARE_KEYS)
-        and not key.startswith(RUN_ONLY)
+        if (key := override_key(o)) not in (*leave_out, *HARDWARE_KEYS, *ARITHMETIC)
+        and not _run_only(key)
         and str(o).lstrip("+~") not in HARDWARE
     ]
 
@@ -143,8 +159,9 @@ def collect(run_dir: Path) -> RunRow:
 
 
 def cell_of(run_dir: Path) -> str:
-    """The run's command-line overrides without its seed and those that do not change the model
-    (:data:`RUN_ONLY`: progress bars, threads, ``ckpt_path``): what the runs of a cell share."""
+    """The run's command-line overrides without its seed and those that do not change what it
+    trains or reports (:data:`RUN_ONLY`: progress bars, checkpoints, ``ckpt_path``; the threads
+    and the device): what the runs of a cell share."""
     from omegaconf import OmegaConf
 
     path = run_dir / ".hydra" / "overrides.yaml"

@@ -12,7 +12,8 @@ Versions:
 1. no ``version`` key: ``net``, ``src_vocab`` and ``tgt_vocab``, and where they were known
    ``data``, ``overrides``, ``preprocess``, ``recaser``, ``sentencepiece`` and
    ``averaged_from`` (any other key is left unread);
-2. ``version: 2``: the same fields, ``data`` and ``overrides`` always there, nothing else.
+2. ``version: 2``: the same fields, ``data`` and ``overrides`` always there, and ``parts``
+   where the model names a part of a user's own; nothing else.
 
 The groups ``net``, ``data`` and ``preprocess`` are read into the option dataclasses that define
 them (:mod:`luong_lit.checkpoint.groups`), a key they lack with its option's default; ``net`` and
@@ -59,6 +60,8 @@ class CheckpointMeta:
         recaser: lowercase form → cased form, for a lowercased corpus with a cased text.
         sentencepiece: the serialised sentencepiece models (``src``, ``tgt``), if any.
         averaged_from: for an average of checkpoints, their file names.
+        parts: for each part the model names that the kit does not have (``attention NAME``),
+            what registered it when it was trained (:func:`luong_lit.plugins.parts_of`).
         version: the schema's version the description was written in (1: no version key).
     """
 
@@ -71,6 +74,7 @@ class CheckpointMeta:
     recaser: dict[str, str] | None = None
     sentencepiece: dict[str, bytes] | None = None
     averaged_from: tuple[str, ...] | None = None
+    parts: dict[str, str] | None = None
     version: int = VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,7 +90,7 @@ class CheckpointMeta:
         }
         if self.preprocess is not None:
             out["preprocess"] = self.preprocess.to_dict()
-        for name in ("recaser", "sentencepiece"):
+        for name in ("recaser", "sentencepiece", "parts"):
             if getattr(self, name) is not None:
                 out[name] = dict(getattr(self, name))
         if self.averaged_from is not None:
@@ -171,8 +175,9 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], str]] = {
     "recaser": (lambda v: _mapping(v, str), "a dict of strings"),
     "sentencepiece": (lambda v: _mapping(v, bytes), "a dict of bytes"),
     "averaged_from": (_strings, "a list of strings"),
+    "parts": (lambda v: _mapping(v, str), "a dict of strings"),
 }
-_OPTIONAL = ("preprocess", "recaser", "sentencepiece", "averaged_from")
+_OPTIONAL = ("preprocess", "recaser", "sentencepiece", "averaged_from", "parts")
 
 
 def _checked(name: str, value: Any, source: Source) -> Any:

@@ -91,6 +91,7 @@ def _restore(ckpt: dict, meta: CheckpointMeta) -> tuple[Seq2Seq, Vocab, Vocab]:
         src_vocab, tgt_vocab = Vocab(meta.src_vocab), Vocab(meta.tgt_vocab)
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"damaged vocabularies ({type(err).__name__}: {err})") from None
+    _check_parts(meta)
     net = build_net(meta.net.config, len(src_vocab), len(tgt_vocab))
     weights = ckpt.get("state_dict")
     if not isinstance(weights, dict):
@@ -108,6 +109,19 @@ def _restore(ckpt: dict, meta: CheckpointMeta) -> tuple[Seq2Seq, Vocab, Vocab]:
             f"its weights do not fit the model it describes ({' '.join(detail[:2])[:300]})"
         ) from None
     return net.eval(), src_vocab, tgt_vocab
+
+
+def _check_parts(meta: CheckpointMeta) -> None:
+    """Each attention and score the model names is registered here; else one line saying what
+    registered it when the model was trained, and how to load it (nothing is imported)."""
+    from luong_lit.plugins import how_to_load
+
+    for kind, table in _PARTS.items():
+        node = meta.net.config.get(kind)
+        name = node.get("name") if isinstance(node, dict) else node
+        if isinstance(name, str) and name != "none" and name not in table:
+            raise CheckpointError(f"its model's {kind} {name!r} is not registered here; "
+                                  f"{how_to_load(meta.parts, kind, name)}")  # fmt: skip
 
 
 def load_models(paths, combine: str = "logits", map_location: str = "cpu"):

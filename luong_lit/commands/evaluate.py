@@ -28,7 +28,7 @@ from luong_lit.cli import (
 from luong_lit.cli import parser as make_parser
 from luong_lit.data.loading.model_data import test_set_names
 from luong_lit.errors import UsageError
-from luong_lit.evaluation import evaluate, markdown
+from luong_lit.evaluation import evaluate, markdown, summary
 from luong_lit.metrics.buckets import plot_bleu_by_length
 from luong_lit.runtime import configure_cpu
 from luong_lit.translator import Translator
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = {"test": test, "checkpoints": [str(p) for p in args.checkpoints], **found}
             stem = f"eval_{test}" + ("_ensemble" if len(args.checkpoints) > 1 else "")
             written = write(report, Path(args.out), stem)
-            print(markdown(report))
+            print(summary(report))
             print(f"wrote {', '.join(str(p.resolve()) for p in written)}")
 
     return run_command(body)

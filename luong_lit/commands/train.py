@@ -17,7 +17,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from luong_lit.cli import hydra_errors, job_error, user_error_message
+from luong_lit.cli import hydra_errors, job_error, user_error_message, with_plugins
 from luong_lit.config import CONF_DIR, check_seed, check_sweep, compose, help_text
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.quiet import quiet
@@ -110,6 +110,11 @@ def run(argv: list[str]) -> None:
     """``python -m luong_lit train ARGS``: the overrides are checked to compose (a one-line error
     and exit status 2 if they do not) before the Hydra app runs with them. ``--help`` is the
     kit's own page (:func:`luong_lit.config.help_text`; Hydra's: ``--hydra-help``)."""
+    try:
+        argv = with_plugins(argv)  # python -m luong_lit.train --user-dir DIR ...
+    except UserError as err:
+        print(user_error_message(err), file=sys.stderr)
+        sys.exit(2)
     if "--help" in argv or "-h" in argv:
         sys.stdout.write(help_text())
         sys.exit(0)

@@ -2,13 +2,15 @@
 
     python -m luong_lit translate CKPT [CKPT ...] [-i INPUT] [-o OUTPUT] [--beam 5]
         [--replace-unk] [--dict FILE] [--n-best N] [--combine logits|log_probs|probs]
-        [--sampling [--temperature T] [--top-k K] [--top-p P] [--seed S]] [--prefix FILE]
+        [--sampling [--temperature T] [--top-k K] [--top-p P] [--seed S]]
+        [--prefix FILE | --prefix-text TEXT]
 
 Input is read from a file or stdin, one sentence per line; output has exactly one line per
 input line (an empty line for an empty input), or N lines per input line with --n-best N.
 --sampling draws the words instead of searching for them (--n-best N: N samples a line;
 --seed S: the same samples each run). --prefix FILE gives the text each translation begins
-with, a line per input line (an empty line: none); the search goes on from it.
+with, a line per input line (an empty line: none), --prefix-text TEXT the same text for every
+line; the search goes on from it.
 Text is tokenised as the model's training data was (pre-tokenised data: whitespace; Moses:
 tokenised and detokenised again; sentencepiece: split into pieces by the pieces model the
 checkpoint keeps, and joined again). At a terminal each line is answered as it is entered.
@@ -16,8 +18,10 @@ checkpoint keeps, and joined again). At a terminal each line is answered as it i
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from luong_lit.cli import (
     add_decoding_args,
@@ -51,8 +55,13 @@ def parser():
     ap.add_argument(
         "--prefix",
         metavar="FILE",
-        help="the text each translation begins with, a line per input line (an empty line: "
-        "none); the search (or sampling) goes on from it, and the line is kept as it is",
+        help="a file of the text each translation begins with, a line per input line (an "
+        "empty line: none); the search (or sampling) goes on from it, kept as it is",
+    )
+    ap.add_argument(
+        "--prefix-text",
+        metavar="TEXT",
+        help="the text every translation begins with (--prefix: one a line)",
     )
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument(
@@ -117,10 +126,20 @@ def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
         stdout.flush()
 
 
-def read_prefixes(path: str | None, n: int) -> list[str] | None:
-    """``--prefix FILE``'s lines, one per input line."""
+def read_prefixes(args, n: int) -> list[str] | None:
+    """``--prefix FILE``'s lines, one per input line, or ``--prefix-text``'s text for each."""
+    path = args.prefix
+    if args.prefix_text is not None:
+        if path is not None:
+            raise UsageError("give --prefix FILE (a line per input) or --prefix-text TEXT")
+        return [args.prefix_text] * n
     if path is None:
         return None
+    if not Path(path).is_file():
+        raise UsageError(
+            f"--prefix {path}: no such file; --prefix takes a file, a prefix a line "
+            f"(the same text for every line: --prefix-text {shlex.quote(path)})"
+        )
     lines = read_lines(path, allow_empty_file=True, user=True)
     if len(lines) != n:
         raise UsageError(f"--prefix {path} has {len(lines)} lines but the input has {n}")
@@ -134,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options, search = load_options(args), search_options(args)  # before any input is read
         check_threads(args.threads)
         check_output(args.output)
-        if args.prefix and args.interactive:
+        if (args.prefix or args.prefix_text) and args.interactive:
             raise UsageError("--prefix gives a line per input line: leave out --interactive")
         configure_cpu(args.threads)
         translator = Translator.load(args.checkpoints, options, search)  # a bad checkpoint, too
@@ -142,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (args.interactive or from_terminal) and args.input in (None, "-") and not args.output:
             return interactive(translator, args)
         lines, _ = read_input(args.input)
-        prefix = read_prefixes(args.prefix, len(lines))
+        prefix = read_prefixes(args, len(lines))
         outs = translator.run(
             lines, attention=args.show_attention, progress=not args.quiet, prefix=prefix
         )

@@ -58,6 +58,18 @@ class BestCheckpoint(ModelCheckpoint):
         trainer.save_checkpoint(self.last_path, weights_only=False)
         self._last_step = trainer.global_step
 
+    def load_state_dict(self, state_dict) -> None:
+        """Lightning's, and the last improving score too: a resumed run's checkpoints then keep
+        the state an unbroken run's do."""
+        super().load_state_dict(state_dict)
+        if state_dict.get("dirpath", self.dirpath) == self.dirpath:
+            self.current_score = state_dict.get("current_score", self.current_score)
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        super().on_train_start(trainer, pl_module)
+        if trainer.ckpt_path:  # resumed: last.ckpt holds the step the run starts from
+            self._last_step = trainer.global_step
+
     def on_validation_end(self, trainer, pl_module) -> None:
         super().on_validation_end(trainer, pl_module)
         self._write_last(trainer, again=True)

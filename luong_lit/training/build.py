@@ -20,6 +20,7 @@ from luong_lit.checkpoint.groups import data_options, net_options, preprocessing
 from luong_lit.data.sources.registry import cased_target_file
 from luong_lit.data.text.user_text import user_text
 from luong_lit.errors import ConfigError
+from luong_lit.plugins import parts_of
 from luong_lit.training import finetune
 from luong_lit.training.instantiate import config_error, instantiate_all, instantiate_at, refused
 from luong_lit.training.lightning_internals import check_lightning_version
@@ -44,8 +45,9 @@ def checkpoint_meta(cfg: DictConfig, dm) -> CheckpointMeta:
     if dm.tokenisation.tokenizer == "sentencepiece":  # translating later needs the same pieces
         pieces = {side: tok.proto() for side, tok in dm.tokenizers.items()}
     recipe = text.get("preprocess")
+    net = OmegaConf.to_container(cfg.model.net, resolve=True)
     return CheckpointMeta(
-        net=net_options(OmegaConf.to_container(cfg.model.net, resolve=True)),
+        net=net_options(net),
         src_vocab=tuple(dm.src_vocab.itos),
         tgt_vocab=tuple(dm.tgt_vocab.itos),
         data=data_options(data),
@@ -53,6 +55,7 @@ def checkpoint_meta(cfg: DictConfig, dm) -> CheckpointMeta:
         preprocess=None if recipe is None else preprocessing(recipe),
         recaser=text.get("recaser"),
         sentencepiece=pieces,
+        parts=parts_of(net, data.get("dataset")),  # what registered a part of the user's own
     )
 
 

@@ -20,6 +20,7 @@ from luong_lit.inference import Inference
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
 from luong_lit.metrics.chrf_ter import NAMES, corpus_chrf_ter, words_scores
 from luong_lit.metrics.signatures import labelled
+from luong_lit.training.figures import test_figure
 from luong_lit.training.loggers import log_samples
 from luong_lit.training.progress import decode_progress
 from luong_lit.training.sharded import split_words
@@ -76,6 +77,14 @@ def _device_figures(pl_module) -> dict[str, float]:
     return out
 
 
+def _say_limit(trainer, key: str, what: str, then: str) -> None:
+    """One line where ``trainer.KEY`` shortens the perplexity pass: BLEU still decodes all."""
+    limit = getattr(trainer, key)  # an int: batches; a float: a share of them
+    if limit is not None and (isinstance(limit, int) or limit < 1.0):
+        log.info("trainer.%s=%s shortens the perplexity pass of %s; BLEU decodes all its "
+                 "sentences (%s)", key, limit, what, then)  # fmt: skip
+
+
 def _check_every(every_n_epochs, batch_size, max_sentences) -> None:
     integer("every_n_epochs", every_n_epochs, 0)
     integer("batch_size", batch_size, 1)
@@ -112,6 +121,13 @@ class GreedyBleuCallback(L.Callback):
         if trainer.is_global_zero:
             names = ("bleu_tok", *NAMES)
             log.info("dev and test scores, sacreBLEU: %s", "; ".join(map(labelled, names)))
+            _say_limit(trainer, "limit_val_batches", "the dev set", "callbacks.greedy_bleu."
+                       "max_sentences sets BLEU's")  # fmt: skip
+
+    def on_test_start(self, trainer, pl_module) -> None:
+        if trainer.is_global_zero:
+            _say_limit(trainer, "limit_test_batches", "each test set", "results.json says how "
+                       "many each figure covers: sentences_ppl, sentences_bleu")  # fmt: skip
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if not _due(trainer, self.every):
@@ -146,7 +162,8 @@ class GreedyBleuCallback(L.Callback):
                                    progress=tick)  # fmt: skip
             scores = words_scores(words, None, split.tgt_tokens, dm.tokenizers.get("tgt"))
             for key, value in scores.items():  # bleu_greedy, chrf_greedy, ...
-                pl_module.log(f"test/{name}/{key}_greedy", value, add_dataloader_idx=False)
+                test_figure(pl_module, name, f"{key}_greedy", value)
+            test_figure(pl_module, name, "sentences_bleu", len(words))
 
 
 class BeamBleuCallback(L.Callback):
@@ -212,4 +229,4 @@ class BeamBleuCallback(L.Callback):
         for name in trainer.datamodule.test_spec:
             split = trainer.datamodule.splits[name]
             for key, value in self._scores(pl_module, split, f"test {name}").items():
-                pl_module.log(f"test/{name}/{key}_beam", value, add_dataloader_idx=False)
+                test_figure(pl_module, name, f"{key}_beam", value)

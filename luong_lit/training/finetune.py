@@ -4,9 +4,11 @@ OpenNMT-py's ``-train_from`` with its optimizer reset, fairseq's ``--finetune-fr
 Unlike a resume (``ckpt_path``, which continues a run with all of its state), the run is new:
 its own folder, a fresh optimizer, learning-rate schedule, step counter and best score, on any
 corpus. It keeps the checkpoint's vocabularies (the training words outside them become
-``<unk>``, counted and said at the start) and its model (a config that asks for another one is
-refused in one line naming the key; dropout may differ). ``freeze`` keeps parts of the model as
-they are (:data:`FREEZABLE`).
+``<unk>``, counted and said at the start) and its model: the architecture is read from the
+checkpoint (:func:`take_model`), so a command names only what changes (the data, the optimizer,
+the schedule, :data:`MAY_DIFFER`); a model key it sets otherwise than the checkpoint is refused
+in one line naming both values. ``freeze`` keeps parts of the model as they are
+(:data:`FREEZABLE`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ def source_of(cfg) -> Path | None:
     from (one line otherwise, before any data is read); None without ``init_from``."""
     value = cfg.get("init_from")
     if not value:
+        if cfg.get("freeze"):
+            raise ConfigError(f"freeze={list(cfg.freeze)} keeps parts of a fine-tuned model as "
+                              f"they are: give init_from=CKPT too (a new model's parts would "
+                              f"stay at their random start)")  # fmt: skip
         return None
     path = Path(str(value))
     if path.is_dir():
@@ -50,8 +56,22 @@ def source_of(cfg) -> Path | None:
         raise ConfigError(f"init_from={value}: a model of sentencepiece pieces cannot be "
                           f"fine-tuned yet (its pieces model would have to tokenise the new "
                           f"corpus); train it from scratch")  # fmt: skip
-    _check_model(cfg, meta.net.config, value)
+    taken = take_model(cfg, meta.net.config, value, asked_keys(command_overrides()))
+    if taken:
+        log.info("fine-tuning %s: its model, read from it (%s)", value,
+                 ", ".join(f"{k} {_shown(meta.net.config.get(k))}" for k in taken))  # fmt: skip
+        _save_config(cfg)
     return path
+
+
+def _save_config(cfg) -> None:
+    """The run's saved config (``.hydra/config.yaml``, written by Hydra as the run began) with
+    the checkpoint's model: what ``report`` and a resume read of the run."""
+    from omegaconf import OmegaConf
+
+    saved = Path(str(cfg.paths.output_dir)) / ".hydra" / "config.yaml"
+    if saved.is_file():
+        OmegaConf.save(cfg, saved)
 
 
 def _check_freeze(parts) -> None:
@@ -67,20 +87,57 @@ def _shown(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _check_model(cfg, was: dict[str, Any], source: str) -> None:
-    from omegaconf import OmegaConf
+#: top-level keys that set a ``model.net`` key of the same name (conf/model/luong.yaml)
+TOP_LEVEL = ("feed_input", "reverse_source", "dropout")
+#: config groups that set a ``model.net`` key of the same name
+GROUPS = ("attention", "score")
+
+
+def asked_keys(overrides: list[str]) -> set[str]:
+    """The ``model.net`` keys a command line sets (``model.net.K=V``, ``attention=``,
+    ``score=``, ``feed_input=``, ...)."""
+    asked = set()
+    for text in overrides:
+        key = text.split("=", 1)[0].lstrip("+~")
+        if key.startswith("model.net."):
+            asked.add(key.split(".")[2])
+        elif key in TOP_LEVEL or key in GROUPS:
+            asked.add(key)
+    return asked
+
+
+def command_overrides() -> list[str]:
+    """This Hydra run's command-line overrides (none outside a Hydra app)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def take_model(cfg, was: dict[str, Any], source: str, asked: set[str]) -> list[str]:
+    """Set ``cfg.model.net`` to the checkpoint's model (``was``), but for the keys of
+    :data:`MAY_DIFFER` the command sets (``asked``); a model key it sets otherwise is refused in
+    one line naming both values. Returns the keys taken from the checkpoint."""
+    from omegaconf import OmegaConf, open_dict
 
     now = OmegaConf.to_container(cfg.model.net, resolve=True)
-    keys = sorted(set(was) | set(now))
-    differ = [k for k in keys if k not in NOT_NET_ARGS | MAY_DIFFER and was.get(k) != now.get(k)]
-    if differ:
-        key = differ[0]
-        more = f" (and {len(differ) - 1} more: {', '.join(differ[1:])})" if differ[1:] else ""
+    differ = [k for k in sorted(set(was) | set(now))
+              if k not in NOT_NET_ARGS and was.get(k) != now.get(k)]  # fmt: skip
+    refused = [k for k in differ if k in asked and k not in MAY_DIFFER]
+    if refused:
+        key = refused[0]
+        more = f" (and {', '.join(refused[1:])})" if refused[1:] else ""
         raise ConfigError(
             f"init_from={source} is a model with model.net.{key}={_shown(was.get(key))}, and "
-            f"this run asks for {_shown(now.get(key))}{more}: set it as the checkpoint's, or "
-            f"train from scratch"
+            f"this run asks for {_shown(now.get(key))}{more}: leave it out (a fine-tuned model "
+            f"is the checkpoint's), or train from scratch"
         )
+    taken = [k for k in differ if k not in asked]
+    with open_dict(cfg):
+        for key in taken:
+            cfg.model.net[key] = was.get(key)
+            if key in TOP_LEVEL:
+                cfg[key] = was.get(key)
+    return taken
 
 
 def vocabularies(path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:

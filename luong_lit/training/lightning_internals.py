@@ -12,6 +12,8 @@ pin of ``pyproject.toml``), in one line, where the trainer is built.
 * :func:`drop_unset_wandb_anonymous`: no warning of an unset W&B option.
 * :func:`optimizer_unscales_in_step`: Lightning's rule for the optimizers whose gradients it
   will not clip under mixed precision (torch's flag).
+* :func:`averaged_model` and :func:`swap_averaged`: the weight averaging's model, and its
+  swap with the module's weights (``WeightAveraging`` offers neither in its public API).
 * :func:`submitit_requeue_signal`: the signal by which submitit asks for a requeue (submitit's,
   on the same path as Lightning's signal handling).
 """
@@ -128,3 +130,14 @@ def submitit_requeue_signal() -> int:
     from submitit import JobEnvironment
 
     return int(JobEnvironment._usr_sig())
+
+
+def averaged_model(callback) -> Any:
+    """The averaged copy of the module a ``WeightAveraging`` callback keeps (None before fit)."""
+    return callback._average_model
+
+
+def swap_averaged(callback, pl_module) -> None:
+    """Swap the module's weights with the averaged ones, in place (Lightning's own swap, which
+    its callback makes around a validation's steps only)."""
+    callback._swap_models(pl_module)

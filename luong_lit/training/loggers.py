@@ -138,8 +138,8 @@ STEP_METRICS = ("train/loss", "train/lr")
 
 
 class ResumedLogs(L.Callback):
-    """When training starts, a CSV log is cut back to the rows up to the current step: all of it
-    is kept on resume up to the checkpoint, and a fresh run starts from an empty file. Every
+    """When training starts, a CSV log is cut back to the rows of the steps trained so far: on
+    resume, those the checkpoint holds, and a fresh run starts from an empty file. Every
     checkpoint flushes the logs first, so a run killed after it keeps what it had logged.
 
     A checkpoint written at the end of a training step is written before that step's row is
@@ -153,7 +153,10 @@ class ResumedLogs(L.Callback):
     def on_train_start(self, trainer, pl_module) -> None:
         for logger in trainer.loggers:
             if isinstance(logger, ResumableCSVLogger) and trainer.is_global_zero:
-                logger.experiment.keep_until(trainer.global_step if trainer.global_step else -1)
+                # the rows of the steps the checkpoint holds (rows 0 to global_step - 1; a
+                # validation after them logs at the last one's): a step trained after it and
+                # logged before a kill is trained and logged again
+                logger.experiment.keep_until(trainer.global_step - 1)
                 if self.pending:
                     logger.experiment.add_missing(self.pending)
         self.pending = None

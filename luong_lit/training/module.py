@@ -15,6 +15,7 @@ from luong_lit.checkpoint.meta import KEY as META_KEY
 from luong_lit.data.loading.batching import Batch
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
+from luong_lit.training.figures import test_figure
 from luong_lit.training.precision import clip_unscaled, plain_if_scaled
 from luong_lit.training.random_state import gather_rng_states, restore_rng_state
 from luong_lit.training.schedules import Plan
@@ -85,6 +86,7 @@ class LuongLitModule(L.LightningModule):
         )
         self.extra_state = dict(extra_state or {})
         self.val_nll, self.val_tokens = SumMetric(), SumMetric()
+        self.ended = False  # resumed after the validation that ended training (on_train_start)
 
     def setup(self, stage: str) -> None:
         """The engine learns the device and precision (``graphs=auto`` is resolved here)."""
@@ -100,10 +102,26 @@ class LuongLitModule(L.LightningModule):
             k = 1
         return loss_denominator(self.loss_norm, batch, tokens, k, self.nominal_batch_size)
 
-    def on_train_batch_start(self, batch: Batch, batch_idx: int) -> None:
-        """The learning rate this step runs at (schedules step after it)."""
+    def on_train_start(self) -> None:
+        """A run resumed from the checkpoint of the validation that ended its training (early
+        stopping, or the schedule's end) trains no more: its epoch ends as the unbroken run's
+        did (:meth:`on_train_batch_start`, :meth:`on_train_epoch_end`), and the test follows."""
+        from luong_lit.training.stopping import training_ended
+
+        self.ended = bool(self.trainer.ckpt_path) and training_ended(self.trainer)
+
+    def on_train_batch_start(self, batch: Batch, batch_idx: int) -> int | None:
+        """The learning rate this step runs at (schedules step after it); -1 (the epoch ends
+        here) in a run whose training has ended (:meth:`on_train_start`)."""
+        if self.ended:
+            return -1
         lr = self.trainer.optimizers[0].param_groups[0]["lr"]
         self.log("train/lr", lr, batch_size=len(batch))
+        return None
+
+    def on_train_epoch_end(self) -> None:
+        if self.ended:
+            self.trainer.should_stop = True
 
     def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
         loss = self.engine.training_loss(self.net, batch, self.label_smoothing, self.denominator)
@@ -122,36 +140,49 @@ class LuongLitModule(L.LightningModule):
         self.log("val/ppl", ppl_from_nll(nll, tokens), prog_bar=True, sync_dist=False)
         self.log("val/nll_per_token", nll / max(tokens, 1.0))
 
-    def on_train_epoch_end(self) -> None:
-        """Stop when the schedule has run its course (``finished``, as
-        :class:`~luong_lit.training.schedules.HalvingAfterPlateau` after its last halving)."""
-        configs = self.trainer.lr_scheduler_configs
-        if any(getattr(c.scheduler, "finished", False) for c in configs):
-            self.trainer.should_stop = True
+    def configure_callbacks(self) -> list[L.Callback]:
+        """The schedules' own callback: the dev-metric schedules stepped after each validation,
+        the rate's changes said (:mod:`luong_lit.training.lr_steps`)."""
+        from luong_lit.training.lr_steps import ScheduleSteps
+
+        have = any(isinstance(c, ScheduleSteps) for c in self.trainer.callbacks)
+        return [] if have else [ScheduleSteps()]  # once: trainer.test asks again
+
+    def lr_scheduler_step(self, scheduler, metric) -> None:
+        """Lightning's stepping, but for the schedules stepped after each validation
+        (:class:`~luong_lit.training.lr_steps.ScheduleSteps` steps them)."""
+        if not getattr(scheduler, "after_validation", False):
+            super().lr_scheduler_step(scheduler, metric)
 
     def on_test_epoch_start(self) -> None:
-        self._test_sums: dict[int, tuple[Tensor, int]] = {}  # per test set: summed NLL, tokens
+        # per test set: summed NLL, tokens, sentences
+        self._test_sums: dict[int, tuple[Tensor, int, int]] = {}
+        self.test_figures: dict[str, dict[str, float]] = {}  # exact, for results.json
 
     def test_step(self, batch: Batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         nll, tokens = self.engine.nll(self.net, batch)
-        total, count = self._test_sums.get(dataloader_idx, (0.0, 0))
-        self._test_sums[dataloader_idx] = (total + nll.detach(), count + tokens)  # no sync
+        total, count, sentences = self._test_sums.get(dataloader_idx, (0.0, 0, 0))
+        self._test_sums[dataloader_idx] = (total + nll.detach(), count + tokens,
+                                           sentences + len(batch))  # no sync  # fmt: skip
 
     def on_test_epoch_end(self) -> None:
-        """``test/<name>/ppl`` for every test set of the datamodule (in ``trainer.test``)."""
+        """``test/<name>/ppl`` for every test set of the datamodule (in ``trainer.test``), and
+        the sentences it read (``sentences_ppl``: all of them unless ``limit_test_batches``)."""
         names = list(getattr(self.trainer.datamodule, "test_spec", None) or [])
         every = range(max([len(names), *(i + 1 for i in self._test_sums)]))
         for idx in every:  # a rank with no batch of a set still takes part in its sum
-            nll, tokens = self._test_sums.get(idx, (0.0, 0))
+            nll, tokens, sentences = self._test_sums.get(idx, (0.0, 0, 0))
             name = names[idx] if idx < len(names) else str(idx)
             total = torch.stack([torch.as_tensor(nll, dtype=torch.float64).cpu(),
-                                 torch.tensor(float(tokens), dtype=torch.float64)])  # fmt: skip
+                                 torch.tensor(float(tokens), dtype=torch.float64),
+                                 torch.tensor(float(sentences), dtype=torch.float64)])  # fmt: skip
             if self.trainer.world_size > 1:  # each rank read its share of the test set
                 total = self.trainer.strategy.reduce(total.to(self.device), reduce_op="sum")
             nll, tokens = float(total[0]), float(total[1])
             if tokens == 0:  # nothing of this set was read
                 continue
-            self.log(f"test/{name}/ppl", ppl_from_nll(nll, tokens), add_dataloader_idx=False)
+            test_figure(self, name, "ppl", ppl_from_nll(nll, tokens))
+            test_figure(self, name, "sentences_ppl", float(total[2]))
 
     def configure_optimizers(self) -> Any:
         trained = [p for p in self.parameters() if p.requires_grad]  # not those frozen

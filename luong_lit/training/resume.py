@@ -225,7 +225,15 @@ def nothing_to_resume(
         head = f"ckpt_path=last: nothing to resume in {run_dir}, it holds no {LAST}"
     runs = resumable_runs(log_dir, task)
     if not runs:
-        return ConfigError(f"{head}; no run under {Path(log_dir) / task} holds a {LAST}")
+        root = Path(log_dir) / task
+        finished = [*root.glob("runs/*/results.json"), *root.glob("multiruns/*/*/results.json")]
+        if finished:
+            return ConfigError(
+                f"{head}; no unfinished run under {root}: {len(finished)} runs "
+                f"there have finished (results.json), and none other holds a "
+                f"{LAST}"
+            )
+        return ConfigError(f"{head}; no run under {root} holds a {LAST}")
     listed = ", ".join(
         f"{r} (saved {time.strftime('%Y-%m-%d %H:%M', time.localtime((r / LAST).stat().st_mtime))})"
         for r in runs

@@ -17,13 +17,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from luong_lit.checkpoint.resumable import check_resumable, resumed_checkpoint
 from luong_lit.metrics.signatures import figure_signatures
+from luong_lit.plugins import load_plugins
 from luong_lit.quiet import quiet
 from luong_lit.runtime import configure_cpu_from
 from luong_lit.sweeps.dirnames import sweep_command
 from luong_lit.sweeps.earlier import earlier_work
 from luong_lit.sweeps.job import sweep_job
 from luong_lit.sweeps.resources import job_resources
-from luong_lit.training.folders import step_of
+from luong_lit.training.folders import give_run_folder, step_of
 from luong_lit.training.precision import note_cpu_mixed
 from luong_lit.training.resume import LAST, nothing_to_resume, resume_command
 from luong_lit.training.signals import SignalCheckpoint, SpawnedRanks
@@ -45,10 +46,21 @@ def test_results(dm, model, trainer) -> dict[str, Any]:
     for key, value in sorted(metrics.items()):
         _, name, metric = key.split("/", 2)  # test/<name>/<metric>
         results.setdefault(name, {})[metric] = float(value)
+    for name, exact in getattr(model, "test_figures", {}).items():  # as computed, not float32
+        results.setdefault(name, {}).update(exact)
+    for figures in (v for v in results.values() if isinstance(v, dict)):
+        for key in ("sentences_ppl", "sentences_bleu"):
+            if key in figures:
+                figures[key] = int(figures[key])
     results.update(figure_signatures(metrics))  # "chrf_signature": sacreBLEU's, ...
     for name in dm.test_spec:
         log.info(
-            "test %s: %s", name, ", ".join(f"{k} {v:.2f}" for k, v in results.get(name, {}).items())
+            "test %s: %s",
+            name,
+            ", ".join(
+                f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                for k, v in results.get(name, {}).items()
+            ),
         )
     return results
 
@@ -91,9 +103,12 @@ def _fit(model, dm, trainer, ckpt_path) -> None:
 def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit (resuming if ``ckpt_path`` is set), then test the best checkpoint on the test sets."""
     from luong_lit.sweeps.resolvers import register_resolvers
+    from luong_lit.training import finetune
     from luong_lit.training.build import build
 
     register_resolvers()  # a config composed elsewhere (a test, a notebook) resolves ours too
+    load_plugins()  # a sweep's job or a rank in a process of its own: the user's parts too
+    give_run_folder(cfg)  # composed outside a Hydra app: a folder of its own, as Hydra gives
     earlier = earlier_work(cfg)
     if earlier and earlier[0] == "done":  # no GPU slot taken, its job.json left as it was
         log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
@@ -103,6 +118,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     out = Path(cfg.paths.output_dir)
     if ckpt_path == "last" and sweep_job() is None and not (out / LAST).is_file():
         raise nothing_to_resume(out, cfg.paths.log_dir, cfg.get("task_name", "train"))
+    finetune.source_of(cfg)  # a fine-tuned run's model is its checkpoint's, read now
     check_resumable(cfg, ckpt_path)  # another model's checkpoint: one line, before any work
     with job_resources(cfg) as record:  # in a sweep: the job's GPU and threads
         configure_cpu_from(cfg)
@@ -201,12 +217,30 @@ def _finish(cfg: DictConfig, dm, model, trainer) -> dict[str, Any]:
     return metrics
 
 
+#: the dev metrics ``best.ckpt`` may be chosen by, in words
+CHOSEN_BY = {"val/ppl": "validation perplexity", "val/bleu": "validation BLEU (greedy)",
+             "val/chrf": "validation chrF (greedy)", "val/nll_per_token": "validation NLL",
+             "val/bleu_beam": "validation BLEU (beam)",
+             "val/bleu_unk_beam": "validation BLEU (beam, unk replaced)"}  # fmt: skip
+
+
+def chosen_by(run_dir: Path) -> str:
+    """What the run's ``best.ckpt`` is best by, from the config saved in its folder."""
+    saved = Path(run_dir) / ".hydra" / "config.yaml"
+    try:
+        monitor = str(OmegaConf.load(saved).callbacks.model_checkpoint.monitor)
+    except Exception:  # noqa: BLE001 - no saved config, or one without the key
+        monitor = "val/ppl"
+    return CHOSEN_BY.get(monitor, monitor)
+
+
 def checkpoint_to_use(run_dir: Path) -> tuple[Path | None, str]:
-    """The checkpoint a finished run hands to ``translate``: ``best.ckpt`` (best validation
-    perplexity), or ``last.ckpt`` when no validation has run yet (a short run), and why."""
+    """The checkpoint a finished run hands to ``translate``: ``best.ckpt`` (best by the dev
+    metric it was chosen by), or ``last.ckpt`` when no validation has run yet (a short run),
+    and why."""
     folder = Path(run_dir) / "checkpoints"
     if (folder / "best.ckpt").is_file():
-        return folder / "best.ckpt", "best by validation perplexity"
+        return folder / "best.ckpt", f"best by {chosen_by(run_dir)}"
     if (folder / "last.ckpt").is_file():
         return folder / "last.ckpt", "no validation has run yet, so no best.ckpt: the last step's"
     return None, "no checkpoint was written"
@@ -229,6 +263,17 @@ def tensorboard_hint(run_dir: Path) -> list[str]:
     return [f"see its curves with: tensorboard --logdir {Path(run_dir).resolve()}"]
 
 
+def user_dirs() -> str:
+    """`` --user-dir DIR`` for each folder of parts this run loaded (none: "")."""
+    import os
+    import shlex
+
+    from luong_lit.plugins import USER_DIR_ENV
+
+    found = [d for d in os.environ.get(USER_DIR_ENV, "").split(os.pathsep) if d]
+    return "".join(f" --user-dir {shlex.quote(d)}" for d in found)
+
+
 def done_message(run_dir: Path) -> str:
     """The lines a run ends with: its folder, the checkpoint to translate with, and where
     TensorBoard reads its logs (:func:`tensorboard_hint`)."""
@@ -238,7 +283,7 @@ def done_message(run_dir: Path) -> str:
         lines.append(f"checkpoint: none ({why})")
     else:
         lines.append(f"checkpoint to use: {ckpt.resolve()} ({why})")
-        lines.append(f"translate with: python -m luong_lit translate {ckpt.resolve()}")
+        lines.append(f"translate with: python -m luong_lit translate{user_dirs()} {ckpt.resolve()}")
     return "\n".join(lines + tensorboard_hint(run_dir))
 
 

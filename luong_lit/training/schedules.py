@@ -10,12 +10,15 @@ from its own plan (a run resumed with a larger ``trainer.max_epochs`` anneals ov
 * :class:`LinearDecay`: a constant rate, then linear to 0, step by step, over the last epochs
   (warmup-stable-decay without the warmup, Hägele et al. 2024);
 * :class:`Plateau`: halve the rate whenever the dev metric stops improving (OpenNMT-py's and
-  Joey NMT's ``plateau``): torch's ``ReduceLROnPlateau``, stepped by Lightning with the metric;
+  Joey NMT's ``plateau``): torch's ``ReduceLROnPlateau``;
 * :class:`HalvingAfterPlateau`: the full rate while the dev metric improves, then the paper's
-  halving every epoch, ``halvings`` times, and training stops (a budget that fits the corpus,
-  whatever its size).
-The plateau schedules keep their state (best score, epochs without improvement, halvings done) in
-the checkpoint: a resumed run continues them.
+  halving at every validation, ``halvings`` times, and training stops (a budget that fits the
+  corpus, whatever its size).
+The plateau schedules count validations, as early stopping does: each is stepped with the dev
+metric once per validation (:mod:`luong_lit.training.lr_steps`, before the validation's
+checkpoint is written), never by Lightning at an epoch's end. Their state (best score,
+validations without improvement, halvings done, whether the last one has trained) is in every
+checkpoint, so a run resumed from any stop continues them exactly.
 """
 
 from __future__ import annotations
@@ -138,26 +141,48 @@ class Plateau:
         self.threshold, self.min_lr = threshold, min_lr
 
     def __call__(self, optimizer, plan: Plan | None = None) -> dict[str, Any]:
-        scheduler = ReduceLROnPlateau(optimizer, mode=self.mode, factor=self.factor,
-                                      patience=self.patience, threshold=self.threshold,
-                                      threshold_mode="rel", min_lr=self.min_lr)  # fmt: skip
-        return {"scheduler": scheduler, "monitor": self.monitor, "interval": "epoch",
-                "strict": False}  # fmt: skip
+        scheduler = ReduceOnValidation(optimizer, mode=self.mode, factor=self.factor,
+                                       patience=self.patience, threshold=self.threshold,
+                                       threshold_mode="rel", min_lr=self.min_lr)  # fmt: skip
+        return on_validation(scheduler, self.monitor)
 
 
-class HalvingOnceStalled(ReduceLROnPlateau):
+def on_validation(scheduler, monitor: str) -> dict[str, Any]:
+    """Lightning's description of a scheduler stepped once per validation with ``monitor``
+    (:class:`~luong_lit.training.lr_steps.ScheduleSteps`): not a plateau scheduler
+    to Lightning, which would step it at an epoch's end (and not at all when a run resumes from
+    an epoch's last checkpoint); the module leaves its per-epoch call alone
+    (``LuongLitModule.lr_scheduler_step``)."""
+    scheduler.monitor = monitor
+    return {"scheduler": scheduler, "interval": "epoch", "reduce_on_plateau": False}
+
+
+class ReduceOnValidation(ReduceLROnPlateau):
+    """torch's ``ReduceLROnPlateau``, stepped with the dev metric after every validation
+    (:func:`on_validation`): ``patience`` counts validations."""
+
+    after_validation = True
+    monitor = "val/ppl"
+    finished = False  # a plateau schedule never ends the run; early stopping does
+
+
+class HalvingOnceStalled(ReduceOnValidation):
     """The full rate until the first validation (after ``after`` of them) that does not improve on
-    the best; from then on, half the rate at every step, whatever the metric. A
-    ``ReduceLROnPlateau`` for Lightning, which then steps it with the monitored metric, and for
-    its ``best`` and ``state_dict``. :attr:`halved`: the halvings so far; :attr:`finished`:
-    ``halvings`` of them are done (the epoch just trained ran at the last rate)."""
+    the best; from then on, half the rate at every validation, whatever the metric.
+    :attr:`halved`: the halvings so far; :attr:`finished`: ``halvings`` of them are done, and
+    the validation that found it so has come (the training since ran at the last rate): the run
+    stops there (:mod:`luong_lit.training.lr_steps`)."""
 
     def __init__(self, optimizer, halvings: int, after: int, mode: str, threshold: float) -> None:
         super().__init__(optimizer, mode=mode, factor=0.5, patience=0, threshold=threshold,
                          threshold_mode="rel")  # fmt: skip
         self.halvings, self.after, self.halved = halvings, after, 0
+        self.finished = False
 
     def step(self, metrics, epoch=None) -> None:  # noqa: D102 - see the class doc
+        if self.halved >= self.halvings:  # the last rate has trained: this validation ends it
+            self.finished = True
+            return
         self.last_epoch += 1
         current = float(metrics)
         improved = self.improves(current)
@@ -175,16 +200,12 @@ class HalvingOnceStalled(ReduceLROnPlateau):
             return current < self.best * (1.0 - self.threshold)
         return current > self.best * (1.0 + self.threshold)
 
-    @property
-    def finished(self) -> bool:
-        return self.halved >= self.halvings
-
 
 class HalvingAfterPlateau:
-    """The full rate while ``monitor`` improves (and for at least ``after`` epochs); from the first
-    validation that does not improve, the paper's halving every epoch (§4.1), ``halvings`` times;
-    training stops after the epoch at the last rate (``LuongModule.on_train_epoch_end``), or at
-    ``trainer.max_epochs``."""
+    """The full rate while ``monitor`` improves (and for at least ``after`` validations); from the
+    first validation that does not improve, the paper's halving at every validation (§4.1: every
+    epoch, where validation runs once an epoch), ``halvings`` times; training stops at the
+    validation after the last rate has trained, or at ``trainer.max_epochs``."""
 
     def __init__(self, halvings: int = 5, after: int = 0, monitor: str = "val/ppl",
                  mode: str = "min", threshold: float = 0.0) -> None:  # fmt: skip
@@ -197,5 +218,4 @@ class HalvingAfterPlateau:
     def __call__(self, optimizer, plan: Plan | None = None) -> dict[str, Any]:
         scheduler = HalvingOnceStalled(optimizer, self.halvings, self.after, self.mode,
                                        self.threshold)  # fmt: skip
-        return {"scheduler": scheduler, "monitor": self.monitor, "interval": "epoch",
-                "strict": False}  # fmt: skip
+        return on_validation(scheduler, self.monitor)

@@ -59,3 +59,20 @@ def validation_follows(trainer, batch_idx: int) -> bool:
     done, every = batch_idx + 1, trainer.val_check_batch
     mid = isinstance(every, int) and every > 0 and done % every == 0
     return mid or done >= trainer.num_training_batches
+
+
+def epoch_checkpoints(dirpath: str, every_n_epochs: int = 0, keep_last: int | None = None,
+                      filename: str = "e{epoch:02d}") -> ModelCheckpoint:  # fmt: skip
+    """``checkpoints/epochs/eXX.ckpt`` at the end of every ``every_n_epochs``-th epoch (0: off),
+    each one resumable, all of them kept, or the newest ``keep_last`` (fairseq's
+    ``--keep-last-epochs``; alone, it keeps every epoch's): what ``python -m luong_lit
+    average RUN --last N`` averages. Lightning's ``ModelCheckpoint``, the newest chosen by its
+    ``epoch``."""
+    integer("every_n_epochs", every_n_epochs, 0)
+    integer("keep_last", keep_last, 1, nullable=True)
+    every = every_n_epochs or (1 if keep_last else 0)
+    newest = {"monitor": "epoch", "mode": "max", "save_top_k": keep_last} if keep_last else {}
+    return ModelCheckpoint(
+        dirpath=dirpath, filename=filename, every_n_epochs=every, auto_insert_metric_name=False,
+        **({"save_top_k": -1} | newest),
+    )  # fmt: skip

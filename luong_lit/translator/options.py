@@ -128,6 +128,8 @@ def check_sampling(opts: SearchOptions) -> None:
     for name, default in shaping.items():
         if getattr(opts, name) != default and not opts.sampling:
             raise bad(f"{{{name}}} shapes sampling: add {{sampling}}", name, "sampling")
+    if opts.seed is not None and not opts.sampling:  # a search draws nothing to seed
+        raise bad("{seed} seeds sampling's draws: add {sampling}", "seed", "sampling")
     beam_only = {"authors_decoder": opts.authors_decoder,
                  "length_penalty": opts.length_penalty not in (None, "none")}  # fmt: skip
     for name, given in beam_only.items():

@@ -81,6 +81,9 @@ class Translator:
         cls, paths: Sequence, options: LoadOptions | None = None,
         search: SearchOptions | None = None,
     ) -> Translator:  # fmt: skip
+        from luong_lit.plugins import load_plugins
+
+        load_plugins()  # installed plugins and LUONG_LIT_USER_DIR: the parts a model may name
         options = options or LoadOptions()
         model, src_vocab, tgt_vocab, metas = load_models(paths, options.combine, options.device)
         return cls(model, src_vocab, tgt_vocab, metas[0], options, search)

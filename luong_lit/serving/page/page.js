@@ -118,6 +118,7 @@ function panel(model, a) {
   const kind = model.attention ? ` (${model.attention}${model.window ? `, D = ${model.window}` : ""})` : "";
   box.append(el("h2", {}, model.name + kind));
   box.append(el("p", {class: "translation"}, a.translation));
+  if (!a.translation) box.append(el("p", {class: "empty"}, "(The translation is empty: the model ended it at once.)"));
   if (a.truncated) box.append(el("p", {class: "cut"}, "The sentence was cut to the server's --max-src-len."));
   if (a.hypotheses.length > 1) {
     const list = el("ol", {class: "nbest"});
