@@ -49,6 +49,10 @@ def parser_of(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from luong_lit import first_signals
+
+    if argv is None:  # a process of its own: a SIGTERM while it loads, noted for the run
+        first_signals.take()
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["-h"], ["--help"]):
         sys.stdout.write(usage())

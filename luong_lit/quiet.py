@@ -9,7 +9,7 @@ Each filter names the one message it drops and why it tells a user nothing here:
 * torch's ``LeafSpec`` deprecation (raised inside Lightning's own code, not ours);
 * ``ModelCheckpoint(monitor='val/ppl') could not find the monitored key`` before the first
   validation: a short run has no ``best.ckpt`` yet, and its last lines say which checkpoint to
-  use (:func:`luong_lit.training.run.done_message`);
+  use (:func:`luong_lit.training.run_lines.done_message`);
 * Lightning's advice to log an epoch's figures with ``sync_dist=True`` in a data-parallel run:
   the kit's dev and test figures are computed from every rank's share already (summed
   metrics, gathered translations: :mod:`luong_lit.training.sharded`), the same on every rank;

@@ -34,6 +34,24 @@ WORDS = "a b c d e f g h i j".split()
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--long",
+        action="store_true",
+        help="also run the tests marked long (the stop matrix on ddp_sim, ...)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests marked ``long`` run with ``--long`` only (CI's run leaves them out)."""
+    if config.getoption("--long"):
+        return
+    skip = pytest.mark.skip(reason="a long test: python -m pytest --long runs it")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)
+
+
 def small_model(**options):
     """A small :class:`~luong_lit.nn.Seq2Seq` for tests: 20-word vocabularies and two layers of
     8 units unless ``options`` (its keyword arguments) say otherwise."""

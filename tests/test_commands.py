@@ -378,7 +378,7 @@ def test_a_run_that_logs_to_tensorboard_says_how_to_watch_it(tmp_path):
     from conftest import compose_cfg
     from omegaconf import OmegaConf
 
-    from luong_lit.training.run import done_message, start_message
+    from luong_lit.training.run_lines import done_message, start_message
 
     for logger, hinted in (("many", True), ("csv", False)):  # many: csv and tensorboard
         run = tmp_path / logger

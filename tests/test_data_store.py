@@ -168,6 +168,7 @@ def test_prepare_meta_counts_words_before_the_filter(tmp_path, cache):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ranks")
 def test_ddp_ranks_and_the_jobs_of_a_sweep_share_one_store(toy_corpus, tmp_path, cache):
     from conftest import compose_cfg, tiny_overrides
 

@@ -18,14 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import REPO, run_env, tiny_overrides, write_corpus
+from ddp_helpers import RECIPE, TWO_RANKS, command, finished, rank_one, step_of, weights
 
-pytestmark = pytest.mark.slow
-
-#: the paper's SGD and schedule with dropout: masks and rates a resume must continue exactly
-RECIPE = ["dropout=0.2", "optim=sgd_paper", "schedule=halving", "model.scheduler.after=1",
-          "model.net.hidden_size=16", "model.net.embed_size=16", "threads=1", "logger=csv",
-          "test_after_training=false", "callbacks.checkpoint.every_n_train_steps=1"]  # fmt: skip
-TWO_RANKS = ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2"]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ranks")]  # one worker: no port races
 
 
 @pytest.fixture(scope="module")
@@ -34,47 +29,12 @@ def corpus(tmp_path_factory):
     return {"train": write_corpus(root, "train", 480, 11), "dev": write_corpus(root, "dev", 40, 12)}
 
 
-def command(corpus, run: Path, *extra: str) -> list[str]:
-    args = [*tiny_overrides(corpus), *RECIPE, *TWO_RANKS, f"hydra.run.dir={run}", *extra]
-    return [sys.executable, "-m", "luong_lit", "train", *args]
-
-
-def finished(cmd: list[str]) -> subprocess.CompletedProcess:
-    res = subprocess.run(cmd, cwd=REPO, env=run_env(), capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return res
-
-
-def weights(run: Path) -> dict[str, torch.Tensor]:
-    return torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["state_dict"]
-
-
-def step_of(run: Path) -> int:
-    try:
-        return int(torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"])
-    except Exception:  # noqa: BLE001 - not written yet, or being replaced
-        return -1
-
-
 @pytest.fixture(scope="module")
 def unbroken(corpus, tmp_path_factory):
     """Three epochs of 30 steps on two ranks, never stopped: what every resume must equal."""
     run = tmp_path_factory.mktemp("unbroken") / "run"
     finished(command(corpus, run, "trainer.max_epochs=3"))
     return run
-
-
-def rank_one(main: subprocess.Popen) -> int:
-    """The process of rank 1, which Lightning starts as a child of rank 0."""
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        found = subprocess.run(["pgrep", "-P", str(main.pid)], capture_output=True, text=True)
-        for pid in found.stdout.split():
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            if b"LOCAL_RANK=1" in environ:
-                return int(pid)
-        time.sleep(0.1)
-    raise AssertionError("rank 1 never started")
 
 
 def stopped_in_epoch_two(corpus, run: Path, rank: int, signum: int) -> tuple[str, int]:
@@ -92,7 +52,10 @@ def stopped_in_epoch_two(corpus, run: Path, rank: int, signum: int) -> tuple[str
     return err, step_of(run)
 
 
-@pytest.mark.parametrize(("rank", "signum"), [(1, signal.SIGINT), (0, signal.SIGTERM)])
+@pytest.mark.parametrize(
+    ("rank", "signum"),
+    [(1, signal.SIGINT), pytest.param(0, signal.SIGTERM, marks=pytest.mark.long)],
+)
 def test_a_signal_to_one_rank_stops_both_and_the_resume_is_the_unbroken_run(
     corpus, unbroken, tmp_path, rank, signum
 ):
@@ -103,22 +66,6 @@ def test_a_signal_to_one_rank_stops_both_and_the_resume_is_the_unbroken_run(
     assert "Traceback" not in err
     finished([sys.executable, "-m", "luong_lit", "train", f"hydra.run.dir={run}", "ckpt_path=last"])
     for key, value in weights(unbroken).items():  # every rank's dropout masks continued
-        torch.testing.assert_close(weights(run)[key], value, rtol=0, atol=0, msg=key)
-
-
-def test_kill_9_of_both_ranks_resumes_to_the_unbroken_run(corpus, unbroken, tmp_path):
-    run = tmp_path / "run"
-    main = subprocess.Popen(command(corpus, run, "trainer.max_epochs=3"), cwd=REPO, env=run_env(),
-                            stderr=subprocess.DEVNULL)  # fmt: skip
-    other = rank_one(main)
-    while step_of(run) < 40 and main.poll() is None:
-        time.sleep(0.02)
-    for pid in (main.pid, other):
-        os.kill(pid, signal.SIGKILL)
-    main.wait(timeout=60)
-    assert 40 <= step_of(run) < 60
-    finished([sys.executable, "-m", "luong_lit", "train", f"hydra.run.dir={run}", "ckpt_path=last"])
-    for key, value in weights(unbroken).items():
         torch.testing.assert_close(weights(run)[key], value, rtol=0, atol=0, msg=key)
 
 
@@ -168,11 +115,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def two_nodes(corpus, run: Path, *extra: str) -> None:
-    """torchrun with two agents on this machine (``--nnodes=2``), one process each."""
+def two_nodes(corpus, run: Path | None, *extra: str) -> None:
+    """torchrun with two agents on this machine (``--nnodes=2``), one process each; ``run``
+    None: no ``hydra.run.dir``, the ranks name the folder."""
     port, procs = free_port(), []
+    folder = [] if run is None else [f"hydra.run.dir={run}"]
     args = [*tiny_overrides(corpus), *RECIPE, "trainer=ddp", "trainer.accelerator=cpu",
-            "trainer.devices=1", "trainer.num_nodes=2", f"hydra.run.dir={run}", *extra]  # fmt: skip
+            "trainer.devices=1", "trainer.num_nodes=2", *folder, *extra]  # fmt: skip
     for node in (0, 1):
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
                f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}",
@@ -193,6 +142,17 @@ def test_a_two_node_torchrun_trains_and_resumes(corpus, tmp_path):
     log = (run / "train.log").read_text()
     assert log.count("resuming from") == 1  # rank 0's lines; rank 1 keeps its own file
     assert (run / "train.rank1.log").is_file()
+
+
+def test_two_nodes_without_an_id_share_rank_0s_folder(corpus, tmp_path):
+    """torchrun without ``--rdzv-id``: one run folder, rank 0's, with both ranks' logs in it.
+    The folder's stamp is made to differ by rank (as two clocks a second apart would)."""
+    runs = tmp_path / "runs"
+    two_nodes(corpus, None, "trainer.max_steps=2",
+              f"hydra.run.dir='{runs}/${{luong_lit.run_name:stamp-${{oc.env:RANK}}}}'")  # fmt: skip
+    assert [p.name for p in runs.iterdir()] == ["stamp-0"]
+    assert (runs / "stamp-0" / "train.log").is_file()
+    assert (runs / "stamp-0" / "train.rank1.log").is_file() and step_of(runs / "stamp-0") == 2
 
 
 def test_sigterm_to_the_parent_of_spawned_ranks_stops_them_with_the_resume_line(corpus, tmp_path):

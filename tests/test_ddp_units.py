@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -77,6 +78,7 @@ def _alone(rank: int) -> list[torch.Tensor]:
     return [p.grad for p in model.net.parameters()]
 
 
+@pytest.mark.xdist_group("ranks")
 def test_the_handover_gives_ddps_averaged_gradients_on_two_gloo_ranks():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -152,3 +154,34 @@ def test_the_ranks_of_torchrun_and_srun_agree_on_a_run_folder(monkeypatch):
     monkeypatch.setenv("SLURM_JOB_ID", "881")
     monkeypatch.setenv("SLURM_NTASKS", "16")
     assert run_name(stamp) == "2026-11-29_slurm-881-0"
+
+
+def test_sharded_decoding_keeps_every_rank_busy_at_32_ranks():
+    """WMT's dev set on 32 ranks: no rank idles (batches of 128 would leave 8 without one), and
+    the shares cover every sentence once."""
+    import random
+
+    from luong_lit.training.sharded import shard_of
+
+    rng = random.Random(0)
+    src = [[5] * rng.randint(1, 60) for _ in range(3000)]
+    shares = [shard_of(src, 128, rank, 32) for rank in range(32)]
+    assert min(len(s) for s in shares) > 0
+    assert sorted(i for s in shares for i in s) == list(range(3000))
+    assert max(map(len, shares)) <= 2 * min(map(len, shares))  # and about equally
+
+
+def test_torchrun_without_an_id_hands_rank_0s_start_time_to_every_rank(monkeypatch):
+    """No ``--rdzv-id``: each rank's clock gives its own stamp; rank 0's, put on the agent's
+    store once, names the folder in every rank, however often Hydra asks."""
+    import torch.distributed as dist
+
+    from luong_lit.sweeps import resolvers
+
+    monkeypatch.setattr(resolvers, "_shared", {})
+    store = dist.HashStore()
+    assert resolvers.rank_zeros_stamp("2026-11-29_10-47-18", store, 0) == "2026-11-29_10-47-18"
+    monkeypatch.setattr(resolvers, "_shared", {})  # another process: rank 1, a second later
+    assert resolvers.rank_zeros_stamp("2026-11-29_10-47-19", store, 1) == "2026-11-29_10-47-18"
+    monkeypatch.setattr(resolvers, "_shared", {})  # rank 0 asked again by Hydra, later still
+    assert resolvers.rank_zeros_stamp("2026-11-29_10-47-20", store, 0) == "2026-11-29_10-47-18"

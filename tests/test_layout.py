@@ -83,6 +83,7 @@ LAYERS = [
     "registry",  # the names of parts (attentions, scores, corpora), open to extensions
     "runtime",  # process-wide CPU settings
     "quiet",  # the libraries' routine notices filtered
+    "first_signals",  # a SIGTERM before the run's handler is in place, noted
     "paper",  # the paper's reported figures and its recipe's epochs: facts, nothing of the kit
     "data",  # vocabularies and line reading, shared by the data's rooms
     "data.text",  # tokenisers, recipes, the recaser, word dictionaries

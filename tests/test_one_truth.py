@@ -32,7 +32,7 @@ def trained(corpus, run, extra) -> dict:
 
     test = corpus["test"]
     args = [*tiny_overrides(corpus), "model.net.hidden_size=24", "model.net.embed_size=24",
-            "optim=adam", "model.optimizer.lr=0.01", "trainer.max_epochs=6",
+            "optim=adam", "model.optimizer.lr=0.02", "trainer.max_epochs=4",
             "callbacks.beam_bleu.beam=3", f"+data.test.toy.src={test['src']}",
             f"+data.test.toy.tgt={test['tgt']}", *extra]  # fmt: skip
     train(compose_cfg(args, run))

@@ -53,6 +53,7 @@ def test_ngram_report_of_the_reference_itself_is_perfect_and_of_a_half_is_short(
     assert half["precisions"][0] == 100.0 and half["precision_by_third"] == [100.0] * 3
 
 
+@pytest.mark.long
 def test_ladder_evals_decodes_each_run_and_keeps_its_outputs(toy_corpus, tmp_path):
     """Two seeds of a ladder's last row, as a sweep leaves them: each run's test set decoded
     into its folder, and the row's ensemble into ``ensemble_table1/``, once."""

@@ -165,6 +165,7 @@ def test_label_smoothing_shapes_the_training_loss_only():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ranks")
 def test_ddp_sim_two_cpu_processes(toy_corpus, tmp_path):
     """Two ranks (ddp_spawn on CPU), each taking every second batch; a best checkpoint results."""
     cfg = compose_cfg(

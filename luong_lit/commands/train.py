@@ -25,16 +25,16 @@ from luong_lit.runtime import is_rank_zero, own_log_file
 from luong_lit.sweeps.dirnames import note_swept
 from luong_lit.sweeps.resolvers import register_resolvers
 from luong_lit.training.folders import Finished, check_run_start
+from luong_lit.training.lost_ranks import RankLost, lost_message
 from luong_lit.training.resume import resume_argv, resume_command
-from luong_lit.training.run import (
-    Interrupted,
+from luong_lit.training.run import Interrupted, train
+from luong_lit.training.run_lines import (
     done_message,
     holds_nothing,
     interrupted_message,
     remove_run,
     start_message,
     to_log_file,
-    train,
 )
 
 log = logging.getLogger(__name__)
@@ -57,10 +57,15 @@ def task(cfg: DictConfig) -> float | None:
         if stop.handover is not None:  # submitit's signal: it requeues the job and exits
             log.info("saved %s; submitit requeues this job", stop.checkpoint)
             stop.handover(stop.signum, None)
-        said = interrupted_message(stop.signum, stop.checkpoint, stop.testing)
+        said = interrupted_message(stop.signum, stop.checkpoint, stop.stage)
         say(said, file=sys.stderr)
         to_log_file(said)  # train.log keeps it too
         sys.exit(128 + stop.signum)
+    except RankLost as lost:  # a rank died: one line, the resume command
+        said = lost_message(lost.ranks, lost.checkpoint, resume_command(run_dir))
+        say(said, file=sys.stderr)
+        to_log_file(said)
+        sys.exit(1)
     except Exception as err:  # noqa: BLE001 - turn our own errors into one clear line
         ours = find_user_error(err)
         if ours is None:

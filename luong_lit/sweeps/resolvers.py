@@ -65,16 +65,48 @@ def wandb_tags() -> list[str]:
 def run_name(stamp: str) -> str:
     """A single run's folder name: its start time (``stamp``); under torchrun or srun, whose
     ranks start Hydra each on its own clock, a name they all agree on: the day and the
-    rendezvous id (``--rdzv-id``; torchrun's own for ``--standalone``), or SLURM's job and step."""
+    rendezvous id (``--rdzv-id``; torchrun's own for ``--standalone``), SLURM's job and step,
+    or, under torchrun without an id, rank 0's start time, handed to every rank on the store
+    torchrun's agent keeps (:func:`rank_zeros_stamp`)."""
     import os
 
     run_id = os.environ.get("TORCHELASTIC_RUN_ID")
-    if run_id and run_id != "none" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    ranks = int(os.environ.get("WORLD_SIZE", "1"))
+    if run_id and run_id != "none" and ranks > 1:
         return f"{str(stamp)[:10]}_torchrun-{run_id}"
     job = os.environ.get("SLURM_JOB_ID")
     if job and int(os.environ.get("SLURM_NTASKS", "1")) > 1:  # srun: one task a rank
         return f"{str(stamp)[:10]}_slurm-{job}-{os.environ.get('SLURM_STEP_ID', '0')}"
+    if ranks > 1 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        return rank_zeros_stamp(str(stamp), agent_store(), int(os.environ.get("RANK", "0")))
     return str(stamp)
+
+
+STAMP_KEY = "luong_lit/run_name"  #: the store key of rank 0's start time
+_shared: dict[str, str] = {}  #: this process's answer, once it has one
+
+
+def agent_store():  # pragma: no cover - needs torchrun's agent
+    """A client of the key-value store torchrun's agent serves to its workers."""
+    import os
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+
+    return TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                    timeout=timedelta(seconds=120), use_libuv=True)  # fmt: skip
+
+
+def rank_zeros_stamp(stamp: str, store, rank: int) -> str:
+    """Rank 0's start time, the same in every rank: rank 0 puts its own on ``store`` (the first
+    it put stands, however often Hydra asks), the others wait for it."""
+    import os
+
+    key = f"{STAMP_KEY}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+    if key not in _shared:
+        found = store.compare_set(key, "", stamp) if rank == 0 else store.get(key)
+        _shared[key] = found.decode() if isinstance(found, bytes) else str(found)
+    return _shared[key]
 
 
 #: what ``select_by`` may name (the dev metric a validation logs) and its better direction

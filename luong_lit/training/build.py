@@ -23,7 +23,12 @@ from luong_lit.errors import ConfigError
 from luong_lit.plugins import parts_of
 from luong_lit.training import finetune
 from luong_lit.training.instantiate import config_error, instantiate_all, instantiate_at, refused
-from luong_lit.training.lightning_internals import check_lightning_version
+from luong_lit.training.lightning_internals import (
+    check_lightning_version,
+    leave_signals_to_the_kit,
+    observe_ranks_gently,
+)
+from luong_lit.training.lost_ranks import ddp_strategy
 from luong_lit.training.progress import progress_bar
 from luong_lit.validate import integer
 
@@ -141,9 +146,27 @@ def _trainer(cfg: DictConfig):
     if bar is not None:  # at a terminal; elsewhere the lines of callbacks.progress
         callbacks.append(bar)
     loggers = instantiate_all("logger", cfg.get("logger")) or False
-    return instantiate_at("trainer", cfg.trainer, refuses=True, callbacks=callbacks,
-                          enable_progress_bar=bar is not None, logger=loggers,
-                          plugins=plugins())  # fmt: skip
+    named = cfg.trainer.get("strategy", "auto")
+    if named == "ddp_spawn":
+        refuse_spawned_ema(callbacks)
+    strategy = ddp_strategy(named, cfg.get("ddp_timeout_s"))
+    trainer = instantiate_at("trainer", cfg.trainer, refuses=True, callbacks=callbacks,
+                             enable_progress_bar=bar is not None, logger=loggers,
+                             plugins=plugins(), strategy=strategy)  # fmt: skip
+    leave_signals_to_the_kit(trainer)  # the kit's handler is in charge (training/signals.py)
+    observe_ranks_gently()  # a lost rank is said in one line (training/lost_ranks.py)
+    return trainer
+
+
+def refuse_spawned_ema(callbacks: list) -> None:
+    """Lightning's weight averaging cannot be sent to ranks that ``ddp_spawn`` starts (its
+    average function is a local one, which pickle refuses): one line, before any work."""
+    from luong_lit.training.ema import AveragedWeights
+
+    if any(isinstance(c, AveragedWeights) for c in callbacks):
+        raise ConfigError("callbacks.ema.decay: Lightning's EMAWeightAveraging cannot be sent to "
+                          "the ranks of trainer=ddp_sim (ddp_spawn pickles every callback); "
+                          "use trainer=ddp, or leave the decay unset")  # fmt: skip
 
 
 def build(cfg: DictConfig, resuming: Path | None = None):

@@ -7,6 +7,11 @@ refuses a Lightning outside the range they were written and tested for (:data:`T
 pin of ``pyproject.toml``), in one line, where the trainer is built.
 
 * :func:`request_stop`: stop after the current step, as on SIGTERM (a signal's checkpoint).
+* :func:`leave_signals_to_the_kit`: Lightning installs no signal handler of its own.
+* :func:`observe_ranks_gently`: Lightning's watch over the ranks it starts leaves a clean stop
+  alone, and lets the first rank say that another was lost before it ends it.
+* :func:`process_group_store`: torch's store of the ranks' process group (torch's own private
+  name, here with Lightning's, so that the kit's reach into private code stays in one place).
 * :func:`rewind_validation`: a checkpoint written during validation validates that epoch again.
 * :class:`KeptCSVWriter` and :func:`csv_experiment`: a CSV log that survives a resume.
 * :func:`drop_unset_wandb_anonymous`: no warning of an unset W&B option.
@@ -61,6 +66,23 @@ def request_stop(trainer) -> None:
     handler (its signal connector); the public ``Trainer.should_stop`` is honoured only at
     the loops' own checks (``min_steps`` can override it) and never interrupts a validation."""
     trainer._signal_connector.received_sigterm = True
+
+
+def _no_handlers(connector) -> None:
+    connector.received_sigterm = False  # all that Lightning's registration does that we keep
+
+
+def leave_signals_to_the_kit(trainer) -> None:
+    """Lightning registers its SIGTERM handler each time the trainer runs (fit, test), and
+    restores the previous one after: a handler that stops one rank alone, kills the others
+    through the launcher and runs a collective inside the handler. The kit's own is in charge
+    for the whole run (:class:`~luong_lit.training.signals.RunSignals`); Lightning has no
+    option to leave its out, so its private registration is replaced by one that only resets
+    its flag (a partial of a module function: a trainer sent to spawned ranks pickles it)."""
+    from functools import partial
+
+    connector = trainer._signal_connector
+    connector.register_signal_handlers = partial(_no_handlers, connector)
 
 
 #: Lightning's key of the validation loop's progress in ``checkpoint["loops"]["fit_loop"]``
@@ -141,3 +163,47 @@ def swap_averaged(callback, pl_module) -> None:
     """Swap the module's weights with the averaged ones, in place (Lightning's own swap, which
     its callback makes around a validation's steps only)."""
     callback._swap_models(pl_module)
+
+
+def process_group_store() -> Any:
+    """The default process group's key-value store (rank 0's TCP store, which every rank
+    reaches): torch keeps it behind a private name, with no public getter."""
+    from torch.distributed import distributed_c10d
+
+    return distributed_c10d._get_default_store()
+
+
+GRACE_S = 10  #: what the first rank is given to say a rank was lost, before it is ended
+
+
+def _gentle_terminate_all(observer) -> None:
+    """Lightning's ``_ChildProcessObserver._terminate_all``, which SIGKILLs the first rank and
+    the others as soon as one exits with a non-zero status: a rank that stopped on a signal
+    (128+signal, the others stopping with it) is left alone; for one that died, the others are
+    ended, and the first rank (whose next collective fails, and says so in one line) after
+    :data:`GRACE_S` seconds only if it has not ended by then."""
+    import signal
+    import threading
+    import time
+
+    codes = [p.returncode for p in observer._child_processes]
+    if all(c is None or c == 0 or 128 < c < 160 for c in codes):
+        return
+    for p in observer._child_processes:
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+
+    def last_resort() -> None:
+        time.sleep(GRACE_S)
+        os.kill(observer._main_pid, signal.SIGKILL)
+
+    threading.Thread(target=last_resort, daemon=True).start()
+
+
+def observe_ranks_gently() -> None:
+    """Replace how Lightning's watch over the ranks it starts ends them
+    (:func:`_gentle_terminate_all`); Lightning offers no option for it (the watch is private to
+    its subprocess launcher)."""
+    from lightning.fabric.strategies.launchers import subprocess_script
+
+    subprocess_script._ChildProcessObserver._terminate_all = _gentle_terminate_all

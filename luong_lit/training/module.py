@@ -87,6 +87,7 @@ class LuongLitModule(L.LightningModule):
         self.extra_state = dict(extra_state or {})
         self.val_nll, self.val_tokens = SumMetric(), SumMetric()
         self.ended = False  # resumed after the validation that ended training (on_train_start)
+        self.skip_rest = False  # a rank's evaluation share left undone: a signal (signals.py)
 
     def setup(self, stage: str) -> None:
         """The engine learns the device and precision (``graphs=auto`` is resolved here)."""
@@ -129,6 +130,8 @@ class LuongLitModule(L.LightningModule):
         return loss
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        if self.skip_rest:  # the ranks are stopping on a signal: the rest of the share is left
+            return
         nll, tokens = self.engine.nll(self.net, batch)
         self.val_nll.update(nll)
         self.val_tokens.update(torch.tensor(float(tokens)))
@@ -160,6 +163,8 @@ class LuongLitModule(L.LightningModule):
         self.test_figures: dict[str, dict[str, float]] = {}  # exact, for results.json
 
     def test_step(self, batch: Batch, batch_idx: int, dataloader_idx: int = 0) -> None:
+        if self.skip_rest:  # as in validation_step
+            return
         nll, tokens = self.engine.nll(self.net, batch)
         total, count, sentences = self._test_sums.get(dataloader_idx, (0.0, 0, 0))
         self._test_sums[dataloader_idx] = (total + nll.detach(), count + tokens,

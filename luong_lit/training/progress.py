@@ -143,8 +143,9 @@ LOSS_UNITS = {"sentences": "/sentence", "nominal": "/sentence", "tokens": "/toke
 
 class Heartbeat:
     """Called with the sentences each decoded batch held: a line every ``every`` seconds while
-    ``what`` is decoded, and a stop at the next batch once a signal has asked the trainer to
-    stop (``trainer.received_sigterm``: raises Lightning's ``SIGTERMException``)."""
+    ``what`` is decoded, and a stop at the next batch once a signal has come
+    (:func:`~luong_lit.training.signals.signalled`: alone, Lightning's ``SIGTERMException``; a
+    rank of several skips the rest of its share, and the ranks agree after the gather)."""
 
     def __init__(self, trainer, what: str, total: int, every: float | None) -> None:
         self.trainer, self.what, self.total, self.every = trainer, what, total, every
@@ -156,8 +157,10 @@ class Heartbeat:
     def __call__(self, n: int) -> None:
         from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-        if self.trainer.received_sigterm:
-            raise SIGTERMException
+        from luong_lit.training.signals import SkipDecoding, signalled
+
+        if signalled(self.trainer):  # alone: stop now; a rank: skip its share, then agree
+            raise SIGTERMException if self.trainer.world_size == 1 else SkipDecoding
         self.done, now = self.done + n, time.monotonic()
         if self.every and now - self.last >= self.every:
             self.last = now

@@ -33,6 +33,7 @@ MAY_CHANGE = (
     "callbacks.checkpoint",
     "callbacks.progress",
     "test_after_training",
+    "ddp_timeout_s",
 )
 SHOWN = 8  # differences named in a refusal; the rest are counted
 

@@ -17,10 +17,14 @@ from luong_lit.data.loading.splits import Split
 
 
 def shard_of(src_ids: Sequence[Sequence[int]], batch_size: int, rank: int, world: int) -> list:
-    """The indices of the sentences in batches ``rank``, ``rank + world``, ... of the batches
-    :func:`~luong_lit.decoding.corpus.decode_corpus` makes of ``src_ids``, in index order."""
+    """The indices of the sentences in batches ``rank``, ``rank + world``, ... of the
+    length-sorted batches of ``src_ids`` (as :func:`~luong_lit.decoding.corpus.decode_corpus`
+    sorts them), in index order. The batches are of ``batch_size`` sentences, or fewer where the
+    set would leave ranks without one (3,000 sentences on 32 ranks: 94 a batch, not 128): every
+    rank decodes a share."""
     order = sorted((i for i, s in enumerate(src_ids) if len(s)), key=lambda i: -len(src_ids[i]))
-    batches = [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
+    size = max(1, min(batch_size, -(-len(order) // world)))  # ceil(n / world), at most the batch
+    batches = [order[k : k + size] for k in range(0, len(order), size)]
     return sorted(i for batch in batches[rank::world] for i in batch)
 
 
@@ -45,13 +49,20 @@ def split_words(trainer, inference, split: Split, *, batch_size: int,
         return out.words, out.replaced
     import torch.distributed as dist
 
+    from luong_lit.training.signals import SkipDecoding, agree_or_stop
+
     n = len(split.src_ids[:max_sentences])
     idx = shard_of(split.src_ids[:n], batch_size, trainer.global_rank, world)
-    out = inference.split(subset(split, idx), batch_size=batch_size, **search)
+    try:
+        out = inference.split(subset(split, idx), batch_size=batch_size, **search)
+        share = (idx, out.words, out.replaced)
+    except SkipDecoding:  # a signal: this share is left, the ranks stop after the gather
+        share = ([], [], None if not search.get("replace_unk") else [])
     shares: list = [None] * world
-    dist.all_gather_object(shares, (idx, out.words, out.replaced))
+    dist.all_gather_object(shares, share)
+    agree_or_stop(trainer)  # every rank has gathered: a signal any of them holds stops all
     words: list[list[str]] = [[] for _ in range(n)]
-    replaced = None if out.replaced is None else [[] for _ in range(n)]
+    replaced = None if share[2] is None else [[] for _ in range(n)]
     for got, said, swapped in shares:
         for k, i in enumerate(got):
             words[i] = said[k]

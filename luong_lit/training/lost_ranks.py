@@ -1,0 +1,76 @@
+"""A rank of a data-parallel run that dies (``kill -9``, out of memory) ends the run in seconds
+with one line: which rank was lost, the last checkpoint and the command that resumes from it
+(:class:`RankLost`), never a traceback of the collective that found it gone.
+
+The other ranks learn it from their next collective, which fails (gloo at once; NCCL after the
+process group's timeout, ``ddp_timeout_s``, :func:`ddp_strategy`), and from Lightning's watch
+over the ranks it started, which would end the first rank with SIGKILL, without a word: here it
+leaves a rank that stops on a signal alone (its exit status is 128+signal, the others stop with
+it) and gives the others a few seconds to say what happened before it ends them
+(:func:`~luong_lit.training.lightning_internals.observe_ranks_gently`).
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+#: the process group's timeout by default: longer than any wait of a healthy rank at one of the
+#: kit's collectives (the dev set's decoding is shared out, a checkpoint's write takes
+#: seconds), far shorter than Lightning's 30 minutes, which would outlast SLURM's warning
+#: before a job's time limit (submitit's signal_delay_s: 120 s by default) and its requeue
+DEFAULT_TIMEOUT_S = 300
+
+
+class RankLost(Exception):
+    """A rank of this run died; ``ranks``: which (empty where this rank cannot tell)."""
+
+    def __init__(self, ranks: list[int], checkpoint: Path) -> None:
+        super().__init__(f"rank {ranks} lost")
+        self.ranks, self.checkpoint = ranks, checkpoint
+
+
+def is_lost_peer(err: BaseException, trainer) -> bool:
+    """Whether ``err`` is a collective that found a peer gone (a data-parallel run only)."""
+    import torch.distributed as dist
+
+    if getattr(trainer, "world_size", 1) <= 1:
+        return False
+    if isinstance(err, dist.DistBackendError):
+        return True
+    said = str(err)
+    gone = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "Timed out",
+            "NCCL", "Gloo", "gloo")  # fmt: skip
+    return isinstance(err, RuntimeError) and any(x in said for x in gone)
+
+
+def lost_ranks(trainer) -> list[int]:
+    """The ranks this process started that have died (rank 0 starts the others on its
+    machine); empty where it started none, or none died."""
+    procs = getattr(trainer.strategy.launcher, "procs", None) or []
+    found = []
+    for i, proc in enumerate(procs, 1):
+        code = proc.poll()
+        if code not in (None, 0) and not 128 < code < 160:  # not a clean stop on a signal
+            found.append(i)
+    return found
+
+
+def ddp_strategy(strategy, timeout_s: float | None):
+    """The trainer's strategy with the process group's ``timeout_s`` (Lightning's DDP strategy
+    for ``ddp`` and ``ddp_spawn``); any other strategy as it is."""
+    if strategy not in ("ddp", "ddp_spawn") or timeout_s is None:
+        return strategy
+    from lightning.pytorch.strategies import DDPStrategy
+
+    start = {"start_method": "spawn"} if strategy == "ddp_spawn" else {}
+    return DDPStrategy(timeout=datetime.timedelta(seconds=float(timeout_s)), **start)
+
+
+def lost_message(ranks: list[int], checkpoint: Path, resume: str) -> str:
+    from luong_lit.training.folders import step_of
+
+    who = f"rank {', '.join(map(str, ranks))}" if ranks else "a rank of this run"
+    kept = f"{checkpoint} (step {step_of(checkpoint)})" if checkpoint.is_file() else "nothing yet"
+    return (f"{who} was lost (its process ended: killed, or out of memory); the last finished "
+            f"step is saved in {kept}; resume with: {resume}")  # fmt: skip
