@@ -12,7 +12,13 @@ import pytest
 from luong_lit.analysis.cells import varying
 from luong_lit.analysis.records import RunRow
 from luong_lit.metrics.bleu import corpus_bleu_tok
-from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
+from luong_lit.metrics.significance import (
+    Paired,
+    paired_bootstrap,
+    pooled,
+    two_level_bootstrap,
+    verdict,
+)
 from luong_lit.paper.study.rows import LadderRow
 from luong_lit.paper.study.steps import judged, step_test, verdict_cells
 
@@ -162,9 +168,10 @@ def test_overrides_that_do_not_change_the_model_do_not_make_a_cell(tmp_path):
     assert run("g", "ablation=local_m_general", "trainer.precision=bf16-mixed") != plain
 
 
-def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp_path, capsys):
+def test_the_paired_script_judges_run_folders_as_report_does_and_tests_over_seeds(tmp_path, capsys):
     """`scripts.studies.paired`: each pair's line is the bootstrap of the kept outputs, the last
-    line the pooled test; a folder without outputs or an odd count is refused in one line."""
+    line the two-level test over the pairs' seeds (nothing pooled); a folder without outputs or
+    an odd count is refused in one line."""
     from scripts.studies.paired import labels, main, p_text
 
     bad, refs = corpus(31, right=0.3)
@@ -175,11 +182,14 @@ def test_the_paired_script_judges_run_folders_as_report_does_and_pools_pairs(tmp
     main(runs)
     lines = capsys.readouterr().out.splitlines()
     first = paired_bootstrap(bad, good, refs)
-    pooled_ = paired_bootstrap(bad + bad, good + worse, refs * 2)
+    over_seeds = two_level_bootstrap([bad, bad], [good, worse], refs)
     assert len(lines) == 3 and lines[0].startswith("a -> b: ")
     assert f"gain {first.gain:+.2f} [{first.low:+.2f}, {first.high:+.2f}]" in lines[0]
     assert lines[0].endswith("(two-sided)  holds  (200 sentences)")
-    assert lines[2].startswith("pooled (2 pairs): ") and p_text(pooled_.p) in lines[2]
+    assert lines[2].startswith("over the 2 pairs' seeds and sentences (two-level): ")
+    interval = f"[{over_seeds.low:+.2f}, {over_seeds.high:+.2f}]"
+    assert f"gain {over_seeds.gain:+.2f} {interval}" in lines[2]
+    assert p_text(over_seeds.p) in lines[2] and "pooled" not in "".join(lines)
     same_seed = (Path("r/paper_control/rev/seed1"), Path("r/paper/drop/seed1"))
     assert labels(*same_seed) == ("paper_control/rev/seed1", "paper/drop/seed1")
     with pytest.raises(SystemExit, match="no kept hyp_unk outputs"):

@@ -7,9 +7,11 @@ Each argument is a run folder (its own ``evaluate`` report's kept lines: ``eval_
 ``--system-unk`` reads the baseline's lines before replacement and the system's after it: the
 gain of one way of replacing unknown words (e.g. a dictionary) on the same model. Each
 pair gets a line: the two BLEUs, the gain with its 95 % interval, the two-sided p and the
-verdict (``luong_lit.metrics.significance``, as ``report`` judges a ladder's step). With several
-pairs (e.g. one a seed) a last line pools them pair by pair, as ``report`` pools seeds. The test
-is over the test sentences only: it says nothing of seed variance.
+verdict (``luong_lit.metrics.significance``, as ``report`` judges a ladder's step); each such
+test is over the test sentences only, of these two models. With several pairs (one a seed) a
+last line tests the baselines' seeds against the systems' by the two-level bootstrap over seeds
+and sentences (the test ``report`` gives a ladder's step); the pairs' outputs are not pooled as
+if they were more sentences, which would leave seed variance untested.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ import sys
 from pathlib import Path
 
 from luong_lit.analysis.outputs import report_outputs, run_outputs
-from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, verdict
+from luong_lit.metrics.significance import (
+    Paired,
+    SeedPaired,
+    paired_bootstrap,
+    two_level_bootstrap,
+    verdict,
+)
 
 
 def outputs(path: Path, kind: str) -> tuple[list[str], list[str]]:
@@ -38,9 +46,11 @@ def p_text(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p {p:.3f}"
 
 
-def line(label: str, found: Paired) -> str:
-    """One pair: BLEUs, gain, its 95 % interval, the two-sided p and the verdict."""
-    return (f"{label}: {found.baseline:.2f} -> {found.system:.2f}  gain {found.gain:+.2f} "
+def line(label: str, found: Paired | SeedPaired) -> str:
+    """One test: BLEUs (means over seeds), gain, its 95 % interval, the two-sided p, verdict."""
+    a, b = ((found.baseline.bleu, found.system.bleu) if isinstance(found, SeedPaired)
+            else (found.baseline, found.system))  # fmt: skip
+    return (f"{label}: {a:.2f} -> {b:.2f}  gain {found.gain:+.2f} "
             f"[{found.low:+.2f}, {found.high:+.2f}]  {p_text(found.p)} (two-sided)  "
             f"{verdict(found)}  ({found.sentences} sentences)")  # fmt: skip
 
@@ -81,7 +91,11 @@ def main(argv: list[str] | None = None) -> None:
         label = " -> ".join(labels(base, system))
         print(line(label, paired_bootstrap(hyp_a, hyp_b, ref_a)))
     if len(pairs) > 1:
-        print(line(f"pooled ({len(pairs)} pairs)", paired_bootstrap(*pooled(pairs))))
+        if any(refs != pairs[0][2] for _, _, refs in pairs):
+            raise SystemExit("paired: the pairs were evaluated on different references: "
+                             "no test over their seeds")  # fmt: skip
+        found = two_level_bootstrap([a for a, _, _ in pairs], [b for _, b, _ in pairs], pairs[0][2])
+        print(line(f"over the {len(pairs)} pairs' seeds and sentences (two-level)", found))
 
 
 if __name__ == "__main__":
