@@ -5,6 +5,7 @@ came after. Installed first thing by ``python -m luong_lit`` and ``python -m luo
 
 from __future__ import annotations
 
+import os
 import signal
 
 received: list[int] = []  #: the signals noted so far, in order
@@ -12,6 +13,16 @@ received: list[int] = []  #: the signals noted so far, in order
 
 def _note(signum, frame) -> None:
     received.append(signum)
+
+
+def _default_in_a_fork() -> None:
+    """A forked child (a pool's worker, a loader's) dies of SIGTERM as by default: noted here,
+    the signal would leave a worker its pool's ``terminate`` then waits for."""
+    if signal.getsignal(signal.SIGTERM) is _note:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+os.register_at_fork(after_in_child=_default_in_a_fork)
 
 
 def take() -> None:

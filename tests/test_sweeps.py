@@ -144,9 +144,10 @@ def test_job_record_adds_up_tries_and_a_finished_run_keeps_its_record(tmp_path):
 
 def test_a_finished_run_is_not_trained_again_and_keeps_its_record(monkeypatch, tmp_path):
     import luong_lit.training.run as train_cmd
+    import luong_lit.training.run_folder as run_folder
 
     results = {"objective_value": 4.5, "test_2016_flickr": {"ppl": 4.6}}
-    monkeypatch.setattr(train_cmd, "earlier_work", lambda cfg: ("done", results))
+    monkeypatch.setattr(run_folder, "earlier_work", lambda cfg: ("done", results))
 
     def must_not_run(cfg):
         raise AssertionError("a finished run took the job's resources (and rewrote job.json)")

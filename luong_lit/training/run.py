@@ -14,18 +14,15 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from luong_lit.checkpoint.resumable import check_resumable, resumed_checkpoint
 from luong_lit.plugins import load_plugins
 from luong_lit.quiet import quiet
 from luong_lit.runtime import configure_cpu_from
-from luong_lit.sweeps.earlier import earlier_work
-from luong_lit.sweeps.job import sweep_job
 from luong_lit.sweeps.resources import job_resources
-from luong_lit.training.folders import give_run_folder, step_of
 from luong_lit.training.lost_ranks import RankLost, is_lost_peer, lost_ranks
 from luong_lit.training.precision import note_cpu_mixed
 from luong_lit.training.results import objective, test_results, untested
-from luong_lit.training.resume import LAST, nothing_to_resume
+from luong_lit.training.resume import LAST
+from luong_lit.training.run_folder import RunFolder
 from luong_lit.training.signals import (
     SIGNALS,
     SignalCheckpoint,
@@ -81,56 +78,43 @@ def _fit(model, dm, trainer, ckpt_path) -> None:
 
 
 def train(cfg: DictConfig) -> dict[str, Any]:
-    """Fit (resuming if ``ckpt_path`` is set), then test the best checkpoint on the test sets;
-    a signal at any moment of it ends it with :class:`Interrupted`."""
+    """Open the run's folder, then build, fit (resuming where it says), test the best checkpoint
+    and finish (``results.json``); a signal at any moment of it ends it with
+    :class:`Interrupted`."""
     from luong_lit.sweeps.resolvers import register_resolvers
 
     register_resolvers()  # a config composed elsewhere (a test, a notebook) resolves ours too
     load_plugins()  # a sweep's job or a rank in a process of its own: the user's parts too
-    give_run_folder(cfg)  # composed outside a Hydra app: a folder of its own, as Hydra gives
-    earlier = earlier_work(cfg)
-    if earlier and earlier[0] == "done":  # no GPU slot taken, its job.json left as it was
-        log.info("%s holds a finished run: not trained again", cfg.paths.output_dir)
-        return {"test": earlier[1], "objective": earlier[1].get("objective_value")}
-    out = Path(cfg.paths.output_dir)
+    folder = RunFolder.open(cfg)
+    if folder.kind == "finished":  # no GPU slot taken, its job.json left as it was
+        return folder.finished_metrics()
     SIGNALS.install(alone=not data_parallel(cfg))
     try:
         if SIGNALS.alone and SIGNALS.pending:  # it came as the process started
             raise StoppedOutsideLoops(SIGNALS.pending, "setup")
-        metrics = _run(cfg, earlier)
+        metrics = _run(cfg, folder)
     except StoppedOutsideLoops as stop:
-        raise Interrupted(stop.signum, out / LAST, SIGNALS.handover, stop.stage) from None
+        raise Interrupted(stop.signum, folder.path / LAST, SIGNALS.handover, stop.stage) from None
     finally:
         SIGNALS.uninstall()
     if SIGNALS.pending:  # it came as the run ended, results.json written
-        raise Interrupted(SIGNALS.pending, out / LAST, SIGNALS.handover, "finished")
+        raise Interrupted(SIGNALS.pending, folder.path / LAST, SIGNALS.handover, "finished")
     return metrics
 
 
-def _run(cfg: DictConfig, earlier) -> dict[str, Any]:
-    from luong_lit.training import finetune
+def _run(cfg: DictConfig, folder: RunFolder) -> dict[str, Any]:
     from luong_lit.training.build import build
 
     SIGNALS.stage = "setup"
-    ckpt_path = earlier[1] if earlier else cfg.get("ckpt_path")
-    quiet(resuming=bool(ckpt_path))
-    out = Path(cfg.paths.output_dir)
-    if ckpt_path == "last" and sweep_job() is None and not (out / LAST).is_file():
-        raise nothing_to_resume(out, cfg.paths.log_dir, cfg.get("task_name", "train"))
-    finetune.source_of(cfg)  # a fine-tuned run's model is its checkpoint's, read now
-    check_resumable(cfg, ckpt_path)  # another model's checkpoint: one line, before any work
+    quiet(resuming=folder.kind == "resume")
+    folder.check(cfg)  # another model's checkpoint: one line, before any work
     with job_resources(cfg) as record:  # in a sweep: the job's GPU and threads
         configure_cpu_from(cfg)
-        resuming = resumed_checkpoint(cfg, ckpt_path) if ckpt_path else None
-        dm, model, trainer = build(cfg, resuming if resuming and resuming.is_file() else None)
+        dm, model, trainer = build(cfg, folder.checkpoint(cfg))
         note_cpu_mixed(trainer)
         note_data_parallel(trainer, cfg)
-        if ckpt_path:
-            path = resumed_checkpoint(cfg, ckpt_path)
-            step = step_of(path) if path and path.is_file() else "?"
-            log.info("resuming %sfrom %s at step %s", "this sweep job " if earlier else "",
-                     path or ckpt_path, step)  # fmt: skip
-        _fit(model, dm, trainer, ckpt_path)
+        folder.say_start(cfg)
+        _fit(model, dm, trainer, folder.ckpt_path)
         SIGNALS.stage = "test"
         metrics = _finish(cfg, dm, model, trainer)
         SIGNALS.stage = "finished"

@@ -95,6 +95,15 @@ class RunSignals:
             signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
         self._previous = {}
 
+    def forked(self) -> None:
+        """In a forked child (a pool's worker, a loader's): the default actions, at once,
+        before any Python runs in it: a worker blocked in a lock dies of its pool's SIGTERM, as
+        by default (:meth:`_handler` would act only once the worker ran Python again)."""
+        for signum in self._previous:
+            default = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+            signal.signal(signum, default)
+        self._previous = {}
+
     def _handler(self, signum, frame) -> None:
         if os.getpid() != self._pid:  # a forked worker (a pool's, a loader's): as by default
             signal.signal(signum, signal.SIG_DFL)
@@ -116,6 +125,9 @@ class RunSignals:
 
 
 SIGNALS = RunSignals()  #: this process's
+
+
+os.register_at_fork(after_in_child=SIGNALS.forked)
 
 
 class SkipDecoding(Exception):
