@@ -74,6 +74,12 @@ def unbroken(corpus, tmp_path_factory):
     return run
 
 
+def assert_same_weights(run, unbroken) -> None:
+    """The resumed run ends with the unbroken run's weights, tensor for tensor."""
+    for key, value in weights(unbroken).items():
+        torch.testing.assert_close(weights(run)[key], value, rtol=0, atol=0, msg=key)
+
+
 def test_a_signal_to_rank_1_in_the_final_test_stops_both_and_the_resume_tests_alone(
     corpus, unbroken, tmp_path
 ):
@@ -99,8 +105,7 @@ def test_a_signal_to_rank_1_in_a_validation_stops_both_within_it(corpus, unbroke
     err, took = stopped(proc, other)
     assert "interrupted by signal 15" in err and took < 60
     resume(run)
-    for key, value in weights(unbroken).items():
-        torch.testing.assert_close(weights(run)[key], value, rtol=0, atol=0, msg=key)
+    assert_same_weights(run, unbroken)
     got, want = (json.loads((r / "results.json").read_text())["toy"] for r in (run, unbroken))
     assert got == want
 
@@ -114,8 +119,7 @@ def test_a_signal_to_rank_1_before_the_ranks_train_stops_both(corpus, unbroken, 
     err, took = stopped(proc, other)
     assert "nothing was trained yet" in err and took < 60, err[-2000:]
     resume(run)
-    for key, value in weights(unbroken).items():
-        torch.testing.assert_close(weights(run)[key], value, rtol=0, atol=0, msg=key)
+    assert_same_weights(run, unbroken)
 
 
 @pytest.mark.long
@@ -149,5 +153,4 @@ def test_a_rank_killed_ends_the_other_in_seconds_with_one_line(corpus, unbroken,
     assert proc.returncode == 1 and took < 20, (proc.returncode, took, err[-3000:])
     assert "Traceback" not in err and "rank 1 was lost" in err and "resume with:" in err, err
     resume(run)
-    for key, value in weights(unbroken).items():
-        torch.testing.assert_close(weights(run)[key], value, rtol=0, atol=0, msg=key)
+    assert_same_weights(run, unbroken)
