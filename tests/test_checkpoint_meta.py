@@ -110,7 +110,7 @@ def test_a_checkpoint_from_before_the_versions_loads_and_translates_as_it_did(tm
 def test_resuming_the_old_checkpoint_into_another_model_names_how_it_was_trained(tmp_path):
     cfg = compose_cfg(["attention=local_p"], tmp_path)
     with pytest.raises(ConfigError, match="was trained with .*attention=global") as err:
-        check_resumable(cfg, str(V1))
+        check_resumable(V1, cfg.model.net, str(V1))
     assert "data.recase_from=toy/cased.tgt" in str(err.value)  # its own overrides, to resume it
 
 

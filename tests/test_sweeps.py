@@ -147,13 +147,15 @@ def test_a_finished_run_is_not_trained_again_and_keeps_its_record(monkeypatch, t
     import luong_lit.training.run_folder as run_folder
 
     results = {"objective_value": 4.5, "test_2016_flickr": {"ppl": 4.6}}
-    monkeypatch.setattr(run_folder, "earlier_work", lambda cfg: ("done", results))
+    cfg = compose_cfg([], tmp_path)
+    monkeypatch.setattr(run_folder, "sweep_job", lambda: object())  # a job of a sweep
+    (Path(cfg.paths.output_dir) / "results.json").write_text(json.dumps(results))
 
     def must_not_run(cfg):
         raise AssertionError("a finished run took the job's resources (and rewrote job.json)")
 
     monkeypatch.setattr(train_cmd, "job_resources", must_not_run)
-    out = train_cmd.train(compose_cfg([], tmp_path))
+    out = train_cmd.train(cfg)
     assert out == {"test": results, "objective": 4.5}
 
 

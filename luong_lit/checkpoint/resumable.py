@@ -18,15 +18,6 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def resumed_checkpoint(cfg: DictConfig, ckpt_path: str | None) -> Path | None:
-    """The file ``ckpt_path`` names (``last``: the run's ``checkpoints/last.ckpt``), if any."""
-    if not ckpt_path:
-        return None
-    if ckpt_path == "last":
-        return Path(cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
-    return Path(ckpt_path) if ckpt_path not in ("best", "hpc", "registry") else None
-
-
 def _described(value: Any) -> str:
     if isinstance(value, dict) and "name" in value:
         opts = ", ".join(f"{k}={v}" for k, v in value.items() if k != "name")
@@ -44,19 +35,17 @@ def _shapes(net: nn.Module) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in net.state_dict().items()}
 
 
-def check_resumable(cfg: DictConfig, ckpt_path: str | None) -> None:
-    """Refuse to resume a checkpoint into another model: say what it was trained with, what
-    the command asks for, and how to resume it as it was (before any weight is loaded)."""
+def check_resumable(path: Path, net: DictConfig, ckpt_path: str = "last") -> None:
+    """Refuse to resume the checkpoint ``path`` into another model than ``net`` (the config's
+    ``model.net``): say what it was trained with, what the command asks for, and how to resume
+    it as it was (``ckpt_path`` as given), before any weight is loaded."""
     import hydra
     import torch
     from omegaconf import OmegaConf
 
-    path = resumed_checkpoint(cfg, ckpt_path)
-    if path is None or not path.is_file():
-        return
     meta = read_meta(path)
     was = meta.net.config  # the keys it was trained with, as stored
-    now = cast(dict[str, Any], OmegaConf.to_container(cfg.model.net, resolve=True))  # a group
+    now = cast(dict[str, Any], OmegaConf.to_container(net, resolve=True))  # a group
     with torch.device("meta"):  # the two models' weights, none allocated
         same = _shapes(build_net(was, 8, 8)) == _shapes(hydra.utils.instantiate(now)(8, 8))
     if same:

@@ -37,7 +37,7 @@ def _names_sweep_dir(arg: str) -> bool:
 
 def sweep_command(sweep_dir: str | os.PathLike) -> str:
     """The command that runs this process's sweep again into ``sweep_dir``: its finished jobs
-    are skipped, an interrupted one resumes (:mod:`luong_lit.sweeps.earlier`)."""
+    are skipped, an interrupted one resumes (:class:`luong_lit.training.run_folder.RunFolder`)."""
     import shlex
 
     argv = json.loads(os.environ.get(SWEEP_ARGV_ENV, "[]"))

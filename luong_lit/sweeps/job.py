@@ -1,7 +1,8 @@
 """A job of a ``-m`` sweep, as Hydra describes it to the job: its number, its sweep's directory,
 its overrides and the launcher that runs it (:func:`sweep_job`). What the job takes for itself:
 :mod:`luong_lit.sweeps.resources`; what it finds of an earlier try:
-:mod:`luong_lit.sweeps.earlier`; the configs' resolvers: :mod:`luong_lit.sweeps.resolvers`.
+:class:`luong_lit.training.run_folder.RunFolder`; the configs' resolvers:
+:mod:`luong_lit.sweeps.resolvers`.
 """
 
 from __future__ import annotations

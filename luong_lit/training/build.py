@@ -8,6 +8,7 @@ option's path in the config (:mod:`luong_lit.training.instantiate`).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from luong_lit.data.sources.registry import cased_target_file
 from luong_lit.data.text.user_text import user_text
 from luong_lit.errors import ConfigError
 from luong_lit.plugins import parts_of
+from luong_lit.quiet import quiet
+from luong_lit.runtime import configure_cpu_from
 from luong_lit.training import finetune
 from luong_lit.training.instantiate import config_error, instantiate_all, instantiate_at, refused
 from luong_lit.training.lightning_internals import (
@@ -29,8 +32,11 @@ from luong_lit.training.lightning_internals import (
     observe_ranks_gently,
 )
 from luong_lit.training.lost_ranks import ddp_strategy
+from luong_lit.training.precision import note_cpu_mixed
 from luong_lit.training.progress import progress_bar
 from luong_lit.validate import integer
+
+log = logging.getLogger(__name__)
 
 
 def resolved(cfg: DictConfig) -> dict[str, Any]:
@@ -138,9 +144,6 @@ def _trainer(cfg: DictConfig):
             "(torch.cuda.is_available() is false): train on the CPU with trainer=cpu, or "
             "install a CUDA build of torch (README, Installing)"
         )
-    max_epochs = cfg.trainer.get("max_epochs")
-    if max_epochs != -1:  # -1: no limit (Lightning's convention)
-        integer("trainer.max_epochs", max_epochs, 1, nullable=True)
     callbacks = instantiate_all("callbacks", cfg.get("callbacks"))
     bar = progress_bar(callbacks, bool(cfg.trainer.get("enable_progress_bar", True)))
     if bar is not None:  # at a terminal; elsewhere the lines of callbacks.progress
@@ -175,6 +178,11 @@ def build(cfg: DictConfig, resuming: Path | None = None):
     ``resuming`` from its own checkpoint takes both from there)."""
     from lightning.pytorch import seed_everything
 
+    configure_cpu_from(cfg)
+    max_epochs = cfg.trainer.get("max_epochs")
+    if max_epochs != -1:  # -1: no limit (Lightning's convention)
+        integer("trainer.max_epochs", max_epochs, 1, nullable=True)
+    quiet(resuming=resuming is not None)
     seed_everything(cfg.seed, workers=True)
     source = finetune.source_of(cfg)
     dm = instantiate_at("data", cfg.data)
@@ -186,10 +194,20 @@ def build(cfg: DictConfig, resuming: Path | None = None):
     net = make_net(src_vocab_size=len(dm.src_vocab), tgt_vocab_size=len(dm.tgt_vocab))
     model = _module(cfg, net, parts, checkpoint_extras(cfg, dm))
     if source is not None:
-        if resuming is None:  # a resumed run's weights are its checkpoint's
-            finetune.load_weights(model, source)
-        finetune.freeze(model, cfg.get("freeze"))
-        finetune.say_outside_vocab(dm)
+        finetune.start_from(model, dm, source, cfg.get("freeze"), resumed=resuming is not None)
     for logger in trainer.loggers:  # the resolved config, for dashboards (W&B, TensorBoard hparams)
         logger.log_hyperparams(resolved(cfg))
+    note_cpu_mixed(trainer)
+    note_data_parallel(trainer, cfg)
     return dm, model, trainer
+
+
+def note_data_parallel(trainer, cfg: DictConfig) -> None:
+    """One line at the start of a data-parallel run: what a step's batch is, every rank's."""
+    ranks = trainer.world_size
+    if ranks > 1 and trainer.is_global_zero:
+        each, unit = cfg.data.batch_size, cfg.data.get("batch_by", "sentences")
+        log.info(
+            "data-parallel: %d ranks x %s %s (data.batch_size, each rank's) = %s %s a step",
+            ranks, each, unit, ranks * int(each), unit,
+        )  # fmt: skip

@@ -146,6 +146,16 @@ def vocabularies(path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(meta.src_vocab), tuple(meta.tgt_vocab)
 
 
+def start_from(model, dm, source: Path, parts, resumed: bool = False) -> None:
+    """A fine-tuned model's start: ``parts`` frozen (:func:`freeze`), the share of the
+    training text outside its vocabularies said, and the weights of ``source`` loaded (not
+    for a ``resumed`` run: its weights are its own checkpoint's)."""
+    freeze(model, parts)
+    say_outside_vocab(dm)
+    if not resumed:
+        load_weights(model, source)
+
+
 def load_weights(model, path: Path) -> None:
     """The checkpoint's weights into ``model``'s network (a new run's first state)."""
     state = read_checkpoint(path)["state_dict"]

@@ -7,19 +7,17 @@ best checkpoint, write ``results.json``; and what a sweeper optimises.
 
 from __future__ import annotations
 
-import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from luong_lit.plugins import load_plugins
-from luong_lit.quiet import quiet
-from luong_lit.runtime import configure_cpu_from
 from luong_lit.sweeps.resources import job_resources
 from luong_lit.training.lost_ranks import RankLost, is_lost_peer, lost_ranks
-from luong_lit.training.precision import note_cpu_mixed
 from luong_lit.training.results import objective, test_results, untested
 from luong_lit.training.resume import LAST
 from luong_lit.training.run_folder import RunFolder
@@ -82,44 +80,40 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     and finish (``results.json``); a signal at any moment of it ends it with
     :class:`Interrupted`."""
     from luong_lit.sweeps.resolvers import register_resolvers
+    from luong_lit.training.build import build
 
     register_resolvers()  # a config composed elsewhere (a test, a notebook) resolves ours too
     load_plugins()  # a sweep's job or a rank in a process of its own: the user's parts too
     folder = RunFolder.open(cfg)
     if folder.kind == "finished":  # no GPU slot taken, its job.json left as it was
         return folder.finished_metrics()
-    SIGNALS.install(alone=not data_parallel(cfg))
-    try:
-        if SIGNALS.alone and SIGNALS.pending:  # it came as the process started
-            raise StoppedOutsideLoops(SIGNALS.pending, "setup")
-        metrics = _run(cfg, folder)
-    except StoppedOutsideLoops as stop:
-        raise Interrupted(stop.signum, folder.path / LAST, SIGNALS.handover, stop.stage) from None
-    finally:
-        SIGNALS.uninstall()
-    if SIGNALS.pending:  # it came as the run ended, results.json written
-        raise Interrupted(SIGNALS.pending, folder.path / LAST, SIGNALS.handover, "finished")
+    with _stops(cfg, folder.path / LAST), job_resources(cfg) as record:  # a sweep's: GPU, threads
+        dm, model, trainer = build(cfg, folder.resume_from)
+        folder.say_start()
+        _fit(model, dm, trainer, folder.ckpt_path)
+        metrics = _test(cfg, dm, model, trainer)
+        folder.finish(metrics["test"], trainer.is_global_zero)
+        SIGNALS.stage = "finished"
+        record["objective"] = metrics["objective"]
     return metrics
 
 
-def _run(cfg: DictConfig, folder: RunFolder) -> dict[str, Any]:
-    from luong_lit.training.build import build
-
+@contextmanager
+def _stops(cfg: DictConfig, last: Path) -> Iterator[None]:
+    """The run's signal handler, for the run's whole life: a signal outside the trainer's
+    loops (before training, after it, as it ends) is :class:`Interrupted` at its stage."""
+    SIGNALS.install(alone=not data_parallel(cfg))
     SIGNALS.stage = "setup"
-    quiet(resuming=folder.kind == "resume")
-    folder.check(cfg)  # another model's checkpoint: one line, before any work
-    with job_resources(cfg) as record:  # in a sweep: the job's GPU and threads
-        configure_cpu_from(cfg)
-        dm, model, trainer = build(cfg, folder.checkpoint(cfg))
-        note_cpu_mixed(trainer)
-        note_data_parallel(trainer, cfg)
-        folder.say_start(cfg)
-        _fit(model, dm, trainer, folder.ckpt_path)
-        SIGNALS.stage = "test"
-        metrics = _finish(cfg, dm, model, trainer)
-        SIGNALS.stage = "finished"
-        record["objective"] = metrics["objective"]
-        return metrics
+    try:
+        if SIGNALS.alone and SIGNALS.pending:  # it came as the process started
+            raise StoppedOutsideLoops(SIGNALS.pending, "setup")
+        yield
+    except StoppedOutsideLoops as stop:
+        raise Interrupted(stop.signum, last, SIGNALS.handover, stop.stage) from None
+    finally:
+        SIGNALS.uninstall()
+    if SIGNALS.pending:  # it came as the run ended, results.json written
+        raise Interrupted(SIGNALS.pending, last, SIGNALS.handover, "finished")
 
 
 def data_parallel(cfg: DictConfig) -> bool:
@@ -131,17 +125,6 @@ def data_parallel(cfg: DictConfig) -> bool:
         hasattr(devices, "__len__") and not isinstance(devices, str) and len(devices) > 1
     )
     return "ddp" in str(t.get("strategy", "")) or several or int(nodes) > 1
-
-
-def note_data_parallel(trainer, cfg: DictConfig) -> None:
-    """One line at the start of a data-parallel run: what a step's batch is, every rank's."""
-    ranks = trainer.world_size
-    if ranks > 1 and trainer.is_global_zero:
-        each, unit = cfg.data.batch_size, cfg.data.get("batch_by", "sentences")
-        log.info(
-            "data-parallel: %d ranks x %s %s (data.batch_size, each rank's) = %s %s a step",
-            ranks, each, unit, ranks * int(each), unit,
-        )  # fmt: skip
 
 
 def _tested(dm, model, trainer) -> dict[str, Any]:
@@ -162,14 +145,15 @@ def _tested(dm, model, trainer) -> dict[str, Any]:
         raise
 
 
-def _finish(cfg: DictConfig, dm, model, trainer) -> dict[str, Any]:
+def _test(cfg: DictConfig, dm, model, trainer) -> dict[str, Any]:
+    """The trainer's last metrics, the objective, and the test of the best checkpoint (or what
+    stands for it untested) under ``test``: ``results.json``'s contents."""
+    SIGNALS.stage = "test"
     metrics: dict[str, Any] = {k: float(v) for k, v in trainer.callback_metrics.items()}
     metrics["objective"] = objective(cfg, trainer)
     tested = bool(cfg.get("test_after_training") and dm.test_spec)
     results = _tested(dm, model, trainer) if tested else untested(trainer)
     results["objective"] = cfg.get("objective", "val/ppl")
     results["objective_value"] = metrics["objective"]
-    if trainer.is_global_zero:  # a finished run: sweeps and resumes read it so
-        (Path(cfg.paths.output_dir) / "results.json").write_text(json.dumps(results, indent=2))
     metrics["test"] = results
     return metrics

@@ -5,19 +5,22 @@
 * ``fresh``: nothing to resume; a config composed outside a Hydra app is given a folder of its
   own here (``paths.log_dir/TASK/runs/DATE_TIME``), as Hydra gives one;
 * ``resume``: ``ckpt_path`` names a checkpoint (``last``: the folder's ``last.ckpt``), or a
-  sweep's job launched again into its folder finds its ``last.ckpt``;
+  sweep's job launched again into its folder (a requeued SLURM job, a sweep run again with
+  ``hydra.sweep.dir=<the sweep>``) finds its ``last.ckpt``;
 * ``finished``: a sweep's job whose folder holds ``results.json`` (not trained again).
 
 What it refuses (``ckpt_path=last`` with nothing to resume; another model's checkpoint; a
 fine-tuned model that contradicts its checkpoint) is one line, a
-:class:`~luong_lit.config.ConfigError`, before any data is read. The refusals of a command
-line before Hydra starts (an unfinished run in the way, a finished one, a changed setting) are
-:mod:`luong_lit.training.folders`'s; the lines a run prints at its end are
-:mod:`luong_lit.training.run_lines`'s.
+:class:`~luong_lit.config.ConfigError`, before any data is read. It says the line a resumed
+run starts with (:meth:`RunFolder.say_start`) and writes a finished run's ``results.json``
+(:meth:`RunFolder.finish`). The refusals of a command line before Hydra starts (an unfinished
+run in the way, a finished one, a changed setting) are :mod:`luong_lit.training.folders`'s; the
+lines a run prints at its end are :mod:`luong_lit.training.run_lines`'s.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,65 +28,62 @@ from typing import Any, Literal
 
 from omegaconf import DictConfig
 
-from luong_lit.checkpoint.resumable import check_resumable, resumed_checkpoint
-from luong_lit.sweeps.earlier import earlier_work
+from luong_lit.checkpoint.resumable import check_resumable
 from luong_lit.sweeps.job import sweep_job
-from luong_lit.training.folders import give_run_folder, step_of
+from luong_lit.training.folders import NAMED, give_run_folder, step_of
 from luong_lit.training.resume import LAST, nothing_to_resume
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["fresh", "resume", "finished"]
+RESULTS = "results.json"
 
 
 @dataclass(frozen=True)
 class RunFolder:
     """A run's folder (``path``), what the run is there (``kind``), the checkpoint the fit
-    resumes from as the trainer takes it (``ckpt_path``: a file or ``last``), a finished run's
-    ``results.json`` (``results``) and whether a sweep's earlier try was found (``again``)."""
+    resumes from as the trainer takes it (``ckpt_path``: a file or ``last``) and as a file
+    (``resume_from``, where it is one), a finished run's ``results.json`` (``results``) and
+    whether a sweep's earlier try was found (``again``); ``step``: the resumed checkpoint's."""
 
     path: Path
     kind: Kind
     ckpt_path: str | None = None
+    resume_from: Path | None = None
     results: dict[str, Any] | None = None
     again: bool = False
+    step: str = "?"
 
     @classmethod
     def open(cls, cfg: DictConfig) -> RunFolder:
-        """The run ``cfg`` describes, its folder made if it has none; refused in one line where
-        ``ckpt_path=last`` finds nothing to resume."""
+        """The run ``cfg`` describes, its folder made if it has none; refused in one line
+        where there is nothing to resume or the checkpoint is another model's."""
         give_run_folder(cfg)  # composed outside a Hydra app: a folder of its own
-        path = Path(cfg.paths.output_dir)
-        earlier = earlier_work(cfg)
-        if earlier and earlier[0] == "done":
-            return cls(path, "finished", results=earlier[1], again=True)
-        ckpt_path = earlier[1] if earlier else cfg.get("ckpt_path")
-        if ckpt_path == "last" and sweep_job() is None and not (path / LAST).is_file():
+        path, ckpt_path, job = Path(cfg.paths.output_dir), cfg.get("ckpt_path"), sweep_job()
+        if job is not None and not ckpt_path:  # a sweep's job: what an earlier try left
+            if (path / RESULTS).is_file():
+                return cls(path, "finished", results=json.loads((path / RESULTS).read_text()))
+            ckpt_path = str(path / LAST) if (path / LAST).is_file() else None
+            again = ckpt_path is not None
+        else:
+            again = False
+        if ckpt_path == "last" and job is None and not (path / LAST).is_file():
             raise nothing_to_resume(path, cfg.paths.log_dir, cfg.get("task_name", "train"))
+        file = _file_of(path, ckpt_path)
+        step = _checked(cfg, file, ckpt_path)
         kind: Kind = "resume" if ckpt_path else "fresh"
-        return cls(path, kind, ckpt_path and str(ckpt_path), again=bool(earlier))
+        return cls(path, kind, ckpt_path and str(ckpt_path), file, again=again, step=step)
 
-    def checkpoint(self, cfg: DictConfig) -> Path | None:
-        """The file the fit resumes from, if it exists (None for a fresh run)."""
-        found = resumed_checkpoint(cfg, self.ckpt_path)
-        return found if found is not None and found.is_file() else None
-
-    def check(self, cfg: DictConfig) -> None:
-        """Refuse, before any work, a fine-tuned model that contradicts its checkpoint and a
-        checkpoint of another model (each one line); a fine-tuned run reads its model here."""
-        from luong_lit.training import finetune
-
-        finetune.source_of(cfg)
-        check_resumable(cfg, self.ckpt_path)
-
-    def say_start(self, cfg: DictConfig) -> None:
+    def say_start(self) -> None:
         """The line a resumed run starts with: what it resumes, from which step."""
-        if self.kind != "resume":
-            return
-        path = resumed_checkpoint(cfg, self.ckpt_path)
-        step = step_of(path) if path and path.is_file() else "?"
-        log.info("resuming %sfrom %s at step %s", "this sweep job " if self.again else "",
-                 path or self.ckpt_path, step)  # fmt: skip
+        if self.kind == "resume":
+            log.info("resuming %sfrom %s at step %s", "this sweep job " if self.again else "",
+                     self.resume_from or self.ckpt_path, self.step)  # fmt: skip
+
+    def finish(self, results: dict[str, Any], rank_zero: bool = True) -> None:
+        """Write ``results.json`` (rank 0's): a finished run, as sweeps and resumes read it."""
+        if rank_zero:
+            (self.path / RESULTS).write_text(json.dumps(results, indent=2))
 
     def finished_metrics(self) -> dict[str, Any]:
         """What :func:`~luong_lit.training.run.train` returns for a finished run (its line
@@ -91,3 +91,24 @@ class RunFolder:
         log.info("%s holds a finished run: not trained again", self.path)
         results = self.results or {}
         return {"test": results, "objective": results.get("objective_value")}
+
+
+def _checked(cfg: DictConfig, file: Path | None, ckpt_path: Any) -> str:
+    """Refuse, before any work, a fine-tuned model that contradicts its checkpoint and a
+    checkpoint of another model (each one line); the step the checkpoint holds ("?" for none).
+    A fine-tuned run reads its model here."""
+    from luong_lit.training import finetune
+
+    finetune.source_of(cfg)
+    if file is None:
+        return "?"
+    check_resumable(file, cfg.model.net, str(ckpt_path))
+    return step_of(file)
+
+
+def _file_of(path: Path, ckpt_path: Any) -> Path | None:
+    """The file ``ckpt_path`` names (``last``: the run's ``last.ckpt``) where it exists."""
+    if not ckpt_path or (str(ckpt_path) in NAMED and ckpt_path != "last"):
+        return None
+    found = path / LAST if ckpt_path == "last" else Path(str(ckpt_path))
+    return found if found.is_file() else None
