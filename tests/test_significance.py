@@ -102,13 +102,20 @@ def test_a_ladder_step_tests_every_seed_of_both_rows_and_holm_corrects_the_table
     row = ladder_row(members=[member(f"b{s}", s, h, unk=h) for s, h in better.items()])
     found = step_test(above, row)
     assert (len(found.baseline.per_seed), len(found.system.per_seed)) == (2, 3)
-    assert found.sentences == len(refs) and found.low > 0 and found.p < 0.001
-    unk = step_test(row, ladder_row(kind="unk", unk_of=row.members))
-    assert len(unk.system.per_seed) == 3 and unk.gain == 0 and unk.p == 1.0
+    assert found.sentences == len(refs) and found.low > 0 and found.p < 0.01
+    assert found.samples == 10_000 and found.p_error < 0.001
+    # "+ unk" on outputs without <unk>: the same lines, no test, and not in Holm's family
+    assert step_test(row, ladder_row(kind="unk", unk_of=row.members)) is None
+    replaced = {s: h[:-1] + ["x"] for s, h in better.items()}  # one line changed a seed
+    unk_row = ladder_row(members=[member(f"c{s}", s, better[s], unk=replaced[s]) for s in better])
+    unk = step_test(unk_row, ladder_row(kind="unk", unk_of=unk_row.members))
+    assert len(unk.system.per_seed) == 3 and unk.gain <= 0 and unk.p > 0.05
     laid = [above, row, ladder_row(kind="unk", unk_of=row.members)]
     steps = judged(laid)
-    assert steps[0] is None and steps[1][2] == "holds" and steps[2][2] == "not shown"
-    assert steps[1][1] == min(1.0, 2 * found.p)  # Holm: the smaller of two p-values, doubled
+    assert steps[0] is None and steps[1][2] == "holds" and steps[2] is None
+    assert steps[1][1] == found.p  # Holm over one tested step: its own p
+    two = judged([above, unk_row, ladder_row(kind="unk", unk_of=unk_row.members)])
+    assert two[1][1] == min(1.0, 2 * min(two[1][0].p, two[2][0].p))  # the smaller, doubled
     gain, p, said = verdict_cells(steps[1])
     assert gain.startswith(f"{found.gain:+.2f} [") and "(2/3 seeds)" in gain and said == "holds"
     assert step_test(ladder_row(), row) is None and verdict_cells(None) == ("–", "–", "–")
@@ -172,7 +179,7 @@ def test_the_paired_script_judges_run_folders_as_report_does_and_tests_over_seed
     """`scripts.studies.paired`: each pair's line is the bootstrap of the kept outputs, the last
     line the two-level test over the pairs' seeds (nothing pooled); a folder without outputs or
     an odd count is refused in one line."""
-    from scripts.studies.paired import labels, main, p_text
+    from scripts.studies.paired import SAMPLES, labels, main, p_text
 
     bad, refs = corpus(31, right=0.3)
     good, _ = corpus(32, right=0.8, refs=refs)
@@ -181,8 +188,8 @@ def test_the_paired_script_judges_run_folders_as_report_does_and_tests_over_seed
     runs = [_run(tmp_path, n, h, refs) for n, h in named]
     main(runs)
     lines = capsys.readouterr().out.splitlines()
-    first = paired_bootstrap(bad, good, refs)
-    over_seeds = two_level_bootstrap([bad, bad], [good, worse], refs)
+    first = paired_bootstrap(bad, good, refs, SAMPLES)  # the script's 10,000 draws
+    over_seeds = two_level_bootstrap([bad, bad], [good, worse], refs, SAMPLES)
     assert len(lines) == 3 and lines[0].startswith("a -> b: ")
     assert f"gain {first.gain:+.2f} [{first.low:+.2f}, {first.high:+.2f}]" in lines[0]
     assert lines[0].endswith("(two-sided)  holds  (200 sentences)")
@@ -203,7 +210,7 @@ def test_the_paired_script_tests_a_replacement_against_the_same_models_lines_bef
 ):
     """``--system-unk``: the baseline's lines before replacement against the system's after
     (a dictionary's replacement on one model); ``--unk``: both sides after it."""
-    from scripts.studies.paired import main
+    from scripts.studies.paired import SAMPLES, main
 
     before, refs = corpus(41, right=0.3)
     after, _ = corpus(42, right=0.7, refs=refs)
@@ -212,10 +219,10 @@ def test_the_paired_script_tests_a_replacement_against_the_same_models_lines_bef
     main([run, replaced, "--system-unk"])
     main([replaced, replaced, "--unk"])
     lines = capsys.readouterr().out.splitlines()
-    gain = paired_bootstrap(before, after, refs)
+    gain = paired_bootstrap(before, after, refs, SAMPLES)
     assert f"gain {gain.gain:+.2f} [{gain.low:+.2f}, {gain.high:+.2f}]" in lines[0]
     assert "gain +0.00 [+0.00, +0.00]" in lines[1]  # the same lines on both sides
-    assert gain.p < 0.001 and "p < 0.001 (two-sided)" in lines[0]
+    assert gain.p == 1 / (SAMPLES + 1) and "p 0.0001 (two-sided)" in lines[0]  # no draw as far
 
 
 def test_report_reads_a_folder_of_kept_runs_and_its_table_is_well_formed(tmp_path):

@@ -47,6 +47,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--csv", help="write the table as CSV here")
     ap.add_argument("--per-run", action="store_true", help="one line per run, never grouped")
     ap.add_argument(
+        "--pair-seeds",
+        action="store_true",
+        help="test rows trained with the same seeds seed by seed",
+    )
+    ap.add_argument(
         "--ensemble",
         action="append",
         metavar="[TABLE=]FILE",
@@ -58,12 +63,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def tables(
-    rows: list[RunRow], sweep: bool, per_run: bool, ensembles: list
+    rows: list[RunRow], sweep: bool, per_run: bool, ensembles: list, pair_seeds: bool = False
 ) -> tuple[str, str | None]:
     """The Markdown (ladders first, Tables 1 and 3, then the other runs) and the cells' CSV."""
     ladder = [r for r in rows if r.ladder] if not per_run else []
     others = [r for r in rows if r not in ladder]
-    text = markdown_ladders(ladder, ensembles) if ladder or (ensembles and not per_run) else ""
+    wanted = ladder or (ensembles and not per_run)
+    text = markdown_ladders(ladder, ensembles, pair_seeds) if wanted else ""
     if others:
         body = markdown_cells(group(others)) if sweep and not per_run else markdown(others)
         text += ("\n" if text else "") + body
@@ -84,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sweeps = [r for r in args.runs if Path(r) not in dirs]
         ensembles = list(find_ensembles([], args.ensemble or []).items())  # given ones first
         ensembles += [pair for s in sweeps for pair in find_ensembles([s]).items()]
-        text, table = tables(rows, bool(sweeps), args.per_run, ensembles)
+        text, table = tables(rows, bool(sweeps), args.per_run, ensembles, args.pair_seeds)
         if args.out:
             Path(args.out).write_text(text, encoding="utf-8")
         if args.csv:

@@ -35,6 +35,8 @@ import numpy as np
 
 from luong_lit.metrics.significance_stats import (
     corpus_scores,
+    exact_scores,
+    mc_error,
     metric_stats,
     resampling_rng,
     sentence_draws,
@@ -83,6 +85,14 @@ class SeedPaired(NamedTuple):
     high: float
     p: float
     sentences: int
+    samples: int = SAMPLES
+    seed_se: float = 0.0
+    df: float = float("inf")
+
+    @property
+    def p_error(self) -> float:
+        """The Monte Carlo standard error of :attr:`p` (:func:`mc_error`)."""
+        return mc_error(self.p, self.samples)
 
 
 def _check(lines: Sequence[Sequence[str]], refs: Sequence[str], test: str) -> None:
@@ -109,7 +119,7 @@ def paired_bootstrap(
     base, sys_ = metric_stats(baseline, refs, metric), metric_stats(system, refs, metric)
     draws = sentence_draws(resampling_rng(), len(refs), n_samples)
     resampled = corpus_scores(draws @ sys_, metric) - corpus_scores(draws @ base, metric)
-    first, second = (float(corpus_scores(s.sum(0), metric)) for s in (base, sys_))
+    first, second = (float(exact_scores(s.sum(0), metric)) for s in (base, sys_))
     p, low, high = two_sided(resampled, second - first)
     return Paired(first, second, p, len(refs), low, high)
 
@@ -130,6 +140,35 @@ def _seed_means(rng, resampled: np.ndarray, picks: np.ndarray | None = None) -> 
     return np.take_along_axis(resampled, picks, axis=1).mean(axis=1)
 
 
+def seed_variance(per_seed: np.ndarray, resampled: np.ndarray) -> tuple[float, int]:
+    """The seeds' share of the variance of a mean over ``k`` seeds, and its df (``k - 1``):
+    ``sigma_u^2 / k`` of a model with a seed effect ``u``, a sentence effect and their
+    interaction, by the method of moments (0 with one seed, or where the estimate is negative).
+
+    The seeds' spread on the one test set, ``S = sd(per_seed)^2``, holds the seed effect and the
+    interaction's ``sigma_w^2 / N``; the sentence draws (``resampled``: draws x seeds) measure
+    the interaction as the excess of a seed's variance (``V_k``, averaged) over the mean's
+    (``V``): ``V_k - V = (1 - 1/k) sigma_w^2 / N``. So ``sigma_u^2 = S - k (V_k - V) / (k-1)``;
+    the sentence draws of the mean already hold the rest."""
+    k = len(per_seed)
+    if k < 2:
+        return 0.0, 0
+    spread = float(np.var(per_seed, ddof=1))
+    of_mean = float(np.var(resampled.mean(axis=1), ddof=1))
+    of_each = float(np.mean(np.var(resampled, axis=0, ddof=1)))
+    return max(spread - k * (of_each - of_mean) / (k - 1), 0.0) / k, k - 1
+
+
+def seed_term(parts: Sequence[tuple[float, int]]) -> tuple[float, float]:
+    """The seeds' standard error of a gain, and its degrees of freedom, from each side's
+    :func:`seed_variance` (Welch-Satterthwaite's df); ``(0, inf)`` where it is 0."""
+    parts = [(v, df) for v, df in parts if df > 0 and v > 0]
+    var = float(sum(v for v, _ in parts))
+    if var == 0:
+        return 0.0, float("inf")
+    return float(np.sqrt(var)), var**2 / sum(v**2 / df for v, df in parts)
+
+
 def two_level_bootstrap(
     baseline: Sequence[Sequence[str]],
     system: Sequence[Sequence[str]],
@@ -137,38 +176,77 @@ def two_level_bootstrap(
     n_samples: int = SAMPLES,
     metric: str = "bleu",
     paired_seeds: bool = False,
+    seeds: str = "t",
 ) -> SeedPaired:
-    """Two-sided bootstrap over seeds and sentences of the gain in mean tokenised BLEU (or
+    """Two-sided test over seeds and sentences of the gain in mean tokenised BLEU (or
     ``metric``: ``chrf``, ``chrfpp``).
 
     ``baseline`` and ``system`` are each a list of outputs, one per seed, all on the sentences of
-    ``refs``. Each resample draws the seeds of each system with replacement (independently) and
-    one set of sentence indices that every seed's outputs share; its statistic is the mean over
-    the drawn seeds of the per-seed corpus BLEU, system minus baseline. The gain is that mean over
-    all seeds; p and its 95 % interval are as in :func:`paired_bootstrap`, which this test is
-    with one seed each. ``paired_seeds``: the two systems are the same models decoded twice
-    (seed ``i`` of each the same run, as unknown-word replacement is), and each draw takes the
-    same seeds of both. The rows report mean, seed sd and test-set standard error (Clark et al.
-    2011)."""
+    ``refs``. The gain is the mean over seeds of the per-seed corpus BLEU, system minus
+    baseline. Each of ``n_samples`` draws takes one set of sentence indices that every seed's
+    outputs share and scores the mean over all seeds of each side (the test set's part, which
+    holds the seed-by-sentence interaction too), plus the seeds' part: ``seeds="t"``, a draw of
+    Student's t with :func:`seed_term`'s df times its standard error, the seed effect's share
+    estimated by :func:`seed_variance` (a mixed model's components by the method of moments,
+    with a t-based seed term: at five seeds, resampling the seeds gives a spread too narrow by
+    ``(k-1)/k`` in variance and by its normal tails where seeds dominate, and counts the
+    interaction twice where sentences do: ``scripts/studies/coverage.py``);
+    ``seeds="resample"``, each side's seeds drawn with replacement and averaged (the earlier
+    test, kept for that comparison). p and the 95 %
+    interval are as in :func:`paired_bootstrap`, which this test is with one seed each.
+    ``paired_seeds``: seed ``i`` of each side shares its seed (the same models decoded twice, as
+    unknown-word replacement is, or rows trained with the same seed ids): the seed term is that
+    of the per-seed differences. The rows report mean, seed sd and test-set standard error
+    (Clark et al. 2011)."""
     if paired_seeds and len(baseline) != len(system):
         raise ValueError("paired seeds need as many outputs of each system")
-    if not baseline or not system:
+    if not len(baseline) or not len(system):
         raise ValueError("a test over seeds needs at least one output of each system")
     _check([*baseline, *system], refs, "two-level bootstrap")
     stats = [np.stack([metric_stats(h, refs, metric) for h in row]) for row in (baseline, system)]
+    return two_level_of_stats(stats[0], stats[1], n_samples, metric, paired_seeds, seeds)
+
+
+def _drawn(draws: np.ndarray, stats: np.ndarray) -> np.ndarray:
+    """Every draw's summed statistics of every seed, ``(samples, seeds, columns)`` (a float
+    product, exact for counts below 2^53, for the BLAS's speed)."""
+    weights = draws.astype(float)
+    return np.stack([weights @ s.astype(float) for s in stats], axis=1)
+
+
+def two_level_of_stats(
+    baseline: np.ndarray,
+    system: np.ndarray,
+    n_samples: int = SAMPLES,
+    metric: str = "bleu",
+    paired_seeds: bool = False,
+    seeds: str = "t",
+) -> SeedPaired:
+    """:func:`two_level_bootstrap` of sentence statistics (each side ``(seeds, sentences,
+    columns)``, as :func:`~luong_lit.metrics.significance_stats.metric_stats` gives a seed's)."""
+    stats = [baseline, system]
     rng = resampling_rng()
-    draws = sentence_draws(rng, len(refs), n_samples)  # first, as paired_bootstrap draws them
-    resampled = [corpus_scores(np.einsum("bn,knc->bkc", draws, s), metric) for s in stats]
-    per_seed = [corpus_scores(s.sum(axis=1), metric) for s in stats]
-    if paired_seeds:
-        picks = rng.integers(len(baseline), size=resampled[0].shape)
-        means = [_seed_means(rng, r, picks) for r in resampled]
-    else:
-        means = [_seed_means(rng, r) for r in resampled]
+    draws = sentence_draws(rng, baseline.shape[1], n_samples)  # first, as paired_bootstrap does
+    resampled = [corpus_scores(_drawn(draws, s), metric) for s in stats]
+    per_seed = [exact_scores(s.sum(axis=1), metric) for s in stats]
     gain = float(per_seed[1].mean() - per_seed[0].mean())
-    p, low, high = two_sided(means[1] - means[0], gain)
+    if paired_seeds:  # the seeds' part of the per-seed differences
+        parts = [seed_variance(per_seed[1] - per_seed[0], resampled[1] - resampled[0])]
+    else:
+        parts = [seed_variance(x, r) for x, r in zip(per_seed, resampled, strict=True)]
+    se, df = seed_term(parts)
+    if seeds == "resample":
+        picks = rng.integers(len(baseline), size=resampled[0].shape) if paired_seeds else None
+        diffs = _seed_means(rng, resampled[1], picks) - _seed_means(rng, resampled[0], picks)
+    elif seeds == "t":
+        diffs = resampled[1].mean(axis=1) - resampled[0].mean(axis=1)
+        if se > 0:
+            diffs = diffs + se * rng.standard_t(df, size=n_samples)
+    else:
+        raise ValueError(f"seeds={seeds!r}: 't' or 'resample'")
+    p, low, high = two_sided(diffs, gain)
     rows = [_row(b, r) for b, r in zip(per_seed, resampled, strict=True)]
-    return SeedPaired(rows[0], rows[1], gain, low, high, p, len(refs))
+    return SeedPaired(rows[0], rows[1], gain, low, high, p, baseline.shape[1], n_samples, se, df)
 
 
 def seed_row(outputs: Sequence[Sequence[str]], refs: Sequence[str], n_samples: int = SAMPLES,
@@ -179,8 +257,8 @@ def seed_row(outputs: Sequence[Sequence[str]], refs: Sequence[str], n_samples: i
     _check(list(outputs), refs, "seed row")
     stats = np.stack([metric_stats(h, refs, metric) for h in outputs])
     draws = sentence_draws(resampling_rng(), len(refs), n_samples)
-    resampled = corpus_scores(np.einsum("bn,knc->bkc", draws, stats), metric)
-    return _row(corpus_scores(stats.sum(axis=1), metric), resampled)
+    resampled = corpus_scores(_drawn(draws, stats), metric)
+    return _row(exact_scores(stats.sum(axis=1), metric), resampled)
 
 
 def pooled(pairs: Sequence[tuple[Sequence[str], Sequence[str], Sequence[str]]]):

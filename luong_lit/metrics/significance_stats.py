@@ -62,8 +62,28 @@ def corpus_bleu(summed: np.ndarray) -> float:
 
 
 def corpus_bleus(summed: np.ndarray) -> np.ndarray:
-    """:func:`corpus_bleu` of every set of statistics in ``summed`` (shape ``(..., 10)``)."""
-    return corpus_scores(summed, "bleu")
+    """:func:`corpus_bleu` of every set of statistics in ``summed`` (shape ``(..., 10)``) at
+    once: sacreBLEU's ``compute_bleu`` (exp smoothing, no effective order) as array arithmetic,
+    since it scores one set at a time and a test draws 10,000 sets a seed (equal to it within
+    float rounding: ``tests/test_significance.py``).
+
+    ``BLEU = BP * exp(mean_n log p_n)``, ``BP = exp(1 - r/c)`` where ``c < r`` (0 where
+    ``c = 0``); ``p_n = c_n / t_n``, and where ``c_n = 0``, ``1 / (2^k t_n)`` for the k-th
+    such order; 0 where nothing matches or an order has no n-grams."""
+    x = np.asarray(summed, dtype=float)
+    sys_len, ref_len = x[..., 0], x[..., 1]
+    correct, total = x[..., 2 : 2 + ORDER], x[..., 2 + ORDER :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        short = np.where(sys_len > 0, np.exp(1 - ref_len / sys_len), 0.0)
+        bp = np.where(sys_len < ref_len, short, 1.0)
+        zero = correct == 0
+        smooth = np.cumprod(np.where(zero, 2.0, 1.0), axis=-1)
+        precision = np.where(zero, 100.0 / (smooth * total), 100.0 * correct / total)
+        logs = np.log(precision)
+        mean_log = (logs[..., 0] + logs[..., 1] + logs[..., 2] + logs[..., 3]) / ORDER
+        scored = bp * np.exp(mean_log)
+    none = ~correct.any(axis=-1) | (total == 0).any(axis=-1)
+    return np.where(none, 0.0, scored)
 
 
 METRICS = ("bleu", *CHRF_NAMES)  # the scores the bootstrap resamples
@@ -83,10 +103,21 @@ def metric_stats(hyps: Sequence[str], refs: Sequence[str], metric: str = "bleu")
     return chrf_stats(hyps, refs, metric)
 
 
+def exact_scores(summed: np.ndarray, metric: str = "bleu") -> np.ndarray:
+    """:func:`corpus_scores` one set at a time through sacreBLEU itself: the observed scores a
+    table prints, equal to ``corpus_bleu_tok`` of the lines to the last bit."""
+    if _metric(metric) != "bleu":
+        return corpus_scores(summed, metric)
+    flat = summed.reshape(-1, summed.shape[-1])
+    return np.array([corpus_bleu(row) for row in flat], dtype=float).reshape(summed.shape[:-1])
+
+
 def corpus_scores(summed: np.ndarray, metric: str = "bleu") -> np.ndarray:
     """The corpus score of ``metric`` of every set of summed statistics in ``summed`` (its last
     axis: one sentence's statistics, as :func:`metric_stats` gives them)."""
-    one = corpus_bleu if _metric(metric) == "bleu" else lambda row: chrf_of_stats(row, metric)
+    if _metric(metric) == "bleu":
+        return corpus_bleus(summed)
+    one = lambda row: chrf_of_stats(row, metric)  # noqa: E731 - one set at a time
     flat = summed.reshape(-1, summed.shape[-1])
     return np.array([one(row) for row in flat], dtype=float).reshape(summed.shape[:-1])
 
@@ -110,11 +141,18 @@ def two_sided(resampled: np.ndarray, observed: float) -> tuple[float, float, flo
     """p and the 95 % interval of a difference from its bootstrap distribution ``resampled``.
 
     The distribution is centred at its own mean to stand in for the null (no difference), and p
-    is the share of resamples at least as far from that centre, on either side, as the observed
-    difference: ``mean(|d* - mean(d*)| >= |d|)``. The interval is the 2.5th to 97.5th percentile
-    of ``d*``.
+    counts the resamples at least as far from that centre, on either side, as the observed
+    difference, with the observed one among them: ``(k + 1) / (B + 1)`` for ``k`` of ``B``
+    (Davison and Hinkley 1997, as sacreBLEU reports p), never below ``1 / (B + 1)``. The
+    interval is the 2.5th to 97.5th percentile of ``d*``.
     """
     centred = np.abs(resampled - resampled.mean())
-    p = float(np.mean(centred >= abs(observed)))
+    p = (int(np.sum(centred >= abs(observed))) + 1) / (resampled.size + 1)
     low, high = np.percentile(resampled, [2.5, 97.5])
-    return p, float(low), float(high)
+    return float(p), float(low), float(high)
+
+
+def mc_error(p: float, samples: int) -> float:
+    """The Monte Carlo standard error of a bootstrap p from ``samples`` draws:
+    ``sqrt(p (1 - p) / B)`` (another resampling seed moves p by about this much)."""
+    return float(np.sqrt(p * (1 - p) / samples))

@@ -33,7 +33,7 @@ from luong_lit.analysis.cells import mean_sd, pm
 from luong_lit.analysis.records import Evaluation, RunRow
 from luong_lit.paper.numbers import LADDERS
 from luong_lit.paper.study.rows import LadderRow
-from luong_lit.paper.study.steps import judged, row_spread, verdict_cells
+from luong_lit.paper.study.steps import judged, row_spread, sensitivity, verdict_cells
 
 NOT_RUN = "not run yet"
 RECIPES = {  # the experiment a ladder row is added to
@@ -52,14 +52,18 @@ NOTE = (
     "Ours: mean ± sample sd over seeds (tokenised BLEU). Test SE: the sd of a run's beam BLEU "
     "over resamples of the test sentences, averaged over the row's seeds (MultEval's s_sel). "
     "Gain: the row's mean beam BLEU over its seeds minus the row above's (\"+ unk replace\": "
-    "the same runs decoded again, seeds paired), with its 95 % interval from a two-level "
-    "bootstrap (each row's seeds resampled, one draw of the test sentences for all; 1,000 "
-    "draws), over every seed of both rows; p: that test's, two-sided, corrected by Holm's "
-    "method over the table's tested steps (raw p beside it); holds / reversed: corrected "
-    "p < 0.05 and the gain's sign, else not shown (which is not the same as no effect); with "
-    "one seed on a side the test resamples the sentences alone, and a verdict holds for those "
-    "models only. Without both rows' outputs: the difference of the rows' means, untested."
+    "the same runs decoded again, seeds paired), with its 95 % interval from a test over seeds "
+    "and sentences (10,000 draws of the test sentences, one for all seeds, and a t-distributed "
+    "seed term with Welch's df from the seeds' share of the variance: "
+    "luong_lit.metrics.significance.two_level_bootstrap), over every seed of both rows; p: that "
+    "test's, two-sided, (k+1)/(B+1), corrected by Holm's method over the table's tested steps "
+    "(raw p beside it, ± its Monte Carlo error); a step whose two sides are the same lines is "
+    "not tested and not in the family; holds / reversed: corrected p < 0.05 and the gain's "
+    "sign, else not shown (which is not the same as no effect); with one seed on a side the "
+    "test resamples the sentences alone, and a verdict holds for those models only. Without "
+    "both rows' outputs: the difference of the rows' means, untested."
 )
+PAIRED = " Rows trained with the same seeds are tested seed by seed (report --pair-seeds)."
 
 
 def _recipe(row: RunRow) -> tuple[str | None, str]:
@@ -194,8 +198,9 @@ def _hardware(laid: Sequence[LadderRow]) -> str:
     return f", runs trained on a GPU: {gpu} of {len(where)}" if gpu else ""
 
 
-def markdown_ladder(table: str, laid: Sequence[LadderRow]) -> str:
-    """One table of :func:`lay_out`'s rows, ours beside the paper's, with the gains."""
+def markdown_ladder(table: str, laid: Sequence[LadderRow], tests: Sequence | None = None) -> str:
+    """One table of :func:`lay_out`'s rows, ours beside the paper's, with the gains (``tests``:
+    :func:`judged`'s of these rows, found here where not given)."""
     number, section, *_, where = LADDERS[table]
     recipe = next((r.recipe for r in laid if r.recipe), None)
     title = f"### Table {number} ({section}): ours on {laid[0].corpus or '–'}"
@@ -204,7 +209,8 @@ def markdown_ladder(table: str, laid: Sequence[LadderRow]) -> str:
         title += f" with {recipe[1]}" if recipe[1] else ""
     title += _hardware(laid)
     lines = [f"{title}; the paper's on {where}", "", f"| {HEAD} |", RULE]
-    for i, (row, test) in enumerate(zip(laid, judged(laid), strict=True)):
+    tests = judged(laid) if tests is None else tests
+    for i, (row, test) in enumerate(zip(laid, tests, strict=True)):
         above = laid[i - 1] if i else None
         ours = gain(above, row) if above and above.n and row.n else None
         cells = [row.paper_row, row.corpus or "–", _runs_text(row)]
@@ -232,10 +238,11 @@ def _ensemble_note(ensemble: Evaluation, laid: Sequence[LadderRow]) -> str:
 
 
 def _notes(
-    table: str, rows: Sequence[RunRow], ensemble: Evaluation | None, laid: Sequence[LadderRow]
-) -> str:
+    table: str, rows: Sequence[RunRow], ensemble: Evaluation | None, laid: Sequence[LadderRow],
+    pair_seeds: bool = False,
+) -> str:  # fmt: skip
     """What the numbers are, which runs have not finished, where the ensemble comes from."""
-    notes = [NOTE]
+    notes = [NOTE + (PAIRED if pair_seeds else "")]
     waiting = [r.run for r in rows if ladder_table(r.ladder) == table and not r.ppl]
     if waiting:
         notes.append("Not finished (no test results yet): " + ", ".join(waiting) + ".")
@@ -264,12 +271,14 @@ def _ensemble_for(
     return of_table[0] if alone and of_table else None
 
 
-def markdown_ladders(rows: Sequence[RunRow], ensembles=None) -> str:
+def markdown_ladders(rows: Sequence[RunRow], ensembles=None, pair_seeds: bool = False) -> str:
     """Table 1 and Table 3 (those the rows have ladder runs of), one table for each recipe the
-    runs were trained with (``experiment``), each with its notes. ``ensembles``: by table, or a
-    list of ``(table, ensemble)`` (several sweeps, each with its own)."""
+    runs were trained with (``experiment``), each with its notes, and a line on how the
+    verdicts change with Holm's family the whole document. ``ensembles``: by table, or a list
+    of ``(table, ensemble)`` (several sweeps, each with its own); ``pair_seeds``: rows trained
+    with the same seeds are tested seed by seed (:func:`judged`)."""
     pairs = list(ensembles.items()) if isinstance(ensembles, dict) else list(ensembles or [])
-    parts = []
+    parts, families = [], []
     for table in LADDERS:
         mine = [r for r in rows if ladder_table(r.ladder) == table]
         recipes = list(dict.fromkeys(map(_recipe, mine))) or [None]
@@ -279,5 +288,8 @@ def markdown_ladders(rows: Sequence[RunRow], ensembles=None) -> str:
             group = [r for r in mine if _recipe(r) == recipe]
             ensemble = _ensemble_for(table, group, pairs, len(recipes) == 1)
             laid = lay_out(group, table, ensemble)
-            parts.append(f"{markdown_ladder(table, laid)}\n{_notes(table, group, ensemble, laid)}")
-    return "\n".join(parts)
+            families.append(judged(laid, pair_seeds))
+            notes = _notes(table, group, ensemble, laid, pair_seeds)
+            parts.append(f"{markdown_ladder(table, laid, families[-1])}\n{notes}")
+    wide = sensitivity(families) if len(families) > 1 else ""
+    return "\n".join(parts) + (f"\n{wide}\n" if wide else "")
