@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -77,3 +78,25 @@ def test_ladder_evals_decodes_each_run_and_keeps_its_outputs(toy_corpus, tmp_pat
     assert (tmp_path / "sweep" / "ensemble_table1" / "eval_toy_ensemble.json").is_file()
     again = subprocess.run(cmd, cwd=REPO, env=run_env(), capture_output=True, text=True)
     assert again.returncode == 0 and "evaluate" not in again.stdout  # nothing decoded twice
+
+
+@pytest.mark.skipif(not os.environ.get("LUONG_LIT_DATA"), reason="needs the corpora's mirror")
+def test_cased_bleu_makes_a_kept_runs_lines_natural_text_as_translate_does(capsys):
+    """A kept run's tokenised lowercased lines, made natural (recased, detokenised) and
+    scored with sacreBLEU 13a: lowercased, the same lines score as the tokenised BLEU the
+    tables print (detokenising loses nothing BLEU counts); cased, less; the signature says so."""
+    from luong_lit.metrics.bleu import corpus_bleu_tok
+    from scripts.studies.cased_bleu import main, natural, read
+
+    run = REPO / "results/ladders/paper_long/table1_local_p_general/seed1234"
+    lines, refs = natural(run, "test_2016_flickr", "hyp", Path(os.environ["LUONG_LIT_DATA"]))
+    assert len(lines) == len(refs) == 1000
+    assert sum(line[:1].isupper() for line in lines) > 950  # recased: sentences start cased
+    tok = corpus_bleu_tok(
+        read(run / "eval_test_2016_flickr.hyp"), read(run / "eval_test_2016_flickr.ref")
+    )
+    main([str(run)])
+    said = capsys.readouterr().out
+    cased, lower = (float(said.split(f"{k} 13a ")[1].split()[0]) for k in ("cased", "lowercased"))
+    assert abs(lower - tok) < 0.1 and cased < lower
+    assert f"tokenised {tok:.2f}" in said and "case:mixed|eff:no|tok:13a" in said
