@@ -48,9 +48,7 @@ def tune_malloc() -> bool:
 def configure_cpu(
     threads: int | None = None, flush_denormal: bool = True, malloc: bool = True
 ) -> None:
-    """Apply the settings above (``threads`` checked: an integer >= 1, or None); called once at
-    the start of every command-line tool."""
-    integer("threads", threads, 1, nullable=True)
+    """Apply the settings above; called once at the start of every command-line tool."""
     if threads:
         torch.set_num_threads(int(threads))
     torch.set_flush_denormal(bool(flush_denormal))
@@ -60,6 +58,7 @@ def configure_cpu(
 
 def configure_cpu_from(cfg) -> None:
     """:func:`configure_cpu` from a config's ``threads``, ``flush_denormal``, ``malloc_tune``."""
+    integer("threads", cfg.get("threads"), 1, nullable=True)
     configure_cpu(cfg.get("threads"), cfg.get("flush_denormal", True), cfg.get("malloc_tune", True))
 
 

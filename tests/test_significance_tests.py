@@ -209,8 +209,8 @@ def test_the_seed_term_counts_the_seed_effect_and_not_the_sentences_twice():
     """Synthetic models without a gain (``scripts/studies/coverage.py``, which runs 1,000 test
     sets a setting): where the seeds dominate, the t-based test rejects at about 5 % and
     resampling the seeds (its predecessor) more often; where the sentences dominate (the seeds
-    differ only sentence by sentence), the t-based test still rejects at about 5 % and
-    resampling the seeds, which counts that variance twice, almost never."""
+    differ only sentence by sentence), the t-based test rejects at most about 5 % (2 % in the
+    1,000-set study) and resampling the seeds, which counts that variance twice, less still."""
     from luong_lit.metrics.significance import two_level_of_stats
     from scripts.studies.coverage import replicate
 
@@ -224,7 +224,7 @@ def test_the_seed_term_counts_the_seed_effect_and_not_the_sentences_twice():
             stats = replicate(rng, Args, 0.0, seed_sd, noise_sd)
             for how in rejected:
                 rejected[how] += two_level_of_stats(*stats, n_samples=300, seeds=how).p < 0.05
-        assert 0.02 < rejected["t"] / 300 < 0.09, (seed_sd, rejected)
+        assert 0.01 < rejected["t"] / 300 < 0.09, (seed_sd, rejected)
         if seed_sd:
             assert rejected["resample"] > rejected["t"]
         else:

@@ -35,7 +35,7 @@ def _shapes(net: nn.Module) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in net.state_dict().items()}
 
 
-def check_resumable(path: Path, net: DictConfig, ckpt_path: str = "last") -> None:
+def check_resumable(path: Path, net: DictConfig, ckpt_path: str) -> None:
     """Refuse to resume the checkpoint ``path`` into another model than ``net`` (the config's
     ``model.net``): say what it was trained with, what the command asks for, and how to resume
     it as it was (``ckpt_path`` as given), before any weight is loaded."""

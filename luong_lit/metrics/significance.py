@@ -9,16 +9,18 @@ test sentences, and both are two-sided:
 * :func:`paired_bootstrap`, one output per system: the test sentences are drawn with replacement
   ``n_samples`` times; the signed difference of the two corpus BLEUs on each draw, centred at its
   mean, stands in for its distribution under no difference. p is the share of draws whose
-  centred difference is at least as large, either way, as the observed one; the 95 % interval of
+  centred difference is at least as large, either way, as the observed one, counted with the
+  observed one (``(k+1)/(B+1)``, never below ``1/(B+1)``); the 95 % interval of
   the gain is the 2.5th to 97.5th percentile of the draws. (sacreBLEU's ``bs`` test, the Moses
   script's, centres the *absolute* differences instead and counts those beyond ``|d|``: one
   tail in effect, about half the two-sided p, e.g. 0.025 where a two-sided test gives 0.05.)
-* :func:`two_level_bootstrap`, several seeds per system: each draw takes seeds with replacement
-  within each system and one draw of the sentences for all of them; the statistic is the mean
-  over the drawn seeds of the per-seed BLEU. Its spread covers the seeds' variance as well as the
-  test set's, which concatenating the seeds' outputs (:func:`pooled`) does not: pooled, another
-  seed is just more sentences. Each system's mean BLEU, seed standard deviation and test-set
-  standard error are reported as MultEval reports them (Clark et al. 2011).
+* :func:`two_level_bootstrap`, several seeds per system: each draw takes one draw of the
+  sentences for every seed's outputs and scores the mean over seeds of each side, plus a
+  t-distributed seed term sized by the seed effect's share of the variance (see the function).
+  Its spread covers the seeds' variance as well as the test set's, which concatenating the
+  seeds' outputs (:func:`pooled`) does not: pooled, another seed is just more sentences.
+  Each system's mean BLEU, seed standard deviation and test-set standard error are reported
+  as MultEval reports them (Clark et al. 2011).
 
 A family of tests is corrected by Holm's step-down method (Holm 1979, :func:`holm`). A step
 "holds" when the system is better with corrected ``p < alpha``, is "reversed" when it is worse
@@ -44,7 +46,7 @@ from luong_lit.metrics.significance_stats import (
 )
 
 ALPHA = 0.05
-SAMPLES = 1000
+SAMPLES = 1000  # the functions' default; ``report`` and ``paired.py`` draw 10,000
 
 
 class Paired(NamedTuple):
@@ -140,8 +142,8 @@ def _seed_means(rng, resampled: np.ndarray, picks: np.ndarray | None = None) -> 
     return np.take_along_axis(resampled, picks, axis=1).mean(axis=1)
 
 
-def seed_variance(per_seed: np.ndarray, resampled: np.ndarray) -> tuple[float, int]:
-    """The seeds' share of the variance of a mean over ``k`` seeds, and its df (``k - 1``):
+def seed_variance(per_seed: np.ndarray, resampled: np.ndarray) -> tuple[float, float]:
+    """The seeds' share of the variance of a mean over ``k`` seeds, and its df:
     ``sigma_u^2 / k`` of a model with a seed effect ``u``, a sentence effect and their
     interaction, by the method of moments (0 with one seed, or where the estimate is negative).
 
@@ -149,17 +151,24 @@ def seed_variance(per_seed: np.ndarray, resampled: np.ndarray) -> tuple[float, i
     interaction's ``sigma_w^2 / N``; the sentence draws (``resampled``: draws x seeds) measure
     the interaction as the excess of a seed's variance (``V_k``, averaged) over the mean's
     (``V``): ``V_k - V = (1 - 1/k) sigma_w^2 / N``. So ``sigma_u^2 = S - k (V_k - V) / (k-1)``;
-    the sentence draws of the mean already hold the rest."""
+    the sentence draws of the mean already hold the rest. The estimate varies as ``S`` does
+    (``2 S^2 / (k-1)``), so its df is Satterthwaite's ``(k-1) (sigma_u^2 / S)^2`` (at least 1):
+    ``k - 1`` where the seed effect is all of the spread, fewer where the interaction is much
+    of it."""
     k = len(per_seed)
     if k < 2:
-        return 0.0, 0
+        return 0.0, 0.0
     spread = float(np.var(per_seed, ddof=1))
     of_mean = float(np.var(resampled.mean(axis=1), ddof=1))
     of_each = float(np.mean(np.var(resampled, axis=0, ddof=1)))
-    return max(spread - k * (of_each - of_mean) / (k - 1), 0.0) / k, k - 1
+    interaction = max(k * (of_each - of_mean) / (k - 1), 0.0)  # never below 0: rounding
+    effect = max(spread - interaction, 0.0)
+    if effect == 0:
+        return 0.0, 0.0
+    return effect / k, max((k - 1) * (effect / spread) ** 2, 1.0)
 
 
-def seed_term(parts: Sequence[tuple[float, int]]) -> tuple[float, float]:
+def seed_term(parts: Sequence[tuple[float, float]]) -> tuple[float, float]:
     """The seeds' standard error of a gain, and its degrees of freedom, from each side's
     :func:`seed_variance` (Welch-Satterthwaite's df); ``(0, inf)`` where it is 0."""
     parts = [(v, df) for v, df in parts if df > 0 and v > 0]
@@ -198,8 +207,6 @@ def two_level_bootstrap(
     unknown-word replacement is, or rows trained with the same seed ids): the seed term is that
     of the per-seed differences. The rows report mean, seed sd and test-set standard error
     (Clark et al. 2011)."""
-    if paired_seeds and len(baseline) != len(system):
-        raise ValueError("paired seeds need as many outputs of each system")
     if not len(baseline) or not len(system):
         raise ValueError("a test over seeds needs at least one output of each system")
     _check([*baseline, *system], refs, "two-level bootstrap")
@@ -224,6 +231,12 @@ def two_level_of_stats(
 ) -> SeedPaired:
     """:func:`two_level_bootstrap` of sentence statistics (each side ``(seeds, sentences,
     columns)``, as :func:`~luong_lit.metrics.significance_stats.metric_stats` gives a seed's)."""
+    if paired_seeds and len(baseline) != len(system):
+        raise ValueError("paired seeds need as many outputs of each system")
+    if not len(baseline) or not len(system):
+        raise ValueError("a test over seeds needs at least one output of each system")
+    if seeds not in ("t", "resample"):
+        raise ValueError(f"seeds={seeds!r}: 't' or 'resample'")
     stats = [baseline, system]
     rng = resampling_rng()
     draws = sentence_draws(rng, baseline.shape[1], n_samples)  # first, as paired_bootstrap does
@@ -238,12 +251,10 @@ def two_level_of_stats(
     if seeds == "resample":
         picks = rng.integers(len(baseline), size=resampled[0].shape) if paired_seeds else None
         diffs = _seed_means(rng, resampled[1], picks) - _seed_means(rng, resampled[0], picks)
-    elif seeds == "t":
+    else:
         diffs = resampled[1].mean(axis=1) - resampled[0].mean(axis=1)
         if se > 0:
             diffs = diffs + se * rng.standard_t(df, size=n_samples)
-    else:
-        raise ValueError(f"seeds={seeds!r}: 't' or 'resample'")
     p, low, high = two_sided(diffs, gain)
     rows = [_row(b, r) for b, r in zip(per_seed, resampled, strict=True)]
     return SeedPaired(rows[0], rows[1], gain, low, high, p, baseline.shape[1], n_samples, se, df)

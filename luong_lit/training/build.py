@@ -172,17 +172,19 @@ def refuse_spawned_ema(callbacks: list) -> None:
                           "use trainer=ddp, or leave the decay unset")  # fmt: skip
 
 
-def build(cfg: DictConfig, resuming: Path | None = None):
+def build(cfg: DictConfig, resuming: Path | None = None, resumed: bool | None = None):
     """Datamodule (set up), LightningModule and Trainer from a composed config; with
     ``init_from``, the model starts from that checkpoint's weights and vocabularies (a run
-    ``resuming`` from its own checkpoint takes both from there)."""
+    ``resuming`` from its own checkpoint takes both from there). ``resumed``: the trainer
+    resumes (a file or a named checkpoint; unset: whether ``resuming`` is given), so that
+    Lightning's resume warnings are filtered too."""
     from lightning.pytorch import seed_everything
 
     configure_cpu_from(cfg)
     max_epochs = cfg.trainer.get("max_epochs")
     if max_epochs != -1:  # -1: no limit (Lightning's convention)
         integer("trainer.max_epochs", max_epochs, 1, nullable=True)
-    quiet(resuming=resuming is not None)
+    quiet(resuming=resuming is not None if resumed is None else resumed)
     seed_everything(cfg.seed, workers=True)
     source = finetune.source_of(cfg)
     dm = instantiate_at("data", cfg.data)

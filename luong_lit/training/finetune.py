@@ -147,13 +147,13 @@ def vocabularies(path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def start_from(model, dm, source: Path, parts, resumed: bool = False) -> None:
-    """A fine-tuned model's start: ``parts`` frozen (:func:`freeze`), the share of the
-    training text outside its vocabularies said, and the weights of ``source`` loaded (not
-    for a ``resumed`` run: its weights are its own checkpoint's)."""
-    freeze(model, parts)
-    say_outside_vocab(dm)
+    """A fine-tuned model's start: the weights of ``source`` loaded (not for a ``resumed`` run:
+    its weights are its own checkpoint's), ``parts`` frozen (:func:`freeze`), and the share
+    of the training text outside its vocabularies said."""
     if not resumed:
         load_weights(model, source)
+    freeze(model, parts)
+    say_outside_vocab(dm)
 
 
 def load_weights(model, path: Path) -> None:

@@ -88,7 +88,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     if folder.kind == "finished":  # no GPU slot taken, its job.json left as it was
         return folder.finished_metrics()
     with _stops(cfg, folder.path / LAST), job_resources(cfg) as record:  # a sweep's: GPU, threads
-        dm, model, trainer = build(cfg, folder.resume_from)
+        dm, model, trainer = build(cfg, folder.resume_from, folder.kind == "resume")
         folder.say_start()
         _fit(model, dm, trainer, folder.ckpt_path)
         metrics = _test(cfg, dm, model, trainer)

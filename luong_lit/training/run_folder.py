@@ -44,7 +44,7 @@ class RunFolder:
     """A run's folder (``path``), what the run is there (``kind``), the checkpoint the fit
     resumes from as the trainer takes it (``ckpt_path``: a file or ``last``) and as a file
     (``resume_from``, where it is one), a finished run's ``results.json`` (``results``) and
-    whether a sweep's earlier try was found (``again``); ``step``: the resumed checkpoint's."""
+    whether a sweep's earlier try was found (``again``)."""
 
     path: Path
     kind: Kind
@@ -52,7 +52,6 @@ class RunFolder:
     resume_from: Path | None = None
     results: dict[str, Any] | None = None
     again: bool = False
-    step: str = "?"
 
     @classmethod
     def open(cls, cfg: DictConfig) -> RunFolder:
@@ -62,7 +61,8 @@ class RunFolder:
         path, ckpt_path, job = Path(cfg.paths.output_dir), cfg.get("ckpt_path"), sweep_job()
         if job is not None and not ckpt_path:  # a sweep's job: what an earlier try left
             if (path / RESULTS).is_file():
-                return cls(path, "finished", results=json.loads((path / RESULTS).read_text()))
+                results = json.loads((path / RESULTS).read_text())
+                return cls(path, "finished", results=results, again=True)
             ckpt_path = str(path / LAST) if (path / LAST).is_file() else None
             again = ckpt_path is not None
         else:
@@ -70,15 +70,16 @@ class RunFolder:
         if ckpt_path == "last" and job is None and not (path / LAST).is_file():
             raise nothing_to_resume(path, cfg.paths.log_dir, cfg.get("task_name", "train"))
         file = _file_of(path, ckpt_path)
-        step = _checked(cfg, file, ckpt_path)
+        _checked(cfg, file, ckpt_path)
         kind: Kind = "resume" if ckpt_path else "fresh"
-        return cls(path, kind, ckpt_path and str(ckpt_path), file, again=again, step=step)
+        return cls(path, kind, ckpt_path and str(ckpt_path), file, again=again)
 
     def say_start(self) -> None:
         """The line a resumed run starts with: what it resumes, from which step."""
         if self.kind == "resume":
+            step = step_of(self.resume_from) if self.resume_from else "?"
             log.info("resuming %sfrom %s at step %s", "this sweep job " if self.again else "",
-                     self.resume_from or self.ckpt_path, self.step)  # fmt: skip
+                     self.resume_from or self.ckpt_path, step)  # fmt: skip
 
     def finish(self, results: dict[str, Any], rank_zero: bool = True) -> None:
         """Write ``results.json`` (rank 0's): a finished run, as sweeps and resumes read it."""
@@ -93,17 +94,14 @@ class RunFolder:
         return {"test": results, "objective": results.get("objective_value")}
 
 
-def _checked(cfg: DictConfig, file: Path | None, ckpt_path: Any) -> str:
+def _checked(cfg: DictConfig, file: Path | None, ckpt_path: Any) -> None:
     """Refuse, before any work, a fine-tuned model that contradicts its checkpoint and a
-    checkpoint of another model (each one line); the step the checkpoint holds ("?" for none).
-    A fine-tuned run reads its model here."""
+    checkpoint of another model (each one line); a fine-tuned run reads its model here."""
     from luong_lit.training import finetune
 
     finetune.source_of(cfg)
-    if file is None:
-        return "?"
-    check_resumable(file, cfg.model.net, str(ckpt_path))
-    return step_of(file)
+    if file is not None:
+        check_resumable(file, cfg.model.net, str(ckpt_path))
 
 
 def _file_of(path: Path, ckpt_path: Any) -> Path | None:

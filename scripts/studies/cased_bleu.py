@@ -57,8 +57,9 @@ def natural(run: Path, test: str, kind: str, mirror: Path) -> tuple[list[str], l
     sources = read(raw / f"{test}.{data['src_lang']}.gz")
     refs = read(raw / f"{test}.{data['tgt_lang']}.gz")
     hyps = read(run / f"eval_{test}.{kind}")
-    lines = [text.render(h.split(), text.source(s)) for h, s in zip(hyps, sources, strict=True)]
-    return [x.replace(UNK, UNK_DETOK) for x in lines], refs
+    words = [[UNK_DETOK if w == UNK else w for w in h.split()] for h in hyps]  # as evaluate
+    lines = [text.render(w, text.source(s)) for w, s in zip(words, sources, strict=True)]
+    return lines, refs
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -71,10 +71,12 @@ def setting(args, name: str, seed_sd: float, noise_sd: float, mu_gain: float, rn
     spread = []
     for _ in range(args.replicates):
         stats = replicate(rng, args, mu_gain, seed_sd, noise_sd)
-        for how in found:
-            test = two_level_of_stats(*stats, n_samples=args.samples, seeds=how)
+        tests = {
+            how: two_level_of_stats(*stats, n_samples=args.samples, seeds=how) for how in found
+        }
+        for how, test in tests.items():
             found[how].append((test.low <= truth <= test.high, test.p < 0.05))
-        spread.append((test.baseline.seed_sd, test.baseline.test_se))
+        spread.append((tests["t"].baseline.seed_sd, tests["t"].baseline.test_se))
     seed_sd_bleu, test_se_bleu = np.nanmean(np.array(spread), axis=0)
     kind = "null" if not mu_gain else f"gain {truth:+.2f} (MC error {truth_se:.2f})"
     head = (f"{name}, {kind}: {args.seeds} seeds a side, {args.sentences} sentences, BLEU seed sd "

@@ -60,7 +60,7 @@ NOTE = (
     "(raw p beside it, ± its Monte Carlo error); a step whose two sides are the same lines is "
     "not tested and not in the family; holds / reversed: corrected p < 0.05 and the gain's "
     "sign, else not shown (which is not the same as no effect); with one seed on a side the "
-    "test resamples the sentences alone, and a verdict holds for those models only. Without "
+    "test holds no seed variance of that side, and a verdict holds for those models only. Without "
     "both rows' outputs: the difference of the rows' means, untested."
 )
 PAIRED = " Rows trained with the same seeds are tested seed by seed (report --pair-seeds)."
@@ -271,6 +271,13 @@ def _ensemble_for(
     return of_table[0] if alone and of_table else None
 
 
+def _family_name(table: str, recipe) -> str:
+    """A table's short name in the document-wide line: its number, experiment and changes."""
+    experiment, changes = recipe or (None, "")
+    changes = changes if len(changes) <= 40 else changes[:39] + "…"
+    return f"Table {LADDERS[table][0]} ({experiment}{', ' + changes if changes else ''})"
+
+
 def markdown_ladders(rows: Sequence[RunRow], ensembles=None, pair_seeds: bool = False) -> str:
     """Table 1 and Table 3 (those the rows have ladder runs of), one table for each recipe the
     runs were trained with (``experiment``), each with its notes, and a line on how the
@@ -288,8 +295,10 @@ def markdown_ladders(rows: Sequence[RunRow], ensembles=None, pair_seeds: bool = 
             group = [r for r in mine if _recipe(r) == recipe]
             ensemble = _ensemble_for(table, group, pairs, len(recipes) == 1)
             laid = lay_out(group, table, ensemble)
-            families.append(judged(laid, pair_seeds))
+            tests = judged(laid, pair_seeds)
+            name = _family_name(table, recipe)
+            families.append((name, laid, tests))
             notes = _notes(table, group, ensemble, laid, pair_seeds)
-            parts.append(f"{markdown_ladder(table, laid, families[-1])}\n{notes}")
-    wide = sensitivity(families) if len(families) > 1 else ""
+            parts.append(f"{markdown_ladder(table, laid, tests)}\n{notes}")
+    wide = sensitivity(families)
     return "\n".join(parts) + (f"\n{wide}\n" if wide else "")

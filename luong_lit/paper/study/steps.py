@@ -120,16 +120,22 @@ def _p(p: float) -> str:
     return f"{p:.4f}" if p < 0.001 else f"{p:.3f}"
 
 
-def sensitivity(families: Sequence[Sequence[tuple[SeedPaired, float, str] | None]]) -> str:
+def sensitivity(families: Sequence[tuple[str, Sequence[LadderRow], Sequence]]) -> str:
     """One line: which verdicts change where Holm's family is every tested step of the
-    document (all ``families`` together) rather than each table's."""
-    found = [f for family in families for f in family if f is not None]
-    if not found:
+    document rather than each table's. ``families``: each table's name, rows and
+    :func:`judged` tests; nothing where fewer than two tables have a tested step."""
+    found = [
+        (f"{name}, {row.paper_row}", *test)
+        for name, laid, tests in families
+        for row, test in zip(laid, tests, strict=True)
+        if test is not None
+    ]
+    if len({name for name, _, tests in families if any(tests)}) < 2:
         return ""
-    wide = holm([t.p for t, _, _ in found])
+    wide = holm([t.p for _, t, _, _ in found])
     changed = [
-        f"{t.gain:+.2f} ({said} -> {judge(t.gain, p)}, p {_p(p)})"
-        for (t, _, said), p in zip(found, wide, strict=True)
+        f"{where} {t.gain:+.2f} ({said} -> {judge(t.gain, p)}, p {_p(p)})"
+        for (where, t, _, said), p in zip(found, wide, strict=True)
         if judge(t.gain, p) != said
     ]
     head = f"Holm over all {len(found)} tested steps of this document instead of each table's: "
@@ -146,6 +152,6 @@ def verdict_cells(found: tuple[SeedPaired, float, str] | None) -> tuple[str, str
     sides = (len(test.baseline.per_seed), len(test.system.per_seed))
     gain = f"{test.gain:+.2f} [{test.low:+.2f}, {test.high:+.2f}] ({sides[0]}/{sides[1]} seeds)"
     if min(sides) < 2 and said != "not shown":
-        said += ", these models only (one seed a side: seed variance not tested)"
+        said += ", these models only (a side with one seed: its seed variance not tested)"
     raw = f"raw {_p(test.p)} ± {test.p_error:.4f}" if test.p_error else f"raw {_p(test.p)}"
     return gain, f"{_p(p)} ({raw})", said
