@@ -44,10 +44,8 @@ def pytest_addoption(parser):
 
 def pytest_collection_modifyitems(config, items):
     """The tests marked ``long`` run with ``--long`` only (CI's run leaves them out)."""
-    if config.getoption("--long"):
-        return
     why = "long (minutes on 2 cores), out of CI's run: pytest --long runs it"
-    skip = pytest.mark.skip(reason=why)
+    skip = pytest.mark.skipif(not config.getoption("--long"), reason=why)
     for item in items:
         if "long" in item.keywords:
             item.add_marker(skip)

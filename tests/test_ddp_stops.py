@@ -96,15 +96,24 @@ def test_a_signal_to_rank_1_in_the_final_test_stops_both_and_the_resume_tests_al
     assert got == want
 
 
-@pytest.mark.long
-def test_a_signal_to_rank_1_in_a_validation_stops_both_within_it(corpus, unbroken, tmp_path):
+def signalled_and_resumed(corpus, tmp_path, log: str, text: str, count: int = 1):
+    """A two-rank run signalled (SIGTERM to rank 1) once ``text`` is in its ``log`` ``count``
+    times, then resumed: its folder, the stopped run's stderr and the seconds it took."""
     run = tmp_path / "run"
     proc = start(command(corpus, run, "trainer.max_epochs=2", *with_test(corpus)))
     other = rank_one(proc)
-    wait_for(run / "train.log", "validation: beam-8 BLEU: ", proc, count=2)
+    wait_for(run / log, text, proc, count=count)
     err, took = stopped(proc, other)
-    assert "interrupted by signal 15" in err and took < 60
     resume(run)
+    return run, err, took
+
+
+@pytest.mark.long
+def test_a_signal_to_rank_1_in_a_validation_stops_both_within_it(corpus, unbroken, tmp_path):
+    run, err, took = signalled_and_resumed(
+        corpus, tmp_path, "train.log", "validation: beam-8 BLEU: ", count=2
+    )
+    assert "interrupted by signal 15" in err and took < 60
     assert_same_weights(run, unbroken)
     got, want = (json.loads((r / "results.json").read_text())["toy"] for r in (run, unbroken))
     assert got == want
@@ -112,13 +121,9 @@ def test_a_signal_to_rank_1_in_a_validation_stops_both_within_it(corpus, unbroke
 
 @pytest.mark.long
 def test_a_signal_to_rank_1_before_the_ranks_train_stops_both(corpus, unbroken, tmp_path):
-    run = tmp_path / "run"
-    proc = start(command(corpus, run, "trainer.max_epochs=2", *with_test(corpus)))
-    other = rank_one(proc)
-    wait_for(run / "train.rank1.log", "", proc)  # rank 1 has begun: its data not set up yet
-    err, took = stopped(proc, other)
+    # rank 1 has begun (its log exists): its data not set up yet
+    run, err, took = signalled_and_resumed(corpus, tmp_path, "train.rank1.log", "")
     assert "nothing was trained yet" in err and took < 60, err[-2000:]
-    resume(run)
     assert_same_weights(run, unbroken)
 
 
