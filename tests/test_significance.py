@@ -246,3 +246,36 @@ def test_report_reads_a_folder_of_kept_runs_and_its_table_is_well_formed(tmp_pat
         if x.startswith("|")
     ]
     assert len({x.count("|") for x in lines}) == 1
+
+
+def test_rows_trained_with_the_same_seeds_are_tested_seed_by_seed_when_asked(tmp_path):
+    """``report --pair-seeds``: where both rows have runs of seeds 1, 2 and 3, seed i of one is
+    paired with seed i of the other (the test of the per-seed differences); unasked, or where
+    the seeds differ, every seed of each side as before."""
+    from luong_lit.paper.study.steps import SAMPLES
+
+    refs = corpus(1, right=0.3)[1]
+    base = {s: corpus(10 + s, right=0.4, refs=refs)[0] for s in (3, 1, 2)}
+    better = {s: corpus(20 + s, right=0.6, refs=refs)[0] for s in (2, 3, 1)}
+
+    def row(name, outputs):
+        members = [
+            RunRow(run=f"{name}{s}", experiment="m30k_small", seed=s,
+                   path=_run(tmp_path, f"{name}{s}", h, refs))
+            for s, h in outputs.items()
+        ]  # fmt: skip
+        return LadderRow(paper_row=name, paper_bleu=None, members=members)
+
+    above, below = row("a", base), row("b", better)
+    seeds = sorted(base)
+    paired = step_test(above, below, pair_seeds=True)
+    want = two_level_bootstrap([base[s] for s in seeds], [better[s] for s in seeds], refs,
+                               SAMPLES, paired_seeds=True)  # fmt: skip
+    assert paired == want
+    unpaired = step_test(above, below)
+    assert unpaired == two_level_bootstrap(
+        list(base.values()), list(better.values()), refs, SAMPLES
+    )
+    assert paired.gain == pytest.approx(unpaired.gain) and paired.seed_se != unpaired.seed_se
+    other = row("c", {4: better[1], 5: better[2], 6: better[3]})  # no seed shared: unpaired
+    assert step_test(above, other, pair_seeds=True) == step_test(above, other)

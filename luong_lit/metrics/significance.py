@@ -214,10 +214,10 @@ def two_level_bootstrap(
     return two_level_of_stats(stats[0], stats[1], n_samples, metric, paired_seeds, seeds)
 
 
-def _drawn(draws: np.ndarray, stats: np.ndarray) -> np.ndarray:
-    """Every draw's summed statistics of every seed, ``(samples, seeds, columns)`` (a float
-    product, exact for counts below 2^53, for the BLAS's speed)."""
-    weights = draws.astype(float)
+def _drawn(weights: np.ndarray, stats: np.ndarray) -> np.ndarray:
+    """Every draw's summed statistics of every seed, ``(samples, seeds, columns)``, from the
+    draws' multiplicities as floats (``weights``: a float product, exact for counts below
+    2^53, for the BLAS's speed)."""
     return np.stack([weights @ s.astype(float) for s in stats], axis=1)
 
 
@@ -240,7 +240,8 @@ def two_level_of_stats(
     stats = [baseline, system]
     rng = resampling_rng()
     draws = sentence_draws(rng, baseline.shape[1], n_samples)  # first, as paired_bootstrap does
-    resampled = [corpus_scores(_drawn(draws, s), metric) for s in stats]
+    weights = draws.astype(float)  # once for both sides
+    resampled = [corpus_scores(_drawn(weights, s), metric) for s in stats]
     per_seed = [exact_scores(s.sum(axis=1), metric) for s in stats]
     gain = float(per_seed[1].mean() - per_seed[0].mean())
     if paired_seeds:  # the seeds' part of the per-seed differences
@@ -268,7 +269,7 @@ def seed_row(outputs: Sequence[Sequence[str]], refs: Sequence[str], n_samples: i
     _check(list(outputs), refs, "seed row")
     stats = np.stack([metric_stats(h, refs, metric) for h in outputs])
     draws = sentence_draws(resampling_rng(), len(refs), n_samples)
-    resampled = corpus_scores(_drawn(draws, stats), metric)
+    resampled = corpus_scores(_drawn(draws.astype(float), stats), metric)
     return _row(exact_scores(stats.sum(axis=1), metric), resampled)
 
 
