@@ -68,12 +68,17 @@ class Search:
         )
 
     def normalise(self, score: Score, length: int) -> Score:
+        """The score a hypothesis of ``length`` words (its ``</s>`` counted) is ranked by."""
+        return score if self.length_penalty is None else score / self.divisor(length)
+
+    def divisor(self, length: int) -> float:
+        """What :meth:`normalise` divides a raw score by: 1 (raw scores), the length (``avg``)
+        or Wu et al. (2016)'s ``((5 + length) / 6) ** α``."""
         if self.length_penalty is None:
-            return score
+            return 1.0
         if self.length_penalty == "avg":
-            return score / max(length, 1)
-        penalty: float = ((5.0 + length) / 6.0) ** float(self.length_penalty)
-        return score / penalty  # Wu et al. (2016)
+            return float(max(length, 1))
+        return float(((5.0 + length) / 6.0) ** float(self.length_penalty))
 
     def bounds(self, src_len: Tensor) -> tuple[Tensor, Tensor]:
         """Most and fewest output words per sentence (:func:`length_bounds`)."""

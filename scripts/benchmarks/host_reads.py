@@ -16,6 +16,7 @@ searches read it at every step whatever this says). Run it in two trees to compa
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import inspect
 import json
 
@@ -81,8 +82,9 @@ def training(graphs: str) -> dict:
     return {"ops_per_step": c.ops, "host_reads_per_step": c.reads, "decoder_steps": steps}
 
 
-def search(net, src, src_len, beam: int, every: int) -> tuple[object, dict]:
-    """Greedy (``beam`` 1) or beam search, with ``every`` where this tree's search takes it."""
+def search(net, src, src_len, beam: int, every: int, fixed: bool = False) -> tuple[object, dict]:
+    """Greedy (``beam`` 1) or beam search (``fixed``: the fixed-shape one), with ``every`` where
+    this tree's search takes it."""
     try:
         from luong_lit.decoding.search import Search
     except ImportError:  # an older tree
@@ -91,6 +93,8 @@ def search(net, src, src_len, beam: int, every: int) -> tuple[object, dict]:
     from luong_lit.decoding.greedy import greedy_decode
 
     fn = greedy_decode if beam == 1 else beam_search
+    if fixed:
+        from luong_lit.decoding.fixed import fixed_beam_search as fn
     kw = {"every": every} if "every" in inspect.signature(fn).parameters else {}
     with Counter() as c:
         if beam == 1:
@@ -100,12 +104,12 @@ def search(net, src, src_len, beam: int, every: int) -> tuple[object, dict]:
     return found, {"ops": c.ops, "host_reads": c.reads}
 
 
-def decoding(net, n: int, beam: int, every: int) -> dict:
+def decoding(net, n: int, beam: int, every: int, fixed: bool = False) -> dict:
     from luong_lit.engines import FastEngine
 
     stepper = FastEngine().for_decoding(net.eval())
     b = batch(n, 13, net.encoder.embedding.num_embeddings, seed=1)
-    found, counts = search(stepper, b.src, b.src_len, beam, every)
+    found, counts = search(stepper, b.src, b.src_len, beam, every, fixed)
     steps = 1 + max(len(h) if beam == 1 else len(getattr(h[0], "ids", None) or h[0].tokens)
                     for h in found)  # fmt: skip
     per = {k: round(v / steps, 2) for k, v in counts.items()}
@@ -131,6 +135,8 @@ def main() -> None:
         "greedy": decoding(net, args.sentences, 1, args.every),
         "beam": decoding(net, args.sentences, args.beam, args.every),
     }
+    if importlib.util.find_spec("luong_lit.decoding.fixed") is not None:
+        out["beam_fixed"] = decoding(net, args.sentences, args.beam, args.every, fixed=True)
     print(json.dumps(out, indent=1))
 
 

@@ -1,0 +1,130 @@
+"""``luong_lit.decoding.fixed``: the fixed-shape beam search finds exactly what the shrinking
+one (``beam_search``, which drops finished sentences from the batch at every step on a CPU)
+finds, in float64: hypotheses, raw and ranking scores and n-best order exactly, attention to
+1e-12 (the shrinking search's products round by the rows it has left), across
+length penalties, length bounds, the authors' decoder, prefixes, ensembles, the fast engine's
+stepper and local attention; and its steps read nothing on the host but one flag a chunk."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from conftest import small_model, source_batch
+
+from luong_lit.decoding.beam import beam_search
+from luong_lit.decoding.ensemble import Ensemble
+from luong_lit.decoding.fixed import fixed_beam_search, most_steps
+from luong_lit.decoding.prefix import Prefix
+from luong_lit.decoding.search import AUTHORS, Search
+from luong_lit.engines import FastEngine
+
+SEARCHES = [
+    Search(beam=4),
+    Search(beam=4, n_best=3),
+    Search(beam=3, length_penalty="avg", n_best=2),
+    Search(beam=5, length_penalty=0.6),
+    Search(beam=3, min_len_ratio=1.0, max_len_ratio=1.2, max_len_extra=0),
+    Search(beam=2, max_len_ratio=0.0, max_len_extra=1),
+    dataclasses.replace(AUTHORS, beam=6, stack_size=7),
+]
+
+
+def _net(seed: int, **options):
+    torch.manual_seed(seed)
+    sizes = {"embed_size": 12, "hidden_size": 12}
+    return small_model(**{**sizes, **options}).double().eval()
+
+
+def _same(old, new) -> None:
+    assert [[(h.ids, h.score, h.norm_score) for h in s] for s in old] == [
+        [(h.ids, h.score, h.norm_score) for h in s] for s in new
+    ]
+    for a, b in zip(old, new):
+        for x, y in zip(a, b):
+            assert (x.attention is None) == (y.attention is None)
+            # the shrinking search's matrix products change their last bits with the rows left
+            assert x.attention is None or torch.allclose(x.attention, y.attention, 0, 1e-12)
+
+
+MODELS = {
+    "global general": lambda: _net(0),
+    "local-p, no feeding": lambda: _net(1, attention="local_p", feed_input=False),
+    "fast stepper": lambda: FastEngine().for_decoding(_net(2)),
+    "ensemble": lambda: Ensemble([_net(3), _net(4, attention="local_m", score="dot")]),
+    "no attention": lambda: _net(5, attention="none", score=None, feed_input=False),
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_fixed_shape_search_finds_what_the_shrinking_one_finds(name):
+    model = MODELS[name]()
+    src, src_len = source_batch(9, S=9, seed=3)
+    for cfg in SEARCHES:
+        old = beam_search(model, src, src_len, cfg, every=1)
+        for every in (1, 8):
+            _same(old, fixed_beam_search(model, src, src_len, cfg, every=every))
+
+
+def test_the_same_with_prefixes_of_different_lengths():
+    model = _net(6)
+    src, src_len = source_batch(6, S=8, seed=4)
+    prefix = Prefix.of([[5, 6], [], [7], [8, 9, 10], [], [11]], src.device)
+    for cfg in SEARCHES[:4]:
+        old = beam_search(model, src, src_len, cfg, every=1, prefix=prefix)
+        _same(old, fixed_beam_search(model, src, src_len, cfg, prefix=prefix))
+
+
+def test_a_step_dispatches_the_same_operators_whatever_the_batch_has_finished():
+    """The steps of a batch whose sentences end at different steps dispatch the same operators
+    in the same order (what one CUDA graph of a chunk of steps replays), and the only host read
+    is the flag read every ``every`` steps."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.name())
+            return func(*args, **(kwargs or {}))
+
+    model = FastEngine().for_decoding(_net(7).float())
+    src, src_len = source_batch(8, S=9, seed=5)
+    src_len[0] = 2  # one sentence ends long before the others may
+    cfg = Search(beam=3)
+    with Record() as r:
+        fixed_beam_search(model, src, src_len, cfg, every=4)
+    names = r.names
+    reads = [i for i, n in enumerate(names) if n in ("aten::_local_scalar_dense", "aten::nonzero")]
+    steps = [i for i, n in enumerate(names) if n == "aten::_log_softmax"]
+    assert len(steps) >= 8
+    chunk = [names[a:b] for a, b in zip(steps[1:], steps[2:])]  # each whole step after the first
+    assert all(c == chunk[0] for c in chunk if "aten::_local_scalar_dense" not in c)
+    in_loop = [i for i in reads if steps[0] < i < steps[-1]]
+    assert len(in_loop) == (len(steps) - 1) // 4  # one flag a chunk of four steps
+
+
+def test_the_buffers_hold_the_longest_output_a_width_allows():
+    cfg = Search(max_len_ratio=1.5, max_len_extra=5)
+    assert most_steps(10, cfg) == 15 + 5 + 1
+    assert most_steps(3, dataclasses.replace(AUTHORS)) == 6 + 1  # floor(1.5 (3 + 1)) words
+
+
+def test_the_same_on_the_bigram_stubs_ties_included():
+    """Tables whose words tie (0.5 against 0.5): which of two equal candidates is kept must not
+    depend on the batch's shape either."""
+    from test_decoding_beam import B_, TRAP, A, BigramStub
+
+    from luong_lit.data.vocab import BOS_ID, EOS_ID
+
+    tied = {BOS_ID: {A: 0.5, B_: 0.5}, A: {A: 0.5, EOS_ID: 0.5}, B_: {B_: 0.5, EOS_ID: 0.5}}
+    for table in (TRAP, tied):
+        stub = BigramStub(table)
+        src, src_len = torch.full((3, 4), 7), torch.tensor([4, 2, 3])
+        for cfg in (Search(beam=2, n_best=2), Search(beam=3, length_penalty="avg"), AUTHORS):
+            cfg = dataclasses.replace(cfg, beam=min(cfg.beam, 6))
+            _same(beam_search(stub, src, src_len, cfg, every=1),
+                  fixed_beam_search(stub, src, src_len, cfg))  # fmt: skip
