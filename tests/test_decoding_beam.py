@@ -8,45 +8,13 @@ import math
 
 import pytest
 import torch
+from beam_helpers import B_, TRAP, A, BigramStub
 from conftest import small_model, source_batch
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding import greedy_decode
 from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.search import Search, parse_length_penalty
-from luong_lit.nn import Memory
-from luong_lit.nn.decoder import DecoderState
-
-A, B_ = 4, 5  # two ordinary words; ids 0-3 are <pad> <unk> <s> </s>
-
-
-class BigramStub:
-    """log p(y_t | y_{t-1}) from a fixed table, whatever the source."""
-
-    def __init__(self, table: dict[int, dict[int, float]], V: int = 6) -> None:
-        self.logits = torch.full((V, V), -1e9)
-        for prev, row in table.items():
-            for tok, p in row.items():
-                self.logits[prev, tok] = math.log(p)
-
-    def encode(self, src, src_len):
-        Bn, S = src.shape
-        mem = Memory(
-            torch.zeros(Bn, S, 1),
-            torch.zeros(Bn, S, 1),
-            src_len,
-            torch.ones(Bn, S, dtype=torch.bool),
-        )
-        return mem, DecoderState(torch.zeros(1, Bn, 1), torch.zeros(1, Bn, 1), torch.zeros(Bn, 1))
-
-    has_attention = False  # its steps give no alignment
-
-    def step(self, y, state, memory, t):
-        return self.logits[y], state, None
-
-
-# greedy takes A (0.6) then is stuck with 0.5 max; beam finds B (0.4) then </s> (1.0)
-TRAP = {BOS_ID: {A: 0.6, B_: 0.4}, A: {A: 0.5, EOS_ID: 0.5}, B_: {EOS_ID: 1.0}}
 
 
 def run(model, cfg, S=4, n=1):

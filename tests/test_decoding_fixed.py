@@ -116,7 +116,7 @@ def test_the_buffers_hold_the_longest_output_a_width_allows():
 def test_the_same_on_the_bigram_stubs_ties_included():
     """Tables whose words tie (0.5 against 0.5): which of two equal candidates is kept must not
     depend on the batch's shape either."""
-    from test_decoding_beam import B_, TRAP, A, BigramStub
+    from beam_helpers import B_, TRAP, A, BigramStub
 
     from luong_lit.data.vocab import BOS_ID, EOS_ID
 
