@@ -11,8 +11,10 @@ import dataclasses
 
 import pytest
 import torch
+from beam_helpers import B_, TRAP, A, BigramStub
 from conftest import small_model, source_batch
 
+from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.ensemble import Ensemble
 from luong_lit.decoding.fixed import fixed_beam_search, most_steps
@@ -116,10 +118,6 @@ def test_the_buffers_hold_the_longest_output_a_width_allows():
 def test_the_same_on_the_bigram_stubs_ties_included():
     """Tables whose words tie (0.5 against 0.5): which of two equal candidates is kept must not
     depend on the batch's shape either."""
-    from beam_helpers import B_, TRAP, A, BigramStub
-
-    from luong_lit.data.vocab import BOS_ID, EOS_ID
-
     tied = {BOS_ID: {A: 0.5, B_: 0.5}, A: {A: 0.5, EOS_ID: 0.5}, B_: {B_: 0.5, EOS_ID: 0.5}}
     for table in (TRAP, tied):
         stub = BigramStub(table)
@@ -128,3 +126,9 @@ def test_the_same_on_the_bigram_stubs_ties_included():
             cfg = dataclasses.replace(cfg, beam=min(cfg.beam, 6))
             _same(beam_search(stub, src, src_len, cfg, every=1),
                   fixed_beam_search(stub, src, src_len, cfg))  # fmt: skip
+
+
+def test_a_beam_wider_than_the_vocabulary_is_refused_in_one_line():
+    src, src_len = torch.full((2, 3), 7), torch.tensor([3, 2])
+    with pytest.raises(ValueError, match="beam size 7 is larger than the target vocabulary of 6"):
+        fixed_beam_search(BigramStub(TRAP), src, src_len, Search(beam=7))

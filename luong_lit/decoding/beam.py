@@ -74,10 +74,8 @@ def beam_search(
     y, width = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device), 1
     for t in range(int(max_len.max()) + 1):
         logits, state, align = model.step(y, state, memory, t)
-        if t == 0 and logits.size(-1) < K:
-            raise ValueError(
-                f"beam size {K} is larger than the target vocabulary of {logits.size(-1)} words"
-            )
+        if t == 0:
+            cfg.check_vocabulary(logits.size(-1))
         logp = F.log_softmax(logits.float(), -1).view(B, width, -1)  # (B, width, V)
         logp = _bound_lengths(logp, t, min_len, max_len)
         logp = logp if prefix is None else prefix.restrict(logp, t, rows)  # (B, width, V)

@@ -1,16 +1,17 @@
-"""Beam search at a fixed shape: every tensor of a step has the same shape at every step, and
-nothing is read on the host but one flag every ``every`` steps.
+"""Beam search at a fixed shape: every tensor of a step after the first has one shape at every
+step, and nothing is read on the host but one flag every ``every`` steps.
 
-The batch has ``B·K`` rows from the first step (the ``K`` copies of a sentence's start scored
-``[0, −inf, …]``, so that the first step's candidates all extend one of them), no row is ever
-dropped, a sentence that is done carries a flag that its later candidates are not collected
-by, and what each step chose is written into buffers made once for the longest output a batch
-of this source width may have (:class:`Steps`), at the step's index. What it finds equals
-:func:`~luong_lit.decoding.beam.beam_search`'s, which drops the finished sentences from the
-batch (``tests/test_decoding_fixed.py`` compares them in float64): the same hypotheses, raw
-and ranking scores, attention and n-best order, with length penalties, length bounds, the
-authors' stack rule, prefixes and ensembles. A step's operators do not depend on the batch's
-progress, which is what a CUDA graph of a chunk of steps needs (``scripts/gpu/run.sh``).
+The first step runs on one row a sentence (its ``K`` slots would all be copies of it; running
+it on ``K`` rows scored ``[0, −inf, …]`` changes the last bits of the a_t products), every later
+step on ``B·K`` rows; no row is ever dropped, a sentence that is done carries a flag that its
+later candidates are not collected by, and what each step chose is written into buffers made
+once for the longest output a batch of this source width may have (:class:`Steps`), at the
+step's index. What it finds equals :func:`~luong_lit.decoding.beam.beam_search`'s, which drops
+the finished sentences from the batch (``tests/test_decoding_fixed.py`` compares them in
+float64): the same hypotheses, raw and ranking scores and n-best order, attention to 1e-12,
+with length penalties, length bounds, the authors' stack rule, prefixes and ensembles. From the
+second step on, a step's operators do not depend on the batch's progress (the same test),
+which capturing a chunk of steps as one CUDA graph needs; no capture is built yet.
 
 The options and the result type are :mod:`luong_lit.decoding.search`'s.
 """
@@ -23,7 +24,7 @@ from torch.nn import functional as F
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.prefix import Prefix
-from luong_lit.decoding.search import Hypothesis, Search, length_bounds
+from luong_lit.decoding.search import Hypothesis, Search
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 NEG_INF = float("-inf")
@@ -32,8 +33,7 @@ NEG_INF = float("-inf")
 def most_steps(S: int, cfg: Search) -> int:
     """The steps a batch of source width ``S`` may take (its longest output and its ``</s>``),
     a host value known before the search: no sentence is longer than its batch's width."""
-    longest, _ = length_bounds(torch.tensor([S]), cfg.max_len_ratio, cfg.max_len_extra,
-                               cfg.min_len_ratio, cfg.src_len_plus)  # fmt: skip
+    longest, _ = cfg.bounds(torch.tensor([S]))  # (1,) x2
     return max(int(longest[0]), 0) + 1
 
 
@@ -189,8 +189,7 @@ def fixed_beam_search(
         logits, state, align = model.step(y, state, memory, t)
         (_, V), width = logits.shape, scores.size(1)
         if only_eos is None:
-            if V < K:
-                raise ValueError(f"beam size {K} is larger than the target vocabulary of {V} words")
+            cfg.check_vocabulary(V)
             only_eos = _only_eos(V, dev)
         logp = F.log_softmax(logits.float(), -1).view(B, width, V)  # (B, width, V)
         logp.select(2, EOS_ID).add_(steps.eos_bias[t])  # no </s> before min_len

@@ -80,6 +80,13 @@ class Search:
             return float(max(length, 1))
         return float(((5.0 + length) / 6.0) ** float(self.length_penalty))
 
+    def check_vocabulary(self, V: int) -> None:
+        """Refuse a beam wider than the target vocabulary of ``V`` words, in one line."""
+        if V < self.beam:
+            raise ValueError(
+                f"beam size {self.beam} is larger than the target vocabulary of {V} words"
+            )
+
     def bounds(self, src_len: Tensor) -> tuple[Tensor, Tensor]:
         """Most and fewest output words per sentence (:func:`length_bounds`)."""
         return length_bounds(
