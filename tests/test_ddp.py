@@ -133,6 +133,7 @@ def two_nodes(corpus, run: Path | None, *extra: str) -> None:
         assert proc.returncode == 0, err[-3000:]
 
 
+@pytest.mark.long  # two nodes in CI: test_two_nodes_without_an_id_share_rank_0s_folder
 def test_a_two_node_torchrun_trains_and_resumes(corpus, tmp_path):
     run = tmp_path / "run"
     two_nodes(corpus, run, "trainer.max_steps=6")

@@ -132,3 +132,30 @@ def test_a_beam_wider_than_the_vocabulary_is_refused_in_one_line():
     src, src_len = torch.full((2, 3), 7), torch.tensor([3, 2])
     with pytest.raises(ValueError, match="beam size 7 is larger than the target vocabulary of 6"):
         fixed_beam_search(BigramStub(TRAP), src, src_len, Search(beam=7))
+
+
+def test_a_corpus_decodes_alike_with_either_search(monkeypatch):
+    """``decode_corpus`` on an accelerator (``sync_every`` 8) searches at a fixed shape; on a
+    CPU it drops finished sentences. Both give a corpus the same n-best lists and the same
+    words after unknown-word replacement."""
+    from luong_lit.data.vocab import Vocab
+    from luong_lit.decoding import corpus
+
+    model = _net(8, tgt_vocab_size=20)
+    with torch.no_grad():
+        model.decoder.W_s.bias[1] += 2.0  # <unk> now and then: words to replace
+    g = torch.Generator().manual_seed(6)
+    src_ids = [torch.randint(1, 20, (int(n),), generator=g).tolist()
+               for n in torch.randint(0, 12, (23,), generator=g)]  # fmt: skip
+    vocab = Vocab(["<pad>", "<unk>", "<s>", "</s>", *(f"w{i}" for i in range(16))])
+    src_words = [[f"s{i}" for i in ids] for ids in src_ids]
+    found = {}
+    for every in (1, 8):
+        monkeypatch.setattr(corpus, "sync_every", lambda device, every=every: every)
+        assert (corpus.beam_for(torch.device("cpu")) is beam_search) == (every == 1)
+        hyps = corpus.decode_corpus(model, src_ids, search=Search(beam=3, n_best=2, min_len_ratio=0.8),
+                                    batch_size=5, keep_attention=True)  # fmt: skip
+        found[every] = (hyps, corpus.output_words(hyps, vocab, src_words))
+    _same(found[1][0], found[8][0])
+    replaced = [w for ws in found[1][1] for w in ws if w.startswith("s")]  # a source word's
+    assert found[1][1] == found[8][1] and replaced

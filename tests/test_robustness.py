@@ -810,6 +810,7 @@ def test_a_run_and_its_resume_print_our_lines_not_the_libraries_notices(ctx, tmp
 
 
 @pytest.mark.slow
+@pytest.mark.long  # a sweep's own lines: test_sweeps' joblib tests run its launcher in CI
 def test_a_joblib_sweep_prints_our_lines_not_the_libraries_notices(ctx, tmp_path):
     """Jobs in joblib's worker processes: none of the routine notices either (the workers
     filter them as this process does)."""

@@ -151,7 +151,9 @@ def test_epoch_checkpoints_are_off_by_default_and_average_when_on(toy_corpus, tm
         torch.testing.assert_close(value, (e0[key] + e1[key]) / 2, msg=key)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize(  # kill -9 in CI: the short epochs' and the printed command's tests
+    "signum", [pytest.param(signal.SIGKILL, marks=pytest.mark.long), signal.SIGTERM]
+)
 def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(
     resume_corpus, unbroken, tmp_path, signum
 ):
@@ -181,7 +183,10 @@ def test_stopped_in_epoch_2_and_resumed_equals_the_unbroken_run(
     )
 
 
-@pytest.mark.parametrize("setting", list(SHORT_EPOCHS))
+@pytest.mark.parametrize(  # the second setting with --long
+    "setting", [s if i == 0 else pytest.param(s, marks=pytest.mark.long)
+                for i, s in enumerate(SHORT_EPOCHS)]
+)  # fmt: skip
 def test_short_epochs_killed_in_epoch_2_resume_as_the_unbroken_run(
     resume_corpus, tmp_path, setting
 ):

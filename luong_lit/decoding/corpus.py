@@ -5,13 +5,15 @@ Shared by the training callbacks and the ``translate``/``evaluate`` command-line
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
 from luong_lit.data.loading.batching import Batch, collate
 from luong_lit.data.vocab import Vocab
-from luong_lit.decoding.beam import beam_search
+from luong_lit.decoding.beam import beam_search, sync_every
+from luong_lit.decoding.fixed import fixed_beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.sampling import generator, sample
@@ -50,7 +52,17 @@ def _search_batch(
             prefix=prefix,
         )  # fmt: skip
         return [[Hypothesis(h, None, attn[i] if attn else None)] for i, h in enumerate(ids)]
-    return beam_search(model, batch.src, batch.src_len, search, keep_attention, prefix=prefix)
+    search_beam = beam_for(batch.src.device)
+    return search_beam(model, batch.src, batch.src_len, search, keep_attention, prefix=prefix)
+
+
+def beam_for(device: torch.device) -> Callable[..., list[list[Hypothesis]]]:
+    """The beam search a device runs (both find the same, ``tests/test_decoding_fixed.py``): on
+    a CPU the one that drops finished sentences from the batch (a host read costs nothing
+    there, and fewer rows cost less); elsewhere the fixed-shape one, which reads the host once
+    in :func:`~luong_lit.decoding.beam.sync_every` steps."""
+    every = sync_every(device)
+    return beam_search if every == 1 else functools.partial(fixed_beam_search, every=every)
 
 
 def _decode_batch(
@@ -58,8 +70,7 @@ def _decode_batch(
     prefix: Prefix | None = None, seed: int | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     found = _search_batch(model, batch, search, keep_attention, prefix, seed)
-    for b, n_best in enumerate(found):
-        S = int(batch.src_len[b])
+    for S, n_best in zip(batch.src_len.tolist(), found):  # one host read a batch
         for hyp in n_best:  # attention over the sentence's own S words (the batch pads the rest)
             hyp.attention = (
                 hyp.attention[:, :S] if (keep_attention and hyp.attention is not None) else None

@@ -38,49 +38,66 @@ def most_steps(S: int, cfg: Search) -> int:
 
 
 class Steps:
-    """Per step ``t`` (rows of preallocated ``(T, B, K)`` buffers): each live slot's parent slot
-    and word after the step, the ``a_t`` of the slots entering it, and the raw score (−inf:
-    none) and slot of each candidate that ended there in ``</s>``; the length bounds as tables
-    read at ``t``."""
+    """Per step ``t`` (rows of preallocated ``(T, B, K)`` buffers): each live slot's choice
+    after the step as one index ``parent · V + word`` into the step's ``(width, V)``
+    candidates, the ``a_t`` of the slots entering it, and the raw score (−inf: none) and the
+    index of each candidate that ended there in ``</s>``; the length bounds as tables read at
+    ``t``. One write a buffer a step; parents and words are split once, when they are read."""
 
     def __init__(
-        self, T: int, B: int, K: int, keep_attention: bool, max_len: Tensor, min_len: Tensor
-    ):
+        self, T: int, B: int, K: int, keep_attention: bool, max_len: Tensor, min_len: Tensor,
+        min_len_ratio: float,
+    ):  # fmt: skip
         dev, long = max_len.device, torch.long
-        self.parent = torch.zeros((T, B, K), dtype=long, device=dev)
-        self.word = torch.zeros((T, B, K), dtype=long, device=dev)
+        self.kept = torch.zeros((T, B, K), dtype=long, device=dev)  # parent · V + word
         self.ended = torch.full((T, B, K), NEG_INF, device=dev)  # raw score of a </s> candidate
-        self.slot = torch.zeros((T, B, K), dtype=long, device=dev)  # the slot it left
+        self.left = torch.zeros((T, B, K), dtype=long, device=dev)  # its slot · V + </s>
         self.a: Tensor | None = None  # (T, B, K, S) a_t, made at the first step that has one
-        self.keep_attention = keep_attention
+        self.keep_attention, self.V = keep_attention, 1
+        self.none = torch.tensor(NEG_INF, device=dev)  # the score of no candidate
         t = torch.arange(T, device=dev).unsqueeze(1)  # (T, 1)
-        self.eos_bias = torch.zeros((T, B, 1), device=dev)  # -inf: no </s> before min_len
-        self.eos_bias.masked_fill_((t < min_len).unsqueeze(2), NEG_INF)
+        self.eos_bias: Tensor | None = None  # (T, B, 1) -inf: no </s> before min_len
+        if min_len_ratio > 0:  # else min_len is 0 everywhere: nothing to add
+            self.eos_bias = torch.zeros((T, B, 1), device=dev)
+            self.eos_bias.masked_fill_((t < min_len).unsqueeze(2), NEG_INF)
         self.forced = (t >= max_len).view(T, B, 1, 1)  # only </s> from max_len on
+        self.unforced = ~self.forced.view(T, B, 1)  # (T, B, 1)
 
-    def write(self, t: int, parent: Tensor, word: Tensor, a_t: Tensor | None) -> None:
-        self.parent[t], self.word[t] = parent, word  # (B, K) x2
+    def write(self, t: int, kept: Tensor, a_t: Tensor | None) -> None:
+        self.kept[t] = kept  # (B, K)
         if self.keep_attention and a_t is not None:
             if self.a is None:
-                self.a = a_t.new_zeros((*self.parent.shape, a_t.size(-1)))  # (T, B, K, S)
+                self.a = a_t.new_zeros((*self.kept.shape, a_t.size(-1)))  # (T, B, K, S)
             self.a[t] = a_t  # (B, width, S), the first step's one slot to every slot
 
     def read(self, sent: Tensor, end: Tensor, slot: Tensor) -> tuple[Tensor, Tensor | None]:
         """The words (E, T) and attention (E, T, S) of ``E`` hypotheses, each of sentence
         ``sent`` ending at step ``end`` from live slot ``slot`` (words past ``end - 1`` and
-        attention rows past ``end`` zero), walking the parents back from the last step."""
-        T, E = self.parent.size(0), sent.numel()
-        words = torch.zeros((E, T), dtype=torch.long, device=sent.device)  # (E, T)
-        att = None if self.a is None else self.a.new_zeros((E, T, self.a.size(-1)))  # (E, T, S)
-        k = slot.clone()  # (E,) the slot entering step s + 1
-        for s in reversed(range(T)):
-            inside, at_end = end > s, end == s  # (E,) x2
-            p = self.parent[s, sent, k]  # (E,)
-            words[:, s] = torch.where(inside, self.word[s, sent, k], 0)
-            k = torch.where(inside, p, k)  # (E,) the slot entering step s
-            if att is not None and self.a is not None:
-                att[:, s] = torch.where((inside | at_end).unsqueeze(1), self.a[s, sent, k], 0.0)
-        return words, att
+        attention rows past ``end`` zero), walking the parents back from each one's end: the
+        ``r``-th step back reads step ``end - 1 - r`` (clamped at 0 past the first, then
+        dropped)."""
+        T = self.kept.size(0)
+        parent, word = self.kept // self.V, self.kept % self.V  # (T, B, K) x2
+        r = torch.arange(T, device=sent.device).unsqueeze(1)  # (T, 1)
+        at = (end.unsqueeze(0) - 1 - r).clamp(min=0)  # (T, E) the step read r steps back
+        k, back, rows = slot, [], []  # k: the slot entering the step read next
+        if self.a is not None:
+            rows.append(self.a[end, sent, k])  # (E, S) step end's
+        for s in at:  # (E,) a step per hypothesis
+            back.append(word[s, sent, k])  # (E,)
+            k = parent[s, sent, k]  # (E,) the slot entering step s
+            if self.a is not None:
+                rows.append(self.a[s, sent, k])  # (E, S)
+        pos = torch.arange(T, device=sent.device).unsqueeze(0)  # (1, T)
+        inside = pos < end.unsqueeze(1)  # (E, T)
+        since = (end.unsqueeze(1) - 1 - pos).clamp(min=0)  # (E, T) the r of each position
+        words = torch.stack(back, 1).gather(1, since) * inside  # (E, T)
+        if self.a is None:
+            return words, None
+        A = torch.stack(rows, 1)  # (E, T + 1, S) r = -1, 0, …
+        q = (end.unsqueeze(1) - pos).clamp(min=0)  # (E, T) index into A of each position
+        att = A.gather(1, q.unsqueeze(2).expand(-1, -1, A.size(2)))  # (E, T, S)
+        return words, att * (pos <= end.unsqueeze(1)).unsqueeze(2)
 
 
 def _divisors(cfg: Search, T: int, device: torch.device) -> Tensor | None:
@@ -93,69 +110,80 @@ def _divisors(cfg: Search, T: int, device: torch.device) -> Tensor | None:
 
 
 def _ranked(cfg: Search, steps: Steps, T: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Each sentence's ``n_best`` finished hypotheses, best first by the score they are ranked
-    by, the first found first among equals: (sentence, step, slot, raw score, ranking score)."""
+    """Each sentence's ``n_best`` best finished candidates by the score they are ranked by,
+    the first found first among equals, ``n_best`` a sentence in order (−inf where it found
+    fewer): their step, slot, raw score and ranking score, (B·n_best,) each."""
     raw = steps.ended[:T].double()  # (T, B, K)
     div = _divisors(cfg, T, raw.device)
     norm = raw if div is None else raw / div  # (T, B, K)
     B, K = raw.size(1), raw.size(2)
     flat = norm.permute(1, 0, 2).reshape(B, T * K)  # (B, T*K) in the order they were found
     order = flat.sort(dim=1, descending=True, stable=True).indices[:, : cfg.n_best]  # (B, n)
-    sent, j = (flat.gather(1, order) > NEG_INF).nonzero(as_tuple=True)  # (E,) x2
-    at = order[sent, j]  # (E,) index into T*K
+    sent = torch.arange(B, device=raw.device).repeat_interleave(order.size(1))  # (E,)
+    at = order.reshape(-1)  # (E,) index into T*K
     end, k = at // K, at % K  # (E,) x2
-    return sent, end, steps.slot[end, sent, k], torch.stack([raw[end, sent, k], norm[end, sent, k]])
+    slot = steps.left[end, sent, k] // steps.V  # (E,)
+    return end, slot, raw[end, sent, k], norm[end, sent, k]
 
 
 def _hypotheses(cfg: Search, steps: Steps, T: int, B: int) -> list[list[Hypothesis]]:
-    sent, end, slot, scores = _ranked(cfg, steps, T)
-    words, att = steps.read(sent, end, slot)
+    """The hypotheses found, read on the host at once: one ``tolist`` of one float64 table
+    (ids below 2**53 and float32 scores are exact there); attention stays where it is."""
+    end, slot, raw, norm = _ranked(cfg, steps, T)
+    n = end.numel() // B
+    sent = torch.arange(B, device=end.device).repeat_interleave(n)  # (E,)
+    words, att = steps.read(sent, end, slot)  # (E, T), (E, T, S) or None
+    table = torch.cat([torch.stack([end.double(), raw, norm], 1), words.double()], 1)
     out: list[list[Hypothesis]] = [[] for _ in range(B)]
-    rows = zip(sent.tolist(), end.tolist(), words.tolist(), *scores.tolist())
-    for e, (b, n, ids, raw, norm) in enumerate(rows):
-        out[b].append(Hypothesis(ids[:n], raw, None if att is None else att[e, : n + 1], norm))
+    for e, (stop, score, ranked, *ids) in enumerate(table.tolist()):  # the one host read
+        if score > NEG_INF:
+            m = int(stop)
+            a = None if att is None else att[e, : m + 1]
+            out[e // n].append(Hypothesis([int(i) for i in ids[:m]], score, a, ranked))
     return out
 
 
 class _Done:
-    """Whether each sentence is done (B,), from what it found so far: ``stack_size`` found, or
-    (raw scores) ``n_best`` found none of which its best live hypothesis can still beat."""
+    """Whether each sentence may still find what it keeps (B,), from what it found so far:
+    it may not once ``stack_size`` are found, or (raw scores) once ``n_best`` are found none of
+    which its best live hypothesis can still beat (the ``n_best``-th best found is finite)."""
 
     def __init__(self, cfg: Search, B: int, device: torch.device) -> None:
         self.cfg, self.n = cfg, cfg.n_best
         self.count = torch.zeros(B, dtype=torch.long, device=device)  # found so far
-        self.best = torch.full((B, self.n), NEG_INF, dtype=torch.float64, device=device)
+        self.best = torch.full((B, self.n), NEG_INF, device=device)  # the n best raw scores
 
     def update(self, ok: Tensor, ended: Tensor, best_live: Tensor) -> Tensor | None:
-        self.count += ok.sum(1)
+        """(B,) true where the sentence goes on; None where only its length ends it."""
         if self.cfg.stack_size is not None:
-            return self.count >= self.cfg.stack_size
+            self.count += ok.sum(1)
+            return self.count < self.cfg.stack_size
         if self.cfg.length_penalty is not None:  # normalised scores can still rise
             return None
         if self.n == 1:
-            self.best = torch.maximum(self.best, ended.amax(1, keepdim=True).double())
+            self.best = torch.maximum(self.best, ended.amax(1, keepdim=True))
         else:
-            self.best = torch.cat([self.best, ended.double()], 1).topk(self.n).values
-        return (self.count >= self.n) & (best_live.double() <= self.best[:, -1])
+            self.best = torch.cat([self.best, ended], 1).topk(self.n).values
+        nth = self.best[:, -1]  # (B,)
+        return best_live > nth  # nothing found: on while a live one is finite
 
 
 def _choose(
-    t: int, logp: Tensor, scores: Tensor, finished: Tensor, steps: Steps, K: int
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    t: int, logp: Tensor, scores: Tensor, live: Tensor, steps: Steps, K: int
+) -> tuple[Tensor, Tensor, Tensor]:
     """Step ``t``'s choice from ``logp`` (B, width, V) and the live ``scores`` (B, width): the
-    ``</s>`` candidates among the best ``K`` are written to ``steps`` (those of a sentence not
-    ``finished`` (B, 1) yet), the best ``K`` others stay live. Returns their scores, parent slots
-    and words (B, K) and which candidates ended here (B, K)."""
+    ``</s>`` candidates among the best ``K`` are written to ``steps`` (those of a sentence still
+    ``live`` (B, 1)), the best ``K`` others stay live. Returns their scores and their indices
+    ``parent · V + word`` (B, K), and which candidates ended here (B, K)."""
     B, width, V = logp.shape
     cand = (scores.unsqueeze(2) + logp).view(B, width * V)  # (B, width*V)
     top_s, top_i = cand.topk(min(2 * K, width * V), dim=1)  # (B, 2K)
-    beam, tok = top_i // V, top_i % V  # (B, 2K) x2
-    eos = tok == EOS_ID  # (B, 2K)
-    ok = eos[:, :K] & (top_s[:, :K] > NEG_INF) & ~finished  # (B, K) ends here, collected
-    steps.ended[t] = top_s[:, :K].masked_fill(~ok, NEG_INF)
-    steps.slot[t] = beam[:, :K]
+    eos = top_i % V == EOS_ID  # (B, 2K)
+    ok = eos[:, :K] & (top_s[:, :K] > NEG_INF) & live  # (B, K) ends here, collected
+    steps.ended[t] = torch.where(ok, top_s[:, :K], steps.none)
+    steps.left[t] = top_i[:, :K]
     scores, keep_j = top_s.masked_fill(eos, NEG_INF).topk(K, dim=1)  # (B, K)
-    return scores, beam.gather(1, keep_j), tok.gather(1, keep_j), ok
+    return scores, top_i.gather(1, keep_j), ok
 
 
 def _only_eos(V: int, device: torch.device) -> Tensor:
@@ -179,9 +207,10 @@ def fixed_beam_search(
     memory, state = model.encode(src, src_len)
     max_len, min_len = cfg.bounds(src_len)  # (B,) x2
     T = most_steps(S, cfg)
-    steps, done = Steps(T, B, K, keep_attention, max_len, min_len), _Done(cfg, B, dev)
+    steps = Steps(T, B, K, keep_attention, max_len, min_len, cfg.min_len_ratio)
+    done = _Done(cfg, B, dev)
     scores = torch.zeros((B, 1), device=dev)  # (B, width) live log-probabilities
-    finished = torch.zeros((B, 1), dtype=torch.bool, device=dev)  # (B, 1) the sentence is done
+    live = torch.ones((B, 1), dtype=torch.bool, device=dev)  # (B, 1) the sentence goes on
     sent = torch.arange(B, device=dev)  # (B,)
     base = {1: sent.unsqueeze(1), K: sent.unsqueeze(1) * K}  # (B, 1) a sentence's first row
     y, only_eos = torch.full((B,), BOS_ID, dtype=torch.long, device=dev), None
@@ -190,20 +219,24 @@ def fixed_beam_search(
         (_, V), width = logits.shape, scores.size(1)
         if only_eos is None:
             cfg.check_vocabulary(V)
-            only_eos = _only_eos(V, dev)
+            only_eos, steps.V = _only_eos(V, dev), V
         logp = F.log_softmax(logits.float(), -1).view(B, width, V)  # (B, width, V)
-        logp.select(2, EOS_ID).add_(steps.eos_bias[t])  # no </s> before min_len
+        if steps.eos_bias is not None:  # no </s> before min_len
+            logp.select(2, EOS_ID).add_(steps.eos_bias[t])
         logp = torch.where(steps.forced[t], only_eos, logp)  # (B, width, V)
         logp = logp if prefix is None else prefix.restrict(logp, t, sent)
         a_t = align.dense(S).view(B, width, S) if keep_attention and align is not None else None
-        scores, parent, word, ok = _choose(t, logp, scores, finished, steps, K)  # (B, K) x4
-        steps.write(t, parent, word, a_t)
-        now = done.update(ok, steps.ended[t], scores[:, 0])
-        finished = finished | steps.forced[t, :, :, 0] | (False if now is None else now[:, None])
-        if (t + 1) % every == 0 and bool(finished.all()):  # the one host read
+        scores, kept, ok = _choose(t, logp, scores, live, steps, K)  # (B, K) x3
+        steps.write(t, kept, a_t)
+        still = done.update(ok, steps.ended[t], scores[:, 0])  # (B,) or None
+        live = (
+            live & steps.unforced[t] if still is None else live & steps.unforced[t] & still[:, None]
+        )
+        if (t + 1) % every == 0 and not bool(live.any()):  # the one host read
             T = t + 1
             break
         if width == 1:  # each sentence's K slots from the second step on
             memory = memory.index_select(sent.repeat_interleave(K))
-        state, y = state.index_select((parent + base[width]).view(-1)), word.view(-1)
+        parent, y = kept // V, (kept % V).view(-1)  # (B, K), (B*K,)
+        state = state.index_select((parent + base[width]).view(-1))
     return _hypotheses(cfg, steps, T, B)

@@ -1,6 +1,8 @@
 """What a training step and a decoder step ask of the host, counted on any machine: operators
-dispatched (each at least one kernel launch on a GPU) and host reads (each a wait for the
-device there: ``.item()``, ``bool(t)``, ``.tolist()``, ``nonzero``).
+dispatched, those that compute (each at least one kernel launch on a GPU; views launch none) and
+host reads (each a wait for the device there: ``.item()``, ``bool(t)``, ``.tolist()``,
+``nonzero``). A decoding's counts are of the whole search (the encoder and the results' read
+included) over its decoder steps.
 
     python -m scripts.benchmarks.host_reads [--ckpt CKPT] [--sentences 128] [--beam 5] [--every 8]
 
@@ -27,10 +29,11 @@ READS = {"aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten
 
 
 class Counter(TorchDispatchMode):
-    """Counts the operators dispatched and the host reads among them (``.tolist()`` too)."""
+    """Counts the operators dispatched, those of them that compute (not views, which launch no
+    kernel on a GPU) and the host reads among them (``.tolist()`` too)."""
 
     def __enter__(self):
-        self.ops = self.reads = 0
+        self.ops = self.kernels = self.reads = 0
         self._tolist = torch.Tensor.tolist
 
         def tolist(t, *args):
@@ -46,6 +49,7 @@ class Counter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.ops += 1
+        self.kernels += not func.is_view
         self.reads += func.name().split(".")[0] in READS
         return func(*args, **(kwargs or {}))
 
@@ -79,7 +83,8 @@ def training(graphs: str) -> dict:
     steps = b.tgt_in.size(1)
     if graphs != "off":
         steps = bucket_shape(b, 64, engine.buckets)[2]
-    return {"ops_per_step": c.ops, "host_reads_per_step": c.reads, "decoder_steps": steps}
+    return {"ops_per_step": c.ops, "kernel_ops_per_step": c.kernels,
+            "host_reads_per_step": c.reads, "decoder_steps": steps}  # fmt: skip
 
 
 def search(net, src, src_len, beam: int, every: int, fixed: bool = False) -> tuple[object, dict]:
@@ -101,7 +106,7 @@ def search(net, src, src_len, beam: int, every: int, fixed: bool = False) -> tup
             found = fn(net, src, src_len, **kw)[0]
         else:
             found = fn(net, src, src_len, Search(beam=beam), False, **kw)
-    return found, {"ops": c.ops, "host_reads": c.reads}
+    return found, {"ops": c.ops, "kernel_ops": c.kernels, "host_reads": c.reads}
 
 
 def decoding(net, n: int, beam: int, every: int, fixed: bool = False) -> dict:

@@ -1,0 +1,80 @@
+"""What a decoder step asks of the host, counted on the CPU at the main job's shape (2x256,
+global general, input feeding, its vocabularies; the fast engine's decode-time form): each
+step of the fixed-shape beam search and of greedy search dispatches at most 70 operators that
+compute (views, which launch no kernel on a GPU, not counted) and the steps read the host
+once in 8 (``every=8``, a GPU's setting). The encoder, run once a batch, and the read of the
+results at its end are not steps; ``scripts/benchmarks/host_reads.py`` counts them too."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from luong_lit.decoding.fixed import fixed_beam_search
+from luong_lit.decoding.greedy import greedy_decode
+from luong_lit.decoding.search import Search
+from luong_lit.engines import FastEngine
+
+READS = {"aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::equal"}
+BUDGET, EVERY = 70, 8
+
+
+class Dispatched(TorchDispatchMode):
+    """Each operator dispatched that is not a view, by name, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not func.is_view:
+            self.names.append(func.name())
+        return func(*args, **(kwargs or {}))
+
+
+def main_job_stepper():
+    from luong_lit.nn import Seq2Seq
+
+    torch.manual_seed(0)
+    net = Seq2Seq(src_vocab_size=5921, tgt_vocab_size=7859, embed_size=256, hidden_size=256,
+                  num_layers=2, attention="global", score="general")  # fmt: skip
+    return FastEngine().for_decoding(net.eval())
+
+
+def per_step(names: list[str], marker: str) -> list[list[str]]:
+    """The operators from one step's ``marker`` to the next's: one whole step each (the
+    search's end of a step, the model's next step), the first step and the end left out."""
+    at = [i for i, n in enumerate(names) if n == marker]
+    assert len(at) >= 2 * EVERY, f"only {len(at)} steps"
+    return [names[a:b] for a, b in zip(at[1:], at[2:])]
+
+
+def check(steps: list[list[str]]) -> None:
+    most = max(len(s) for s in steps)
+    assert most <= BUDGET, f"a step dispatches {most} operators (budget {BUDGET})"
+    reads = sum(n in READS for s in steps for n in s)
+    assert reads <= len(steps) // EVERY, f"{reads} host reads in {len(steps)} steps"
+
+
+@pytest.fixture(scope="module")
+def batch():
+    g = torch.Generator().manual_seed(1)
+    src_len = torch.randint(9, 18, (8,), generator=g)
+    src = torch.randint(4, 5921, (8, int(src_len.max())), generator=g)
+    src[torch.arange(src.size(1)) >= src_len.unsqueeze(1)] = 0
+    return src, src_len
+
+
+def test_a_beam_step_stays_within_its_operators_and_reads_the_host_once_in_8(batch):
+    stepper = main_job_stepper()
+    with Dispatched() as d:
+        fixed_beam_search(stepper, *batch, Search(beam=5), False, every=EVERY)
+    check(per_step(d.names, "aten::_log_softmax"))
+
+
+def test_a_greedy_step_likewise(batch):
+    stepper = main_job_stepper()
+    with Dispatched() as d:
+        greedy_decode(stepper, *batch, every=EVERY)
+    check(per_step(d.names, "aten::argmax"))
