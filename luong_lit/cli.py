@@ -22,6 +22,7 @@ from luong_lit.decoding.ensemble import COMBINE
 from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.engines import ENGINES, INT8_PARTS
 from luong_lit.errors import UsageError, UserError
+from luong_lit.translator.fields import add_flags
 from luong_lit.translator.options import OVERLONG, LoadOptions, SearchOptions
 from luong_lit.validate import OptionError
 
@@ -115,47 +116,20 @@ def parser(prog: str, doc: str) -> argparse.ArgumentParser:
 
 
 def add_decoding_args(ap: argparse.ArgumentParser, checkpoints: bool = True) -> None:
-    """Options shared by ``translate``, ``evaluate`` and ``serve`` (:class:`LoadOptions` and
-    :class:`SearchOptions`)."""
-    d, s = LoadOptions(), SearchOptions()
+    """Options shared by ``translate``, ``evaluate`` and ``serve``: :class:`LoadOptions`' and
+    the search's (:class:`SearchOptions`' fields, :func:`~.translator.fields.add_flags`)."""
+    d = LoadOptions()
     if checkpoints:
         ap.add_argument("checkpoints", nargs="+", help="one checkpoint, or several for an ensemble")
-    ap.add_argument("--beam", type=int, default=s.beam, help="beam size; 1 = greedy decoding")
+    add_flags(ap, SearchOptions, "search")
     ap.add_argument(
         "--batch-size", type=int, default=d.batch_size, help="sentences decoded together"
-    )
-    ap.add_argument(
-        "--max-len-ratio",
-        type=float,
-        default=None,
-        help="longest output per source word (unset: 1.5 plus 5 words; --authors-decoder: "
-        "1.5 of S + 1)",
-    )
-    ap.add_argument(
-        "--min-len-ratio",
-        type=float,
-        default=None,
-        help="shortest output per source word (unset: 0; --authors-decoder: 0.5 of S + 1)",
-    )
-    ap.add_argument(
-        "--length-penalty",
-        default=None,
-        help="rank finished hypotheses by: none (raw log-probabilities, the paper; unset), "
-        "avg (per word), or a GNMT alpha such as 0.6",
-    )
-    ap.add_argument(
-        "--authors-decoder",
-        action="store_true",
-        help="the authors' search: beam 12, collect 100 finished, highest raw score",
     )
     ap.add_argument(
         "--combine",
         default=d.combine,
         choices=COMBINE,
         help="how an ensemble combines its members' scores (logits: the authors' rule)",
-    )
-    ap.add_argument(
-        "--replace-unk", action="store_true", help="replace <unk> via attention (footnote 14)"
     )
     ap.add_argument(
         "--dict",
@@ -199,36 +173,13 @@ def add_decoding_args(ap: argparse.ArgumentParser, checkpoints: bool = True) -> 
 
 
 def add_sampling_args(ap: argparse.ArgumentParser) -> None:
-    """Sampling instead of search (``translate``, ``serve``; :class:`SearchOptions`)."""
-    s = SearchOptions()
-    ap.add_argument(
-        "--sampling",
-        action="store_true",
-        help="draw each word from the model's distribution (torch.multinomial) instead of "
-        "searching; --n-best N: N samples a sentence; --beam does not apply",
-    )
-    ap.add_argument(
-        "--temperature",
-        type=float,
-        default=s.temperature,
-        help="sampling: divide the scores by this before the softmax (towards 0: greedy)",
-    )
-    ap.add_argument(
-        "--top-k", "--sampling-topk", type=int, default=s.top_k,
-        help="sampling: from the K most probable words only (0: all)",
-    )  # fmt: skip
-    ap.add_argument(
-        "--top-p", "--sampling-topp", type=float, default=s.top_p,
-        help="sampling: from the fewest most probable words whose probabilities reach P "
-        "(nucleus sampling; 1: all)",
-    )  # fmt: skip
-    ap.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="sampling: the seed of the draws; the same input, seed and --batch-size give the "
-        "same samples (unset: new ones each run)",
-    )
+    """Sampling instead of search (``translate``, ``serve``; :class:`SearchOptions`' fields)."""
+    add_flags(ap, SearchOptions, "sampling")
+
+
+def add_n_best_arg(ap: argparse.ArgumentParser, help: str) -> None:
+    """``--n-best`` with a command's own words for what its N hypotheses become."""
+    add_flags(ap, SearchOptions, "n_best", helps={"n_best": help})
 
 
 def add_input_args(ap: argparse.ArgumentParser, max_src_len: int | None) -> None:

@@ -153,8 +153,9 @@ def test_a_corpus_decodes_alike_with_either_search(monkeypatch):
     for every in (1, 8):
         monkeypatch.setattr(corpus, "sync_every", lambda device, every=every: every)
         assert (corpus.beam_for(torch.device("cpu")) is beam_search) == (every == 1)
-        hyps = corpus.decode_corpus(model, src_ids, search=Search(beam=3, n_best=2, min_len_ratio=0.8),
-                                    batch_size=5, keep_attention=True)  # fmt: skip
+        search = Search(beam=3, n_best=2, min_len_ratio=0.8)
+        hyps = corpus.decode_corpus(model, src_ids, search=search, batch_size=5,
+                                    keep_attention=True)  # fmt: skip
         found[every] = (hyps, corpus.output_words(hyps, vocab, src_words))
     _same(found[1][0], found[8][0])
     replaced = [w for ws in found[1][1] for w in ws if w.startswith("s")]  # a source word's

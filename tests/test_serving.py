@@ -260,13 +260,13 @@ def test_a_request_is_checked_against_the_servers_own_decoding_before_it_is_queu
         return SimpleNamespace(search_options=lambda **changes: defaults.replace(**changes))
 
     authors = ServedModel("m", [], translator(SearchOptions(authors_decoder=True)))
-    opts = request_options(authors, Settings("m", beam=1))
+    opts = request_options(authors, Settings.of("m", beam=1))
     assert not opts.authors_decoder and opts.search().beam == 1 and opts.n_best == 1
-    opts = request_options(authors, Settings("m"))
+    opts = request_options(authors, Settings.of("m"))
     assert opts.search().beam == 12  # the authors' beam
     greedy = ServedModel("m", [], translator(SearchOptions(beam=1)))
     with pytest.raises(BadRequest, match=r"^n_best 2 needs a beam of at least 2 \(the beam is 1\)"):
-        request_options(greedy, Settings("m", n_best=2))
+        request_options(greedy, Settings.of("m", n_best=2))
 
 
 def test_health_tells_the_page_the_beam_a_request_gets_by_default():

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from luong_lit.cli import (
     add_decoding_args,
     add_input_args,
+    add_n_best_arg,
     add_sampling_args,
     check_threads,
     load_options,
@@ -51,9 +52,7 @@ def parser() -> argparse.ArgumentParser:
     add_input_args(ap, max_src_len=100)
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on")
     ap.add_argument("--port", type=int, default=8080, help="port to listen on")
-    ap.add_argument(
-        "--n-best", type=int, default=1, help='N > 1: each answer is N {"text", "score"} objects'
-    )
+    add_n_best_arg(ap, 'N > 1: each answer is N {"text", "score"} objects')
     ap.add_argument("--max-sentences", type=int, default=64, help="sentences in one request")
     ap.add_argument("--max-chars", type=int, default=1000, help="characters in one sentence")
     ap.add_argument("--max-batch", type=int, default=64, help="sentences decoded together")

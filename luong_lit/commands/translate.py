@@ -26,6 +26,7 @@ from pathlib import Path
 from luong_lit.cli import (
     add_decoding_args,
     add_input_args,
+    add_n_best_arg,
     add_sampling_args,
     check_output,
     check_threads,
@@ -49,9 +50,7 @@ def parser():
     add_input_args(ap, max_src_len=None)
     ap.add_argument("-i", "--input", help="input file (unset: standard input)")
     ap.add_argument("-o", "--output", help="output file (unset: standard output)")
-    ap.add_argument(
-        "--n-best", type=int, default=1, help="write the N best as 'i ||| text ||| score' lines"
-    )
+    add_n_best_arg(ap, "write the N best as 'i ||| text ||| score' lines")
     ap.add_argument(
         "--prefix",
         metavar="FILE",

@@ -74,12 +74,13 @@ def request_options(model: ServedModel, s: Settings) -> SearchOptions:
     """A request's search, checked before it is queued. A request's beam is the beam decoded,
     even where the server runs the authors' decoder or samples; a request that samples leaves
     the server's beam-search options (the authors' decoder, a length penalty) out."""
-    changes = {k: v for k, v in dataclasses.asdict(s).items() if k != "model" and v is not None}
-    if s.beam is not None:
+    changes: dict[str, Any] = dict(s.asked)
+    beam, sampling = s.get("beam"), s.get("sampling")
+    if beam is not None:
         changes["authors_decoder"] = False
-    if s.sampling is False or (s.beam is not None and s.sampling is None):
+    if sampling is False or (beam is not None and sampling is None):
         changes = {**SHAPING, **changes, "sampling": False}
-    if s.sampling:
+    if sampling:
         changes.update(authors_decoder=False, length_penalty=None)
     try:
         return model.translator.search_options(**changes)

@@ -7,6 +7,7 @@ one beyond what the server may hold waiting, :class:`Busy` (a 503 with ``Retry-A
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from typing import Any
 
 from luong_lit.data.io import user_line
 from luong_lit.errors import DataError
-from luong_lit.translator.options import at_least
+from luong_lit.translator.fields import flag_type, request_fields
+from luong_lit.translator.options import SearchOptions, at_least
 from luong_lit.validate import OptionError
 
 
@@ -58,9 +60,10 @@ class Busy(BadRequest):
         self.retry_after = retry_after
 
 
-#: what a request may hold (the decoding options by their Python names, SearchOptions)
-KEYS = ("text", "model", "beam", "n_best", "replace_unk", "sampling", "temperature", "top_k",
-        "top_p", "seed", "prefix")  # fmt: skip
+#: the decoding options a request may ask for: SearchOptions' fields a request may set
+ASKED = tuple(f.name for f in request_fields(SearchOptions))
+#: what a request may hold (the decoding options by their Python names)
+KEYS = ("text", "model", *ASKED, "prefix")
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
@@ -130,45 +133,48 @@ def prefixes(data: dict[str, Any], n: int, limits: Limits) -> list[str]:
 
 @dataclass(frozen=True)
 class Settings:
-    """A request's model and decoding: requests with equal settings are decoded together."""
+    """A request's model and the decoding options it asks for (by name, those it leaves unset
+    left out): requests with equal settings are decoded together."""
 
     model: str
-    beam: int | None = None  # None: the server's own (1: greedy)
-    n_best: int | None = None
-    replace_unk: bool | None = None
-    sampling: bool | None = None
-    temperature: float | None = None  # checked with the search (SearchOptions)
-    top_k: int | None = None
-    top_p: float | None = None
-    seed: int | None = None
+    asked: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, model: str, **asked: Any) -> Settings:
+        return cls(model, tuple(sorted((k, v) for k, v in asked.items() if v is not None)))
+
+    def get(self, name: str) -> Any:
+        """The value a request asks for ``name``; None where it leaves it to the server."""
+        return dict(self.asked).get(name)
 
 
-def _count(data: dict, key: str, limits: Limits) -> int | None:
-    value = data.get(key)
+def _checked(data: dict, f: dataclasses.Field, limits: Limits) -> Any:
+    """A request's value of option ``f`` (None: unset), of the kind the option takes; its range
+    is the search's to check (SearchOptions), but for a count's (``--max-beam``)."""
+    key, value, kind = f.name, data.get(f.name), flag_type(f)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limits.max_beam:
+    if kind is bool and not isinstance(value, bool):
+        raise BadRequest(400, f'"{key}" must be true or false, got {value!r}')
+    count = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= limits.max_beam
+    if f.metadata["count"] and not count:
         raise BadRequest(
             400, f'"{key}" must be an integer from 1 to {limits.max_beam}, got {value!r}'
         )
+    if kind in (int, float) and not isinstance(value, (int, float)):
+        raise BadRequest(400, f'"{key}" must be a number, got {value!r}')
     return value
 
 
 def settings(data: dict[str, Any], models: list[str], limits: Limits) -> Settings:
     """The model (``"model"``, else the first one served) and the decoding options a request
-    asks for: ``"beam"`` (1: greedy), ``"n_best"``, ``"replace_unk"``, and sampling's
-    ``"sampling"``, ``"temperature"``, ``"top_k"``, ``"top_p"``, ``"seed"``."""
+    asks for (:data:`ASKED`: ``"beam"`` (1: greedy), ``"n_best"``, ``"replace_unk"``, and
+    sampling's ``"sampling"``, ``"temperature"``, ``"top_k"``, ``"top_p"``, ``"seed"``)."""
     model = data.get("model", models[0])
     if model not in models:
         raise BadRequest(404, f"no model {model!r}; this server has {', '.join(map(repr, models))}")
-    for key in ("replace_unk", "sampling"):
-        if data.get(key) is not None and not isinstance(data[key], bool):
-            raise BadRequest(400, f'"{key}" must be true or false, got {data[key]!r}')
-    beam, n_best = _count(data, "beam", limits), _count(data, "n_best", limits)
-    if n_best is not None and beam is not None and n_best > beam and not data.get("sampling"):
+    asked = {f.name: _checked(data, f, limits) for f in request_fields(SearchOptions)}
+    beam, n_best = asked.get("beam"), asked.get("n_best")
+    if n_best is not None and beam is not None and n_best > beam and not asked.get("sampling"):
         raise BadRequest(400, f'"n_best" {n_best} needs a "beam" of at least {n_best}')
-    shaping = {k: data.get(k) for k in ("temperature", "top_k", "top_p", "seed")}
-    for key, value in shaping.items():  # a number, else SearchOptions says what it must be
-        if value is not None and not isinstance(value, (int, float)):
-            raise BadRequest(400, f'"{key}" must be a number, got {value!r}')
-    return Settings(model, beam, n_best, data.get("replace_unk"), data.get("sampling"), **shaping)
+    return Settings.of(model, **asked)

@@ -15,7 +15,7 @@ import torch
 
 from luong_lit.data.loading.batching import Batch
 from luong_lit.data.text.dictionary import load_dictionary
-from luong_lit.decoding.search import Search, parse_length_penalty
+from luong_lit.decoding.search import parse_length_penalty
 from luong_lit.inference import Inference
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
 from luong_lit.metrics.chrf_ter import NAMES, corpus_chrf_ter, words_scores
@@ -24,6 +24,7 @@ from luong_lit.training.figures import test_figure
 from luong_lit.training.loggers import log_samples
 from luong_lit.training.progress import decode_progress
 from luong_lit.training.sharded import split_words
+from luong_lit.translator.options import SearchOptions
 from luong_lit.validate import OptionError, integer
 
 log = logging.getLogger(__name__)
@@ -197,7 +198,7 @@ class BeamBleuCallback(L.Callback):
             why = "is not none, avg or a number"
             raise OptionError("length_penalty", length_penalty, why) from None
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
-        self.search = Search(beam=beam, length_penalty=penalty)
+        self.search = SearchOptions(beam=beam, length_penalty=penalty).search()  # the one record
         self.replace_unk, self.dictionary_path, self.on_test = replace_unk, dictionary, on_test
         self._dictionary = None
 

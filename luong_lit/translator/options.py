@@ -20,6 +20,7 @@ from luong_lit.decoding.search import AUTHORS, Search, parse_length_penalty
 from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.decoding.workers import check_workers
 from luong_lit.engines import ENGINES, INT8_PARTS
+from luong_lit.translator.fields import option
 from luong_lit.validate import OptionError, one_of, refuse_unknown
 
 OVERLONG = ("truncate", "skip", "keep")
@@ -150,20 +151,51 @@ class SearchOptions:
     ``sampling`` draws each word instead of searching (the beam does not apply; ``n_best``:
     the samples a text): from ``softmax(logits / temperature)``, cut to the ``top_k`` most
     probable words (0: all) and to the fewest whose probabilities reach ``top_p`` (1: all);
-    ``seed`` (an integer) reproduces a call's samples (None: fresh ones each call)."""
+    ``seed`` (an integer) reproduces a call's samples (None: fresh ones each call).
 
-    beam: int = 5
-    n_best: int = 1
-    length_penalty: float | str | None = None
-    max_len_ratio: float | None = None
-    min_len_ratio: float | None = None
-    authors_decoder: bool = False
-    replace_unk: bool = False
-    sampling: bool = False
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int | None = None
+    Each option is declared here once: the command line's flags, the server's request keys
+    and the API's keywords are its fields (:mod:`luong_lit.translator.fields`)."""
+
+    beam: int = option(5, "beam size; 1 = greedy decoding", request=True, count=True)
+    n_best: int = option(1, "the hypotheses kept a sentence", group="n_best", request=True,
+                         count=True)  # fmt: skip
+    length_penalty: float | str | None = option(
+        None, "rank finished hypotheses by: none (raw log-probabilities, the paper; unset), "
+        "avg (per word), or a GNMT alpha such as 0.6",
+    )  # fmt: skip
+    max_len_ratio: float | None = option(
+        None, "longest output per source word (unset: 1.5 plus 5 words; --authors-decoder: "
+        "1.5 of S + 1)",
+    )  # fmt: skip
+    min_len_ratio: float | None = option(
+        None, "shortest output per source word (unset: 0; --authors-decoder: 0.5 of S + 1)"
+    )
+    authors_decoder: bool = option(
+        False, "the authors' search: beam 12, collect 100 finished, highest raw score"
+    )
+    replace_unk: bool = option(False, "replace <unk> via attention (footnote 14)", request=True)
+    sampling: bool = option(
+        False, "draw each word from the model's distribution (torch.multinomial) instead of "
+        "searching; --n-best N: N samples a sentence; --beam does not apply",
+        group="sampling", request=True,
+    )  # fmt: skip
+    temperature: float = option(
+        1.0, "sampling: divide the scores by this before the softmax (towards 0: greedy)",
+        group="sampling", request=True,
+    )  # fmt: skip
+    top_k: int = option(
+        0, "sampling: from the K most probable words only (0: all)", group="sampling",
+        aliases=("--sampling-topk",), request=True,
+    )  # fmt: skip
+    top_p: float = option(
+        1.0, "sampling: from the fewest most probable words whose probabilities reach P "
+        "(nucleus sampling; 1: all)", group="sampling", aliases=("--sampling-topp",),
+        request=True,
+    )  # fmt: skip
+    seed: int | None = option(
+        None, "sampling: the seed of the draws; the same input, seed and --batch-size give "
+        "the same samples (unset: new ones each run)", group="sampling", request=True,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         at_least("beam", self.beam, 1)
