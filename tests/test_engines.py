@@ -398,9 +398,60 @@ def test_the_left_padded_encoder_gives_the_masked_loops_states_and_gradients(rev
         torch.testing.assert_close(y, x, msg=name)
 
 
+@pytest.mark.parametrize("reverse", [True, False])
+@pytest.mark.parametrize("eos_last", [True, False])
+def test_the_right_padded_encoder_gives_the_masked_loops_states_and_gradients(reverse, eos_last):
+    """In float64, with biases and dropout (the same masks, drawn in the same order): ``h_bar_s``
+    at every position, each layer's ``h`` at each row's last word, and the gradients of both."""
+    from luong_lit.nn.fast.static import right_padded_encode, static_encode
+
+    torch.manual_seed(0)
+    net = small_model(src_vocab_size=23, tgt_vocab_size=29, num_layers=3, dropout=0.3,
+                      reverse_source=reverse, init_state="last")  # fmt: skip
+    enc = net.double().train().encoder
+    enc.eos_last = eos_last
+    src_len = torch.tensor([7, 3, 1, 5])
+    src = torch.randint(4, 23, (4, 9))
+    src[torch.arange(9) >= src_len.unsqueeze(1)] = 0  # two padding slots even in the longest row
+    outs = []
+    for encode in (static_encode, right_padded_encode):
+        torch.manual_seed(1)
+        outs.append(encode(enc, src, src_len))
+    (a, (ha, ca)), (b, (hb, cb)) = outs
+    torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-13)
+    torch.testing.assert_close(hb, ha, rtol=1e-12, atol=1e-13)
+    assert ca.isfinite().all() and cb.isnan().all()  # no cell state read: last and zero
+    weights = torch.rand_like(a)
+    params = list(enc.parameters())
+    ga, gb = (torch.autograd.grad((o[0] * weights).sum() + o[1][0][-1].sum(), params)
+              for o in outs)  # fmt: skip
+    for name, x, y in zip([n for n, _ in enc.named_parameters()], ga, gb):
+        torch.testing.assert_close(y, x, rtol=1e-12, atol=1e-13, msg=name)
+
+
+@pytest.mark.parametrize("init_state", ["last", "zero"])
+def test_the_fixed_shape_step_reads_right_padded_to_the_masked_loops_loss(init_state):
+    """The whole fixed-shape loss and its gradients, ``auto`` (right-padded for ``last`` and
+    ``zero``) against the masked loop, in float64 with dropout off."""
+    from luong_lit.nn.fast.static import chosen_encoder, static_nll
+
+    torch.manual_seed(2)
+    net = small_model(src_vocab_size=23, tgt_vocab_size=29, init_state=init_state).double()
+    p = pad_batch(ragged_batch(), 8, 11, 11)
+    assert chosen_encoder("auto", net, p.src) == "right_padded"
+    got = []
+    for mode in ("masked", "auto"):
+        loss = static_nll(net, p.src, p.src_len, p.tgt_in, p.tgt_out, encoder=mode)[0]
+        got.append((loss, torch.autograd.grad(loss, list(net.parameters()))))
+    torch.testing.assert_close(got[1][0], got[0][0], rtol=1e-12, atol=0)
+    for x, y in zip(got[0][1], got[1][1]):
+        torch.testing.assert_close(y, x, rtol=1e-10, atol=1e-12)
+
+
 def test_auto_reads_left_padded_only_under_cuda_autocast_without_biases(monkeypatch):
     """With biases a zero input moves the state; in fp32 or fp16 (and on a CPU) ``auto`` keeps
-    the masked loop; ``left_padded`` is refused with biases."""
+    the masked loop for a decoder that starts from ``copy``; ``left_padded`` is refused with
+    biases, ``right_padded`` with ``copy``."""
     from luong_lit.nn.fast import static
 
     src, src_len = torch.tensor([[5, 6, 7], [8, 0, 0]]), torch.tensor([3, 1])
@@ -415,12 +466,14 @@ def test_auto_reads_left_padded_only_under_cuda_autocast_without_biases(monkeypa
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device: device == "cuda")
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
     monkeypatch.setattr(torch, "get_autocast_dtype", lambda device: torch.bfloat16)
-    assert static.use_left_padded("auto", plain, src)
-    assert not static.use_left_padded("auto", biased, src)
+    assert static.chosen_encoder("auto", plain, src) == "left_padded"
+    assert static.chosen_encoder("auto", biased, src) == "masked"
     monkeypatch.setattr(torch, "get_autocast_dtype", lambda device: torch.float16)
-    assert not static.use_left_padded("auto", plain, src)  # fp16: not checked on a GPU
+    assert static.chosen_encoder("auto", plain, src) == "masked"  # fp16: not checked on a GPU
     with pytest.raises(ValueError, match="without biases"):
-        static.use_left_padded("left_padded", biased, src)
+        static.chosen_encoder("left_padded", biased, src)
+    with pytest.raises(ValueError, match="init_state last or zero, not copy"):
+        static.chosen_encoder("right_padded", biased, src)
 
 
 @pytest.mark.parametrize("att,score", [("local_p", "general"), ("global", "dot")])

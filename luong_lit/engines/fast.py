@@ -92,8 +92,10 @@ class FastEngine(ReferenceEngine):
             fewest shapes and graphs) or ``pair`` (each to its own: fewer decoder steps, more
             graphs, each holding its own gradients).
         static_encoder: how the fixed-shape step encodes: ``auto`` (one whole-sequence LSTM
-            call per layer under bf16-mixed when the encoder has no biases, else a masked step
-            loop), ``masked`` or ``left_padded`` (:func:`~luong_lit.nn.fast.static.static_memory`).
+            call per layer over the right-padded batch for ``init_state`` last or zero; for
+            ``copy`` left-padded under bf16-mixed when the encoder has no biases, else a masked
+            step loop), ``masked``, ``left_padded`` or ``right_padded``
+            (:func:`~luong_lit.nn.fast.static.chosen_encoder`).
         int8: 8-bit decoding products: None, ``output`` or ``all``.
         compile: ``off``, or ``step``: the fixed-shape step's decoder step compiled with
             ``torch.compile`` (with ``graphs`` ``static`` or ``capture``, or ``auto`` where it

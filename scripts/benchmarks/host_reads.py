@@ -6,13 +6,16 @@ included) over its decoder steps.
 
     python -m scripts.benchmarks.host_reads [--ckpt CKPT] [--sentences 128] [--beam 5] [--every 8]
 
-Training: the main job's shape (2x256, global general, input feeding, batch 64 of 13-word
-pairs) through the fast engine eagerly (``graphs=off``) and in the fixed-shape step
-(``static``, what a GPU captures in one graph), forward and backward. Decoding: greedy and
-beam search over ``--sentences`` random sources (or a checkpoint's vocabulary), per decoder
-step; ``--every``: how many steps apart the search reads the host (a GPU's setting; older
-searches read it at every step whatever this says). Run it in two trees to compare them
-(``git worktree add OLD <commit>; cd OLD && python -m scripts.benchmarks.host_reads``).
+Training: the main job's model (2x256, global general, input feeding, ``init_state`` last,
+``src_eos``, reversed source, tied output; batch 64 of 13-word pairs) through the fast engine
+eagerly (``graphs=off``) and in the fixed-shape step (``static``, what a GPU captures in one
+graph), forward and backward; and the fixed-shape step with ``init_state`` copy, which encodes
+in the masked loop (trees before 2026-12 counted the training step with ``copy`` only).
+Decoding: greedy and beam search over ``--sentences`` random sources (or a checkpoint's
+vocabulary), per decoder step; ``--every``: how many steps apart the search reads the host (a
+GPU's setting; older searches read it at every step whatever this says). Run it in two trees
+to compare them (``git worktree add OLD <commit>; cd OLD && python -m
+scripts.benchmarks.host_reads``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,11 @@ class Counter(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+#: the main job's model options beyond its sizes (conf/experiment/m30k_small.yaml)
+MAIN_JOB = {"init_state": "last", "src_eos": True, "reverse_source": True, "tie_output": True,
+            "forget_bias": 2.0}  # fmt: skip
+
+
 def model(vocab: int = 7859, **kw):
     from luong_lit.nn import Seq2Seq
 
@@ -71,11 +79,13 @@ def batch(B: int, S: int, V: int, seed: int = 0):
     return collate([(i, s, t) for i, (s, t) in enumerate(words)])
 
 
-def training(graphs: str) -> dict:
+def training(graphs: str, **options) -> dict:
+    """A training step of the main job's model (``options``: others, e.g. ``init_state``)."""
     from luong_lit.data.loading.batching import bucket_shape
     from luong_lit.engines import FastEngine
 
-    net, b = model(dropout=0.2).train(), batch(64, 13, 5921)
+    net = model(dropout=0.2, hidden_dropout=0.2, **{**MAIN_JOB, **options}).train()
+    b = batch(64, 13, 5921)
     engine = FastEngine(graphs=graphs, rows=64)
     engine.setup("cpu")
     with Counter() as c:
@@ -137,6 +147,7 @@ def main() -> None:
         net = model()
     out = {
         "training": {g: training(g) for g in ("off", "static")},
+        "training_static_copy": training("static", init_state="copy"),  # the masked encoder
         "greedy": decoding(net, args.sentences, 1, args.every),
         "beam": decoding(net, args.sentences, args.beam, args.every),
     }

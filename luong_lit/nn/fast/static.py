@@ -96,14 +96,51 @@ def layerwise_lstm(
     for l in range(rnn.num_layers):
         if l > 0:
             x = F.dropout(x, rnn.dropout, rnn.training)  # (B, T, d) the lower layer's h_t
-        weights = [getattr(rnn, f"{w}_l{l}") for w in ("weight_ih", "weight_hh")]
-        if rnn.bias:
-            weights += [getattr(rnn, f"{b}_l{l}") for b in ("bias_ih", "bias_hh")]
-        hx_l = (h0[l : l + 1], c0[l : l + 1])  # (1, B, d) each
-        x, h, c = torch.lstm(x, hx_l, weights, rnn.bias, 1, 0.0, rnn.training, False, True)
+        x, h, c = lstm_layer(rnn, l, x, (h0[l : l + 1], c0[l : l + 1]))
         hs.append(h[0])
         cs.append(c[0])
     return x, (torch.stack(hs), torch.stack(cs))  # (B, T, d), (L, B, d) x2
+
+
+def lstm_layer(rnn: nn.LSTM, l: int, x: Tensor, hx: tuple[Tensor, Tensor]) -> tuple[Tensor, ...]:
+    """Layer ``l`` of ``rnn`` over all of ``x`` (B, T, in) from ``hx`` ((1, B, d) each), one call
+    (cuDNN on a GPU), no dropout: its ``h_t`` (B, T, d) and last ``h``, ``c`` (1, B, d)."""
+    weights = [getattr(rnn, f"{w}_l{l}") for w in ("weight_ih", "weight_hh")]
+    if rnn.bias:
+        weights += [getattr(rnn, f"{b}_l{l}") for b in ("bias_ih", "bias_hh")]
+    return torch.lstm(x, hx, weights, rnn.bias, 1, 0.0, rnn.training, False, True)
+
+
+def right_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple]:
+    """:func:`static_encode` in one whole-sequence LSTM call per layer (cuDNN on a GPU) over
+    the right-padded batch, for a decoder that starts from the top layer's last ``h`` or from
+    zeros (``init_state`` ``last`` or ``zero``).
+
+    An LSTM is causal and each row's padding follows its words, so every real position's
+    ``h_t`` is the packed run's whatever the padding computes, in every layer, and so is each
+    layer's ``h`` at the row's last word, read from its outputs. Its cell state ``c`` there is
+    no output of the call; it is returned as NaN, which ``last`` and ``zero`` never read.
+    ``copy`` (every decoder layer starts from the same encoder layer's ``(h, c)``) does read
+    it, and keeps the masked loop (:func:`static_encode`), which holds each row's state from
+    its last word on. Dropout draws the masked loop's masks: the same shapes in the same order.
+    """
+    (B, S), d = src.shape, enc.rnn.hidden_size
+    if enc.reverse_source:
+        src = src.gather(1, reverse_index(src_len - int(enc.eos_last), S))  # (B, S)
+    valid = torch.arange(S, device=src.device) < src_len.unsqueeze(1)  # (B, S)
+    last = (src_len - 1).view(B, 1, 1).expand(B, 1, d)  # (B, 1, d) each row's last word
+    x = drop(enc.embedding(src), enc.dropout)  # (B, S, e)
+    zeros = x.new_zeros(1, B, d)  # (1, B, d)
+    hs = []
+    for l in range(enc.rnn.num_layers):
+        if l > 0 and enc.rnn.training and enc.rnn.dropout > 0:  # nn.LSTM's own dropout
+            # the call's output is laid out step-major; the mask is drawn in memory order
+            x = F.dropout(x.contiguous(), enc.rnn.dropout, True)  # (B, S, d)
+        x = lstm_layer(enc.rnn, l, x, (zeros, zeros))[0]  # (B, S, d)
+        hs.append(x.gather(1, last).squeeze(1))  # (B, d)
+    h = torch.stack(hs)  # (L, B, d)
+    h_bar_s = x * valid.unsqueeze(-1)  # (B, S, d) zeros at padding
+    return enc.original_order(h_bar_s, src_len), (h, torch.full_like(h, float("nan")))
 
 
 def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: list, c: list,
@@ -167,30 +204,42 @@ def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tens
     return h_bar_s, (h, c)
 
 
-STATIC_ENCODERS = ("auto", "masked", "left_padded")
+STATIC_ENCODERS = ("auto", "masked", "left_padded", "right_padded")
+#: the decoder starts that read no encoder cell state (:func:`right_padded_encode`)
+NO_CELL = ("last", "zero")
 
 
 def check_static_encoder(encoder: str, net) -> None:
-    """A ``ValueError`` for an unknown ``encoder``, or ``left_padded`` with biases."""
+    """A ``ValueError`` for an unknown ``encoder``, ``left_padded`` with biases, or
+    ``right_padded`` for a decoder that starts from the encoder's cell states."""
     if encoder not in STATIC_ENCODERS:
         raise ValueError(f"static encoder {encoder!r} is not one of {STATIC_ENCODERS}")
     if encoder == "left_padded" and net.encoder.rnn.bias:
         raise ValueError("the left-padded encoder is exact only for an encoder without biases")
+    if encoder == "right_padded" and net.init_state not in NO_CELL:
+        raise ValueError(
+            f"the right-padded encoder is exact only for init_state last or zero, not "
+            f"{net.init_state} (which starts from the encoder's cell states)"
+        )
 
 
-def use_left_padded(encoder: str, net, src: Tensor) -> bool:
-    """Whether :func:`static_memory` reads left-padded.
+def chosen_encoder(encoder: str, net, src: Tensor) -> str:
+    """How :func:`static_memory` encodes: ``encoder`` unless it is ``auto``.
 
-    ``auto`` does so for an encoder without biases under CUDA bf16 autocast (bf16-mixed), where
-    it was checked against eager autograd on a GPU. In fp32 the replayed loss differed from
-    eager by 2.4e-5 relative there (TF32 in the fixed-length cuDNN call is the likely cause,
-    not confirmed), so fp32 keeps the masked loop; ``left_padded`` asks for it anyway.
+    ``auto`` reads right-padded for a decoder that starts from ``last`` or ``zero``
+    (:func:`right_padded_encode`: exact wherever it runs); else left-padded for an encoder
+    without biases under CUDA bf16 autocast (bf16-mixed), where it was checked against eager
+    autograd on a GPU (in fp32 the replayed loss differed from eager by 2.4e-5 relative there,
+    TF32 in the fixed-length cuDNN call the likely cause, not confirmed); else the masked loop.
     """
     check_static_encoder(encoder, net)
+    if encoder != "auto":
+        return encoder
+    if net.init_state in NO_CELL:
+        return "right_padded"
     autocast = src.is_cuda and torch.is_autocast_enabled("cuda")
     autocast = autocast and torch.get_autocast_dtype("cuda") == torch.bfloat16
-    auto = encoder == "auto" and not net.encoder.rnn.bias and autocast
-    return encoder == "left_padded" or auto
+    return "left_padded" if not net.encoder.rnn.bias and autocast else "masked"
 
 
 def static_memory(
@@ -199,11 +248,13 @@ def static_memory(
     """:meth:`Seq2Seq.encode <luong_lit.nn.Seq2Seq.encode>` in fixed shapes.
 
     ``encoder``: ``masked`` runs the masked step loop (:func:`static_encode`),
-    ``left_padded`` one whole-sequence call per layer (:func:`left_padded_encode`), ``auto``
-    chooses (:func:`use_left_padded`).
+    ``left_padded`` and ``right_padded`` one whole-sequence call per layer
+    (:func:`left_padded_encode`, :func:`right_padded_encode`), ``auto`` chooses
+    (:func:`chosen_encoder`).
     """
-    left = use_left_padded(encoder, net, src)
-    return net.encode(src, src_len, read=left_padded_encode if left else static_encode)
+    reads = {"masked": static_encode, "left_padded": left_padded_encode,
+             "right_padded": right_padded_encode}  # fmt: skip
+    return net.encode(src, src_len, read=reads[chosen_encoder(encoder, net, src)])
 
 
 def static_nll(

@@ -3,7 +3,8 @@ global general, input feeding, its vocabularies; the fast engine's decode-time f
 step of the fixed-shape beam search and of greedy search dispatches at most 70 operators that
 compute (views, which launch no kernel on a GPU, not counted) and the steps read the host
 once in 8 (``every=8``, a GPU's setting). The encoder, run once a batch, and the read of the
-results at its end are not steps; ``scripts/benchmarks/host_reads.py`` counts them too."""
+results at its end are not steps; ``scripts/benchmarks/host_reads.py`` counts them too. And
+the fixed-shape training step reads nothing on the host."""
 
 from __future__ import annotations
 
@@ -78,3 +79,43 @@ def test_a_greedy_step_likewise(batch):
     with Dispatched() as d:
         greedy_decode(stepper, *batch, every=EVERY)
     check(per_step(d.names, "aten::argmax"))
+
+
+def test_the_fixed_shape_training_step_reads_nothing_and_encodes_in_a_call_a_layer():
+    """The main job's model (``init_state`` last): its fixed-shape step's forward and backward
+    read the host never, and its encoder dispatches as many operators for 8 source words as
+    for 24 (one LSTM call a layer); the masked loop of ``init_state`` copy grows with them."""
+    from luong_lit.data.loading.batching import collate, pad_batch
+    from luong_lit.nn import Seq2Seq
+    from luong_lit.nn.fast.static import static_memory, static_nll
+
+    def net(init_state):
+        torch.manual_seed(0)
+        return Seq2Seq(src_vocab_size=50, tgt_vocab_size=60, embed_size=16, hidden_size=16,
+                       num_layers=2, init_state=init_state, src_eos=True, reverse_source=True,
+                       dropout=0.2).train()  # fmt: skip
+
+    def padded(S):
+        g = torch.Generator().manual_seed(S)
+        pairs = [(i, torch.randint(4, 50, (n,), generator=g).tolist(), [5] * 6)
+                 for i, n in enumerate([S, S - 3, 2])]  # fmt: skip
+        return pad_batch(collate(pairs), 4, S + 2, 8)
+
+    def counted(fn):
+        with Dispatched() as d:
+            fn()
+        return d.names
+
+    p = padded(10)
+    names = counted(lambda: static_nll(net("last"), p.src, p.src_len, p.tgt_in, p.tgt_out)[0]
+                    .backward())  # fmt: skip
+    assert not [n for n in names if n in READS]
+    sizes = {}
+    for init_state in ("last", "copy"):
+        model = net(init_state)
+        for S in (8, 24):
+            b = padded(S)
+            with Dispatched() as d:
+                static_memory(model, b.src, b.src_len)
+            sizes[init_state, S] = len(d.names)
+    assert sizes["last", 8] == sizes["last", 24] < sizes["copy", 8] < sizes["copy", 24]
