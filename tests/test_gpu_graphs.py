@@ -69,7 +69,7 @@ def test_replayed_graph_gives_the_eager_loss_and_gradients(att, dtype, bias):
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_a_compiled_step_in_the_graph_gives_the_eager_loss_and_gradients(dtype):
     """``engine.compile=step`` inside the captured iteration (the paper's local-p, no biases)."""
-    from luong_lit.nn.fast.static import decoder_step
+    from luong_lit.nn.fast.static import loss_step
 
     torch.manual_seed(0)
     net = small_model(
@@ -82,7 +82,7 @@ def test_a_compiled_step_in_the_graph_gives_the_eager_loss_and_gradients(dtype):
     ).cuda()
     eager = copy.deepcopy(net)
     tol = {"fp32": {"rtol": 1e-4, "atol": 1e-4}, "bf16": {"rtol": 2e-2, "atol": 2e-2}}[dtype]
-    steps = graphed(net, step=torch.compile(decoder_step))
+    steps = graphed(net, step=torch.compile(loss_step))
     assert_replays_match_eager(steps, net, eager, dtype, tol)
 
 

@@ -31,7 +31,7 @@ from luong_lit.nn.fast.quantize import PARTS, QuantizationUnavailable
 from luong_lit.nn.fast.static import (
     STATIC_ENCODERS,
     check_static_encoder,
-    decoder_step,
+    loss_step,
     static_nll,
 )
 from luong_lit.nn.fast.stepper import FastStepper
@@ -195,7 +195,7 @@ class FastEngine(ReferenceEngine):
         except ValueError as err:
             raise ConfigError(f"engine.static_encoder={self.static_encoder}: {err}") from None
         if self.compile == "step" and self._step is None:
-            self._step = compiled_step(decoder_step)
+            self._step = compiled_step(loss_step)
         args = (src, src_len, tgt_in, tgt_out, label_smoothing, self.static_encoder, self._step)
         return static_nll(net, *args)
 

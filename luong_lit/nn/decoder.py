@@ -6,9 +6,10 @@ attentional vector ``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5, context first: s
 docs/paper_notes.md §0). ``p(y_t | y_<t, x) = softmax(W_s h_tilde_t)`` (Eq. 6). Without
 attention the prediction uses ``h_t`` directly (Eq. 2).
 
-That step is written once, :func:`decoder_step`. How its LSTM cells are computed, and how
-its dropout masks are drawn, is a :class:`StepForm` handed to it: here the plain form
-(:data:`REFERENCE`, ``nn.LSTM`` and ``nn.Dropout``); the ``fast`` engine's forms (fused cells
+That step is written once, :func:`decoder_step`, and so is the teacher-forced loop over it,
+:func:`unroll`. How ``y_{t-1}`` is embedded, how the LSTM cells are computed and how dropout
+masks are drawn is a :class:`StepForm` handed to them: here the plain form (:data:`REFERENCE`,
+``nn.Embedding``, ``nn.LSTM`` and ``nn.Dropout``); the ``fast`` engine's forms (fused cells
 unrolled over the rows still running, fixed shapes for CUDA graphs, a decode-time stepper:
 :mod:`luong_lit.nn.fast`) hand it theirs, with the same parameters. Without input feeding no
 step depends on the last one: :func:`decode_all_at_once` reads the whole target in one LSTM
@@ -17,7 +18,7 @@ call and attends for all ``T`` queries at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import torch
@@ -52,11 +53,20 @@ Drop = Callable[[Tensor, nn.Dropout], Tensor]
 Cells = Callable[..., tuple[Tensor, Any, Any]]
 #: A linear product ``x -> x W^T + b`` (``nn.Linear``, or an 8-bit copy of one).
 Linear = Callable[[Tensor], Tensor]
+#: How ``y_{t-1}`` (ids, any shape) is embedded for the step's cells: ``embed(dec, y)``.
+Embed = Callable[["Decoder", Tensor], Tensor]
+#: One step, :func:`decoder_step`'s signature and result (``a_t`` may be None).
+Step = Callable[..., tuple[Tensor, Any, Any, Any]]
 
 
 def module_drop(x: Tensor, module: nn.Dropout) -> Tensor:
     """The module's own dropout (``F.dropout``)."""
     return module(x)
+
+
+def module_embed(dec: Decoder, y: Tensor) -> Tensor:
+    """``emb(y_{t-1})`` with the input dropout of layer 1: (...,) ids -> (..., e)."""
+    return dec.dropout(dec.embedding(y))
 
 
 def module_cells(dec: Decoder, weights: None, x_t: Tensor, fed: Tensor | None, h: Tensor,
@@ -75,10 +85,11 @@ class StepForm(NamedTuple):
     weights: Any  # what ``cells`` multiplies by (None: the module's own parameters)
     drop: Drop  # how dropout masks are drawn
     W_c: Linear | None  # Eq. 5's product in place of ``dec.W_c`` (an 8-bit copy)
+    embed: Embed  # how y_{t-1} becomes the x_t that ``cells`` reads
 
 
-#: The plain form: ``nn.LSTM`` and ``nn.Dropout``, to be read beside the paper.
-REFERENCE = StepForm(module_cells, None, module_drop, None)
+#: The plain form: ``nn.Embedding``, ``nn.LSTM`` and ``nn.Dropout``, to be read beside the paper.
+REFERENCE = StepForm(module_cells, None, module_drop, None, module_embed)
 
 
 def attentional(dec: Decoder, h_t: Tensor, memory: Memory, t: int, drop: Drop = module_drop,
@@ -102,11 +113,42 @@ def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h, 
     state. The LSTM stack gives ``h_t``, attention ``c_t``, and Eq. 5 ``h_tilde_t``. Returns
     ``h_tilde_t`` (B, d), the new ``h`` and ``c``, and ``a_t``.
     """
-    cells, weights, drop, W_c = form
+    cells, weights, drop, W_c, _ = form
     fed = drop(h_tilde, dec.dropout) if dec.feed_input else None  # (B, d) h_tilde_{t-1}
     h_t, h, c = cells(dec, weights, x_t, fed, h, c)  # (B, 1, d) the top layer's h_t
     h_tilde, align = attentional(dec, h_t, memory, t, drop, W_c)  # (B, 1, d) Eq. 5
     return h_tilde.squeeze(1), h, c, align  # (B, d)
+
+
+def first_rows(held: Any, n: int) -> Any:
+    """The first ``n`` rows of a state as a form holds it: a per-layer list of (B, d), or an
+    (L, B, d) tensor."""
+    return [x[:n] for x in held] if isinstance(held, list) else held[:, :n]
+
+
+def unroll(
+    dec: Decoder, form: StepForm, x: Iterable[Tensor], h_tilde: Tensor, h: Any, c: Any,
+    memory: Memory, keep_attention: bool = False, step: Step = decoder_step,
+) -> tuple[list[Tensor], list[Tensor]]:  # fmt: skip
+    """Teacher-forced decoding with input feeding (§3.3): :func:`decoder_step` at each step
+    ``t`` from ``x[t]`` (``y_{t-1}`` as ``form.embed`` embeds it, (n_t, ...)), ``h_tilde_0``
+    (B, d) and the state ``h``, ``c`` as ``form.cells`` holds it. Rows are sorted longest
+    first where ``n_t`` falls: rows past ``n_t`` have ended and drop out of the batch.
+
+    Returns each step's ``h_tilde_t`` (n_t, d) and, with ``keep_attention``, its dense
+    ``a_t`` (n_t, 1, S). ``step``: :func:`decoder_step`, or a compiled form of it.
+    """
+    outs, attns = [], []
+    for t, x_t in enumerate(x):
+        n = x_t.size(0)
+        if n < h_tilde.size(0):  # the sentences that ended leave the batch
+            h, c, h_tilde = first_rows(h, n), first_rows(c, n), h_tilde[:n]
+            memory = Memory(*(m[:n] for m in memory))
+        h_tilde, h, c, align = step(dec, form, x_t, h_tilde, h, c, memory, t)  # (n, d)
+        outs.append(h_tilde)
+        if keep_attention:
+            attns.append(align.dense(memory.h_bar_s.size(1)))  # (n, 1, S)
+    return outs, attns
 
 
 def decode_all_at_once(dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory,
@@ -170,7 +212,7 @@ class Decoder(nn.Module):
     ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """:func:`decoder_step` from ``y_{t-1}`` (B,) in the plain form: returns ``h_tilde_t``
         (B, d), the state and ``a_t``."""
-        x_t = self.dropout(self.embedding(y_prev))  # (B, e)
+        x_t = REFERENCE.embed(self, y_prev)  # (B, e)
         h_tilde, h, c, align = decoder_step(
             self, REFERENCE, x_t, state.h_tilde, state.h, state.c, memory, t
         )  # (B, d), (L, B, d) x2
@@ -187,12 +229,8 @@ class Decoder(nn.Module):
         """
         if not self.feed_input:  # every step at once (the paper's models without feeding)
             return decode_all_at_once(self, y_in, state, memory, return_attention)
-        S = memory.h_bar_s.size(1)
-        outs, attns = [], []
-        for t in range(y_in.size(1)):
-            h_tilde_t, state, align = self.step(y_in[:, t], state, memory, t)  # (B, d)
-            outs.append(h_tilde_t)
-            if return_attention:
-                attns.append(align.dense(S))  # (B, 1, S)
+        x = (REFERENCE.embed(self, y_in[:, t]) for t in range(y_in.size(1)))  # each (B, e)
+        outs, attns = unroll(self, REFERENCE, x, state.h_tilde, state.h, state.c, memory,
+                             return_attention)  # fmt: skip
         dense = torch.cat(attns, 1) if return_attention else None  # (B, T, S)
         return self.output_dropout(torch.stack(outs, 1)), dense  # (B, T, d)

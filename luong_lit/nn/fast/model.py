@@ -9,8 +9,10 @@ with the embeddings runs once for all steps, and the recurrent weights' gradient
 over all steps (:class:`~.lstm.RecurrentWeight`). Dropout masks are drawn by
 :func:`~.dropout.dropout`, with the probabilities of the model's own dropout modules.
 
-Each step is the decoder's own, :func:`luong_lit.nn.decoder.decoder_step`, in the fast form
-(:func:`fast_form`): every layer's cell as one product (:func:`fused_cells`) and these masks.
+The loop is the decoder's own, :func:`luong_lit.nn.decoder.unroll`, and so is each step,
+:func:`luong_lit.nn.decoder.decoder_step`, in the fast form (:func:`fast_form`): ``y_{t-1}``
+embedded as layer 1's product with it, every layer's cell as one product (:func:`fused_cells`)
+and these masks.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from luong_lit.nn.attention import Memory
 from luong_lit.nn.decoder import (
     Decoder,
     DecoderState,
+    Embed,
     Linear,
     StepForm,
     decode_all_at_once,
-    decoder_step,
+    unroll,
 )
 from luong_lit.nn.encoder import Encoder, reverse_index
 from luong_lit.nn.fast.dropout import dropout
@@ -119,11 +122,12 @@ def fused_cells(dec: Decoder, weights, x0: Tensor, fed: Tensor | None, h: list[T
     return hs[-1].unsqueeze(1), hs, cs  # (n, 1, d) h_t, L x (n, d) x2
 
 
-def fast_form(weights, W_c: Linear | None = None) -> StepForm:
+def fast_form(weights, W_c: Linear | None = None, embed: Embed | None = None) -> StepForm:
     """The step's fast form: :func:`fused_cells` over ``weights`` (per layer ``(W, b)``,
-    :func:`step_weights`), masks drawn by :func:`drop`, and ``W_c`` (an 8-bit copy) or
-    ``dec.W_c``."""
-    return StepForm(fused_cells, weights, drop, W_c)
+    :func:`step_weights`), masks drawn by :func:`drop`, ``W_c`` (an 8-bit copy) or
+    ``dec.W_c``, and ``y_{t-1}`` embedded as layer 1's product with it (:func:`embed_proj`,
+    unless ``embed`` says otherwise)."""
+    return StepForm(fused_cells, weights, drop, W_c, embed or embed_proj)
 
 
 def step_weights(dec: Decoder, defer: bool = True) -> list[tuple[RecurrentWeight, Tensor | None]]:
@@ -165,17 +169,10 @@ def _unrolled(
         flat_index = order[flat_index // T] * T + flat_index % T  # (N,)
     running = ids.batch_sizes.tolist()  # n_t: rows still running at step t
     form = fast_form(step_weights(dec))
-    x_proj = embed_proj(dec, ids.data).split(running)  # T x (n_t, 4d); backward: one cat
-    h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
-    outs, attns = [], []
-    for t, (x_t, n) in enumerate(zip(x_proj, running)):
-        if n < h_tilde.size(0):
-            h, c, h_tilde = [x[:n] for x in h], [x[:n] for x in c], h_tilde[:n]
-            memory = Memory(*(x[:n] for x in memory))
-        h_tilde, h, c, align = decoder_step(dec, form, x_t, h_tilde, h, c, memory, t)  # (n, d)
-        outs.append(h_tilde)
-        if return_attention:
-            attns.append(_pad_rows(align.dense(memory.h_bar_s.size(1)), B))  # (B, 1, S)
+    x_proj = form.embed(dec, ids.data).split(running)  # T x (n_t, 4d); backward: one cat
+    h, c = list(state.h.unbind(0)), list(state.c.unbind(0))  # L x (B, d)
+    outs, attns = unroll(dec, form, x_proj, state.h_tilde, h, c, memory, return_attention)
+    attns = [_pad_rows(a, B) for a in attns]  # each (B, 1, S)
     out = unpack(torch.cat(outs), flat_index, B, T)  # (B, T, d)
     if not return_attention:
         return out, None

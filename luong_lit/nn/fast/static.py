@@ -33,10 +33,10 @@ from torch.nn import functional as F
 
 from luong_lit.nn import decoder
 from luong_lit.nn.attention import Memory
-from luong_lit.nn.decoder import Decoder, DecoderState, StepForm, decode_all_at_once
+from luong_lit.nn.decoder import Decoder, DecoderState, StepForm, decode_all_at_once, unroll
 from luong_lit.nn.encoder import Encoder, reverse_index
 from luong_lit.nn.fast.lstm import RecurrentWeight, lstm_cell, summed_bias
-from luong_lit.nn.fast.model import drop, embed_proj, fast_form, fast_output_nll, step_weights
+from luong_lit.nn.fast.model import drop, fast_form, fast_output_nll, step_weights
 
 
 def masked_layer(x: Tensor, valid: Tensor, rnn, l: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -143,15 +143,12 @@ def right_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Ten
     return enc.original_order(h_bar_s, src_len), (h, torch.full_like(h, float("nan")))
 
 
-def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: list, c: list,
-                 memory: Memory, t: int) -> tuple[Tensor, list, list]:  # fmt: skip
-    """The decoder's one step (:func:`luong_lit.nn.decoder.decoder_step`: the LSTM stack on
-    ``[x_t; h_tilde_{t-1}]``, paper §3.3, then ``h_tilde_t = tanh(W_c [c_t; h_t])``, Eq. 5)
-    without its ``a_t``, which the loss never reads: what ``engine.compile=step`` compiles.
-    ``x_t`` (B, 4d): layer 1's embedding projection; returns ``h_tilde_t`` (B, d) and the new
-    ``h``, ``c`` (L x (B, d))."""
+def loss_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: list, c: list,
+              memory: Memory, t: int) -> tuple[Tensor, list, list, None]:  # fmt: skip
+    """:func:`luong_lit.nn.decoder.decoder_step` without its ``a_t``, which the loss never
+    reads: what ``engine.compile=step`` compiles."""
     h_tilde, h, c, _ = decoder.decoder_step(dec, form, x_t, h_tilde, h, c, memory, t)
-    return h_tilde, h, c
+    return h_tilde, h, c, None
 
 
 def static_decode(
@@ -159,8 +156,8 @@ def static_decode(
 ) -> Tensor:
     """:meth:`Decoder.forward` with input feeding over all rows and steps: (B, T, d).
 
-    ``step``: the one-step function, :func:`decoder_step` compiled (``engine.compile=step``);
-    its recurrent weights' gradients then add up step by step in autograd, not in one product.
+    ``step``: :func:`loss_step` compiled (``engine.compile=step``); its recurrent weights'
+    gradients then add up step by step in autograd, not in one product.
     """
     if not dec.feed_input:  # every step at once already; nothing depends on lengths
         stack = None
@@ -168,13 +165,9 @@ def static_decode(
             stack = partial(layerwise_lstm, dec.rnn)
         return decode_all_at_once(dec, y_in, state, memory, False, drop, stack)[0]
     form = fast_form(step_weights(dec, defer=step is None))
-    step = step or decoder_step
-    x0 = embed_proj(dec, y_in)  # (B, T, 4d), all steps
-    h, c, h_tilde = list(state.h.unbind(0)), list(state.c.unbind(0)), state.h_tilde
-    outs = []
-    for t, x_t in enumerate(x0.unbind(1)):  # (B, 4d)
-        h_tilde, h, c = step(dec, form, x_t, h_tilde, h, c, memory, t)  # (B, d) h_tilde_t
-        outs.append(h_tilde)
+    x = form.embed(dec, y_in).unbind(1)  # T x (B, 4d), all steps' products at once
+    h, c = list(state.h.unbind(0)), list(state.c.unbind(0))  # L x (B, d)
+    outs, _ = unroll(dec, form, x, state.h_tilde, h, c, memory, step=step or decoder.decoder_step)
     return drop(torch.stack(outs, 1), dec.output_dropout)  # (B, T, d)
 
 

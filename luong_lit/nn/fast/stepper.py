@@ -46,9 +46,16 @@ class FastStepper(nn.Module, OneModel):
             self.int8_output = Int8Linear(dec.W_s.weight, dec.W_s.bias) if int8 else None
             if int8 == "all":
                 W_c = None if dec.W_c is None else Int8Linear(dec.W_c.weight, dec.W_c.bias)
-                self.form = fast_form([(Int8Recurrent(W), b) for W, b in layer_weights(dec)], W_c)
+                self.form = fast_form(
+                    [(Int8Recurrent(W), b) for W, b in layer_weights(dec)], W_c, self.looked_up
+                )
             else:
-                self.form = fast_form([(RecurrentWeight(W), b) for W, b in layer_weights(dec)])
+                weights = [(RecurrentWeight(W), b) for W, b in layer_weights(dec)]
+                self.form = fast_form(weights, embed=self.looked_up)
+
+    def looked_up(self, dec: nn.Module, y: Tensor) -> Tensor:
+        """Layer 1's product with ``emb(y_{t-1})``, a row of :attr:`table`: (B,) -> (B, 4d)."""
+        return self.table.index_select(0, y)
 
     @property
     def layers(self) -> list:
@@ -67,7 +74,7 @@ class FastStepper(nn.Module, OneModel):
         self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
     ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """The model's step (logits (B, V), state, ``a_t``) from the precomputed constants."""
-        x_t = self.table.index_select(0, y_prev)  # (B, 4d) layer 1's product with emb(y_{t-1})
+        x_t = self.form.embed(self.net.decoder, y_prev)  # (B, 4d) layer 1's product, looked up
         h, c = list(state.h), list(state.c)  # L x (B, d) each
         h_tilde, h, c, align = decoder_step(
             self.net.decoder, self.form, x_t, state.h_tilde, h, c, memory, t
