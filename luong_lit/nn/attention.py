@@ -43,7 +43,7 @@ class Alignment(NamedTuple):
     """Attention weights ``a_t`` of ``T`` steps over ``N`` source slots."""
 
     a_t: Tensor  # (B, T, N) weights
-    index: Tensor | None  # (B, T, N) source position of each slot; None when N == S
+    index: Tensor | None  # type: ignore[assignment]  # (B, T, N) source slot positions; None when N == S
     p_t: Tensor | None  # (B, T) aligned source position (local attention)
 
     def dense(self, S: int) -> Tensor:
@@ -95,7 +95,7 @@ class Attention(nn.Module):
         return Memory(h_bar_s, self.score.prepare(h_bar_s), src_len, valid)
 
 
-def register_attention(name: str) -> Callable:
+def register_attention(name: str) -> Callable[[type], type]:
     """Class decorator: an :class:`Attention` that configs (``attention=NAME``) and checkpoints
     name ``name``."""
     return registrar(ATTENTIONS, Attention, name)

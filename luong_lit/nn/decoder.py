@@ -61,12 +61,14 @@ Step = Callable[..., tuple[Tensor, Any, Any, Any]]
 
 def module_drop(x: Tensor, module: nn.Dropout) -> Tensor:
     """The module's own dropout (``F.dropout``)."""
-    return module(x)
+    dropped: Tensor = module(x)
+    return dropped
 
 
 def module_embed(dec: Decoder, y: Tensor) -> Tensor:
     """``emb(y_{t-1})`` with the input dropout of layer 1: (...,) ids -> (..., e)."""
-    return dec.dropout(dec.embedding(y))
+    x: Tensor = dec.dropout(dec.embedding(y))  # (..., e)
+    return x
 
 
 def module_cells(dec: Decoder, weights: None, x_t: Tensor, fed: Tensor | None, h: Tensor,
@@ -101,10 +103,12 @@ def attentional(dec: Decoder, h_t: Tensor, memory: Memory, t: int, drop: Drop = 
         return h_t, None
     c_t, align = dec.attention(h_t, memory, t)  # (B, T, d)
     c_h = drop(torch.cat([c_t, h_t], -1), dec.hidden_dropout)  # (B, T, 2d)
-    return torch.tanh((W_c or dec.W_c)(c_h)), align  # (B, T, d)
+    W = W_c or dec.W_c
+    assert W is not None  # a decoder with attention has W_c
+    return torch.tanh(W(c_h)), align  # (B, T, d)
 
 
-def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h, c,
+def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: Any, c: Any,
                  memory: Memory, t: int) -> tuple[Tensor, Any, Any, Alignment | None]:  # fmt: skip
     """The decoder's one step ``t`` (0-based), in the given form.
 
@@ -152,7 +156,8 @@ def unroll(
 
 
 def decode_all_at_once(dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory,
-                       return_attention: bool, drop: Drop = module_drop, stack=None
+                       return_attention: bool, drop: Drop = module_drop,
+                       stack: Callable[..., tuple[Tensor, Any]] | None = None
                        ) -> tuple[Tensor, Tensor | None]:  # fmt: skip
     """Teacher-forced decoding without input feeding: no step reads the last one's
     ``h_tilde``, so one LSTM call reads all ``T`` steps and attention serves all ``T``

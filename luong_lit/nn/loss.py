@@ -8,6 +8,8 @@ the same sum chunk by chunk with its gradient in one pass. With ``label_smoothin
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 from torch.nn import functional as F
@@ -43,7 +45,7 @@ def output_nll(
     )
 
 
-def token_nll(net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, int]:
+def token_nll(net: Any, batch: Any, label_smoothing: float = 0.0) -> tuple[Tensor, int]:
     """Summed token NLL of a batch's references under teacher forcing, and the token count.
 
     ``batch`` has ``src``, ``src_len``, ``tgt_in`` (``<s> y_1 ..``) and ``tgt_out``

@@ -96,7 +96,7 @@ def part_spec(node: Any, table: Registry, kind: str) -> tuple[str, dict[str, Any
             raise ConfigError(
                 f"{kind}.{key}: expected a number, string or bool, got {type(value).__name__}"
             )
-    return name, opts
+    return str(name), opts
 
 
 def attention_name(node: Any) -> str:

@@ -55,7 +55,7 @@ class Score(nn.Module):
         raise NotImplementedError
 
 
-def register_score(name: str) -> Callable:
+def register_score(name: str) -> Callable[[type], type]:
     """Class decorator: a :class:`Score` that configs (``score=NAME``) and checkpoints name
     ``name``."""
     return registrar(SCORES, Score, name)
@@ -84,7 +84,8 @@ class GeneralScore(Score):
         self.W_a = nn.Linear(dim, dim, bias=bias)
 
     def prepare(self, h_bar_s: Tensor) -> Tensor:
-        return self.W_a(h_bar_s)  # (B, S, d)
+        keys: Tensor = self.W_a(h_bar_s)  # (B, S, d)
+        return keys
 
     def forward(self, h_t: Tensor, keys: Tensor) -> Tensor:
         return dot(h_t, keys)
@@ -116,7 +117,8 @@ class ConcatScore(Score):
             hidden = torch.tanh(q.unsqueeze(2) + keys.unsqueeze(1))  # (B, T, S, d)
         else:
             hidden = torch.tanh(q.unsqueeze(2) + keys)  # (B, T, W, d)
-        return self.v_a(hidden).squeeze(-1)  # (B, T, S|W)
+        scores: Tensor = self.v_a(hidden)  # (B, T, S|W, 1)
+        return scores.squeeze(-1)  # (B, T, S|W)
 
 
 @register_score("location")
@@ -139,4 +141,5 @@ class LocationScore(Score):
         self.W_a = nn.Linear(dim, max_src_len, bias=bias)
 
     def forward(self, h_t: Tensor, keys: Tensor) -> Tensor:
-        return self.W_a(h_t)  # (B, T, max_src_len)
+        scores: Tensor = self.W_a(h_t)  # (B, T, max_src_len)
+        return scores

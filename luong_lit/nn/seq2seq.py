@@ -40,8 +40,11 @@ def append_eos(src: Tensor, src_len: Tensor, *, eos_id: int, pad_id: int) -> tup
 EncoderRead = Callable[[Encoder, Tensor, Tensor], tuple[Tensor, tuple[Tensor, Tensor]]]
 
 
-def _read_with_module(encoder: Encoder, src: Tensor, src_len: Tensor):
-    return encoder(src, src_len)  # (B, S, d), (L, B, d) x2
+def _read_with_module(
+    encoder: Encoder, src: Tensor, src_len: Tensor
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    read: tuple[Tensor, tuple[Tensor, Tensor]] = encoder(src, src_len)  # (B, S, d), (L, B, d) x2
+    return read
 
 
 #: The decoder's initial (h, c) from the encoder's final (h, c), each (L, B, d).
@@ -77,7 +80,8 @@ def build_attention(attention: Any, score: Any, dim: int, *, bias: bool = True) 
         except OptionError as err:
             raise err.within("score") from None
         try:
-            return build_part(ATTENTIONS[att_name], att_opts, given, score=score_obj)
+            built: Attention = build_part(ATTENTIONS[att_name], att_opts, given, score=score_obj)
+            return built
         except OptionError as err:
             raise err.within("attention") from None
     except OptionError:
@@ -219,7 +223,8 @@ class Seq2Seq(nn.Module, OneModel):
 
     def logits(self, h_tilde: Tensor) -> Tensor:
         """``W_s h_tilde_t`` (Eq. 6), the pre-softmax scores: (..., d) -> (..., V)."""
-        return self.decoder.W_s(h_tilde)
+        logits: Tensor = self.decoder.W_s(h_tilde)  # (..., V)
+        return logits
 
     # ------------------------------------------------------------------ training
     def forward(
@@ -227,10 +232,17 @@ class Seq2Seq(nn.Module, OneModel):
     ) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced pass: ``h_tilde`` (B, T, d) and optionally dense ``a_t`` (B, T, S)."""
         memory, state = self.encode(src, src_len)
-        return self.decoder(tgt_in, state, memory, return_attention=return_attention)
+        out: tuple[Tensor, Tensor | None] = self.decoder(
+            tgt_in, state, memory, return_attention=return_attention
+        )  # (B, T, d), (B, T, S) or None
+        return out
 
     def output_nll(
-        self, h_tilde: Tensor, targets: Tensor, label_smoothing: float = 0.0, ignore_index=-100
+        self,
+        h_tilde: Tensor,
+        targets: Tensor,
+        label_smoothing: float = 0.0,
+        ignore_index: int = -100,
     ) -> Tensor:
         """``Σ_i -log softmax(W_s h_tilde_i)[y_i]`` (Eq. 6): ``h_tilde`` (N, d), targets (N,);
         rows whose target is ``ignore_index`` count for nothing."""

@@ -15,6 +15,8 @@ With ``eps > 0`` (label smoothing, Szegedy et al. 2016; not in the paper) the ta
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -25,7 +27,7 @@ from luong_lit.nn.loss import check_label_smoothing
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(
-        ctx,
+        ctx: Any,
         h: Tensor,
         weight: Tensor,
         bias: Tensor | None,
@@ -59,7 +61,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
             z = probs.sum(1, keepdim=True)  # (n, 1)
             row_loss = top + z.log() - picked  # (n, 1) log Σ exp(logits) - target · logits
             loss += (row_loss if keep is None else row_loss * keep).sum()
-            if not need_grad:
+            if grad_h is None or grad_w is None:  # no gradient asked for
                 continue
             probs.div_(z)  # softmax
             if eps:
@@ -79,9 +81,12 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return loss
 
     @staticmethod
-    def backward(ctx, grad_out: Tensor):
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
         grad_h, grad_w, grad_b = ctx.saved_tensors
-        scale = lambda g: None if g is None else g * grad_out.to(g.dtype)  # noqa: E731
+
+        def scale(g: Tensor | None) -> Tensor | None:
+            return None if g is None else g * grad_out.to(g.dtype)
+
         return scale(grad_h), scale(grad_w), scale(grad_b), None, None, None, None
 
 
@@ -102,6 +107,7 @@ def linear_cross_entropy(
     no host-side selection of its real rows.
     """
     check_label_smoothing(label_smoothing)
-    return _LinearCrossEntropy.apply(
+    loss: Tensor = _LinearCrossEntropy.apply(  # type: ignore[no-untyped-call]
         h, weight, bias, target, chunk, float(label_smoothing), ignore_index
     )
+    return loss

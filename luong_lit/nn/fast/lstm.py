@@ -11,11 +11,16 @@ slices of the projected input each cost a full-size zero fill and add. The resul
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 from torch.autograd import Function
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
+
+#: each step's ``(x_t, delta_t)``, left by the backward of its product for the one sum
+Pairs = list[tuple[Tensor, Tensor]]
 
 
 class _CollectGrad(Function):
@@ -26,13 +31,13 @@ class _CollectGrad(Function):
     """
 
     @staticmethod
-    def forward(ctx, W: Tensor, pairs: list) -> Tensor:
+    def forward(ctx: Any, W: Tensor, pairs: Pairs) -> Tensor:
         ctx.pairs = pairs  # detached tensors only: no reference cycle through the graph
         ctx.set_materialize_grads(False)
         return W.view_as(W)
 
     @staticmethod
-    def backward(ctx, grad: Tensor | None) -> tuple[Tensor | None, None]:
+    def backward(ctx: Any, grad: Tensor | None) -> tuple[Tensor | None, None]:
         if not ctx.pairs:
             return grad, None
         xs, deltas = zip(*ctx.pairs)
@@ -45,14 +50,14 @@ class _StepAddmm(Function):
     """``base + x_t W`` whose backward returns the gradients of ``base`` and ``x_t`` only."""
 
     @staticmethod
-    def forward(ctx, base: Tensor | None, x: Tensor, W: Tensor, pairs: list) -> Tensor:
+    def forward(ctx: Any, base: Tensor | None, x: Tensor, W: Tensor, pairs: Pairs) -> Tensor:
         x = x.to(W.dtype)  # (n, in) mixed precision: h_{t-1} may still be fp32 at t = 1
         ctx.save_for_backward(x, W)
         ctx.pairs, ctx.base_dim = pairs, None if base is None else base.dim()
         return x @ W if base is None else torch.addmm(base, x, W)  # (n, out)
 
     @staticmethod
-    def backward(ctx, delta: Tensor):
+    def backward(ctx: Any, delta: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
         x, W = ctx.saved_tensors
         ctx.pairs.append((x.detach(), delta))
         d_base = None if ctx.base_dim is None else (delta.sum(0) if ctx.base_dim == 1 else delta)
@@ -76,14 +81,15 @@ class RecurrentWeight:
     def __init__(self, W: Tensor, defer: bool = True) -> None:
         if defer and torch.is_autocast_enabled(W.device.type):
             W = W.to(torch.get_autocast_dtype(W.device.type))  # (in, out) bf16/fp16 copy
-        self._pairs: list = []
+        self._pairs: Pairs = []
         self.deferred = defer and torch.is_grad_enabled() and W.requires_grad
-        self.W = _CollectGrad.apply(W, self._pairs) if self.deferred else W
+        self.W: Tensor = _CollectGrad.apply(W, self._pairs) if self.deferred else W  # type: ignore[no-untyped-call]
 
     def addmm(self, base: Tensor | None, x: Tensor) -> Tensor:
         """``base + x W`` for ``x`` (n, in); ``base`` is (n, out), (out,) or None."""
         if self.deferred:
-            return _StepAddmm.apply(base, x, self.W, self._pairs)
+            out: Tensor = _StepAddmm.apply(base, x, self.W, self._pairs)  # type: ignore[no-untyped-call]
+            return out
         return x @ self.W if base is None else torch.addmm(base, x, self.W)
 
 
@@ -125,7 +131,8 @@ def summed_bias(rnn: nn.LSTM, l: int) -> Tensor | None:
     """``b_ih + b_hh`` of layer ``l`` (4d,), or None for an LSTM without biases."""
     if not rnn.bias:
         return None
-    return getattr(rnn, f"bias_ih_l{l}") + getattr(rnn, f"bias_hh_l{l}")
+    b: Tensor = getattr(rnn, f"bias_ih_l{l}") + getattr(rnn, f"bias_hh_l{l}")  # (4d,)
+    return b
 
 
 def _layer(
@@ -136,9 +143,8 @@ def _layer(
     Rows are sorted longest first, so the ``n_t = batch_sizes[t]`` running rows at step
     ``t`` are the first ones; a row's final state is taken when it stops.
     """
-    x_proj = F.linear(x, getattr(rnn, f"weight_ih_l{l}"), summed_bias(rnn, l)).split(
-        batch_sizes
-    )  # T x (n_t, 4d)
+    x_all = F.linear(x, getattr(rnn, f"weight_ih_l{l}"), summed_bias(rnn, l))  # (N, 4d)
+    x_proj = torch.split(x_all, batch_sizes)  # T x (n_t, 4d)
     W_hh = RecurrentWeight(getattr(rnn, f"weight_hh_l{l}").t())  # (d, 4d)
     h = c = x.new_zeros(batch_sizes[0], rnn.hidden_size)  # (B, d)
     outs, h_end, c_end = [], [], []

@@ -17,6 +17,8 @@ and these masks.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
@@ -43,6 +45,12 @@ from luong_lit.nn.fast.lstm import (
     unpack,
 )
 
+if TYPE_CHECKING:
+    from luong_lit.nn.seq2seq import Seq2Seq
+
+#: each layer's ``(W, b)`` of its one product a step (a RecurrentWeight, or an 8-bit copy)
+Weights = list[tuple[Any, Tensor | None]]
+
 
 def drop(x: Tensor, module: nn.Dropout) -> Tensor:
     """``module(x)`` with the mask drawn by :func:`~.dropout.dropout` (same ``p``, same mode)."""
@@ -65,7 +73,7 @@ def fast_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, tup
     return enc.original_order(h_bar_s, src_len), (h, c)
 
 
-def fast_memory(net, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
+def fast_memory(net: Seq2Seq, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
     """:meth:`Seq2Seq.encode <luong_lit.nn.Seq2Seq.encode>` with :func:`fast_encode`."""
     return net.encode(src, src_len, read=fast_encode)
 
@@ -90,7 +98,8 @@ def layer_weights(dec: Decoder) -> list[tuple[Tensor, Tensor | None]]:
 
 def project_embeddings(dec: Decoder, x: Tensor) -> Tensor:
     """Layer 1's input weights on the embedding part: (..., e) -> (..., 4d)."""
-    return F.linear(x, dec.rnn.weight_ih_l0[:, : dec.embed_size], summed_bias(dec.rnn, 0))
+    W_ih: Tensor = getattr(dec.rnn, "weight_ih_l0")  # (4d, e [+ d])  # noqa: B009
+    return F.linear(x, W_ih[:, : dec.embed_size], summed_bias(dec.rnn, 0))
 
 
 def embed_proj(dec: Decoder, y: Tensor) -> Tensor:
@@ -98,7 +107,7 @@ def embed_proj(dec: Decoder, y: Tensor) -> Tensor:
     return project_embeddings(dec, drop(dec.embedding(y), dec.dropout))  # (..., 4d)
 
 
-def fused_cells(dec: Decoder, weights, x0: Tensor, fed: Tensor | None, h: list[Tensor],
+def fused_cells(dec: Decoder, weights: Weights, x0: Tensor, fed: Tensor | None, h: list[Tensor],
                 c: list[Tensor]) -> tuple[Tensor, list[Tensor], list[Tensor]]:  # fmt: skip
     """:data:`~luong_lit.nn.decoder.Cells` of every LSTM layer as one product per layer:
     ``W [x_t; h_{t-1}]`` by :func:`layer_weights`, layer 1's ``x0`` (n, 4d) the product with
@@ -107,7 +116,8 @@ def fused_cells(dec: Decoder, weights, x0: Tensor, fed: Tensor | None, h: list[T
     States are per-layer lists: indexing a stacked (L, B, d) tensor at every step would cost a
     full-size zero fill per index in the backward pass.
     """
-    hs, cs = [], []
+    hs: list[Tensor] = []
+    cs: list[Tensor] = []
     for layer, (W, b) in enumerate(weights):
         h_prev = h[layer]  # (n, d)
         if layer == 0:
@@ -122,7 +132,7 @@ def fused_cells(dec: Decoder, weights, x0: Tensor, fed: Tensor | None, h: list[T
     return hs[-1].unsqueeze(1), hs, cs  # (n, 1, d) h_t, L x (n, d) x2
 
 
-def fast_form(weights, W_c: Linear | None = None, embed: Embed | None = None) -> StepForm:
+def fast_form(weights: Weights, W_c: Linear | None = None, embed: Embed | None = None) -> StepForm:
     """The step's fast form: :func:`fused_cells` over ``weights`` (per layer ``(W, b)``,
     :func:`step_weights`), masks drawn by :func:`drop`, ``W_c`` (an 8-bit copy) or
     ``dec.W_c``, and ``y_{t-1}`` embedded as layer 1's product with it (:func:`embed_proj`,
@@ -136,8 +146,9 @@ def step_weights(dec: Decoder, defer: bool = True) -> list[tuple[RecurrentWeight
 
 
 def fast_decode(
-    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory, return_attention=False
-) -> tuple[Tensor, Tensor | None]:
+    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory,
+    return_attention: bool = False,
+) -> tuple[Tensor, Tensor | None]:  # fmt: skip
     """:meth:`Decoder.forward`: ``h_tilde`` (B, T, d), zeros at padded positions, and with
     ``return_attention`` the dense ``a_t`` (B, T, S)."""
     if not dec.feed_input:
@@ -146,12 +157,15 @@ def fast_decode(
     return drop(h_tilde, dec.output_dropout), dense
 
 
-def _sorted(dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory):
+def _sorted(
+    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory
+) -> tuple[Tensor, Tensor, DecoderState, Memory, Tensor | None]:
     """Rows by target length, longest first: ``y_in, lengths, state, memory, order``.
 
     ``order`` is None when the rows are in that order already."""
     B = y_in.size(0)
-    lengths = (y_in != dec.embedding.padding_idx).sum(1).clamp_min(1)  # (B,) steps per row
+    real = y_in.ne(dec.embedding.padding_idx or 0)  # (B, T)
+    lengths = real.sum(1).clamp_min(1)  # (B,) steps per row
     order = torch.argsort(lengths, descending=True, stable=True)  # (B,)
     if not bool((order != torch.arange(B, device=order.device)).any()):
         return y_in, lengths, state, memory, None
@@ -169,7 +183,7 @@ def _unrolled(
         flat_index = order[flat_index // T] * T + flat_index % T  # (N,)
     running = ids.batch_sizes.tolist()  # n_t: rows still running at step t
     form = fast_form(step_weights(dec))
-    x_proj = form.embed(dec, ids.data).split(running)  # T x (n_t, 4d); backward: one cat
+    x_proj = torch.split(form.embed(dec, ids.data), running)  # T x (n_t, 4d); backward: one cat
     h, c = list(state.h.unbind(0)), list(state.c.unbind(0))  # L x (B, d)
     outs, attns = unroll(dec, form, x_proj, state.h_tilde, h, c, memory, return_attention)
     attns = [_pad_rows(a, B) for a in attns]  # each (B, 1, S)
@@ -189,7 +203,7 @@ def _pad_rows(x: Tensor, B: int) -> Tensor:
 
 
 def fast_forward(
-    net, src: Tensor, src_len: Tensor, tgt_in: Tensor, return_attention: bool = False
+    net: Seq2Seq, src: Tensor, src_len: Tensor, tgt_in: Tensor, return_attention: bool = False
 ) -> tuple[Tensor, Tensor | None]:
     """:meth:`Seq2Seq.forward <luong_lit.nn.Seq2Seq.forward>`: ``h_tilde`` (B, T, d), ``a_t``."""
     memory, state = fast_memory(net, src, src_len)
@@ -197,7 +211,11 @@ def fast_forward(
 
 
 def fast_output_nll(
-    net, h_tilde: Tensor, targets: Tensor, label_smoothing: float = 0.0, ignore_index=-100
+    net: Seq2Seq,
+    h_tilde: Tensor,
+    targets: Tensor,
+    label_smoothing: float = 0.0,
+    ignore_index: int = -100,
 ) -> Tensor:
     """:meth:`Seq2Seq.output_nll <luong_lit.nn.Seq2Seq.output_nll>` (Eq. 6), fused and chunked
     (:mod:`.loss`)."""
@@ -208,7 +226,7 @@ def fast_output_nll(
     )  # fmt: skip
 
 
-def fast_nll(net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, int]:
+def fast_nll(net: Seq2Seq, batch: Any, label_smoothing: float = 0.0) -> tuple[Tensor, int]:
     """:func:`luong_lit.nn.loss.token_nll` computed by the functions above."""
     h_tilde, _ = fast_forward(net, batch.src, batch.src_len, batch.tgt_in)  # (B, T, d)
     mask = batch.tgt_out != net.pad_id  # (B, T)

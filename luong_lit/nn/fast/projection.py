@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -29,13 +30,13 @@ MIN_ROWS = 32  # below this many rows one BLAS product is as fast as column bloc
 
 
 @functools.cache
-def onednn_linear():
+def onednn_linear() -> Callable[..., Tensor] | None:
     """oneDNN's ``linear(x, weight, bias)`` for fp32 CPU tensors, or None where it cannot be used.
 
     None when ``LUONG_LIT_ONEDNN=0``, when this torch build lacks the operator, or when a
     probe product disagrees with ``F.linear``. Cached: decided once per process.
     """
-    if os.environ.get("LUONG_LIT_ONEDNN", "1") == "0" or not torch.backends.mkldnn.is_available():
+    if os.environ.get("LUONG_LIT_ONEDNN", "1") == "0" or not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
         return None
     op = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwise", None)
     if op is None:

@@ -46,7 +46,8 @@ class Int8Linear:
     def __call__(self, x: Tensor) -> Tensor:
         """(..., d) float rows -> (..., V) float outputs."""
         x2 = x.reshape(-1, x.size(-1)).float().contiguous()  # (n, d)
-        return torch.ops.quantized.linear_dynamic(x2, self.packed, True).view(*x.shape[:-1], -1)
+        out: Tensor = torch.ops.quantized.linear_dynamic(x2, self.packed, True)  # (n, V)
+        return out.view(*x.shape[:-1], -1)
 
 
 class Int8Recurrent:

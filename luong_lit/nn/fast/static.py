@@ -26,6 +26,7 @@ product for all steps (layer 1's embedding half in the decoder) and the score's 
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -33,13 +34,19 @@ from torch.nn import functional as F
 
 from luong_lit.nn import decoder
 from luong_lit.nn.attention import Memory
-from luong_lit.nn.decoder import Decoder, DecoderState, StepForm, decode_all_at_once, unroll
+from luong_lit.nn.decoder import Decoder, DecoderState, Step, StepForm, decode_all_at_once, unroll
 from luong_lit.nn.encoder import Encoder, reverse_index
 from luong_lit.nn.fast.lstm import RecurrentWeight, lstm_cell, summed_bias
 from luong_lit.nn.fast.model import drop, fast_form, fast_output_nll, step_weights
 
+if TYPE_CHECKING:
+    from luong_lit.nn.seq2seq import Seq2Seq
 
-def masked_layer(x: Tensor, valid: Tensor, rnn, l: int) -> tuple[Tensor, Tensor, Tensor]:
+#: what an encoder's read gives: ``h_bar_s`` (B, S, d) and the last ``(h, c)`` (L, B, d)
+Read = tuple[Tensor, tuple[Tensor, Tensor]]
+
+
+def masked_layer(x: Tensor, valid: Tensor, rnn: nn.LSTM, l: int) -> tuple[Tensor, Tensor, Tensor]:
     """Layer ``l`` of ``rnn`` over a right-padded batch ``x`` (B, S, in) from a zero state.
 
     ``valid`` (B, S) marks real positions. Returns the outputs (B, S, d), zeros at padding,
@@ -56,7 +63,7 @@ def masked_layer(x: Tensor, valid: Tensor, rnn, l: int) -> tuple[Tensor, Tensor,
     return torch.stack(outs, 1), h, c
 
 
-def static_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple]:
+def static_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> Read:
     """:meth:`Encoder.forward` for a padded batch: ``h_bar_s`` (B, S, d), ``(h, c)`` (L, B, d)."""
     S = src.size(1)
     if enc.reverse_source:
@@ -111,7 +118,7 @@ def lstm_layer(rnn: nn.LSTM, l: int, x: Tensor, hx: tuple[Tensor, Tensor]) -> tu
     return torch.lstm(x, hx, weights, rnn.bias, 1, 0.0, rnn.training, False, True)
 
 
-def right_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple]:
+def right_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> Read:
     """:func:`static_encode` in one whole-sequence LSTM call per layer (cuDNN on a GPU) over
     the right-padded batch, for a decoder that starts from the top layer's last ``h`` or from
     zeros (``init_state`` ``last`` or ``zero``).
@@ -143,8 +150,9 @@ def right_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Ten
     return enc.original_order(h_bar_s, src_len), (h, torch.full_like(h, float("nan")))
 
 
-def loss_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: list, c: list,
-              memory: Memory, t: int) -> tuple[Tensor, list, list, None]:  # fmt: skip
+def loss_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: list[Tensor],
+              c: list[Tensor], memory: Memory, t: int
+              ) -> tuple[Tensor, list[Tensor], list[Tensor], None]:  # fmt: skip
     """:func:`luong_lit.nn.decoder.decoder_step` without its ``a_t``, which the loss never
     reads: what ``engine.compile=step`` compiles."""
     h_tilde, h, c, _ = decoder.decoder_step(dec, form, x_t, h_tilde, h, c, memory, t)
@@ -152,7 +160,7 @@ def loss_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: lis
 
 
 def static_decode(
-    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory, step=None
+    dec: Decoder, y_in: Tensor, state: DecoderState, memory: Memory, step: Step | None = None
 ) -> Tensor:
     """:meth:`Decoder.forward` with input feeding over all rows and steps: (B, T, d).
 
@@ -171,7 +179,7 @@ def static_decode(
     return drop(torch.stack(outs, 1), dec.output_dropout)  # (B, T, d)
 
 
-def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> tuple[Tensor, tuple]:
+def left_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> Read:
     """:func:`static_encode` for an encoder without biases, one whole-sequence LSTM call per
     layer (cuDNN on a GPU) instead of a step loop.
 
@@ -202,7 +210,7 @@ STATIC_ENCODERS = ("auto", "masked", "left_padded", "right_padded")
 NO_CELL = ("last", "zero")
 
 
-def check_static_encoder(encoder: str, net) -> None:
+def check_static_encoder(encoder: str, net: Seq2Seq) -> None:
     """A ``ValueError`` for an unknown ``encoder``, ``left_padded`` with biases, or
     ``right_padded`` for a decoder that starts from the encoder's cell states."""
     if encoder not in STATIC_ENCODERS:
@@ -216,7 +224,7 @@ def check_static_encoder(encoder: str, net) -> None:
         )
 
 
-def chosen_encoder(encoder: str, net, src: Tensor) -> str:
+def chosen_encoder(encoder: str, net: Seq2Seq, src: Tensor) -> str:
     """How :func:`static_memory` encodes: ``encoder`` unless it is ``auto``.
 
     ``auto`` reads right-padded for a decoder that starts from ``last`` or ``zero``
@@ -236,7 +244,7 @@ def chosen_encoder(encoder: str, net, src: Tensor) -> str:
 
 
 def static_memory(
-    net, src: Tensor, src_len: Tensor, encoder: str = "auto"
+    net: Seq2Seq, src: Tensor, src_len: Tensor, encoder: str = "auto"
 ) -> tuple[Memory, DecoderState]:
     """:meth:`Seq2Seq.encode <luong_lit.nn.Seq2Seq.encode>` in fixed shapes.
 
@@ -251,14 +259,14 @@ def static_memory(
 
 
 def static_nll(
-    net,
+    net: Seq2Seq,
     src: Tensor,
     src_len: Tensor,
     tgt_in: Tensor,
     tgt_out: Tensor,
-    label_smoothing=0.0,
+    label_smoothing: float = 0.0,
     encoder: str = "auto",
-    step=None,
+    step: Step | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Summed token NLL (Eq. 6) of a padded batch and its token count, both device tensors.
 

@@ -23,24 +23,32 @@ import torch
 from torch import Tensor, nn
 
 from luong_lit.nn.attention import Alignment, Memory
-from luong_lit.nn.decoder import DecoderState, decoder_step
+from luong_lit.nn.decoder import Decoder, DecoderState, Linear, decoder_step
 from luong_lit.nn.fast.lstm import RecurrentWeight
-from luong_lit.nn.fast.model import fast_form, fast_memory, layer_weights, project_embeddings
+from luong_lit.nn.fast.model import (
+    Weights,
+    fast_form,
+    fast_memory,
+    layer_weights,
+    project_embeddings,
+)
 from luong_lit.nn.fast.projection import project_rows
 from luong_lit.nn.fast.quantize import PARTS, Int8Linear, Int8Recurrent
 from luong_lit.nn.interface import OneModel
+from luong_lit.nn.seq2seq import Seq2Seq
 
 
 class FastStepper(nn.Module, OneModel):
     """``encode``/``step``/``logits`` of a :class:`~luong_lit.nn.Seq2Seq` in eval mode: a
     :class:`~luong_lit.nn.interface.DecodeModel`, with the model's own facts."""
 
-    def __init__(self, net: nn.Module, int8: str | None = None) -> None:
+    def __init__(self, net: Seq2Seq, int8: str | None = None) -> None:
         super().__init__()
         if int8 is not None and int8 not in PARTS:
             raise ValueError(f"int8 parts must be one of {PARTS}, got {int8!r}")
-        self.net, self.facts = net, net.facts
-        dec = net.decoder
+        self.net: Seq2Seq = net
+        self.facts = net.facts
+        dec: Decoder = net.decoder
         with torch.no_grad():
             self.table = project_embeddings(dec, dec.embedding.weight)  # (V, 4d)
             self.int8_output = Int8Linear(dec.W_s.weight, dec.W_s.bias) if int8 else None
@@ -53,17 +61,18 @@ class FastStepper(nn.Module, OneModel):
                 weights = [(RecurrentWeight(W), b) for W, b in layer_weights(dec)]
                 self.form = fast_form(weights, embed=self.looked_up)
 
-    def looked_up(self, dec: nn.Module, y: Tensor) -> Tensor:
+    def looked_up(self, dec: Decoder, y: Tensor) -> Tensor:
         """Layer 1's product with ``emb(y_{t-1})``, a row of :attr:`table`: (B,) -> (B, 4d)."""
         return self.table.index_select(0, y)
 
     @property
-    def layers(self) -> list:
+    def layers(self) -> Weights:
         """Each layer's ``(W, b)`` of its one product per step (8-bit with ``int8="all"``)."""
-        return self.form.weights
+        weights: Weights = self.form.weights
+        return weights
 
     @property
-    def int8_W_c(self) -> Int8Linear | None:
+    def int8_W_c(self) -> Linear | None:
         """The 8-bit copy of ``W_c`` (Eq. 5) with ``int8="all"``, else None."""
         return self.form.W_c
 
