@@ -63,6 +63,7 @@ def test_training_window_counts_the_tokens_of_its_steps(toy_corpus, engine):
     )
 
 
+@pytest.mark.long  # a benchmark run as a user does; the kit's own tests cover what it times
 def test_plain_training_window_equals_the_trainer_in_tokens(toy_corpus):
     args = ["--steps", "3", "--warmup", "1", *window_overrides(toy_corpus)]
     assert (
@@ -77,6 +78,7 @@ def test_step_profile_reports_a_step_time():
     assert "ms/step" in res.stdout and "target tokens/s" in res.stdout
 
 
+@pytest.mark.long  # a benchmark run as a user does; the kit's own tests cover what it times
 def test_beam_speed_decodes_a_test_set(toy_corpus, tmp_path):
     test = write_corpus(tmp_path / "data", "test", 12, 4)
     cfg = compose_cfg(
@@ -117,6 +119,7 @@ def test_beam_speed_decodes_a_test_set(toy_corpus, tmp_path):
     assert profiled["decoder_steps"] >= 2  # the longest output of the first batch, and </s>
 
 
+@pytest.mark.long  # a benchmark run as a user does; the kit's own tests cover what it times
 def test_startup_times_a_run_to_its_first_batch(toy_corpus):
     out = last_json(run_module("startup", "--rounds", "1", *tiny_overrides(toy_corpus)))
     assert len(out["seconds"]) == 1 and out["seconds"][0] > 0

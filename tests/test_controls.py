@@ -86,7 +86,7 @@ def test_bad_controls_are_one_line_naming_the_option(toy_corpus, tmp_path, args,
 
 
 # ------------------------------------------------------------------ fine-tuning
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however xdist deals the tests
 def source(toy_corpus, tmp_path_factory):
     """A toy model trained two epochs: what the fine-tuned runs start from."""
     run = tmp_path_factory.mktemp("source")

@@ -23,13 +23,13 @@ from ddp_helpers import RECIPE, TWO_RANKS, command, finished, rank_one, step_of,
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ranks")]  # one worker: no port races
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however the tests interleave
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("ddp")
     return {"train": write_corpus(root, "train", 480, 11), "dev": write_corpus(root, "dev", 40, 12)}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def unbroken(corpus, tmp_path_factory):
     """Three epochs of 30 steps on two ranks, never stopped: what every resume must equal."""
     run = tmp_path_factory.mktemp("unbroken") / "run"
@@ -74,6 +74,7 @@ def rows(run: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.long  # ddp_sim in CI: test_training's test_ddp_sim_two_cpu_processes
 def test_ddp_sim_keeps_every_csv_row_and_a_complete_results_json(corpus, tmp_path):
     run = tmp_path / "run"
     test = write_corpus(tmp_path, "test", 20, 13)

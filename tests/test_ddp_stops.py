@@ -21,7 +21,7 @@ from ddp_helpers import command, finished, rank_one, step_of, weights
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ranks")]  # one worker: no port races
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however the tests interleave
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("ddp_stops")
     return {"train": write_corpus(root, "train", 480, 11), "dev": write_corpus(root, "dev", 40, 12),
@@ -67,7 +67,7 @@ def resume(run: Path) -> None:
     finished([sys.executable, "-m", "luong_lit", "train", f"hydra.run.dir={run}", "ckpt_path=last"])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def unbroken(corpus, tmp_path_factory):
     run = tmp_path_factory.mktemp("unbroken") / "run"
     finished(command(corpus, run, "trainer.max_epochs=2", *with_test(corpus)))

@@ -141,7 +141,7 @@ def test_the_registries_refuse_what_they_must(readme):
 
 
 # ------------------------------------------------------------------ parts every command loads
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however xdist deals the tests
 def user_dir_run(toy_corpus, tmp_path_factory):
     """``my_parts.py`` (the README's registering code) and a run trained from the command line
     with ``--user-dir my_parts.py``: ``(the module's folder, the run, what train printed)``."""

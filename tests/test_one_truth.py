@@ -20,7 +20,7 @@ CONTROLS = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however xdist deals the tests
 def truth_corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("truth")
     return {"train": write_corpus(root, "train", 96, 31), "dev": write_corpus(root, "dev", 16, 32),

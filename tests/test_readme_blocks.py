@@ -118,7 +118,7 @@ def test_every_block_is_run_or_said_to_be_run_elsewhere():
 
 
 # ------------------------------------------------------------------ running the commands here
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however xdist deals the tests
 def desk(toy_corpus, tmp_path_factory):
     """A folder as a user's: ``RUN`` (a toy run trained from the command line, with a test set),
     ``A.ckpt``, ``B.ckpt``, the input, prefix and dictionary files the commands name."""
@@ -205,7 +205,7 @@ def python_c(command: str, desk: Path) -> str:
     return out.getvalue()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however xdist deals the tests
 def long_corpus(tmp_path_factory):
     """Toy pairs for 512 batches of 8: room for the README's ``val_check_interval=500``."""
     from conftest import write_corpus

@@ -58,7 +58,7 @@ def test_the_list_is_the_tested_one():
     assert set(RUN_ONLY) == set(CHANGED) | UNTESTABLE
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however xdist deals the tests
 def baseline(toy_corpus, tmp_path_factory):
     return trained(toy_corpus, tmp_path_factory.mktemp("baseline"))
 

@@ -20,7 +20,7 @@ import pytest
 from stop_helpers import CELLS, check_cell, matrix_files
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however xdist deals the tests
 def matrix_corpus(tmp_path_factory):
     return matrix_files(tmp_path_factory.mktemp("matrix"))
 

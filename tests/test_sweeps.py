@@ -89,6 +89,7 @@ def fake_run(sweep_dir: Path, num: int, overrides: list[str], numbers: dict) -> 
     (run / "results.json").write_text(json.dumps(results))
 
 
+@pytest.mark.long  # sweeps in CI: one folder a job, submitit, the shared store
 def test_joblib_runs_four_jobs_two_at_a_time_each_in_its_own_directory(resume_corpus, tmp_path):
     sweep(
         resume_corpus,

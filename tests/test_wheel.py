@@ -54,7 +54,7 @@ def run(cmd: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedPr
     return res
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker, however xdist deals the tests
 def installed(tmp_path_factory) -> Path:
     """The Python of a fresh virtual environment with the kit installed from its wheel."""
     root = tmp_path_factory.mktemp("wheel")

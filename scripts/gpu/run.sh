@@ -230,6 +230,11 @@ run_answer() {  # the issue's figures in one call of BUDGET seconds, most wanted
         --batch-size 128 --single-limit 0 --launches
     stage greedy_b128 30 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda --beam 1 \
         --batch-size 128 --single-limit 0 --launches
+    # the beam issue's shape: the whole test set in batches of 1,000 (the fixed-shape search)
+    stage beam5_b1000 40 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda \
+        --batch-size 1000 --single-limit 0 --launches
+    stage greedy_b1000 30 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda --beam 1 \
+        --batch-size 1000 --single-limit 0 --launches
     stage paper_nofeed_eager 45 $PY -m scripts.benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \
         feed_input=false engine.graphs=off
     stage paper_feed_capture 45 $PY -m scripts.benchmarks.ours_window "${win[@]}" "${PAPER[@]}"
