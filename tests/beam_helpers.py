@@ -24,11 +24,9 @@ class BigramStub:
 
     def encode(self, src, src_len):
         Bn, S = src.shape
+        ones = torch.ones(Bn, S, dtype=torch.bool)  # no padding: the stub attends nowhere
         mem = Memory(
-            torch.zeros(Bn, S, 1),
-            torch.zeros(Bn, S, 1),
-            src_len,
-            torch.ones(Bn, S, dtype=torch.bool),
+            torch.zeros(Bn, S, 1), torch.zeros(Bn, S, 1), src_len, ones, torch.zeros(Bn, S)
         )
         return mem, DecoderState(torch.zeros(1, Bn, 1), torch.zeros(1, Bn, 1), torch.zeros(Bn, 1))
 

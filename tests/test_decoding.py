@@ -61,9 +61,8 @@ class PatternStub(torch.nn.Module):
 
     def encode(self, src, src_len):
         B, S = src.shape
-        mem = Memory(
-            torch.zeros(B, S, 1), torch.zeros(B, S, 1), src_len, torch.ones(B, S, dtype=torch.bool)
-        )
+        ones = torch.ones(B, S, dtype=torch.bool)
+        mem = Memory(torch.zeros(B, S, 1), torch.zeros(B, S, 1), src_len, ones, torch.zeros(B, S))
         return mem, DecoderState(torch.zeros(1, B, 1), torch.zeros(1, B, 1), torch.zeros(B, 1))
 
     def step(self, y, state, memory, t):

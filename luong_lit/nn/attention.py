@@ -33,6 +33,16 @@ class Memory(NamedTuple):
     keys: Tensor  # (B, S, k) score keys, ``score.prepare(h_bar_s)``
     src_len: Tensor  # (B,) true source lengths
     valid: Tensor  # (B, S) True at real (non-pad) positions
+    bias: Tensor  # (B, S) 0 at real positions, -inf at padding: added to the scores
+
+    @classmethod
+    def of(cls, h_bar_s: Tensor, keys: Tensor, src_len: Tensor) -> Memory:
+        """The memory of ``h_bar_s`` (B, S, d) with its score ``keys``: the padding's mask, as
+        flags and as the additive mask of the scores, made once a batch."""
+        S = h_bar_s.size(1)
+        valid = torch.arange(S, device=h_bar_s.device).unsqueeze(0) < src_len.unsqueeze(1)  # (B, S)
+        bias = torch.zeros(valid.shape, dtype=h_bar_s.dtype, device=h_bar_s.device)  # (B, S)
+        return cls(h_bar_s, keys, src_len, valid, bias.masked_fill_(~valid, float("-inf")))
 
     def index_select(self, idx: Tensor) -> Memory:
         """Reorder or repeat batch rows (beam search, ensembles)."""
@@ -90,9 +100,7 @@ class Attention(nn.Module):
         raise NotImplementedError  # pragma: no cover - a subclass computes it
 
     def prepare(self, h_bar_s: Tensor, src_len: Tensor) -> Memory:
-        S = h_bar_s.size(1)
-        valid = torch.arange(S, device=h_bar_s.device).unsqueeze(0) < src_len.unsqueeze(1)  # (B, S)
-        return Memory(h_bar_s, self.score.prepare(h_bar_s), src_len, valid)
+        return Memory.of(h_bar_s, self.score.prepare(h_bar_s), src_len)
 
 
 def register_attention(name: str) -> Callable[[type], type]:
@@ -118,7 +126,8 @@ class GlobalAttention(Attention):
         if self.score.fixed_slots:
             a_t = self._slot_weights(scores, memory)
         elif self.mask_padding:
-            a_t = masked_softmax(scores, memory.valid.unsqueeze(1))  # (B, T, S)
+            bias = memory.bias.unsqueeze(1).to(scores.dtype)  # (B, 1, S) -inf at padding
+            a_t = torch.softmax(scores + bias, dim=-1)  # (B, T, S) exactly 0 at padding
         else:
             a_t = torch.softmax(scores, dim=-1)
         c_t = torch.bmm(a_t, memory.h_bar_s)  # (B, T, d)

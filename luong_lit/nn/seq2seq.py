@@ -207,9 +207,7 @@ class Seq2Seq(nn.Module, OneModel):
         if self.attention is not None:
             memory = self.attention.prepare(h_bar_s, src_len)
         else:
-            S = h_bar_s.size(1)
-            valid = torch.arange(S, device=h_bar_s.device) < src_len.unsqueeze(1)  # (B, S)
-            memory = Memory(h_bar_s, h_bar_s, src_len, valid)
+            memory = Memory.of(h_bar_s, h_bar_s, src_len)
         h, c = INIT_STATES[self.init_state](h, c)
         h_tilde0 = h_bar_s.new_zeros(h_bar_s.size(0), h.size(-1))  # (B, d) zeros at t = 1
         return memory, DecoderState(h, c, h_tilde0)
