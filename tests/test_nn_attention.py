@@ -183,3 +183,24 @@ def test_invalid_combination_raises_at_construction(att_name):
 
     with pytest.raises(ConfigError, match=f"attention={att_name} score=location"):
         build_attention(att_name, "location", d)
+
+
+def test_the_additive_mask_gives_the_filled_softmax_and_its_gradient_exactly():
+    """Global attention adds ``Memory.bias`` (0 or -inf, made once a batch) to its scores: the
+    same weights, bit for bit, as filling the padding with -inf, and the same gradient."""
+    import torch
+
+    from luong_lit.nn.attention import Memory, masked_softmax
+
+    torch.manual_seed(0)
+    src_len = torch.tensor([5, 2, 1])
+    memory = Memory.of(torch.randn(3, 5, 4, dtype=torch.float64), torch.zeros(3, 5, 4),
+                       src_len)  # fmt: skip
+    scores = torch.randn(3, 2, 5, dtype=torch.float64, requires_grad=True)
+    filled = masked_softmax(scores, memory.valid.unsqueeze(1))
+    added = torch.softmax(scores + memory.bias.unsqueeze(1), dim=-1)
+    assert torch.equal(filled, added) and bool((added[1, :, 2:] == 0).all())
+    w = torch.randn_like(filled)
+    (g1,) = torch.autograd.grad((filled * w).sum(), scores)
+    (g2,) = torch.autograd.grad((added * w).sum(), scores)
+    assert torch.equal(g1, g2)
