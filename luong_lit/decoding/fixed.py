@@ -109,10 +109,10 @@ def _divisors(cfg: Search, T: int, device: torch.device) -> Tensor | None:
     return torch.tensor(div, dtype=torch.float64, device=device).view(T, 1, 1)
 
 
-def _ranked(cfg: Search, steps: Steps, T: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def _ranked(cfg: Search, steps: Steps, T: int) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """Each sentence's ``n_best`` best finished candidates by the score they are ranked by,
     the first found first among equals, ``n_best`` a sentence in order (−inf where it found
-    fewer): their step, slot, raw score and ranking score, (B·n_best,) each."""
+    fewer): their sentence, step, slot, raw score and ranking score, (B·n_best,) each."""
     raw = steps.ended[:T].double()  # (T, B, K)
     div = _divisors(cfg, T, raw.device)
     norm = raw if div is None else raw / div  # (T, B, K)
@@ -123,15 +123,14 @@ def _ranked(cfg: Search, steps: Steps, T: int) -> tuple[Tensor, Tensor, Tensor, 
     at = order.reshape(-1)  # (E,) index into T*K
     end, k = at // K, at % K  # (E,) x2
     slot = steps.left[end, sent, k] // steps.V  # (E,)
-    return end, slot, raw[end, sent, k], norm[end, sent, k]
+    return sent, end, slot, raw[end, sent, k], norm[end, sent, k]
 
 
 def _hypotheses(cfg: Search, steps: Steps, T: int, B: int) -> list[list[Hypothesis]]:
     """The hypotheses found, read on the host at once: one ``tolist`` of one float64 table
     (ids below 2**53 and float32 scores are exact there); attention stays where it is."""
-    end, slot, raw, norm = _ranked(cfg, steps, T)
-    n = end.numel() // B
-    sent = torch.arange(B, device=end.device).repeat_interleave(n)  # (E,)
+    sent, end, slot, raw, norm = _ranked(cfg, steps, T)
+    n = end.numel() // B  # n_best a sentence
     words, att = steps.read(sent, end, slot)  # (E, T), (E, T, S) or None
     table = torch.cat([torch.stack([end.double(), raw, norm], 1), words.double()], 1)
     out: list[list[Hypothesis]] = [[] for _ in range(B)]
@@ -229,9 +228,9 @@ def fixed_beam_search(
         scores, kept, ok = _choose(t, logp, scores, live, steps, K)  # (B, K) x3
         steps.write(t, kept, a_t)
         still = done.update(ok, steps.ended[t], scores[:, 0])  # (B,) or None
-        live = (
-            live & steps.unforced[t] if still is None else live & steps.unforced[t] & still[:, None]
-        )
+        live = live & steps.unforced[t]  # (B, 1)
+        if still is not None:
+            live = live & still[:, None]
         if (t + 1) % every == 0 and not bool(live.any()):  # the one host read
             T = t + 1
             break

@@ -228,7 +228,8 @@ def chosen_encoder(encoder: str, net: Seq2Seq, src: Tensor) -> str:
     """How :func:`static_memory` encodes: ``encoder`` unless it is ``auto``.
 
     ``auto`` reads right-padded for a decoder that starts from ``last`` or ``zero``
-    (:func:`right_padded_encode`: exact wherever it runs); else left-padded for an encoder
+    (:func:`right_padded_encode`: the masked loop's states in float64 on a CPU; not yet
+    compared on a GPU, where cuDNN may run in TF32); else left-padded for an encoder
     without biases under CUDA bf16 autocast (bf16-mixed), where it was checked against eager
     autograd on a GPU (in fp32 the replayed loss differed from eager by 2.4e-5 relative there,
     TF32 in the fixed-length cuDNN call the likely cause, not confirmed); else the masked loop.
