@@ -1,7 +1,8 @@
 """The kit's Hydra configs (``conf/``, shipped inside every wheel): composing them
 outside a Hydra app, naming a mistyped override's nearest match, saying what Hydra raised while
 it composed or launched in one line, and ``train --help``. Attentions and scores registered in
-Python are options of their groups once this module is imported (:mod:`luong_lit.config_parts`)."""
+Python are options of their groups wherever the configs are composed
+(:mod:`luong_lit.config_parts`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from luong_lit.config_parts import offer_parts
 from luong_lit.errors import ConfigError, UserError, find_user_error
@@ -26,7 +28,6 @@ __all__ = [
     "hydra_error",
 ]
 HIDDEN_GROUPS = ("hydra", "paths", "recipes")  # plumbing and shared parts of experiments
-offer_parts()  # attention=NAME and score=NAME for the parts registered in Python
 
 
 def groups() -> dict[str, list[str]]:
@@ -45,6 +46,7 @@ def _raw_compose(overrides: Sequence[str], config_name: str = "train", hydra: bo
     from luong_lit.sweeps.resolvers import register_resolvers
 
     register_resolvers()
+    offer_parts()  # attention=NAME and score=NAME for the parts registered in Python so far
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return hydra_compose(config_name, overrides=list(overrides), return_hydra_config=hydra)
 
@@ -97,6 +99,7 @@ def _not_a_name(overrides: Sequence[str]) -> tuple[str, object] | None:
     """The first group override whose value (or a swept value) is not an option's name but a
     number, a boolean or null (``attention=5``): ``(group, value)``."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep
 
     parser, names = OverridesParser.create(), groups()
     for text in overrides:
@@ -105,7 +108,8 @@ def _not_a_name(overrides: Sequence[str]) -> tuple[str, object] | None:
         except Exception:  # noqa: BLE001 - an override Hydra cannot parse is said elsewhere
             continue
         value = override.value()
-        values = value.list if hasattr(value, "list") else [value]  # a choice sweep's values
+        # a choice sweep's values
+        values = value.list if isinstance(value, ChoiceSweep) else [value]
         bad = [v for v in values if not isinstance(v, str)]
         if override.key_or_group in names and bad:
             return override.key_or_group, bad[0]
@@ -202,7 +206,10 @@ def check_switches(cfg) -> None:
     from omegaconf import OmegaConf
 
     net = OmegaConf.select(cfg, "model.net")
-    raw = OmegaConf.to_container(net, resolve=False) if net is not None else {}
+    # model.net is a config group: a mapping
+    raw = (
+        cast(dict[str, Any], OmegaConf.to_container(net, resolve=False)) if net is not None else {}
+    )
     for key in [k for k in SWITCHES if k in raw]:
         if raw[key] != f"${{{key}}}":
             raise ConfigError(

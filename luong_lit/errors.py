@@ -43,4 +43,5 @@ def find_cause(err: BaseException | None, match) -> BaseException | None:
 def find_user_error(err: BaseException | None) -> UserError | None:
     """The :class:`UserError` behind ``err`` (itself, or one it was raised from: Hydra wraps the
     errors of the constructors it calls), or None."""
-    return find_cause(err, lambda e: isinstance(e, UserError))
+    found = find_cause(err, lambda e: isinstance(e, UserError))
+    return found if isinstance(found, UserError) else None

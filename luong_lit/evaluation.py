@@ -53,7 +53,9 @@ def _perplexities(translator, split) -> dict:
     through its steps)."""
     nets = list(translator.model.members)
     engine = translator.inference.engine
-    out = {"ppl": [perplexity(n, split.examples(), batch_nll=engine.nll) for n in nets]}
+    out: dict[str, float | list[float]] = {
+        "ppl": [perplexity(n, split.examples(), batch_nll=engine.nll) for n in nets]
+    }
     if len(nets) > 1:
         out["ppl_ensemble"] = stepwise_perplexity(
             translator.inference.float_stepper, split.examples()

@@ -3,15 +3,18 @@ with what it stands for, open to extensions.
 
 A :class:`Registry` grows only by :meth:`Registry.add`: the kit adds its own parts the way an
 extension adds one, and a config or a checkpoint can name nothing that was not added, so a name
-never imports code. The config layer hears of every name (:meth:`Registry.on_add`) to offer it
-as a config group's option.
+never imports code. The config layer reads the registries (:meth:`Registry.of_kind`) each time
+it composes, to offer every name as a config group's option.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
+
+#: the values a config or a checkpoint may give a part's option (and the network's)
+SCALARS = (bool, int, float, str, type(None))
 
 
 def _redefined(old: Any, new: Any) -> bool:
@@ -28,7 +31,6 @@ class Registry(Mapping[str, Any]):
 
     NAME: ClassVar[re.Pattern] = re.compile(r"[a-z][a-z0-9_]*\Z")
     _every: ClassVar[list[Registry]] = []
-    _listeners: ClassVar[list[Callable[[Registry, str, Any], None]]] = []
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -59,18 +61,12 @@ class Registry(Mapping[str, Any]):
         if old is not entry and not _redefined(old, entry):
             raise ValueError(f"{self.kind} {name!r} is taken already, by {old!r}")
         self._entries[name] = entry
-        for listener in Registry._listeners:
-            listener(self, name, entry)
 
     def remove(self, name: str) -> None:
         """Take ``name`` out again (a test's or a notebook's own entry)."""
         del self._entries[name]
 
     @classmethod
-    def on_add(cls, listener: Callable[[Registry, str, Any], None]) -> None:
-        """Call ``listener(registry, name, entry)`` for every entry of every registry, those
-        added already and those to come."""
-        cls._listeners.append(listener)
-        for registry in cls._every:
-            for name, entry in list(registry.items()):
-                listener(registry, name, entry)
+    def of_kind(cls, kind: str) -> list[Registry]:
+        """The registries of ``kind`` made so far (``attention``, ``score``, ``corpus``)."""
+        return [r for r in cls._every if r.kind == kind]

@@ -17,9 +17,11 @@ import inspect
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, TypeVar
 
 from luong_lit.errors import ConfigError, UsageError
+
+_Init = TypeVar("_Init", bound=Callable[..., Any])  # what takes_options decorates
 
 
 class OptionError(ConfigError, UsageError):
@@ -136,12 +138,12 @@ def one_of(option: str, value: Any, allowed) -> None:
         raise OptionError(option, value, f"is unknown; choose one of {', '.join(allowed)}")
 
 
-def takes_options(*groups: type) -> Callable:
+def takes_options(*groups: type) -> Callable[[_Init], _Init]:
     """Decorate an ``__init__(self, ..., **options)`` whose options are the fields of ``groups``:
     its signature (what ``help`` and the config's key check read) names each field as a
     keyword-only argument with its default, in place of ``**options``."""
 
-    def decorate(init: Callable) -> Callable:
+    def decorate(init: _Init) -> _Init:
         sig = inspect.signature(init)
         params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
         keyword = inspect.Parameter.KEYWORD_ONLY
@@ -150,7 +152,7 @@ def takes_options(*groups: type) -> Callable:
             for group in groups
             for f in fields(group)
         ]
-        init.__signature__ = sig.replace(parameters=params)
+        init.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
         return init
 
     return decorate

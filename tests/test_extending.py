@@ -1,8 +1,8 @@
-"""The README's "Extending the kit", followed literally: its attention (local-p with a learned
-σ), its score and its named corpus are registered by running the README's own code, then each
-trains a few steps through ``train(compose(...))`` with ``attention=NAME``, ``score=NAME`` and
-``data.dataset=NAME``; the registries refuse what they must, and the fast engine computes a
-registered attention as the reference does."""
+"""The guide's "Extending the kit" (``docs/guide/extending.md``), followed literally: its
+attention (local-p with a learned σ), its score and its named corpus are registered by running
+the page's own code, then each trains a few steps through ``train(compose(...))`` with
+``attention=NAME``, ``score=NAME`` and ``data.dataset=NAME``; the registries refuse what they
+must, and the fast engine computes a registered attention as the reference does."""
 
 from __future__ import annotations
 
@@ -25,10 +25,9 @@ QUICK = ["trainer.max_epochs=1", "test_after_training=false"]
 
 
 def readme_code() -> str:
-    """The section's Python, as written."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Extending the kit", 1)[1].split("\n## ", 1)[0]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    """The page's Python, as written."""
+    text = (REPO / "docs" / "guide" / "extending.md").read_text(encoding="utf-8")
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
 def readme_parts() -> str:
@@ -53,7 +52,7 @@ def readme(toy_corpus, tmp_path_factory):
     os.environ["MY_CORPUS"] = str(mine)
     os.chdir(here)
     try:
-        exec(compile(readme_code(), "README.md", "exec"), namespace)
+        exec(compile(readme_code(), "docs/guide/extending.md", "exec"), namespace)
     finally:
         os.chdir(cwd)
         os.environ.pop("MY_CORPUS") if before is None else os.environ.update(MY_CORPUS=before)

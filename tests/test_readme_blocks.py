@@ -1,10 +1,12 @@
-"""The README's code is run: every command of every ``bash`` block a user would paste runs here
+"""The README's and the guide's code is run (``README.md``, ``docs/guide/*.md``): every command
+of every ``bash`` block a user would paste runs here
 on a tiny model (``RUN``, ``A.ckpt``, ``input.en``, ... stand for a toy run and its files; a
 training command gets the toy corpus and a tiny model appended), or is one that a named test runs
 (:data:`ELSEWHERE`, each entry naming that test), or stands in a block whose first line says
-``# illustrative: <why>``. A command that is none of these fails the test: the README cannot drift
-from the kit unseen. Its Python blocks are run by their own tests
-(``tests/test_translator.py``, ``tests/test_extending.py``); :data:`PYTHON` says which.
+``# illustrative: <why>``. A command that is none of these fails the test: the documents cannot
+drift from the kit unseen (a command shown on two pages runs once). Their Python blocks are run
+by their own tests (``tests/test_translator.py``, ``tests/test_extending.py``); :data:`PYTHON`
+says which.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_here, tiny_overrides
 
-DOCS = [REPO / "README.md"]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs" / "guide").glob("*.md"))]
 
 #: commands a test elsewhere runs, by how they start -> that test (``file::name``)
 ELSEWHERE = {
@@ -47,18 +49,21 @@ UNRUNNABLE = {
     "data=wmt14_ende": "the whole WMT'14 corpus",
     "experiment=align_": "its four corpora, minutes to prepare (the toy's cannot stand in)",
 }
-#: Python blocks: the section they stand in -> the test that runs them as written
+#: Python blocks: (the file, the heading they stand under) -> the test that runs them as written
 PYTHON = {
-    "## From Python": "tests/test_translator.py::test_the_readme_example_runs",
-    "## Extending the kit": "tests/test_extending.py::test_the_readme_run_trains_on_a_named_corpus_from_local_files",  # noqa: E501
+    ("README.md", "## From Python"): "tests/test_translator.py::test_the_readme_example_runs",
+    (
+        "extending.md",
+        "# Extending the kit",
+    ): "tests/test_extending.py::test_the_readme_run_trains_on_a_named_corpus_from_local_files",  # noqa: E501
 }
 
 
 def blocks(path: Path) -> list[tuple[str, int, str, str]]:
-    """Every fenced block of ``path``: ``(language, line, text, the section it stands in)``."""
+    """Every fenced block of ``path``: ``(language, line, text, the heading it stands under)``."""
     found, section, lang, start, body = [], "", None, 0, []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if lang is None and line.startswith("## "):
+        if lang is None and line.startswith(("# ", "## ")):
             section = line
         if line.startswith("```"):
             if lang is None:
@@ -91,20 +96,24 @@ def unrunnable(command: str) -> str | None:
 
 
 def every_command() -> list[tuple[str, str]]:
-    """``(where, command)`` of every command of every bash block that is not illustrative."""
-    found = []
+    """``(where, command)`` of every command of every bash block that is not illustrative, each
+    command once (where it is first shown)."""
+    found: dict[str, str] = {}
     for path in DOCS:
         for lang, line, text, _ in blocks(path):
             if lang == "bash" and not text.startswith("# illustrative:"):
-                found += [(f"{path.name}:{line}", c) for c in commands(text)]
-    return found
+                for command in commands(text):
+                    found.setdefault(command, f"{path.name}:{line}")
+    return [(where, command) for command, where in found.items()]
 
 
 def test_every_block_is_run_or_said_to_be_run_elsewhere():
     for path in DOCS:
         for lang, line, _, section in blocks(path):
             if lang == "python":
-                assert section in PYTHON, f"{path.name}:{line}: a Python block no test runs"
+                assert (path.name, section) in PYTHON, (
+                    f"{path.name}:{line}: a Python block no test runs"
+                )
             elif lang not in ("bash", "toml", ""):
                 raise AssertionError(f"{path.name}:{line}: a ```{lang} block: bash or python")
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")

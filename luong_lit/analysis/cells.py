@@ -146,7 +146,7 @@ def pm(pair: tuple[float | None, float | None]) -> str:
     return f"{mean:.2f}" if sd is None else f"{mean:.2f} ± {sd:.2f}"
 
 
-def _paper(p: dict, key: str) -> str:
+def _paper(p: dict | None, key: str) -> str:
     value = p.get(key) if p else None
     return "–" if value is None else f"{value:.1f}"
 

@@ -52,7 +52,7 @@ def find_runs(patterns: str | Sequence[str], folders: Sequence[Path] | None = No
     folders = list(folders) if folders is not None else search_folders()
     # all patterns from one folder: the first where any matches (runs of two projects never mix)
     per_folder = ([_matches(p.strip(), [f]) for p in patterns] for f in folders)
-    chosen = next((m for m in per_folder if any(m)), [[] for _ in patterns])
+    chosen: list[list[Path]] = next((m for m in per_folder if any(m)), [[] for _ in patterns])
     runs: list[Path] = []
     empty = []
     for pattern, found in zip(patterns, chosen):

@@ -19,8 +19,9 @@ def heatmaps_side_by_side(
     labels), or a list (each titled by its system)."""
     from luong_lit.analysis.figures import attention_figure, heatmap_panels
 
-    mapped = isinstance(runs, Mapping)
-    labelled = list(runs.items()) if mapped else [(run_label(r), r) for r in runs]
+    labelled = (
+        list(runs.items()) if isinstance(runs, Mapping) else [(run_label(r), r) for r in runs]
+    )
     panels, words = [], None
     for label, run in labelled:
         model, dm = load_run_model(run)
@@ -30,6 +31,6 @@ def heatmaps_side_by_side(
         src_ids, tgt_ids = dev.src_ids[sentence][:max_len], dev.tgt_ids[sentence][:max_len]
         panels += heatmap_panels({label: model.inference.stepper}, src_ids, tgt_ids)
         words = (dev.src_tokens[sentence][:max_len], dev.tgt_tokens[sentence][:max_len])
-    if not panels:
+    if not panels or words is None:  # words: set with the first panels
         raise ValueError("none of the runs has an attention model")
     return attention_figure(panels, *words)

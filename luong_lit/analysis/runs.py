@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from luong_lit.analysis.records import (
     Evaluation,
@@ -26,6 +27,9 @@ from luong_lit.analysis.records import (
 from luong_lit.data.sources.named import corpus_name
 from luong_lit.nn.names import attention_name, score_name
 from luong_lit.paper.numbers import like_with_like, paper_row
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig, ListConfig
 
 
 def corpus_label(dataset: str | None, src: str | None, tgt: str | None, test: str | None) -> str:
@@ -110,10 +114,13 @@ def describe(run_dir: Path) -> RunFacts:
     cfg_path = run_dir / ".hydra" / "config.yaml"
     if not cfg_path.is_file():
         raise FileNotFoundError(f"{run_dir}: not a luong_lit run directory (no .hydra/config.yaml)")
-    cfg = OmegaConf.to_container(OmegaConf.load(cfg_path), resolve=False)
+    # a run's saved config is a mapping (Hydra writes the composed DictConfig)
+    cfg = cast(dict[str, Any], OmegaConf.to_container(OmegaConf.load(cfg_path), resolve=False))
     net, data = cfg["model"]["net"], cfg.get("data") or {}
     overrides_path = run_dir / ".hydra" / "overrides.yaml"
-    overrides = OmegaConf.load(overrides_path) if overrides_path.is_file() else []
+    overrides: DictConfig | ListConfig | list[str] = (
+        OmegaConf.load(overrides_path) if overrides_path.is_file() else []
+    )
     attention = attention_name(net.get("attention"))
     tests = data.get("test")
     return RunFacts(
@@ -166,7 +173,7 @@ def cell_of(run_dir: Path) -> str:
     from omegaconf import OmegaConf
 
     path = run_dir / ".hydra" / "overrides.yaml"
-    overrides = OmegaConf.load(path) if path.is_file() else []
+    overrides: DictConfig | ListConfig | list[str] = OmegaConf.load(path) if path.is_file() else []
     return " ".join(sorted(model_overrides(overrides, ("seed",)))) or "(defaults)"
 
 

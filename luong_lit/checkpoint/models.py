@@ -12,48 +12,25 @@ from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.data.vocab import Vocab
 from luong_lit.errors import CheckpointError, ConfigError
 from luong_lit.nn import Seq2Seq
-from luong_lit.nn.names import ATTENTIONS, SCORES, part_spec
+from luong_lit.nn.build import build_net as built
+from luong_lit.nn.names import ATTENTIONS, SCORES
+from luong_lit.validate import OptionError
 
-_SCALARS = (bool, int, float, str, type(None))
 _PARTS = {"attention": ATTENTIONS, "score": SCORES}
 
-
-#: Keys of a model description that are not :class:`Seq2Seq` arguments (``impl``: how earlier
-#: versions computed the model).
+#: Keys of a model description that earlier versions stored and that are not :class:`Seq2Seq`
+#: arguments (``_target_``/``_partial_``: Hydra's, ``impl``: how the model was computed): the
+#: one table of old names, dropped before the description is built.
 NOT_NET_ARGS = frozenset({"_target_", "_partial_", "impl"})
 
 
-def _net_kwargs(net_cfg: dict[str, Any]) -> dict[str, Any]:
-    """The arguments of :class:`Seq2Seq` in a checkpoint's model description, checked.
-
-    A checkpoint is untrusted: its values may only be scalars, and its attention and score
-    only names registered in this process (:mod:`luong_lit.nn.names`: the kit's own, and those
-    of extensions imported before loading) with scalar options, never a callable to import.
-    """
-    kwargs = {}
-    for key, value in net_cfg.items():
-        if key in NOT_NET_ARGS:
-            continue
-        if key in _PARTS:
-            try:
-                spec = part_spec(value, _PARTS[key], key)
-            except ConfigError as err:
-                raise CheckpointError(f"checkpoint config net.{err}") from None
-            value = None if spec is None else {"name": spec[0], **spec[1]}
-        elif not isinstance(value, _SCALARS):
-            raise CheckpointError(
-                f"checkpoint config net.{key}: expected a number, string or bool, "
-                f"got {type(value).__name__}"
-            )
-        kwargs[key] = value
-    return kwargs
-
-
 def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
-    """Build the network described by a (resolved) ``model.net`` config, from a checkpoint.
+    """The network a checkpoint's (resolved) ``model.net`` description asks for, built by the
+    network's one builder (:func:`luong_lit.nn.build.build_net`, as training builds it).
 
-    Only :class:`Seq2Seq` with registered attention and score classes can be built; anything
-    else raises :class:`CheckpointError` before any code is imported or run.
+    A checkpoint is untrusted: only :class:`Seq2Seq` with registered attention and score classes
+    and scalar options can be built; anything else raises :class:`CheckpointError` before any
+    code is imported or run.
     """
     if (
         not isinstance(net_cfg, dict)
@@ -61,10 +38,14 @@ def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int)
     ):
         target = net_cfg.get("_target_") if isinstance(net_cfg, dict) else net_cfg
         raise CheckpointError(f"checkpoint config net: {target!r} is not luong_lit.nn.Seq2Seq")
-    kwargs = _net_kwargs(net_cfg)
+    current = {k: v for k, v in net_cfg.items() if k not in NOT_NET_ARGS}
     try:
-        return Seq2Seq(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **kwargs)
-    except (TypeError, ValueError, RuntimeError) as err:  # e.g. a negative size
+        return built(current, src_vocab_size, tgt_vocab_size)
+    except (OptionError, TypeError, RuntimeError) as err:  # a key it lacks, a negative size
+        raise CheckpointError(f"checkpoint config net: cannot build the model ({err})") from None
+    except ConfigError as err:  # a part not registered here, a value that is not a scalar
+        raise CheckpointError(f"checkpoint config net.{err}") from None
+    except ValueError as err:  # the network's own refusal
         raise CheckpointError(f"checkpoint config net: cannot build the model ({err})") from None
 
 

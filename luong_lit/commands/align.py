@@ -57,7 +57,7 @@ def run(args) -> dict:
     src, tgt, gold, flip = input_files(args, tr.meta.data)
     extra = None
     if args.baselines and args.extra_src and args.extra_tgt:
-        extra = [[x.split() for x in read_lines(p)] for p in (args.extra_src, args.extra_tgt)]
+        extra = tuple([x.split() for x in read_lines(p)] for p in (args.extra_src, args.extra_tgt))
     report = align_report(tr, src, tgt, gold, flip=flip, convention=args.align_convention,
                           members=members, baselines=args.baselines, extra=extra,
                           progress=not args.quiet)  # fmt: skip

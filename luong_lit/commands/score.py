@@ -61,7 +61,7 @@ def read_pairs(src: str | None, tgt: str | None) -> tuple[list[str], list[str]]:
     """Sources and targets from ``--src``/``--tgt``, or ``source<TAB>target`` lines on stdin."""
     if (src is None) != (tgt is None):
         raise UsageError("give both --src and --tgt, or neither (tab-separated standard input)")
-    if src is not None:
+    if src is not None and tgt is not None:  # both or neither, as checked above
         srcs = read_lines(src, allow_empty_file=True, user=True)
         tgts = read_lines(tgt, allow_empty_file=True, user=True)
         if len(srcs) != len(tgts):

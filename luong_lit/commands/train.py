@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from luong_lit.cli import hydra_errors, job_error, user_error_message, with_plugins
 from luong_lit.config import CONF_DIR, check_seed, check_sweep, compose, help_text
+from luong_lit.config_parts import offer_parts
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.quiet import quiet
 from luong_lit.runtime import is_rank_zero, own_log_file
@@ -144,6 +145,7 @@ def run(argv: list[str]) -> None:
         note_swept(argv)
     sys.argv = [sys.argv[0], *argv]
     relaunched_as_train()
+    offer_parts()  # the parts registered so far, as Hydra's app composes (its jobs get its store)
     with hydra_errors(argv):  # Hydra's own errors (composing, launching: -m too) in one line
         main()
 

@@ -18,12 +18,12 @@ from luong_lit.engines.fast import GRAPH_MODES, INT8_PARTS, FastEngine
 from luong_lit.engines.reference import ReferenceEngine
 from luong_lit.errors import ConfigError
 
-ENGINES: dict[str, type] = {"reference": ReferenceEngine, "fast": FastEngine}
+ENGINES: dict[str, type[ReferenceEngine]] = {"reference": ReferenceEngine, "fast": FastEngine}
 
 __all__ = ["ENGINES", "GRAPH_MODES", "INT8_PARTS", "FastEngine", "ReferenceEngine", "make_engine"]
 
 
-def make_engine(engine: Any = "fast", **options: Any):
+def make_engine(engine: str | ReferenceEngine = "fast", **options: Any) -> ReferenceEngine:
     """An engine from its name (``reference``, ``fast``) and options, or an engine as it is."""
     if not isinstance(engine, str):
         return engine

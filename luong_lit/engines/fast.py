@@ -20,11 +20,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from luong_lit.data.loading.batching import bucket_shape, pad_batch
+from luong_lit.data.loading.batching import Batch, bucket_shape, pad_batch
 from luong_lit.decoding.ensemble import Ensemble
 from luong_lit.engines.graphs import GraphedSteps, auto_graphs, replayed_loss
 from luong_lit.engines.reference import Denominator, ReferenceEngine
 from luong_lit.errors import ConfigError
+from luong_lit.nn.decoder import Step
 from luong_lit.nn.fast.compiled import compiled_step
 from luong_lit.nn.fast.model import fast_nll
 from luong_lit.nn.fast.quantize import PARTS, QuantizationUnavailable
@@ -48,7 +49,7 @@ BUCKETS = (10, 15, 20, 25, 30, 40, 52)
 
 
 def _check_options(
-    graphs: str, buckets: Sequence[int], static_encoder: str, int8, compile_
+    graphs: str, buckets: Sequence[int], static_encoder: str, int8: str | None, compile_: str
 ) -> None:
     one_of("graphs", graphs, GRAPH_MODES)
     one_of("compile", compile_, COMPILE)
@@ -129,12 +130,16 @@ class FastEngine(ReferenceEngine):
         self.tf32 = tf32
         self.graphs, self.buckets, self.rows = graphs, buckets, rows
         self.static_encoder, self.int8, self.compile = static_encoder, int8, compile
-        self._step = None  # the compiled decoder step, made at its first use
+        self._step: Step | None = None  # the compiled decoder step, made at its first use
         self.mode = "off" if graphs == "auto" else graphs  # what runs; auto is resolved in setup
         self._graphed: GraphedSteps | None = None
 
     def setup(
-        self, device: str = "cpu", precision: str = "32-true", accumulate: int = 1, world_size=1
+        self,
+        device: str = "cpu",
+        precision: str = "32-true",
+        accumulate: int = 1,
+        world_size: int = 1,
     ) -> None:
         """Resolve ``graphs=auto`` (:func:`~.graphs.auto_graphs`) and check ``capture``."""
         if self.int8 and device != "cpu":
@@ -166,10 +171,12 @@ class FastEngine(ReferenceEngine):
         """How many CUDA graphs (one per bucket met so far) the captured step holds."""
         return len(self._graphed.graphs) if self._graphed is not None else 0
 
-    def nll(self, net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
+    def nll(self, net: Seq2Seq, batch: Batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
         return fast_nll(net, batch, label_smoothing)
 
-    def training_loss(self, net, batch, label_smoothing: float, denominator: Denominator) -> Tensor:
+    def training_loss(
+        self, net: Seq2Seq, batch: Batch, label_smoothing: float, denominator: Denominator
+    ) -> Tensor:
         """The eager fast loss, or the batch padded to its bucket (static or captured)."""
         shape = None
         if self.mode != "off":
@@ -189,7 +196,10 @@ class FastEngine(ReferenceEngine):
         loss, grads = self._graphed({**inputs, "scale": scale})
         return replayed_loss(loss, grads, self._graphed.params)
 
-    def _static_nll(self, net, label_smoothing, src, src_len, tgt_in, tgt_out):
+    def _static_nll(
+        self, net: Seq2Seq, label_smoothing: float, src: Tensor, src_len: Tensor, tgt_in: Tensor,
+        tgt_out: Tensor,
+    ) -> tuple[Tensor, Tensor]:  # fmt: skip
         try:
             check_static_encoder(self.static_encoder, net)
         except ValueError as err:
@@ -199,7 +209,10 @@ class FastEngine(ReferenceEngine):
         args = (src, src_len, tgt_in, tgt_out, label_smoothing, self.static_encoder, self._step)
         return static_nll(net, *args)
 
-    def _scaled_nll(self, net, label_smoothing, src, src_len, tgt_in, tgt_out, scale) -> Tensor:
+    def _scaled_nll(
+        self, net: Seq2Seq, label_smoothing: float, src: Tensor, src_len: Tensor, tgt_in: Tensor,
+        tgt_out: Tensor, scale: Tensor,
+    ) -> Tensor:  # fmt: skip
         nll, _ = self._static_nll(net, label_smoothing, src, src_len, tgt_in, tgt_out)
         return nll * scale  # scale = 1 / the loss's denominator, an input of the graph
 

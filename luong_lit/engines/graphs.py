@@ -27,13 +27,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
 
 
-def auto_graphs(device: str, precision: str, accumulate: int, world_size: int, buckets) -> str:
+def auto_graphs(
+    device: str, precision: str, accumulate: int, world_size: int, buckets: Sequence[int]
+) -> str:
     """What ``graphs=auto`` runs: ``capture`` where it is checked to be exact (one CUDA device,
     fp32 or bf16-mixed, no gradient accumulation, buckets given), else ``off``.
 
@@ -66,12 +68,12 @@ class _Replayed(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, loss: Tensor, grads: list, *params: Tensor) -> Tensor:
+    def forward(ctx: Any, loss: Tensor, grads: list[Tensor | None], *params: Tensor) -> Tensor:
         ctx.grads = grads
         return loss.detach().clone()  # the graph's own tensor is rewritten at its next replay
 
     @staticmethod
-    def backward(ctx, grad_out: Tensor):
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
         grads = [None if g is None else g.view_as(g) for g in ctx.grads]
         return None, None, *grads
 
@@ -83,7 +85,8 @@ def replayed_loss(loss: Tensor, grads: Sequence[Tensor | None], params: Sequence
     autograd must not follow it again. The trainer must clear gradients by setting them to None
     (Lightning's ``zero_grad`` does), or the handed-over views would be added to themselves.
     """
-    return _Replayed.apply(loss.detach(), list(grads), *params)
+    replayed = _Replayed.apply(loss.detach(), list(grads), *params)  # type: ignore[no-untyped-call]
+    return cast(Tensor, replayed)  # apply() is untyped: forward's result
 
 
 @dataclass
@@ -109,7 +112,7 @@ class GraphedSteps:
         self, loss_fn: Callable[..., Tensor], params: Sequence[torch.nn.Parameter], warmup: int = 3
     ) -> None:
         self.loss_fn, self.params, self.warmup = loss_fn, list(params), warmup
-        self.graphs: dict[tuple, Captured] = {}
+        self.graphs: dict[tuple[tuple[str, tuple[int, ...], torch.dtype], ...], Captured] = {}
         self.pool: Any = None  # torch.cuda.graph_pool_handle(), made at the first capture
 
     def __call__(self, inputs: dict[str, Tensor]) -> tuple[Tensor, list[Tensor | None]]:
@@ -135,7 +138,7 @@ class GraphedSteps:
         """Warm up on a side stream, then record forward, loss and backward."""
         inputs = {k: v.clone() for k, v in inputs.items()}  # the graph's own, outside its pool
         rng = torch.cuda.get_rng_state()  # the warm-up passes draw dropout masks: give them back
-        side = torch.cuda.Stream()
+        side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(self.warmup):
@@ -163,13 +166,13 @@ class EagerSteps(GraphedSteps):
 class _autocast_for_capture:
     """Re-enter the autocast in force, without its weight cache (which a graph cannot hold)."""
 
-    def __enter__(self):
-        self.ctx = None
+    def __enter__(self) -> None:
+        self.ctx: torch.autocast | None = None
         if torch.is_autocast_enabled("cuda"):
             dtype = torch.get_autocast_dtype("cuda")
             self.ctx = torch.autocast("cuda", dtype=dtype, cache_enabled=False)
-            self.ctx.__enter__()
+            self.ctx.__enter__()  # type: ignore[no-untyped-call]
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self.ctx is not None:
             self.ctx.__exit__(*exc)

@@ -17,16 +17,20 @@ Every engine gives the reference engine's losses, gradients and translations (pa
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import Tensor
 
+from luong_lit.data.loading.batching import Batch
 from luong_lit.errors import ConfigError
 from luong_lit.nn.interface import AnyDecodeModel
 from luong_lit.nn.loss import token_nll
 
+if TYPE_CHECKING:
+    from luong_lit.nn.seq2seq import Seq2Seq
+
 #: ``denominator(batch, n_tokens)``: what a batch's summed NLL is divided by (the loss norm).
-Denominator = Callable[[Any, Any], Any]
+Denominator = Callable[[Batch, Any], Tensor | float]
 
 
 class ReferenceEngine:
@@ -36,15 +40,21 @@ class ReferenceEngine:
     int8: str | None = None
 
     def setup(
-        self, device: str = "cpu", precision: str = "32-true", accumulate: int = 1, world_size=1
+        self,
+        device: str = "cpu",
+        precision: str = "32-true",
+        accumulate: int = 1,
+        world_size: int = 1,
     ) -> None:
         """Nothing to choose: the reference runs the same way everywhere."""
 
-    def nll(self, net, batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
+    def nll(self, net: Seq2Seq, batch: Batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
         """Summed token NLL of ``batch`` under teacher forcing, and its token count."""
         return token_nll(net, batch, label_smoothing)
 
-    def training_loss(self, net, batch, label_smoothing: float, denominator: Denominator) -> Tensor:
+    def training_loss(
+        self, net: Seq2Seq, batch: Batch, label_smoothing: float, denominator: Denominator
+    ) -> Tensor:
         """``nll / denominator(batch, n_tokens)``, to be differentiated by the trainer."""
         nll, n_tokens = self.nll(net, batch, label_smoothing)
         return nll / denominator(batch, n_tokens)

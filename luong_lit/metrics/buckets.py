@@ -69,7 +69,7 @@ def length_groups(
     non-empty group, the first labelled from ``first`` up. Groups of fewer than
     ``min_sentences`` sentences are merged with their neighbours (0: none)."""
     bounds = list(zip([first, *edges], [*edges, None]))
-    groups = [[lo, upper, []] for lo, upper in bounds]
+    groups: list[list] = [[lo, upper, []] for lo, upper in bounds]  # [lo, upper, indices]
     for i, n in enumerate(lengths):
         k = next(j for j, (_, upper) in enumerate(bounds) if upper is None or n < upper)
         groups[k][2].append(i)

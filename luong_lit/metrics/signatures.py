@@ -12,7 +12,9 @@ compared with another toolkit's. The kit's scores and their metrics:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 #: a score's name -> what sacreBLEU prints before its signature
 LABELS = {
@@ -28,7 +30,7 @@ def sacrebleu_metric(name: str):
     """A new sacreBLEU metric object for the score ``name`` (a key of :data:`LABELS`)."""
     from sacrebleu.metrics import BLEU, CHRF, TER
 
-    made = {
+    made: dict[str, Callable[[], Any]] = {
         "bleu_tok": lambda: BLEU(tokenize="none", force=True),
         "bleu_detok": lambda: BLEU(tokenize="13a"),
         "chrf": CHRF,

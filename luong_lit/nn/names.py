@@ -17,11 +17,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from luong_lit.errors import ConfigError
-from luong_lit.registry import Registry
+from luong_lit.registry import SCALARS, Registry
 
 ATTENTIONS = Registry("attention")
 SCORES = Registry("score")
-_SCALARS = (bool, int, float, str, type(None))
 C = TypeVar("C", bound=type)
 
 
@@ -92,7 +91,7 @@ def part_spec(node: Any, table: Registry, kind: str) -> tuple[str, dict[str, Any
     if name not in table:
         raise ConfigError(f"{kind}={name!r} is unknown; choose one of {sorted(table)}")
     for key, value in opts.items():
-        if not isinstance(value, _SCALARS):
+        if not isinstance(value, SCALARS):
             raise ConfigError(
                 f"{kind}.{key}: expected a number, string or bool, got {type(value).__name__}"
             )

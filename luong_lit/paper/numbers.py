@@ -73,6 +73,7 @@ def like_with_like(row: dict, dataset: str | None) -> dict:
 
 def paper_row(experiment: str | None, attention: str | None, score: str | None) -> dict:
     """The paper's figures for a run: by experiment name first, else by attention × score."""
+    bleu: float | None  # Table 4 leaves some BLEU unreported
     if experiment in TABLE1:
         name, ppl, bleu = TABLE1[experiment]
         return {"table": "1", "row": name, "ppl": ppl, "bleu": bleu}

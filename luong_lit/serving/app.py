@@ -98,7 +98,11 @@ class Api:
             raise Busy(self.batcher.waiting, self.batcher.retry_after())
         job = partial(decode_lines, model, search=search, attention=attention)
         key = object() if search.sampling and search.seed is not None else (attention, s)
-        return model, search.n_best, await self.batcher.submit(key, job, list(zip(lines, given)))
+        # the batcher hands each request's items to the job as they are: (line, prefix) pairs,
+        # decode_lines's items, where Batcher.submit's annotation says lines
+        items = list(zip(lines, given))
+        outs = await self.batcher.submit(key, job, items)  # type: ignore[arg-type]
+        return model, search.n_best, outs
 
     async def translate(self, request) -> dict:
         model, n, outs = await self.decode(request, attention=False)
@@ -147,8 +151,9 @@ def as_json(handler, limits: Limits):
         except Exception as err:  # noqa: BLE001 - refused: a 4xx; failed: a 500
             refused = refusal(err, limits)
             if refused is not None:
-                busy = isinstance(refused, Busy)
-                headers = {"Retry-After": str(refused.retry_after)} if busy else None
+                headers = None
+                if isinstance(refused, Busy):
+                    headers = {"Retry-After": str(refused.retry_after)}
                 return web.json_response(
                     {"error": str(refused)}, status=refused.status, headers=headers
                 )

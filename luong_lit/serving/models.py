@@ -38,11 +38,12 @@ def parse_model_specs(specs: Sequence[str]) -> list[tuple[str, list[str]]]:
     if not all(named):
         plain = [s for s, m in zip(specs, named) if m is None]
         raise UsageError(f"name every checkpoint (NAME=CKPT) or none; not named: {' '.join(plain)}")
-    names = [m.group(1) for m in named]
+    matches = [m for m in named if m is not None]  # all of them, as checked above
+    names = [m.group(1) for m in matches]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UsageError(f"model names must differ: {', '.join(twice)} given twice")
-    return [(m.group(1), m.group(2).split(",")) for m in named]
+    return [(m.group(1), m.group(2).split(",")) for m in matches]
 
 
 def load_served(
@@ -108,7 +109,8 @@ def translation_json(out: Output, n: int) -> Any:
 def attention_json(model: ServedModel, out: Output) -> dict[str, Any]:
     """``POST /attention``'s answer for one sentence: the :class:`AttentionMap` of its best
     translation, with the translation, the n best and whether the source was cut."""
-    att: AttentionMap = out.attention
+    att: AttentionMap | None = out.attention
+    assert att is not None  # decoded with attention=True: run attaches every line's map
     return {
         "model": model.name,
         "translation": out.text,

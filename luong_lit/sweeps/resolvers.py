@@ -9,6 +9,7 @@ with these.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,7 @@ def metric_mode(select_by: str) -> str:
 def register_resolvers() -> None:
     """Make the ``luong_lit.*`` resolvers known to OmegaConf (once per process), the paper's
     recipe's with them (:func:`~luong_lit.paper.resolvers.register_paper_resolvers`)."""
-    resolvers = {
+    resolvers: dict[str, Callable[..., Any]] = {
         "luong_lit.n_jobs": n_jobs,
         "luong_lit.dirname": dirname,
         "luong_lit.run_name": run_name,

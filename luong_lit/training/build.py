@@ -9,8 +9,9 @@ option's path in the config (:mod:`luong_lit.training.instantiate`).
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
@@ -21,6 +22,7 @@ from luong_lit.checkpoint.groups import data_options, net_options, preprocessing
 from luong_lit.data.sources.registry import cased_target_file
 from luong_lit.data.text.user_text import user_text
 from luong_lit.errors import ConfigError
+from luong_lit.nn.build import build_net
 from luong_lit.plugins import parts_of
 from luong_lit.quiet import quiet
 from luong_lit.runtime import configure_cpu_from
@@ -113,11 +115,17 @@ def _module(cfg: DictConfig, net, parts: dict[str, Any], extra_state: dict | Non
     )  # fmt: skip
 
 
+def net_description(cfg: DictConfig) -> dict[str, Any]:
+    """``model.net`` as the plain data that the network's one builder reads
+    (:func:`luong_lit.nn.build.build_net`), as a checkpoint keeps it."""
+    return cast(dict[str, Any], OmegaConf.to_container(cfg.model.net, resolve=True))
+
+
 def _model_parts(cfg: DictConfig) -> tuple[Any, dict[str, Any]]:
     """The network factory, the engine, the optimizer factory and the schedule, each checked:
     the network and the module are built once on the ``meta`` device, the optimizer once on a
     stand-in parameter."""
-    make_net = instantiate_at("model.net", cfg.model.net)
+    make_net = partial(build_net, net_description(cfg))
     parts = {
         "engine": instantiate_at("engine", cfg.engine, _convert_="all"),
         "optimizer": instantiate_at("model.optimizer", cfg.model.optimizer),

@@ -30,8 +30,8 @@ def loss_denominator(loss_norm: str, batch: Batch, tokens, accumulate: int, nomi
     or the ``nominal`` size (nmt.matlab). Accumulating gradients over ``accumulate`` batches
     (Lightning divides each one's loss by ``accumulate``), each divides by its step's totals
     (``batch.group``) over ``accumulate``: the step's gradient is one large batch's. DDP's
-    average over the ranks makes each rank's share the global batch's (README "Beyond one
-    machine")."""
+    average over the ranks makes each rank's share the global batch's (docs/guide/clusters.md,
+    "Beyond one machine")."""
     if loss_norm == "nominal":
         return nominal
     if accumulate > 1 and batch.group is not None:

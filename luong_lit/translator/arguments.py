@@ -53,7 +53,7 @@ def one_text(text: Any, name: str = "text") -> str:
     return texts_of(text, name)[0]
 
 
-def checkpoint_paths(checkpoints: Any) -> list[str | os.PathLike]:
+def checkpoint_paths(checkpoints: Any) -> list[str | os.PathLike[str]]:
     """One checkpoint path, or a non-empty sequence of them (an ensemble)."""
     if isinstance(checkpoints, (str, os.PathLike)):
         return [checkpoints]

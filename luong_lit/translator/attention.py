@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from torch import Tensor
+
 from luong_lit.data.vocab import EOS
 from luong_lit.decoding.forced import Forced, attention_links
 
@@ -52,7 +54,9 @@ def empty_map() -> AttentionMap:
     return AttentionMap([], [], [])
 
 
-def links_of(weights, n_words: int, content_based: bool, convention: str) -> list[tuple[int, int]]:
+def links_of(
+    weights: Tensor, n_words: int, content_based: bool, convention: str
+) -> list[tuple[int, int]]:
     """``(source, target)`` links of ``n_words`` target words from per-step ``weights``."""
     return sorted(attention_links([weights], [n_words], content_based, convention)[0],
                   key=lambda x: (x[1], x[0]))  # fmt: skip

@@ -26,12 +26,12 @@ def option(default: Any, help: str, *, group: str = "search", aliases: tuple[str
     return dataclasses.field(default=default, metadata=meta)
 
 
-def declared(record: type) -> list[dataclasses.Field]:
+def declared(record: type) -> list[dataclasses.Field[Any]]:
     """The fields of ``record`` made by :func:`option`, in order."""
     return [f for f in dataclasses.fields(record) if "help" in f.metadata]
 
 
-def flag_type(field: dataclasses.Field) -> type:
+def flag_type(field: dataclasses.Field[Any]) -> type:
     """What a field's flag parses its value as: ``bool`` (a switch), ``int``, ``float`` or
     ``str`` (a field that takes a string among other types; the record parses it)."""
     kinds = [k.strip() for k in str(field.type).split("|")]
@@ -63,6 +63,6 @@ def add_flags(
             ap.add_argument(*names, dest=f.name, type=kind, default=f.default, help=help_)
 
 
-def request_fields(record: type) -> list[dataclasses.Field]:
+def request_fields(record: type) -> list[dataclasses.Field[Any]]:
     """The fields a server's request may ask for, in order."""
     return [f for f in declared(record) if f.metadata["request"]]

@@ -205,7 +205,7 @@ class SearchOptions:
         check_sampling(self)
         self.search()  # the options make a search
 
-    def replace(self, **changes) -> SearchOptions:
+    def replace(self, **changes: Any) -> SearchOptions:
         """These options with ``changes``, checked."""
         known = [f.name for f in dataclasses.fields(self)]
         refuse_unknown(SearchOptions, known, changes, keywords=True)
@@ -236,7 +236,8 @@ class SearchOptions:
                 f"{{n_best}} {self.n_best} needs a beam of at least {self.n_best} "
                 f"(the beam is {cfg.beam})", "n_best",
             )  # fmt: skip
-        ratios = {"max_len_ratio": self.max_len_ratio, "min_len_ratio": self.min_len_ratio}
+        ratios: dict[str, Any] = {"max_len_ratio": self.max_len_ratio,
+                                  "min_len_ratio": self.min_len_ratio}  # fmt: skip
         cfg = dataclasses.replace(cfg, **{k: v for k, v in ratios.items() if v is not None})
         if cfg.min_len_ratio < 0 or cfg.min_len_ratio > cfg.max_len_ratio:
             raise bad(

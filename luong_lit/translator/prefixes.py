@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from luong_lit.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from luong_lit.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 from luong_lit.decoding.prefix import too_long
 from luong_lit.decoding.search import Search
 from luong_lit.decoding.unk import Rendered
 from luong_lit.translator.arguments import texts_of
 from luong_lit.validate import OptionError
+
+#: the prefixes of a call: one str for one text, or one str or None per text (None: none)
+Prefix = str | Sequence[str | None] | None
 
 
 def prefix_texts(prefix: Any, n: int) -> list[str] | None:
@@ -40,13 +43,13 @@ def _items(prefix: Any) -> Any:
     return prefix  # texts_of says what is wrong with it
 
 
-def prefix_ids(tokens: Sequence[str], tgt_vocab) -> list[int]:
+def prefix_ids(tokens: Sequence[str], tgt_vocab: Vocab) -> list[int]:
     """A prefix's target ids; a token that is a special symbol (``</s>`` would end the
     translation) is read as ``<unk>``, and shown as typed."""
     return [UNK_ID if i in (PAD_ID, BOS_ID, EOS_ID) else i for i in tgt_vocab.encode(tokens)]
 
 
-def check_lengths(tokens: Sequence[Sequence[str]], src_lens: Sequence[int], search: Search):
+def check_lengths(tokens: Sequence[Sequence[str]], src_lens: Sequence[int], search: Search) -> None:
     """Refuse a prefix longer than the most words its source's translation may have."""
     import torch
 

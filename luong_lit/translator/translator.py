@@ -21,21 +21,24 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from luong_lit.checkpoint import CheckpointMeta, load_models
 from luong_lit.data.loading.model_data import model_text
 from luong_lit.data.text.dictionary import load_dictionary
 from luong_lit.data.text.model_text import SourceLine
-from luong_lit.data.vocab import EOS
+from luong_lit.data.vocab import EOS, Vocab
 from luong_lit.decoding.search import Hypothesis
 from luong_lit.decoding.unk import Rendered, render
 from luong_lit.errors import UsageError
 from luong_lit.inference import Inference
+from luong_lit.nn.interface import AnyDecodeModel
 from luong_lit.translator.arguments import checkpoint_paths, one_text, texts_of
 from luong_lit.translator.attention import AttentionMap, attention_map, empty_map
 from luong_lit.translator.options import LoadOptions, SearchOptions, at_least
 from luong_lit.translator.outputs import Output, Scored, TokenScores
 from luong_lit.translator.prefixes import (
+    Prefix,
     check_lengths,
     prefix_ids,
     prefix_texts,
@@ -48,7 +51,9 @@ log = logging.getLogger("luong_lit.translate")
 
 
 @takes_options(LoadOptions, SearchOptions)
-def load(checkpoints: str | os.PathLike | Sequence, **options) -> Translator:
+def load(
+    checkpoints: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], **options: Any
+) -> Translator:
     """A :class:`Translator` for one checkpoint or an ensemble of several. ``options``: the
     :class:`LoadOptions` (``device="cuda"``, ...) and the calls' default
     :class:`SearchOptions` (``beam=5``, ...), as keywords."""
@@ -62,8 +67,8 @@ class Translator:
     (:class:`~luong_lit.inference.Inference`) and default search."""
 
     def __init__(
-        self, model, src_vocab, tgt_vocab, meta: CheckpointMeta, options: LoadOptions,
-        search: SearchOptions | None = None,
+        self, model: AnyDecodeModel, src_vocab: Vocab, tgt_vocab: Vocab, meta: CheckpointMeta,
+        options: LoadOptions, search: SearchOptions | None = None,
     ) -> None:  # fmt: skip
         self.src_vocab, self.tgt_vocab, self.meta, self.options = (
             src_vocab,
@@ -78,7 +83,7 @@ class Translator:
 
     @classmethod
     def load(
-        cls, paths: Sequence, options: LoadOptions | None = None,
+        cls, paths: Sequence[str | os.PathLike[str]], options: LoadOptions | None = None,
         search: SearchOptions | None = None,
     ) -> Translator:  # fmt: skip
         from luong_lit.plugins import load_plugins
@@ -89,14 +94,15 @@ class Translator:
         return cls(model, src_vocab, tgt_vocab, metas[0], options, search)
 
     @property
-    def model(self):
+    def model(self) -> AnyDecodeModel:
         """The network (or ensemble)."""
         return self.inference.model
 
     # ------------------------------------------------------------------ the API
     def translate(
-        self, texts: str | Sequence[str], progress: bool = False, prefix=None, **search
-    ) -> list[str]:
+        self, texts: str | Sequence[str], progress: bool = False, prefix: Prefix = None,
+        **search: Any,
+    ) -> list[str]:  # fmt: skip
         """The best translation of each text (one text: a list of one); ``prefix``: the text
         each translation begins with (one str for one text, or one str or None per text);
         ``search``: this call's :class:`SearchOptions` (``beam=1``, ``sampling=True``, ...)."""
@@ -104,7 +110,7 @@ class Translator:
         return [o.text for o in self.run(lines, opts, progress=progress, prefix=prefix)]
 
     def n_best(
-        self, texts: str | Sequence[str], n: int, prefix=None, **search
+        self, texts: str | Sequence[str], n: int, prefix: Prefix = None, **search: Any
     ) -> list[list[Scored]]:
         """Exactly ``n`` scored translations of each text, best first (empty ones after the
         search's own, and for an empty text); with ``sampling=True``, ``n`` samples."""
@@ -112,10 +118,12 @@ class Translator:
         lines, opts = texts_of(texts), self.search_options(n_best=n, **search)
         return [o.hypotheses for o in self.run(lines, opts, prefix=prefix)]
 
-    def attention(self, text: str, prefix: str | None = None, **search) -> AttentionMap:
+    def attention(self, text: str, prefix: str | None = None, **search: Any) -> AttentionMap:
         """The attention of the best translation of ``text`` (see :class:`AttentionMap`)."""
         line, opts = one_text(text), self.search_options(**search)
-        return self.run([line], opts, attention=True, prefix=prefix)[0].attention
+        found = self.run([line], opts, attention=True, prefix=prefix)[0].attention
+        assert found is not None  # run(attention=True) attaches every line's map
+        return found
 
     def score(self, src: str | Sequence[str], tgt: str | Sequence[str]) -> list[float]:
         """``log p(tgt | src)`` of each pair: the sum over the target words and ``</s>``."""
@@ -127,10 +135,11 @@ class Translator:
         src_ids, tgt_ids = self._ids(src_tokens, tgt_tokens)
         size = self.options.batch_size
         forced = self.inference.forced(src_ids, tgt_ids, scores=True, batch_size=size)
-        return [
-            TokenScores(float(f.logprob.sum()), [*tokens, EOS], f.logprob.tolist())
-            for f, tokens in zip(forced, tgt_tokens)
-        ]
+        scores = []
+        for f, tokens in zip(forced, tgt_tokens):
+            assert f.logprob is not None  # scores=True: every pair's token log-probabilities
+            scores.append(TokenScores(float(f.logprob.sum()), [*tokens, EOS], f.logprob.tolist()))
+        return scores
 
     def align(
         self, src: str | Sequence[str], tgt: str | Sequence[str]
@@ -142,14 +151,15 @@ class Translator:
         return [sorted(x, key=lambda link: (link[1], link[0])) for x in links]
 
     def alignments(
-        self, src_tokens, tgt_tokens, conventions: Sequence[str], members=None
-    ) -> dict[str, list[set[tuple[int, int]]]]:
+        self, src_tokens: Sequence[Sequence[str]], tgt_tokens: Sequence[Sequence[str]],
+        conventions: Sequence[str], members: Sequence[str] | None = None,
+    ) -> dict[str, list[set[tuple[int, int]]]]:  # fmt: skip
         """Links of pairs given in the model's tokens, under each of ``conventions`` (or, for an
         ensemble, ``members``: one convention per member; :meth:`Inference.alignments`)."""
         return self.inference.alignments(*self._ids(src_tokens, tgt_tokens), conventions, members)
 
     # ------------------------------------------------------------------ the work
-    def search_options(self, **changes) -> SearchOptions:
+    def search_options(self, **changes: Any) -> SearchOptions:
         """This translator's default search with ``changes``, checked against the model."""
         return self.checked(self.defaults.replace(**changes) if changes else self.defaults)
 
@@ -174,7 +184,7 @@ class Translator:
 
     def run(
         self, lines: Sequence[str], search: SearchOptions | None = None, *,
-        attention: bool = False, progress: bool = False, prefix=None,
+        attention: bool = False, progress: bool = False, prefix: Prefix = None,
     ) -> list[Output]:  # fmt: skip
         """Translate ``lines`` with ``search`` (default: this translator's), keeping its
         ``n_best`` hypotheses each, and the attention of the best if asked; ``prefix``: the text
@@ -213,7 +223,7 @@ class Translator:
         best = rendered[0] if rendered else Rendered([], {})  # the n-best list's first
         return Output(scored[0].text, scored, was_cut), best
 
-    def check_prefix(self, lines: Sequence[str], prefix, search: SearchOptions) -> None:
+    def check_prefix(self, lines: Sequence[str], prefix: Prefix, search: SearchOptions) -> None:
         """Refuse now the prefixes :meth:`run` would refuse (the server, before it queues)."""
         self._prefix_tokens(
             prefix_texts(prefix, len(lines)), self._sources(lines, False)[0], search
@@ -235,7 +245,7 @@ class Translator:
     ) -> tuple[list[SourceLine], list[bool]]:
         """Each line as the model reads it, cut (or dropped) beyond ``max_src_len``."""
         sources = [self.text.source(x) for x in lines]
-        limit, overlong = self.options.max_src_len, self.options.overlong
+        limit, overlong = self.options.max_src_len or 0, self.options.overlong  # 0: no limit
         cut = [bool(limit) and overlong != "keep" and len(s.tokens) > limit for s in sources]
         if any(cut) and warn:
             log.warning("%d input lines are longer than %d tokens (%s)", sum(cut), limit, overlong)
@@ -266,7 +276,9 @@ class Translator:
             text = verbatim(text, self.text.render(list(tokens), source), given)
         return text
 
-    def _attach_attention(self, sources: list[SourceLine], best: list[Rendered], results) -> None:
+    def _attach_attention(
+        self, sources: list[SourceLine], best: list[Rendered], results: list[Output]
+    ) -> None:
         """Each best translation read again by forced decoding, for its ``a_t`` and ``p_t``
         (over the words shown: stray ``<s>``/``<pad>`` symbols left out)."""
         rows = [i for i, src in enumerate(sources) if src.tokens]
@@ -287,7 +299,9 @@ class Translator:
                 has_attention=self.inference.has_attention,
             )  # fmt: skip
 
-    def _pairs(self, src, tgt) -> tuple[list[list[str]], list[list[str]]]:
+    def _pairs(
+        self, src: str | Sequence[str], tgt: str | Sequence[str]
+    ) -> tuple[list[list[str]], list[list[str]]]:
         """Source and target texts as the model's tokens, pair by pair."""
         srcs, tgts = texts_of(src, "src"), texts_of(tgt, "tgt")
         if len(srcs) != len(tgts):
@@ -298,7 +312,9 @@ class Translator:
             raise UsageError(f"src[{empty}] has no words; every source needs at least one")
         return src_words, [self.text.target_tokens(x) for x in tgts]
 
-    def _ids(self, src_tokens, tgt_tokens) -> tuple[list[list[int]], list[list[int]]]:
+    def _ids(
+        self, src_tokens: Sequence[Sequence[str]], tgt_tokens: Sequence[Sequence[str]]
+    ) -> tuple[list[list[int]], list[list[int]]]:
         return [self.src_vocab.encode(s) for s in src_tokens], [
             self.tgt_vocab.encode(t) for t in tgt_tokens
         ]

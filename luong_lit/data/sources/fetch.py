@@ -75,7 +75,7 @@ def local_mirror(purpose: str) -> Path:
     if mirror is None or not mirror.is_dir():
         raise DataError(
             f"{purpose} reads the corpora from a local mirror: set LUONG_LIT_DATA to one, laid "
-            "out as the README's Data section says"
+            "out as docs/guide/data.md says"
         )
     return mirror
 

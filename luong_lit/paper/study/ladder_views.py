@@ -163,8 +163,11 @@ def ladder_table5(runs: Sequence[Path], table: str = "table1") -> str:
         return no_ladder(table) + "\n"
     (base_row, base_runs), (best_row, best_runs) = rows[0], rows[-1]
     best, base = best_and_base(best_runs, base_runs)
-    names = tuple(f"{row.split(', ')[0]} ({describe(r).experiment}, seed {describe(r).seed})"
-                  for row, r in ((best_row, best), (base_row, base)))  # fmt: skip
+
+    def name(row: str, run: Path) -> str:
+        return f"{row.split(', ')[0]} ({describe(run).experiment}, seed {describe(run).seed})"
+
+    names = (name(best_row, best), name(base_row, base))
     try:
         return table5(best, base, names=names)
     except DataError as err:

@@ -36,7 +36,7 @@ from luong_lit.paper.study.rows import LadderRow
 from luong_lit.paper.study.steps import judged, row_spread, sensitivity, verdict_cells
 
 NOT_RUN = "not run yet"
-RECIPES = {  # the experiment a ladder row is added to
+RECIPES: dict[str | None, str] = {  # the experiment a ladder row is added to
     "m30k_small": "ours (m30k_small: 2×256, Adam, the main job's additions)",
     "m30k_paper": "the paper's (m30k_paper: its §4.1 settings, at 2×256)",
     "m30k_paper_long": "the paper's, trained until dev stops improving (m30k_paper_long)",
@@ -231,7 +231,7 @@ def _ensemble_note(ensemble: Evaluation, laid: Sequence[LadderRow]) -> str:
     note = f"Ensemble: {ensemble.path} (checkpoints of {names})."
     best = next((r.best_unk for r in laid if r.kind == "unk"), None)
     if best is not None:
-        gain_best = ensemble.beam_unk.bleu_tok - best  # type: ignore[union-attr]
+        gain_best = ensemble.beam_unk.bleu_tok - best  # type: ignore[union-attr, operator]
         note += f' Its gain over the best single run of "+ unk replace" ({best:.2f}): '
         note += f"{gain_best:+.2f}."
     return note
@@ -288,6 +288,7 @@ def markdown_ladders(rows: Sequence[RunRow], ensembles=None, pair_seeds: bool = 
     parts, families = [], []
     for table in LADDERS:
         mine = [r for r in rows if ladder_table(r.ladder) == table]
+        recipes: list[tuple[str | None, str] | None]
         recipes = list(dict.fromkeys(map(_recipe, mine))) or [None]
         if not mine and not any(t == table for t, _ in pairs):
             continue

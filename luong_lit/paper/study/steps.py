@@ -109,10 +109,13 @@ def judged(
     tests = [step_test(laid[i - 1], row, pair_seeds) if i else None for i, row in enumerate(laid)]
     done = [t for t in tests if t is not None]
     corrected = iter(holm([t.p for t in done]))
-    out: list = []
+    out: list[tuple[SeedPaired, float, str] | None] = []
     for t in tests:
-        p = next(corrected) if t is not None else None
-        out.append(None if t is None else (t, p, judge(t.gain, p)))
+        if t is None:
+            out.append(None)
+            continue
+        p = next(corrected)
+        out.append((t, p, judge(t.gain, p)))
     return out
 
 
