@@ -12,11 +12,9 @@ from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.data.vocab import Vocab
 from luong_lit.errors import CheckpointError, ConfigError
 from luong_lit.nn import Seq2Seq
+from luong_lit.nn.build import PARTS
 from luong_lit.nn.build import build_net as built
-from luong_lit.nn.names import ATTENTIONS, SCORES
 from luong_lit.validate import OptionError
-
-_PARTS = {"attention": ATTENTIONS, "score": SCORES}
 
 #: Keys of a model description that earlier versions stored and that are not :class:`Seq2Seq`
 #: arguments (``_target_``/``_partial_``: Hydra's, ``impl``: how the model was computed): the
@@ -41,11 +39,11 @@ def build_net(net_cfg: dict[str, Any], src_vocab_size: int, tgt_vocab_size: int)
     current = {k: v for k, v in net_cfg.items() if k not in NOT_NET_ARGS}
     try:
         return built(current, src_vocab_size, tgt_vocab_size)
-    except (OptionError, TypeError, RuntimeError) as err:  # a key it lacks, a negative size
-        raise CheckpointError(f"checkpoint config net: cannot build the model ({err})") from None
-    except ConfigError as err:  # a part not registered here, a value that is not a scalar
-        raise CheckpointError(f"checkpoint config net.{err}") from None
-    except ValueError as err:  # the network's own refusal
+    except (TypeError, ValueError, RuntimeError) as err:
+        if isinstance(err, ConfigError) and not isinstance(err, OptionError):
+            # a part not registered here, a value that is not a scalar: named by its key
+            raise CheckpointError(f"checkpoint config net.{err}") from None
+        # a key the network lacks, a value it refuses (a negative size)
         raise CheckpointError(f"checkpoint config net: cannot build the model ({err})") from None
 
 
@@ -97,7 +95,7 @@ def _check_parts(meta: CheckpointMeta) -> None:
     registered it when the model was trained, and how to load it (nothing is imported)."""
     from luong_lit.plugins import how_to_load
 
-    for kind, table in _PARTS.items():
+    for kind, table in PARTS.items():
         node = meta.net.config.get(kind)
         name = node.get("name") if isinstance(node, dict) else node
         if isinstance(name, str) and name != "none" and name not in table:
