@@ -355,7 +355,7 @@ def test_report_lays_out_a_ladder_with_its_gains_beside_the_paper(tmp_path):
 def test_an_ensemble_is_found_beside_the_runs_or_named_with_its_table(tmp_path):
     from luong_lit.analysis.runs import collect
     from luong_lit.errors import DataError
-    from luong_lit.paper.study.ensembles import find_ensembles
+    from luong_lit.study.ensembles import find_ensembles
 
     run = ladder_run(tmp_path, 0, "table3_base_reverse", 1234, (9.0, 20.0, 21.0, 21.0))
     row = collect(run)  # a ladder run is given its row of the paper
@@ -381,7 +381,7 @@ def test_an_ensemble_is_found_beside_the_runs_or_named_with_its_table(tmp_path):
 
 
 def test_the_paper_gains_are_the_ones_tables_1_and_3_print():
-    from luong_lit.paper.study.ladders import lay_out, markdown_ladder
+    from luong_lit.study.ladders import lay_out, markdown_ladder
 
     printed = {"table1": ["–", "+1.3", "+1.4", "+2.8", "+1.3", "+0.9", "+1.9", "+2.1"],
                "table3": ["–", "+2.2", "+1.0", "+2.7", "+2.1"]}  # fmt: skip
@@ -431,7 +431,7 @@ def test_a_run_without_a_csv_log_is_skipped_and_named(runs, tmp_path, capsys):
 def test_figure6_of_a_ladder_reads_every_row_from_one_kind_of_source(tmp_path, capsys):
     """Where some runs have an evaluate report (test set, beam), a run without one is left out
     and named rather than read greedily from the dev set beside them."""
-    from luong_lit.paper.study.ladder_views import one_source
+    from luong_lit.study.ladder_views import one_source
 
     a, b, c = (tmp_path / n for n in ("a", "b", "c"))
     for run in (a, b, c):
@@ -510,7 +510,7 @@ def test_figure6_of_a_ladder_draws_its_ensembles_line(tmp_path, monkeypatch):
     """The ensemble in ``ensemble_table1/`` beside the runs is a line of its own, read from its
     ``evaluate`` report's buckets; without one, only the rows' lines."""
     import luong_lit.metrics.buckets as buckets
-    from luong_lit.paper.study.ladder_views import figure6_ladder
+    from luong_lit.study.ladder_views import figure6_ladder
 
     def report(folder: Path, name: str, bleu: float, checkpoints=()) -> None:
         folder.mkdir(parents=True, exist_ok=True)

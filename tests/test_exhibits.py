@@ -1,4 +1,4 @@
-"""``luong_lit.paper.study.exhibits``: Table 5 from two runs' kept outputs, Figure 7 from models and
+"""``luong_lit.study.exhibits``: Table 5 from two runs' kept outputs, Figure 7 from models and
 the RWTH gold set."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import needs_mirror
 
-from luong_lit.paper.study.exhibits import figure7, gold_matrix, table5
+from luong_lit.study.exhibits import figure7, gold_matrix, table5
 
 V1 = Path(__file__).parent / "data" / "checkpoint_v1.ckpt"
 
@@ -63,7 +63,7 @@ def test_table5_pairs_the_last_rows_best_seed_with_the_base_of_that_seed(monkeyp
     """Whatever order the folders come in (a later seed's sweep numbers its job 0), Table 5
     takes the last row's run of highest BLEU and the base run of its seed."""
     from luong_lit.analysis import runs
-    from luong_lit.paper.study import ladder_views
+    from luong_lit.study import ladder_views
 
     seed = {"best_s2": 2, "best_s1234": 1234, "base_s2": 2, "base_s1234": 1234}
     bleu = {"best_s2": 34.8, "best_s1234": 35.7, "base_s2": 7.0, "base_s1234": 7.7}

@@ -105,7 +105,7 @@ LAYERS = [
     "config_parts",  # registered attentions and scores as config group options
     "config",  # composing the Hydra configs
     "analysis",  # figures and tables of runs
-    "paper.study",  # the paper study: Tables 1 and 3's ladders, their steps judged, the exhibits
+    "study",  # the paper study: Tables 1 and 3's ladders, their steps judged, the exhibits
     "serving",  # the HTTP server
     "training",  # Lightning
     "cli",  # what the commands share
@@ -116,7 +116,7 @@ LAYERS = [
 
 
 SUB_UNITS = {("nn", "fast"), ("data", "text"), ("data", "sources"), ("data", "store"),
-             ("data", "loading"), ("paper", "study")}  # fmt: skip
+             ("data", "loading")}  # fmt: skip
 
 
 def facades() -> set[str]:
@@ -172,30 +172,42 @@ def test_training_and_decoding_never_import_the_fast_model():
             assert not {t for t in targets if unit(t) == "nn.fast"}, m
 
 
-#: the kit's doors to the paper: a run's row of the paper's figures (``report``, the notebook's
-#: tables), the paper recipe's resolvers, and the command that lays out the ladders and finds
-#: their ensembles
+#: the kit's doors to the paper's facts (:mod:`luong_lit.paper`, the lowest of the kit's own
+#: units): a run's row of the paper's figures (``report``, the notebook's tables), the paper
+#: recipe's resolvers, and the study's ladders laid out beside the paper's rows
 PAPER_DOORS = {
     "luong_lit.analysis.runs": {"luong_lit.paper.numbers"},
     "luong_lit.sweeps.resolvers": {"luong_lit.paper.resolvers"},
-    "luong_lit.commands.report": {
-        "luong_lit.paper.study.ladders",
-        "luong_lit.paper.study.ensembles",
-    },
+    "luong_lit.study.ensembles": {"luong_lit.paper.numbers"},
+    "luong_lit.study.ladder_views": {"luong_lit.paper.numbers"},
+    "luong_lit.study.ladders": {"luong_lit.paper.numbers"},
+}
+
+#: the kit's doors to the paper study (:mod:`luong_lit.study`): the command that lays out the
+#: ladders and finds their ensembles (the notebook imports the study too; it is not the package)
+STUDY_DOORS = {
+    "luong_lit.commands.report": {"luong_lit.study.ladders", "luong_lit.study.ensembles"},
 }
 
 
-def test_the_kit_reaches_the_paper_study_through_its_doors_only():
-    """The paper study (:mod:`luong_lit.paper`) is not the kit's face: outside it, only the
-    modules of :data:`PAPER_DOORS` import it, each only what it names; the paper's figures and
-    recipe import nothing of the kit (the study reads runs with :mod:`luong_lit.analysis`)."""
-    edges = graph()
+def _doors(edges: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """Which modules outside ``package`` import it, and what of it."""
     outside = {
-        m: {t for t in targets if t.startswith("luong_lit.paper")}
+        m: {t for t in targets if t == package or t.startswith(package + ".")}
         for m, targets in edges.items()
-        if not m.startswith("luong_lit.paper")
+        if not (m == package or m.startswith(package + "."))
     }
-    assert {m: t for m, t in outside.items() if t} == PAPER_DOORS
+    return {m: t for m, t in outside.items() if t}
+
+
+def test_the_kit_reaches_the_paper_and_its_study_through_their_doors_only():
+    """The paper's facts (:mod:`luong_lit.paper`) and the paper study (:mod:`luong_lit.study`)
+    are not the kit's face: only the modules of :data:`PAPER_DOORS` and :data:`STUDY_DOORS`
+    import them, each only what it names. The facts import nothing of the kit, so they sit at
+    one height, low; the study reads runs with :mod:`luong_lit.analysis`, above it."""
+    edges = graph()
+    assert _doors(edges, "luong_lit.paper") == PAPER_DOORS
+    assert _doors(edges, "luong_lit.study") == STUDY_DOORS
     for m, targets in edges.items():
         if unit(m) == "paper":
             assert not {t for t in targets if unit(t) != "paper"}, m

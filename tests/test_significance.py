@@ -1,5 +1,5 @@
 """``luong_lit.metrics.significance`` (paired bootstrap on known outputs) and the ladder's steps
-judged by it (``luong_lit.paper.study.steps``): the seeds pooled pair by pair, the verdicts."""
+judged by it (``luong_lit.study.steps``): the seeds pooled pair by pair, the verdicts."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from luong_lit.metrics.significance import (
     two_level_bootstrap,
     verdict,
 )
-from luong_lit.paper.study.rows import LadderRow
-from luong_lit.paper.study.steps import judged, step_test, verdict_cells
+from luong_lit.study.rows import LadderRow
+from luong_lit.study.steps import judged, step_test, verdict_cells
 
 
 def corpus(seed: int, n: int = 200, right: float = 0.7, refs=None):
@@ -238,7 +238,7 @@ def test_report_reads_a_folder_of_kept_runs_and_its_table_is_well_formed(tmp_pat
         "table1_base",
         "table1_reverse",
     ]
-    from luong_lit.paper.study.ladders import lay_out, markdown_ladder
+    from luong_lit.study.ladders import lay_out, markdown_ladder
 
     lines = [
         x
@@ -252,7 +252,7 @@ def test_rows_trained_with_the_same_seeds_are_tested_seed_by_seed_when_asked(tmp
     """``report --pair-seeds``: where both rows have runs of seeds 1, 2 and 3, seed i of one is
     paired with seed i of the other (the test of the per-seed differences); unasked, or where
     the seeds differ, every seed of each side as before."""
-    from luong_lit.paper.study.steps import SAMPLES
+    from luong_lit.study.steps import SAMPLES
 
     refs = corpus(1, right=0.3)[1]
     base = {s: corpus(10 + s, right=0.4, refs=refs)[0] for s in (3, 1, 2)}

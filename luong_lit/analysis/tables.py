@@ -1,7 +1,7 @@
 """The notebook's tables and groups of runs: Table 4 (runs that differ only by their seed are one
 row, mean ± sd), the cells of the figures (:func:`cells`) and Table 6, AER (:func:`aer_table`).
 Each reads what ``train`` and ``align`` wrote into the run directories. The ladders' tables and
-figures: :mod:`luong_lit.paper.study.ladder_views`.
+figures: :mod:`luong_lit.study.ladder_views`.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ the row above (± sqrt(sd_a² + sd_b²)) beside the paper's, rows not finished m
 yet", then "+ unk replace" and the ensemble row. The ensemble is the JSON report of
 ``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST --out SWEEP/ensemble_table1`` (or
 ``_table3``), found there or given with ``--ensemble`` (see
-:mod:`luong_lit.paper.study.ensembles`). Each step's gain is judged by a two-level bootstrap
+:mod:`luong_lit.study.ensembles`). Each step's gain is judged by a two-level bootstrap
 over both rows' seeds and the test sentences (``evaluate`` keeps the outputs beside its
-report; :mod:`luong_lit.paper.study.steps`): its 95 % interval, its two-sided p corrected by
+report; :mod:`luong_lit.study.steps`): its 95 % interval, its two-sided p corrected by
 Holm's method over the table, and its verdict. Other runs follow in the table above.
 """
 
@@ -36,8 +36,8 @@ from luong_lit.analysis.runs import collect, markdown
 from luong_lit.cli import parser as make_parser
 from luong_lit.cli import run_command
 from luong_lit.errors import DataError
-from luong_lit.paper.study.ensembles import find_ensembles
-from luong_lit.paper.study.ladders import markdown_ladders
+from luong_lit.study.ensembles import find_ensembles
+from luong_lit.study.ladders import markdown_ladders
 
 
 def parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ from luong_lit.analysis.records import Evaluation
 from luong_lit.analysis.runs import describe, is_run
 from luong_lit.errors import DataError
 from luong_lit.paper.numbers import LADDERS
-from luong_lit.paper.study.ladders import ladder_table
+from luong_lit.study.ladders import ladder_table
 
 
 def read_ensemble(path: str | Path) -> Evaluation:

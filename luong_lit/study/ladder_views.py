@@ -41,11 +41,11 @@ def no_ladder(table: str = "table1") -> str:
 
 
 def ladder_markdown(runs: Sequence[Path], table: str = "table1") -> str:
-    """Table 1 or Table 3 from the ladder's runs (:mod:`luong_lit.paper.study.ladders`), with the
+    """Table 1 or Table 3 from the ladder's runs (:mod:`luong_lit.study.ladders`), with the
     ensemble of ``ensemble_table1/`` (``_table3``) beside the runs' folders, if any."""
     from luong_lit.analysis.runs import collect
-    from luong_lit.paper.study.ensembles import find_ensembles
-    from luong_lit.paper.study.ladders import markdown_ladders
+    from luong_lit.study.ensembles import find_ensembles
+    from luong_lit.study.ladders import markdown_ladders
 
     mine = [run for members in ladder_runs(runs, table).values() for run in members]
     if not mine:
@@ -122,7 +122,7 @@ def figure6_ladder(
 def ensemble_buckets(runs: Sequence[Path], table: str = "table1") -> tuple[str, list] | None:
     """Figure 6's line of the ladder's ensemble (``ensemble_table1/`` beside the runs' folders,
     its ``evaluate`` report's buckets, after unk replacement as each run's), or None."""
-    from luong_lit.paper.study.ensembles import find_ensembles
+    from luong_lit.study.ensembles import find_ensembles
 
     found = find_ensembles(dict.fromkeys(Path(run).parent for run in runs)).get(table)
     if found is None or found.length_buckets is None:
@@ -153,10 +153,10 @@ def best_and_base(best_runs: Sequence[Path], base_runs: Sequence[Path]) -> tuple
 
 def ladder_table5(runs: Sequence[Path], table: str = "table1") -> str:
     """Table 5 from a ladder: its best model (:func:`best_and_base`) against the base row's
-    run of the same seed (:func:`~luong_lit.paper.study.exhibits.table5`), or the line saying
+    run of the same seed (:func:`~luong_lit.study.exhibits.table5`), or the line saying
     what is missing."""
     from luong_lit.errors import DataError
-    from luong_lit.paper.study.exhibits import table5
+    from luong_lit.study.exhibits import table5
 
     rows = list(ladder_runs(runs, table).items())
     if len(rows) < 2:
@@ -181,12 +181,12 @@ FIGURE7 = {
 
 
 def ladder_figure7(runs: Sequence[Path], path: Path) -> Path | str:
-    """Figure 7 from the runs (:func:`~luong_lit.paper.study.exhibits.figure7`): Table 1's global
+    """Figure 7 from the runs (:func:`~luong_lit.study.exhibits.figure7`): Table 1's global
     (location, input feeding) and local-p (general) rows, and a local-m run if there is one,
     each row's best seed (:func:`best_run`); else the line saying what is missing."""
     from luong_lit.analysis.decoded import checkpoint_of
     from luong_lit.errors import UserError
-    from luong_lit.paper.study.exhibits import figure7
+    from luong_lit.study.exhibits import figure7
 
     by_ladder = by_ladder_row(runs)
     models = {k: best_run(by_ladder[v]) for k, v in FIGURE7.items() if v in by_ladder}

@@ -19,7 +19,7 @@ over the best single run of that row). It is read from the folder ``ensemble_tab
 ``ensemble_table3/``: that report written there by ``evaluate --out``, with its output lines
 for the paired test) or the file ``ensemble_table1.json`` in the sweep directory, or given to
 ``report`` as ``--ensemble FILE`` (the ladder its checkpoints' runs belong to) or
-``--ensemble table1=FILE`` (:mod:`luong_lit.paper.study.ensembles` finds it). The paper's
+``--ensemble table1=FILE`` (:mod:`luong_lit.study.ensembles` finds it). The paper's
 Table 3 has no ensemble row.
 """
 
@@ -32,8 +32,8 @@ from pathlib import Path
 from luong_lit.analysis.cells import mean_sd, pm
 from luong_lit.analysis.records import Evaluation, RunRow
 from luong_lit.paper.numbers import LADDERS
-from luong_lit.paper.study.rows import LadderRow
-from luong_lit.paper.study.steps import judged, row_spread, sensitivity, verdict_cells
+from luong_lit.study.rows import LadderRow
+from luong_lit.study.steps import judged, row_spread, sensitivity, verdict_cells
 
 NOT_RUN = "not run yet"
 RECIPES: dict[str | None, str] = {  # the experiment a ladder row is added to

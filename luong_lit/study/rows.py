@@ -1,5 +1,5 @@
-"""A row of a laid-out ladder (:func:`luong_lit.paper.study.ladders.lay_out`), as the table
-prints it and the steps' tests (:mod:`luong_lit.paper.study.steps`) read it."""
+"""A row of a laid-out ladder (:func:`luong_lit.study.ladders.lay_out`), as the table
+prints it and the steps' tests (:mod:`luong_lit.study.steps`) read it."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from luong_lit.analysis.outputs import run_outputs
 from luong_lit.analysis.records import RunRow
 from luong_lit.metrics.significance import SeedPaired, SeedRow, holm, judge, seed_row
 from luong_lit.metrics.significance import two_level_bootstrap as two_level
-from luong_lit.paper.study.rows import LadderRow
+from luong_lit.study.rows import LadderRow
 
 
 def _by_seed(members: list[RunRow], kind: str) -> dict:
