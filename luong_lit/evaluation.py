@@ -7,15 +7,18 @@ BLEU by source length (Figure 6) and sample translations in the style of Table 5
 JSON report) and as Markdown. The translations come from the translator's decoder, as every
 command's do.
 
-The JSON's ``bleu`` and ``bleu_unk_replaced`` hold the scores before and after replacement:
-``bleu_tok``, ``bleu_detok``, ``chrf_tok``, ``chrf_detok``, ``chrfpp_tok``, ``chrfpp_detok``
-(chrF++), ``ter_tok`` and ``ter_detok``; ``signatures`` holds sacreBLEU's signature of each.
+The report is an :class:`~luong_lit.reports.Evaluation`; its JSON's ``beam`` and ``beam_unk``
+hold the scores before and after replacement: ``bleu_tok``, ``bleu_detok``, ``chrf_tok``,
+``chrf_detok``, ``chrfpp_tok``, ``chrfpp_detok`` (chrF++), ``ter_tok`` and ``ter_detok``;
+``signatures`` holds sacreBLEU's signature of each. Reports written before these names were
+one (``bleu``, ``bleu_unk_replaced``) read as the same record.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from luong_lit.data.loading.model_data import ModelMeta, load_split, model_recipe
 from luong_lit.metrics.bleu import bleu_lines
@@ -24,6 +27,7 @@ from luong_lit.metrics.chrf_ter import text_scores
 from luong_lit.metrics.perplexity import perplexity, stepwise_perplexity
 from luong_lit.metrics.signatures import score_signatures
 from luong_lit.metrics.unk_quality import replacement_quality
+from luong_lit.reports import Evaluation, Scores
 
 
 def samples(split, plain, replaced, n: int) -> list[dict]:
@@ -48,13 +52,13 @@ def compared(meta: ModelMeta) -> str:
     return "lowercased text (the model's corpus is lowercased)" if lowercase else "cased text"
 
 
-def _perplexities(translator, split) -> dict:
+def _perplexities(translator, split) -> dict[str, Any]:
     """Each member's perplexity; for an ensemble, its own distribution's too (its combine rule,
     through its steps)."""
     nets = list(translator.model.members)
     engine = translator.inference.engine
-    out: dict[str, float | list[float]] = {
-        "ppl": [perplexity(n, split.examples(), batch_nll=engine.nll) for n in nets]
+    out: dict[str, Any] = {
+        "ppl": tuple(perplexity(n, split.examples(), batch_nll=engine.nll) for n in nets)
     }
     if len(nets) > 1:
         out["ppl_ensemble"] = stepwise_perplexity(
@@ -65,14 +69,15 @@ def _perplexities(translator, split) -> dict:
 
 def evaluate(
     translator, test: str, *, decoding: dict, n_samples: int = 5, progress: bool = False
-) -> dict:
+) -> tuple[Evaluation, dict[str, list[str]]]:
     """The report of ``translator`` on its corpus's test set ``test``, decoded with its default
-    search and unk replacement (``decoding``: what the report says it decoded with)."""
+    search and unk replacement (``decoding``: what the report says it decoded with), and the
+    lines BLEU read (``hyp``, ``hyp_unk``, ``ref``, ``src``: written beside the report, for
+    paired tests)."""
     tr, opts = translator, translator.defaults
     tr.readable_alignments()  # the report replaces unknown words: refused now, not after decoding
     loaded = load_split(tr.meta, test, tr.src_vocab, tr.tgt_vocab)
     split = loaded.split
-    report = {"test": test, **_perplexities(tr, split)}
     out = tr.inference.split(
         split, search=opts.search(), batch_size=tr.options.batch_size, replace_unk=True,
         dictionary=tr.dictionary, convention=tr.options.align_convention,
@@ -81,28 +86,29 @@ def evaluate(
     plain, replaced = out.words, out.replaced
     refs = bleu_lines(split.tgt_tokens, loaded.tokenizer)
     bleu = {"lang": loaded.lang, "tokenizer": loaded.tokenizer, "raw_refs": loaded.raw_refs}
-    report["decoding"] = decoding
-    report["bleu"] = text_scores(plain, refs, **bleu)
-    report["bleu_unk_replaced"] = text_scores(replaced, refs, **bleu)
-    report["signatures"] = score_signatures(report["bleu"])
-    report["detok_references"] = "raw" if loaded.raw_refs else "detokenised tokenised references"
-    report["compared"] = compared(tr.meta)
-    report["unk_in_output"] = sum(w.count("<unk>") for w in plain)
-    report["unk_replacement"] = {
-        "by": "dictionary, else copy" if tr.options.dictionary else "copy",
-        **replacement_quality(plain, replaced, split.tgt_tokens, split.src_tokens),
-    }
-    report["length_buckets"] = bleu_by_length(
-        bleu_lines(replaced, loaded.tokenizer), refs, [len(s) for s in split.src_tokens]
-    )
-    report["samples"] = samples(split, plain, replaced, n_samples)
-    report["outputs"] = {  # the lines BLEU read: written beside the report, for paired tests
+    beam = text_scores(plain, refs, **bleu)
+    report = Evaluation(
+        test=test, **_perplexities(tr, split), decoding=decoding,
+        beam=Scores.from_json(beam), beam_unk=Scores.from_json(text_scores(replaced, refs, **bleu)),
+        signatures=score_signatures(beam),
+        detok_references="raw" if loaded.raw_refs else "detokenised tokenised references",
+        compared=compared(tr.meta), unk_in_output=sum(w.count("<unk>") for w in plain),
+        unk_replacement={
+            "by": "dictionary, else copy" if tr.options.dictionary else "copy",
+            **replacement_quality(plain, replaced, split.tgt_tokens, split.src_tokens),
+        },
+        length_buckets=bleu_by_length(
+            bleu_lines(replaced, loaded.tokenizer), refs, [len(s) for s in split.src_tokens]
+        ),
+        samples=samples(split, plain, replaced, n_samples),
+    )  # fmt: skip
+    lines = {
         "hyp": bleu_lines(plain, loaded.tokenizer),
         "hyp_unk": bleu_lines(replaced, loaded.tokenizer),
         "ref": refs,
         "src": [" ".join(s) for s in split.src_tokens],
     }
-    return report
+    return report, lines
 
 
 def unk_quality_line(q: dict) -> str:
@@ -130,10 +136,10 @@ OTHER_SCORES = (
 )
 
 
-def signature_lines(report: dict) -> list[str]:
+def signature_lines(report: Evaluation) -> list[str]:
     """sacreBLEU's signature of each score, those of one signature on one line (Markdown)."""
     by_signature: dict[str, list[str]] = {}
-    for key, found in report.get("signatures", {}).items():
+    for key, found in report.signatures.items():
         by_signature.setdefault(found, []).append(f"`{key}`")
     if not by_signature:
         return []
@@ -141,11 +147,18 @@ def signature_lines(report: dict) -> list[str]:
     return lines + [f"- {', '.join(keys)}: `{found}`" for found, keys in by_signature.items()]
 
 
-def scores_tables(report: dict) -> list[str]:
+def _both(report: Evaluation) -> tuple[dict[str, float], dict[str, float]]:
+    """The beam output's scores before and after unk replacement (a report with scores)."""
+    if report.beam is None or report.beam_unk is None:
+        raise ValueError(f"the report on {report.test} has no scores")
+    return report.beam.to_json(), report.beam_unk.to_json()
+
+
+def scores_tables(report: Evaluation) -> list[str]:
     """BLEU, then chrF, chrF++ and TER (where the report has them), before and after unk
     replacement, and each score's sacreBLEU signature: Markdown lines."""
-    b, u = report["bleu"], report["bleu_unk_replaced"]
-    compared = report.get("compared", "cased text")
+    b, u = _both(report)
+    compared = report.compared or "cased text"
     lines = [f"| BLEU on {compared} | before unk replacement | after |", "|---|---:|---:|"]
     lines += [f"| {label} | {b[key]:.2f} | {u[key]:.2f} |" for key, label in BLEU_ROWS]
     others = [(k, label) for k, label in OTHER_SCORES if k in b and k in u]
@@ -156,51 +169,53 @@ def scores_tables(report: dict) -> list[str]:
     return lines + signature_lines(report)
 
 
-def summary(report: dict) -> str:
+def _ppl(report: Evaluation, ensemble: str) -> str:
+    ppl = ", ".join(f"{p:.2f}" for p in report.ppl)
+    if report.ppl_ensemble is not None:
+        ppl += f"{ensemble}{report.ppl_ensemble:.2f}"
+    return ppl
+
+
+def summary(report: Evaluation) -> str:
     """The few lines ``evaluate`` prints of a report (the whole of it is in its files):
     perplexity, BLEU (tokenised and detokenised) and chrF before and after unk replacement."""
-    b, u = report["bleu"], report["bleu_unk_replaced"]
-    ppl = ", ".join(f"{p:.2f}" for p in report["ppl"])
-    if "ppl_ensemble" in report:
-        ppl += f" (the ensemble: {report['ppl_ensemble']:.2f})"
-    beam, on = report.get("decoding", {}).get("beam"), report.get("compared", "cased text")
+    b, u = _both(report)
+    ppl = _ppl(report, " (the ensemble: ") + (")" if report.ppl_ensemble is not None else "")
+    beam, on = report.beam_width, report.compared or "cased text"
     lines = [
-        f"{report['test']}: perplexity {ppl}; beam {beam}, on {on}",
+        f"{report.test}: perplexity {ppl}; beam {beam}, on {on}",
         f"  BLEU {b['bleu_tok']:.2f} tokenised, {b['bleu_detok']:.2f} detokenised (sacreBLEU "
         f"13a); chrF {b.get('chrf_tok', float('nan')):.2f}",
         f"  after unk replacement: BLEU {u['bleu_tok']:.2f} tokenised, {u['bleu_detok']:.2f} "
-        f"detokenised ({report['unk_in_output']} <unk> in the output)",
+        f"detokenised ({report.unk_in_output} <unk> in the output)",
     ]
     return "\n".join(lines)
 
 
-def markdown(report: dict) -> str:
-    ppl = ", ".join(f"{p:.2f}" for p in report["ppl"])
-    if "ppl_ensemble" in report:
-        ppl += f"; the ensemble: {report['ppl_ensemble']:.2f}"
+def markdown(report: Evaluation) -> str:
     lines = [
-        f"# Evaluation on {report['test']}",
+        f"# Evaluation on {report.test}",
         "",
-        "Checkpoints: " + ", ".join(f"`{Path(c).name}`" for c in report["checkpoints"]),
+        "Checkpoints: " + ", ".join(f"`{Path(c).name}`" for c in report.checkpoints),
         "",
-        f"Perplexity: {ppl}",
+        f"Perplexity: {_ppl(report, '; the ensemble: ')}",
         "",
-        f"Decoding: {json.dumps(report['decoding'])}",
+        f"Decoding: {json.dumps(dict(report.decoding))}",
         "",
         *scores_tables(report),
         "",
-        f"`<unk>` words in the output: {report['unk_in_output']}",
+        f"`<unk>` words in the output: {report.unk_in_output}",
         "",
-        unk_quality_line(report["unk_replacement"]),
+        unk_quality_line(dict(report.unk_replacement or {})),
         "",
         "## BLEU by source length (Figure 6), after unk replacement",
         "",
-        markdown_table(report["length_buckets"]),
+        markdown_table(report.length_buckets or []),
         "",
         "## Sample translations (Table 5 style)",
         "",
     ]
-    for s in report["samples"]:
+    for s in report.samples:
         lines += [
             f"- **src**: {s['src']}",
             f"  - **ref**: {s['ref']}",

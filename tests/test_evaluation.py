@@ -29,17 +29,16 @@ def test_evaluate_writes_markdown_and_json(trained, tmp_path):
     from luong_lit.metrics.bleu import corpus_bleu_tok
 
     direct = corpus_bleu_tok(hyps.stdout.decode().splitlines(), refs)
-    assert report["bleu"]["bleu_tok"] == pytest.approx(direct, abs=1e-6)  # translate's output
-    assert set(report["bleu_unk_replaced"]) == {
+    assert report["beam"]["bleu_tok"] == pytest.approx(direct, abs=1e-6)  # translate's output
+    assert set(report["beam_unk"]) == {
         f"{m}_{kind}" for m in ("bleu", "chrf", "chrfpp", "ter") for kind in ("tok", "detok")
     }
     assert sum(r["n"] for r in report["length_buckets"]) == 10
-    from dataclasses import asdict
-
-    from luong_lit.analysis.records import Evaluation
+    from luong_lit.reports import Evaluation
 
     record = Evaluation.read(tmp_path / "eval_toy.json")  # every score has its field
-    assert asdict(record.beam_unk) == report["bleu_unk_replaced"] and record.beam_width == 3
+    assert record.beam_unk.to_json() == report["beam_unk"] and record.beam_width == 3
+    assert record.to_json() == report  # the report is the record, written as it is read
     assert record.lines("hyp")[0] == hyps.stdout.decode().splitlines()
     md = (tmp_path / "eval_toy.md").read_text()
     assert "detokenised sacreBLEU 13a" in md and "tokenised (multi-bleu.perl equivalent" in md
@@ -89,6 +88,7 @@ def test_evaluate_says_bleu_compares_lowercased_text_for_a_lowercased_corpus():
     from luong_lit.checkpoint import CheckpointMeta
     from luong_lit.checkpoint.groups import data_options, net_options
     from luong_lit.evaluation import compared, markdown
+    from luong_lit.reports import Evaluation
 
     def meta_of(data: dict) -> CheckpointMeta:
         return CheckpointMeta(net_options({}), (), (), data=data_options(data))
@@ -100,4 +100,5 @@ def test_evaluate_says_bleu_compares_lowercased_text_for_a_lowercased_corpus():
               "bleu": {"bleu_tok": 1.0, "bleu_detok": 1.0}, "unk_in_output": 0,
               "bleu_unk_replaced": {"bleu_tok": 1.0, "bleu_detok": 1.0}, "length_buckets": [],
               "unk_replacement": {"unk": 0}, "samples": [], "compared": compared(meta)}  # fmt: skip
-    assert "| BLEU on lowercased text (the model's corpus is lowercased) |" in markdown(report)
+    md = markdown(Evaluation.from_json(report))
+    assert "| BLEU on lowercased text (the model's corpus is lowercased) |" in md

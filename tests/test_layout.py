@@ -85,6 +85,7 @@ LAYERS = [
     "quiet",  # the libraries' routine notices filtered
     "first_signals",  # a SIGTERM before the run's handler is in place, noted
     "paper",  # the paper's reported figures and its recipe's epochs: facts, nothing of the kit
+    "reports",  # the records results.json and evaluate's reports are written and read as
     "data",  # vocabularies and line reading, shared by the data's rooms
     "data.text",  # tokenisers, recipes, the recaser, word dictionaries
     "data.sources",  # the corpora registry, download, mirror and cache

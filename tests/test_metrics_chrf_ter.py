@@ -66,8 +66,8 @@ def test_chrf_chrfpp_and_ter_are_sacrebleus_command_line_on_the_lines_bleu_reads
     for name, found in cli.items():
         assert ours[name] == pytest.approx(found["score"], abs=1e-5), name
         assert signature(name) == found["signature"], name
-    scores = words_scores([h.split() for h in HYPS], None, [r.split() for r in REFS])
-    assert {k: scores[k] for k in ours} == ours and "chrf_unk" not in scores
+    scores = words_scores({"greedy": [h.split() for h in HYPS]}, [r.split() for r in REFS])
+    assert {k: scores[f"{k}_greedy"] for k in ours} == ours and "chrf_beam_unk" not in scores
     assert 0 < ours["chrf"] < 100 and ours["ter"] > 0
 
 
@@ -82,7 +82,7 @@ def test_validation_and_results_json_carry_chrf_and_ter(trained):
     results = json.loads((out / "results.json").read_text())
     toy = results["toy"]
     for key in ("chrf_greedy", "chrfpp_greedy", "ter_greedy", "chrf_beam", "ter_beam",
-                "chrf_unk_beam", "ter_unk_beam"):  # fmt: skip
+                "chrf_beam_unk", "ter_beam_unk"):  # fmt: skip
         assert isinstance(toy[key], float), key
     assert results["chrf_signature"] == signature("chrf")
     assert results["ter_signature"] == signature("ter")
@@ -97,10 +97,10 @@ def test_evaluates_report_has_chrf_and_ter_with_signatures(trained, tmp_path):
     report = json.loads((tmp_path / "eval_toy.json").read_text())
     cli = cli_scores(tmp_path / "eval_toy.ref", tmp_path / "eval_toy.hyp")
     for name, found in cli.items():
-        assert report["bleu"][f"{name}_tok"] == pytest.approx(found["score"], abs=1e-5)
+        assert report["beam"][f"{name}_tok"] == pytest.approx(found["score"], abs=1e-5)
         for kind in ("tok", "detok"):
             assert report["signatures"][f"{name}_{kind}"] == found["signature"]
-            assert f"{name}_{kind}" in report["bleu_unk_replaced"]
+            assert f"{name}_{kind}" in report["beam_unk"]
     assert report["signatures"]["bleu_detok"] == signature("bleu_detok")
     md = (tmp_path / "eval_toy.md").read_text()
     assert "| chrF++, detokenised |" in md and f"`{signature('ter')}`" in md

@@ -147,7 +147,8 @@ def test_a_finished_run_is_not_trained_again_and_keeps_its_record(monkeypatch, t
     import luong_lit.training.run as train_cmd
     import luong_lit.training.run_folder as run_folder
 
-    results = {"objective_value": 4.5, "test_2016_flickr": {"ppl": 4.6}}
+    results = {"checkpoint": "best.ckpt", "test_2016_flickr": {"ppl": 4.6},
+               "objective": "val/ppl", "objective_value": 4.5}  # fmt: skip
     cfg = compose_cfg([], tmp_path)
     monkeypatch.setattr(run_folder, "sweep_job", lambda: object())  # a job of a sweep
     (Path(cfg.paths.output_dir) / "results.json").write_text(json.dumps(results))

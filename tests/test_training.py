@@ -259,7 +259,7 @@ def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
         batch_size=64, replace_unk=True,
     )  # fmt: skip
     assert metrics["val/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-4)
-    assert metrics["val/bleu_unk_beam"] == pytest.approx(direct["bleu_unk"], abs=1e-4)
+    assert metrics["val/bleu_beam_unk"] == pytest.approx(direct["bleu_unk"], abs=1e-4)
 
 
 def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_path):
@@ -295,7 +295,7 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
             split, search=Search(beam=3), batch_size=64, replace_unk=True
         )
         assert res[f"test/{name}/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-6)
-        assert res[f"test/{name}/bleu_unk_beam"] == pytest.approx(direct["bleu_unk"], abs=1e-6)
+        assert res[f"test/{name}/bleu_beam_unk"] == pytest.approx(direct["bleu_unk"], abs=1e-6)
 
 
 # ------------------------------------------------------------------ mixed precision

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from luong_lit.analysis.records import Evaluation
 from luong_lit.analysis.runs import own_evals
 from luong_lit.errors import DataError
+from luong_lit.reports import Evaluation
 
 NO_MODEL = "no checkpoint (a run stopped before its first validation)"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from luong_lit.analysis.records import Evaluation
 from luong_lit.analysis.runs import own_evals
+from luong_lit.reports import Evaluation
 
 
 def report_outputs(report: Path, kind: str) -> tuple[list[str], list[str]] | None:

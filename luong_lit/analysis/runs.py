@@ -17,16 +17,11 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from luong_lit.analysis.records import (
-    Evaluation,
-    RunFacts,
-    RunRow,
-    evaluation_measures,
-    results_measures,
-)
+from luong_lit.analysis.records import RunFacts, RunRow, evaluation_measures, results_measures
 from luong_lit.data.sources.named import corpus_name
 from luong_lit.nn.names import attention_name, score_name
 from luong_lit.paper.numbers import like_with_like, paper_row
+from luong_lit.reports import Evaluation, Results
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig, ListConfig
@@ -153,7 +148,7 @@ def collect(run_dir: Path) -> RunRow:
     paper's row for the same system, its cell (:func:`cell_of`) and path."""
     facts = describe(run_dir)
     results_path = run_dir / "results.json"
-    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
+    results = Results.read(results_path) if results_path.is_file() else Results()
     test, found = results_measures(results)
     for path in own_evals(run_dir):
         found.update(evaluation_measures(Evaluation.read(path)))

@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from luong_lit.cli import (
@@ -30,6 +31,7 @@ from luong_lit.data.loading.model_data import test_set_names
 from luong_lit.errors import UsageError
 from luong_lit.evaluation import evaluate, markdown, summary
 from luong_lit.metrics.buckets import plot_bleu_by_length
+from luong_lit.reports import Evaluation
 from luong_lit.runtime import configure_cpu
 from luong_lit.translator import Translator
 
@@ -53,17 +55,16 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def write(report: dict, out: Path, stem: str) -> list[Path]:
+def write(report: Evaluation, lines: dict[str, list[str]], out: Path, stem: str) -> list[Path]:
     """The report as JSON and Markdown, its Figure 6 plot and the lines BLEU read (the output
     before and after unk replacement, and the references: ``STEM.hyp``, ``STEM.hyp_unk``,
     ``STEM.ref``, one sentence a line, for paired significance tests) under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    plot_bleu_by_length({stem: report["length_buckets"]}, out / f"{stem}_bleu_by_length.png")
-    lines = report.pop("outputs", {})
+    plot_bleu_by_length({stem: report.length_buckets or []}, out / f"{stem}_bleu_by_length.png")
     for kind, text in lines.items():
         (out / f"{stem}.{kind}").write_text("".join(x + "\n" for x in text), encoding="utf-8")
-    report["outputs"] = {kind: f"{stem}.{kind}" for kind in lines}
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    report = replace(report, outputs={kind: f"{stem}.{kind}" for kind in lines})
+    (out / f"{stem}.json").write_text(json.dumps(report.to_json(), indent=2), encoding="utf-8")
     (out / f"{stem}.md").write_text(markdown(report), encoding="utf-8")
     return [out / f"{stem}{x}" for x in (".md", ".json", "_bleu_by_length.png")]
 
@@ -86,11 +87,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         tr = Translator.load(args.checkpoints, options, search)
         decoding = {k: getattr(args, k) for k in DECODING}
         for test in args.test or checkpoint_tests(tr):
-            found = evaluate(tr, test, decoding=decoding, n_samples=args.samples,
-                             progress=not args.quiet)  # fmt: skip
-            report = {"test": test, "checkpoints": [str(p) for p in args.checkpoints], **found}
+            found, lines = evaluate(tr, test, decoding=decoding, n_samples=args.samples,
+                                    progress=not args.quiet)  # fmt: skip
+            report = replace(found, checkpoints=tuple(str(p) for p in args.checkpoints))
             stem = f"eval_{test}" + ("_ensemble" if len(args.checkpoints) > 1 else "")
-            written = write(report, Path(args.out), stem)
+            written = write(report, lines, Path(args.out), stem)
             print(summary(report))
             print(f"wrote {', '.join(str(p.resolve()) for p in written)}")
 

@@ -31,6 +31,7 @@ import numpy as np
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok, detokenized, rejoin_hyphens
 from luong_lit.metrics.sacrebleu_internals import chrf_from_stats, chrf_sentence_stats
 from luong_lit.metrics.signatures import sacrebleu_metric
+from luong_lit.reports import figure_name
 
 NAMES = ("chrf", "chrfpp", "ter")  # the scores, as the logs and reports name them
 CHRF_NAMES = ("chrf", "chrfpp")  # the ones resampled from sentence statistics
@@ -52,19 +53,21 @@ def corpus_chrf_ter(hyps: Sequence[str], refs: Sequence[str], rejoin: bool = Tru
     return {name: float(sacrebleu_metric(name).corpus_score(hyps, [refs]).score) for name in NAMES}
 
 
-def words_scores(words, replaced, ref_tokens, tokenizer=None) -> dict[str, float]:
-    """Tokenised BLEU, chrF, chrF++ and TER of translations (word lists) against ``ref_tokens``,
-    on the lines BLEU counts (:func:`~luong_lit.metrics.bleu.bleu_lines`): ``bleu``, ``chrf``,
-    ``chrfpp``, ``ter``, and, when ``replaced`` (the same translations after unknown-word
-    replacement) is given, ``bleu_unk``, ``chrf_unk``, ``chrfpp_unk`` and ``ter_unk``."""
-    refs = bleu_lines(ref_tokens[: len(words)], tokenizer)
+def words_scores(outputs, ref_tokens, tokenizer=None) -> dict[str, float]:
+    """Tokenised BLEU, chrF, chrF++ and TER of each output (``{decoding: translations}``, word
+    lists: ``greedy``, or ``beam`` and ``beam_unk``, the same after unknown-word replacement)
+    against ``ref_tokens``, on the lines BLEU counts (:func:`~luong_lit.metrics.bleu.bleu_lines`),
+    under the names a run's test figures have (:func:`luong_lit.reports.figure_name`:
+    ``bleu_greedy``, ``chrf_beam_unk``, ...)."""
+    lengths = {len(words) for words in outputs.values() if words is not None}
+    refs = bleu_lines(ref_tokens[: max(lengths, default=0)], tokenizer)
     scores: dict[str, float] = {}
-    for suffix, output in (("", words), ("_unk", replaced)):
+    for decoding, output in outputs.items():
         if output is None:
             continue
         hyps = bleu_lines(output, tokenizer)
-        scores[f"bleu{suffix}"] = corpus_bleu_tok(hyps, refs)
-        scores.update({f"{k}{suffix}": v for k, v in corpus_chrf_ter(hyps, refs).items()})
+        found = {"bleu": corpus_bleu_tok(hyps, refs), **corpus_chrf_ter(hyps, refs)}
+        scores.update({figure_name(m, decoding): v for m, v in found.items()})
     return scores
 
 

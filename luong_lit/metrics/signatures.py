@@ -67,11 +67,11 @@ FIGURES = {"bleu": "bleu_tok", "chrf": "chrf", "chrfpp": "chrfpp", "ter": "ter"}
 
 
 def figure_signatures(figures) -> dict[str, str]:
-    """``{"bleu_signature": ..., "chrf_signature": ...}``: the signature of each score that
-    ``figures`` (logged names such as ``test/<name>/chrf_greedy`` or ``ter_unk_beam``) hold, as
-    ``results.json`` keeps them beside its figures."""
+    """``{"bleu": ..., "chrf": ...}``: the signature of each score that ``figures`` (logged
+    names such as ``test/<name>/chrf_greedy`` or ``ter_beam_unk``) hold, by the figures' first
+    word, as ``results.json`` keeps them beside its figures (``bleu_signature``, ...)."""
     found = {str(f).rsplit("/", 1)[-1].split("_", 1)[0] for f in figures}
-    return {f"{word}_signature": signature(FIGURES[word]) for word in FIGURES if word in found}
+    return {word: signature(FIGURES[word]) for word in FIGURES if word in found}
 
 
 def score_signatures(keys) -> dict[str, str]:

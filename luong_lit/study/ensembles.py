@@ -1,5 +1,5 @@
 """The ladders' ensembles: a report of ``python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST
---replace-unk`` (an :class:`~luong_lit.analysis.records.Evaluation`) found beside a sweep's
+--replace-unk`` (an :class:`~luong_lit.reports.Evaluation`) found beside a sweep's
 runs (``ensemble_table1/``, an ``evaluate --out`` folder, or ``ensemble_table1.json``; ``table3``
 likewise) or given to ``report`` as ``--ensemble FILE`` or ``--ensemble table1=FILE``.
 """
@@ -10,10 +10,10 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from luong_lit.analysis.records import Evaluation
 from luong_lit.analysis.runs import describe, is_run
 from luong_lit.errors import DataError
 from luong_lit.paper.numbers import LADDERS
+from luong_lit.reports import Evaluation
 from luong_lit.study.ladders import ladder_table
 
 

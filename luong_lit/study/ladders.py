@@ -30,8 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from luong_lit.analysis.cells import mean_sd, pm
-from luong_lit.analysis.records import Evaluation, RunRow
+from luong_lit.analysis.records import RunRow
 from luong_lit.paper.numbers import LADDERS
+from luong_lit.reports import Evaluation
 from luong_lit.study.rows import LadderRow
 from luong_lit.study.steps import judged, row_spread, sensitivity, verdict_cells
 

@@ -161,17 +161,18 @@ class GreedyBleuCallback(L.Callback):
             tick = decode_progress(trainer, f"test {name}: greedy BLEU", len(split.src_ids))
             words, _ = split_words(trainer, inference, split, batch_size=self.batch_size,
                                    progress=tick)  # fmt: skip
-            scores = words_scores(words, None, split.tgt_tokens, dm.tokenizers.get("tgt"))
+            scores = words_scores({"greedy": words}, split.tgt_tokens, dm.tokenizers.get("tgt"))
             for key, value in scores.items():  # bleu_greedy, chrf_greedy, ...
-                test_figure(pl_module, name, f"{key}_greedy", value)
+                test_figure(pl_module, name, key, value)
             test_figure(pl_module, name, "sentences_bleu", len(words))
 
 
 class BeamBleuCallback(L.Callback):
     """Beam decoding, unk replacement and BLEU on the dev set every ``every_n_epochs`` epochs
-    (``val/bleu_beam``, ``val/bleu_unk_beam``) and on every test set in ``trainer.test``
-    (``test/<name>/bleu_beam``, ``test/<name>/bleu_unk_beam``); chrF, chrF++ and TER beside
-    them (``chrf_beam``, ``chrf_unk_beam``, ``chrfpp_beam``, ``ter_beam``, ...).
+    (``val/bleu_beam``, ``val/bleu_beam_unk``) and on every test set in ``trainer.test``
+    (``test/<name>/bleu_beam``, ``test/<name>/bleu_beam_unk``); chrF, chrF++ and TER beside
+    them (``chrf_beam``, ``chrf_beam_unk``, ``chrfpp_beam``, ``ter_beam``, ...: the names of
+    :class:`luong_lit.reports.TestFigures`).
 
     ``dictionary``: an optional ``src tgt [prob]`` file for unk replacement
     (docs/paper_notes.md §9).
@@ -215,14 +216,15 @@ class BeamBleuCallback(L.Callback):
             max_sentences=self.max_sentences, replace_unk=self.replace_unk,
             dictionary=self._dictionary, progress=tick,
         )  # fmt: skip
-        return words_scores(words, replaced, split.tgt_tokens, dm.tokenizers.get("tgt"))
+        outputs = {"beam": words, "beam_unk": replaced}
+        return words_scores(outputs, split.tgt_tokens, dm.tokenizers.get("tgt"))
 
     def on_validation_epoch_end(self, trainer, pl_module) -> None:
         if not _due(trainer, self.every):
             return
         dev = trainer.datamodule.splits["dev"]
         for key, value in self._scores(pl_module, dev, "validation").items():
-            pl_module.log(f"val/{key}_beam", value)
+            pl_module.log(f"val/{key}", value)
 
     def on_test_epoch_end(self, trainer, pl_module) -> None:
         if not self.on_test:
@@ -230,4 +232,4 @@ class BeamBleuCallback(L.Callback):
         for name in trainer.datamodule.test_spec:
             split = trainer.datamodule.splits[name]
             for key, value in self._scores(pl_module, split, f"test {name}").items():
-                test_figure(pl_module, name, f"{key}_beam", value)
+                test_figure(pl_module, name, key, value)

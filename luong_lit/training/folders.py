@@ -13,13 +13,13 @@ of a single run's command line that come before Hydra writes anything and before
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from luong_lit.errors import ConfigError, UserError
+from luong_lit.reports import Results
 
 LAST = Path("checkpoints") / "last.ckpt"
 #: ``ckpt_path`` values that are not files (Lightning's own names, and ours)
@@ -128,7 +128,7 @@ def check_finished(run_dir: Path, was: dict[str, Any], now: dict[str, Any]) -> N
     results = Path(run_dir) / "results.json"
     if not results.is_file():
         return
-    tests = [k for k, v in json.loads(results.read_text()).items() if isinstance(v, dict)]
+    tests = list(Results.read(results).tests)
     longer = any(now.get(k) != was.get(k) for k in ("trainer.max_epochs", "trainer.max_steps"))
     if longer or (now.get("test_after_training") and not tests):  # more to train, or to test
         return

@@ -6,45 +6,38 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig
 
 from luong_lit.metrics.signatures import figure_signatures
+from luong_lit.reports import Results, TestFigures
 
 log = logging.getLogger(__name__)
 
 
-def test_results(dm, model, trainer) -> dict[str, Any]:
-    """``trainer.test`` on every test set with the best checkpoint (or the final weights), as
-    ``{"checkpoint": name, <test set>: {"ppl": ..., "bleu_greedy": ..., ...}}``."""
+def test_results(dm, model, trainer) -> Results:
+    """``trainer.test`` on every test set with the best checkpoint (or the final weights): the
+    :class:`~luong_lit.reports.Results` that ``results.json`` is written from, each test set's
+    figures as computed (not the float32 the loggers get)."""
     best = getattr(trainer.checkpoint_callback, "best_model_path", "") or None
     metrics: dict[str, float] = {}
     for part in trainer.test(model, datamodule=dm, ckpt_path=best, verbose=False):
         metrics.update(part)
-    results: dict[str, Any] = {"checkpoint": Path(best).name if best else "final weights"}
-    dev = best_dev_ppl(trainer)
-    if dev is not None:
-        results["dev_ppl"] = dev  # the best checkpoint's
+    groups: dict[str, dict[str, float]] = {}
     for key, value in sorted(metrics.items()):
         _, name, metric = key.split("/", 2)  # test/<name>/<metric>
-        results.setdefault(name, {})[metric] = float(value)
-    for name, exact in getattr(model, "test_figures", {}).items():  # as computed, not float32
-        results.setdefault(name, {}).update(exact)
-    for figures in (v for v in results.values() if isinstance(v, dict)):
-        for key in ("sentences_ppl", "sentences_bleu"):
-            if key in figures:
-                figures[key] = int(figures[key])
-    results.update(figure_signatures(metrics))  # "chrf_signature": sacreBLEU's, ...
+        groups.setdefault(name, {})[metric] = float(value)
+    for name, exact in getattr(model, "test_figures", {}).items():
+        groups.setdefault(name, {}).update(exact)
+    results = Results(
+        checkpoint=Path(best).name if best else "final weights", dev_ppl=best_dev_ppl(trainer),
+        tests={name: TestFigures.from_json(found) for name, found in groups.items()},
+        signatures=figure_signatures(metrics),
+    )  # fmt: skip
     for name in dm.test_spec:
-        log.info(
-            "test %s: %s",
-            name,
-            ", ".join(
-                f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
-                for k, v in results.get(name, {}).items()
-            ),
-        )
+        figures = results.tests[name].to_json() if name in results.tests else {}
+        said = (f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items())
+        log.info("test %s: %s", name, ", ".join(said))
     return results
 
 
@@ -60,15 +53,11 @@ def objective(cfg: DictConfig, trainer) -> float | None:
     return None if value is None else float(value)
 
 
-def untested(trainer) -> dict[str, Any]:
+def untested(trainer) -> Results:
     """``results.json`` of a run that ends without a test: its best checkpoint and dev score."""
-    ckpt = trainer.checkpoint_callback
-    best = getattr(ckpt, "best_model_path", "") or None
-    results: dict[str, Any] = {"checkpoint": Path(best).name if best else "final weights"}
-    dev = best_dev_ppl(trainer)
-    if dev is not None:
-        results["dev_ppl"] = dev
-    return results
+    best = getattr(trainer.checkpoint_callback, "best_model_path", "") or None
+    return Results(checkpoint=Path(best).name if best else "final weights",
+                   dev_ppl=best_dev_ppl(trainer))  # fmt: skip
 
 
 def best_dev_ppl(trainer) -> float | None:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from luong_lit.plugins import load_plugins
+from luong_lit.reports import Results
 from luong_lit.sweeps.resources import job_resources
 from luong_lit.training.lost_ranks import RankLost, is_lost_peer, lost_ranks
 from luong_lit.training.results import objective, test_results, untested
@@ -91,8 +93,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         dm, model, trainer = build(cfg, folder.resume_from, folder.kind == "resume")
         folder.say_start()
         _fit(model, dm, trainer, folder.ckpt_path)
-        metrics = _test(cfg, dm, model, trainer)
-        folder.finish(metrics["test"], trainer.is_global_zero)
+        metrics, results = _test(cfg, dm, model, trainer)
+        folder.finish(results, trainer.is_global_zero)
         SIGNALS.stage = "finished"
         record["objective"] = metrics["objective"]
     return metrics
@@ -127,7 +129,7 @@ def data_parallel(cfg: DictConfig) -> bool:
     return "ddp" in str(t.get("strategy", "")) or several or int(nodes) > 1
 
 
-def _tested(dm, model, trainer) -> dict[str, Any]:
+def _tested(dm, model, trainer) -> Results:
     """:func:`test_results`; a signal during the test stops it (training is complete and saved):
     :class:`Interrupted`, whose resume runs the test alone."""
     from lightning.pytorch.utilities.exceptions import SIGTERMException
@@ -145,15 +147,15 @@ def _tested(dm, model, trainer) -> dict[str, Any]:
         raise
 
 
-def _test(cfg: DictConfig, dm, model, trainer) -> dict[str, Any]:
+def _test(cfg: DictConfig, dm, model, trainer) -> tuple[dict[str, Any], Results]:
     """The trainer's last metrics, the objective, and the test of the best checkpoint (or what
-    stands for it untested) under ``test``: ``results.json``'s contents."""
+    stands for it untested): ``results.json``'s record, and its contents under ``test``."""
     SIGNALS.stage = "test"
     metrics: dict[str, Any] = {k: float(v) for k, v in trainer.callback_metrics.items()}
     metrics["objective"] = objective(cfg, trainer)
     tested = bool(cfg.get("test_after_training") and dm.test_spec)
     results = _tested(dm, model, trainer) if tested else untested(trainer)
-    results["objective"] = cfg.get("objective", "val/ppl")
-    results["objective_value"] = metrics["objective"]
-    metrics["test"] = results
-    return metrics
+    chosen = cfg.get("objective", "val/ppl")
+    results = replace(results, objective=chosen, objective_value=metrics["objective"])
+    metrics["test"] = results.to_json()
+    return metrics, results

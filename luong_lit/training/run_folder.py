@@ -29,6 +29,7 @@ from typing import Any, Literal
 from omegaconf import DictConfig
 
 from luong_lit.checkpoint.resumable import check_resumable
+from luong_lit.reports import Results
 from luong_lit.sweeps.job import sweep_job
 from luong_lit.training.folders import NAMED, give_run_folder, step_of
 from luong_lit.training.resume import LAST, nothing_to_resume
@@ -50,7 +51,7 @@ class RunFolder:
     kind: Kind
     ckpt_path: str | None = None
     resume_from: Path | None = None
-    results: dict[str, Any] | None = None
+    results: Results | None = None
     again: bool = False
 
     @classmethod
@@ -61,7 +62,7 @@ class RunFolder:
         path, ckpt_path, job = Path(cfg.paths.output_dir), cfg.get("ckpt_path"), sweep_job()
         if job is not None and not ckpt_path:  # a sweep's job: what an earlier try left
             if (path / RESULTS).is_file():
-                results = json.loads((path / RESULTS).read_text())
+                results = Results.read(path / RESULTS)
                 return cls(path, "finished", results=results, again=True)
             ckpt_path = str(path / LAST) if (path / LAST).is_file() else None
             again = ckpt_path is not None
@@ -81,17 +82,17 @@ class RunFolder:
             log.info("resuming %sfrom %s at step %s", "this sweep job " if self.again else "",
                      self.resume_from or self.ckpt_path, step)  # fmt: skip
 
-    def finish(self, results: dict[str, Any], rank_zero: bool = True) -> None:
+    def finish(self, results: Results, rank_zero: bool = True) -> None:
         """Write ``results.json`` (rank 0's): a finished run, as sweeps and resumes read it."""
         if rank_zero:
-            (self.path / RESULTS).write_text(json.dumps(results, indent=2))
+            (self.path / RESULTS).write_text(json.dumps(results.to_json(), indent=2))
 
     def finished_metrics(self) -> dict[str, Any]:
         """What :func:`~luong_lit.training.run.train` returns for a finished run (its line
         said): its results, and the objective a sweeper reads."""
         log.info("%s holds a finished run: not trained again", self.path)
-        results = self.results or {}
-        return {"test": results, "objective": results.get("objective_value")}
+        results = self.results or Results()
+        return {"test": results.to_json(), "objective": results.objective_value}
 
 
 def _checked(cfg: DictConfig, file: Path | None, ckpt_path: Any) -> None:

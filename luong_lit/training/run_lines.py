@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 CHOSEN_BY = {"val/ppl": "validation perplexity", "val/bleu": "validation BLEU (greedy)",
              "val/chrf": "validation chrF (greedy)", "val/nll_per_token": "validation NLL",
              "val/bleu_beam": "validation BLEU (beam)",
-             "val/bleu_unk_beam": "validation BLEU (beam, unk replaced)"}  # fmt: skip
+             "val/bleu_beam_unk": "validation BLEU (beam, unk replaced)"}  # fmt: skip
 
 
 def chosen_by(run_dir: Path) -> str:

@@ -18,6 +18,7 @@ from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.trainer.states import TrainerFn
 
 from luong_lit.errors import ConfigError
+from luong_lit.reports import current_name
 from luong_lit.sweeps.resolvers import DEV_METRICS, metric_mode  # noqa: F401 - its home
 from luong_lit.validate import integer, non_negative
 
@@ -26,12 +27,16 @@ log = logging.getLogger(__name__)
 #: every dev figure a run logs that a checkpoint or early stopping may follow
 MONITORABLE = {
     "val/ppl": "min", "val/nll_per_token": "min", "val/bleu": "max", "val/chrf": "max",
-    "val/bleu_beam": "max", "val/bleu_unk_beam": "max",
+    "val/bleu_beam": "max", "val/bleu_beam_unk": "max",
 }  # fmt: skip
 
 
 def check_monitor(option: str, monitor: str | None) -> None:
-    """``monitor`` names a dev figure a run logs (None: none, where a callback allows it)."""
+    """``monitor`` names a dev figure a run logs (None: none, where a callback allows it); an
+    older name of one (:data:`luong_lit.reports.OLD_NAMES`) is refused with its new name."""
+    renamed = None if monitor is None else current_name(monitor)
+    if renamed in MONITORABLE:
+        raise ConfigError(f"{option}={monitor}: this figure is now named {renamed}; set that")
     if monitor is not None and monitor not in MONITORABLE:
         raise ConfigError(
             f"{option}={monitor} is not a figure a run logs: choose one of "

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from luong_lit.analysis.records import Evaluation
+from luong_lit.reports import Evaluation
 
 
 def evaluate(ckpt: Path, out: Path, threads: int) -> dict:
