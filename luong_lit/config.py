@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from luong_lit.config_parts import offer_parts
+from luong_lit.config_parts import GROUPS, offer_parts, registered
 from luong_lit.errors import ConfigError, UserError, find_user_error
 from luong_lit.resources import CONF_DIR
 from luong_lit.sweeps.launchers import check_launcher, launch_error, sweep_jobs
@@ -36,7 +36,9 @@ def groups() -> dict[str, list[str]]:
     found = {}
     for d in sorted(p for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in HIDDEN_GROUPS):
         found[d.name] = sorted(f.stem for f in d.glob("*.yaml") if not f.stem.startswith("_"))
-    return found
+    for group in GROUPS:  # the parts: their constructors declare them (luong_lit.config_parts)
+        found[group] = sorted({*found.get(group, []), *registered(group)})
+    return dict(sorted(found.items()))
 
 
 def _raw_compose(overrides: Sequence[str], config_name: str = "train", hydra: bool = False):

@@ -1,10 +1,13 @@
-"""Registered attentions and scores as options of the ``attention`` and ``score`` config groups.
+"""The attentions and scores as options of the ``attention`` and ``score`` config groups.
 
-A part registered in Python (:func:`luong_lit.nn.register_attention`,
-:func:`luong_lit.nn.register_score`) that has no file in ``conf/`` is offered to Hydra as
-``attention=NAME`` (``score=NAME``): a node ``{name: NAME, **options}`` of its group, its options
-the scalar keyword defaults of its constructor, so that ``model.net.attention.D=2`` sets one.
-:mod:`luong_lit.config` reads the registries this way each time it composes (:func:`offer_parts`).
+Each part declares its options once, as the keyword defaults of its constructor: the kit's own
+(:mod:`luong_lit.nn.attention`, :mod:`luong_lit.nn.scores`) and those a user registers
+(:func:`luong_lit.nn.register_attention`, :func:`luong_lit.nn.register_score`) alike. Every
+registered part is offered to Hydra as ``attention=NAME`` (``score=NAME``): a node ``{name:
+NAME, **options}`` of its group, its options the scalar keyword defaults of its constructor, so
+that ``model.net.attention.D=2`` sets one. :mod:`luong_lit.config` reads the registries this way
+each time it composes (:func:`offer_parts`). ``conf/attention/none.yaml`` is the one file of
+these groups: no attention, which is no part.
 """
 
 from __future__ import annotations
@@ -36,12 +39,20 @@ def constructor_defaults(cls: type) -> dict[str, Any]:
     return out
 
 
+def registered(group: str) -> list[str]:
+    """The names of the parts of ``group`` registered so far, the kit's own among them."""
+    import luong_lit.nn  # noqa: F401 - the kit's own parts register as it is imported
+
+    return sorted(name for registry in Registry.of_kind(group) for name in registry)
+
+
 def offer_parts() -> None:
     """Offer every attention and score registered so far as a config group option, unless
-    ``conf/`` has a file of that name (the kit's own parts, with their comments)."""
+    ``conf/`` has a file of that name."""
     from hydra.core.config_store import ConfigStore
 
     for group in GROUPS:
+        registered(group)
         for registry in Registry.of_kind(group):
             for name, entry in registry.items():
                 if not (CONF_DIR / group / f"{name}.yaml").is_file():

@@ -85,9 +85,11 @@ def compose_cfg(overrides: list[str], out_dir: Path):
     resolvers known, whichever test ran before in this process)."""
     from hydra import compose, initialize_config_dir
 
+    from luong_lit.config_parts import offer_parts
     from luong_lit.sweeps.resolvers import register_resolvers
 
     register_resolvers()
+    offer_parts()  # attention=NAME and score=NAME: the registered parts, as the command offers
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose("train", overrides=[f"paths.output_dir={out_dir}", *overrides])

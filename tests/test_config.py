@@ -48,6 +48,31 @@ def test_table4_has_every_attention_row():
     } | {"table4_global_location"}
 
 
+@pytest.mark.parametrize("group", ["attention", "score"])
+def test_a_part_declares_its_options_once_in_its_constructor(group, tmp_path):
+    """No file of ``conf/`` repeats a part's options: ``group=NAME`` composes to the name and
+    the constructor's own defaults, one of them set from the command line changes that one,
+    and the model built from it holds the value."""
+    from luong_lit.config import compose, groups
+    from luong_lit.config_parts import constructor_defaults
+    from luong_lit.nn.names import ATTENTIONS, SCORES
+
+    table = {"attention": ATTENTIONS, "score": SCORES}[group]
+    assert {p.stem for p in (CONF_DIR / group).glob("*.yaml")} <= {"none"}  # no part's file
+    assert set(table) <= set(groups()[group])  # every part an option, as --help lists them
+    for name, cls in table.items():
+        node = compose([f"{group}={name}"] if group == "attention" else [f"score={name}",
+                        "attention=global"]).model.net[group]  # fmt: skip
+        assert dict(node) == {"name": name, **constructor_defaults(cls)}, name
+    cfg = compose_cfg(["attention=local_p", "model.net.attention.D=3", "score=dot"], tmp_path)
+    assert cfg.model.net.attention.D == 3 and cfg.model.net.attention.clip_to == "sentence"
+    from luong_lit.nn.build import build_net
+    from luong_lit.training.build import net_description
+
+    net = build_net(net_description(cfg), src_vocab_size=12, tgt_vocab_size=12)
+    assert net.decoder.attention.D == 3
+
+
 def test_a_users_own_config_folder_joins_the_search_path(tmp_path):
     """``hydra.searchpath`` adds a folder of configs beside the shipped ones."""
     from luong_lit.config import compose

@@ -265,9 +265,11 @@ def test_a_sweeps_jobs_join_one_wandb_group_named_after_it(resume_corpus, tmp_pa
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf, open_dict
 
+    from luong_lit.config_parts import offer_parts
     from luong_lit.sweeps.resolvers import register_resolvers
 
     register_resolvers()
+    offer_parts()
     overrides = ["logger=wandb", "attention=local_m", "seed=2"]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("train", overrides=overrides, return_hydra_config=True)
@@ -358,8 +360,10 @@ def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tm
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
 
+    from luong_lit.config_parts import offer_parts
     from luong_lit.sweeps.resources import job_resources
 
+    offer_parts()
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(
