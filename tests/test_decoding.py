@@ -18,7 +18,7 @@ from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.ensemble import Ensemble, EnsembleError
 from luong_lit.decoding.forced import attention_links, forced_attention
-from luong_lit.decoding.search import Hypothesis, Search
+from luong_lit.decoding.search import BeamSearch, Hypothesis
 from luong_lit.decoding.unk import replace_unks, word_alignment
 from luong_lit.decoding.workers import imap_workers
 from luong_lit.nn import Alignment, Memory
@@ -101,7 +101,7 @@ def test_ensemble_of_two_copies_equals_the_model(combine):
             ea.dense(src.size(1)), 2 * a.dense(src.size(1))
         )  # summed, docs/paper_notes.md §9
         y = logits.argmax(-1)
-    cfg = Search(beam=3, n_best=2)
+    cfg = BeamSearch(beam=3, n_best=2)
     single, double = beam_search(net, src, src_len, cfg), beam_search(ens, src, src_len, cfg)
     assert [[h.ids for h in s] for s in single] == [[h.ids for h in s] for s in double]
 
@@ -125,7 +125,7 @@ def test_ensemble_logit_rule_is_the_mean_of_logits_and_differs_from_the_others()
         outs["probs"], torch.log((F.softmax(la, -1) + F.softmax(lb, -1)) / 2)
     )
     assert not torch.allclose(outs["logits"], outs["probs"])
-    assert len(beam_search(Ensemble([a, b]), src, src_len, Search(beam=2))) == 4
+    assert len(beam_search(Ensemble([a, b]), src, src_len, BeamSearch(beam=2))) == 4
 
 
 def test_ensemble_rejects_different_vocabularies_and_unknown_rules():
@@ -199,11 +199,11 @@ def test_decode_corpus_keeps_order_and_empty_lines():
     for i in (0, 2, 3):
         alone, _ = greedy_decode(net, torch.tensor([src_ids[i]]), torch.tensor([len(src_ids[i])]))
         assert out[i][0].ids == alone[0]
-    beam = decode_corpus(net, src_ids, batch_size=3, search=Search(beam=2), keep_attention=True)
+    beam = decode_corpus(net, src_ids, batch_size=3, search=BeamSearch(beam=2), keep_attention=True)
     assert beam[3][0].attention.shape == (len(beam[3][0].ids) + 1, 5)
 
 
-@pytest.mark.parametrize("search", [Search(beam=1), Search(beam=3, n_best=2)])
+@pytest.mark.parametrize("search", [BeamSearch(beam=1), BeamSearch(beam=3, n_best=2)])
 def test_decoding_in_worker_processes_equals_one_process(search):
     """Forked workers (``--workers``) return every sentence's output, in input order, equal
     to decoding in this process: ids, scores, n-best lists and attention alike."""
@@ -257,7 +257,7 @@ def test_decoding_a_source_eos_model_attends_over_the_words(attention, score):
     ).eval()
     src, src_len = source_batch(n=4, S=6, seed=3)
     hyps, attn = greedy_decode(net, src, src_len, return_attention=True)
-    beams = beam_search(net, src, src_len, Search(beam=3), keep_attention=True)
+    beams = beam_search(net, src, src_len, BeamSearch(beam=3), keep_attention=True)
     for b in range(len(hyps)):
         S = int(src_len[b])
         assert attn[b].shape[1] == S
@@ -288,7 +288,7 @@ def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
         net.decoder.W_s.bias[3] += 4.0  # </s> first unless the minimum length forbids it
     src, src_len = source_batch(n=4, S=6, seed=3)
     ids = sorted(([int(w) for w in row[:n]] for row, n in zip(src, src_len)), key=lambda x: -len(x))
-    cfg = Search(beam=1, min_len_ratio=min_ratio, max_len_ratio=max_ratio, max_len_extra=1)
+    cfg = BeamSearch(beam=1, min_len_ratio=min_ratio, max_len_ratio=max_ratio, max_len_extra=1)
     assert cfg.greedy
     greedy = [t[0].ids for t in decode_corpus(net, ids, search=cfg, batch_size=4)]  # greedy_decode
     batch = collate([(i, x, []) for i, x in enumerate(ids)])
@@ -302,7 +302,7 @@ def test_beam_size_one_keeps_the_length_bounds(min_ratio, max_ratio):
 def test_greedy_with_a_zero_length_limit_returns_empty_outputs():
     net = _net(5)
     src, src_len = source_batch(n=4, S=6, seed=3)
-    none = Search(beam=1, max_len_ratio=0.0, max_len_extra=0)
+    none = BeamSearch(beam=1, max_len_ratio=0.0, max_len_extra=0)
     hyps, attn = greedy_decode(net, src, src_len, none, return_attention=True)
     assert hyps == [[]] * 4 and [a.shape for a in attn] == [(1, int(n)) for n in src_len]
 

@@ -15,7 +15,7 @@ from luong_lit.decoding.forced import forced_pass
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.sampling import filtered, sample
-from luong_lit.decoding.search import Search
+from luong_lit.decoding.search import BeamSearch, Sampling
 
 
 def net_and_batch(seed: int = 0):
@@ -34,8 +34,8 @@ def ids(found) -> list[list[list[int]]]:
     return [[h.ids for h in hyps] for hyps in found]
 
 
-def sampling(**options) -> Search:
-    return Search(beam=1, sampling=True, **options)
+def sampling(**options) -> Sampling:
+    return Sampling(**options)
 
 
 # ------------------------------------------------------------------------ sampling
@@ -117,19 +117,21 @@ def test_greedy_search_keeps_the_prefix_and_goes_on_from_its_forced_steps():
     net, src, src_len = net_and_batch()
     prefix = Prefix.of([PREFIX] * len(src), src.device)
     n = len(PREFIX)
-    full, _ = greedy_decode(net, src, src_len, Search(beam=1, max_len_extra=8), prefix=prefix)
-    rest, _ = greedy_decode(Primed(net, PREFIX), src, src_len, Search(beam=1, max_len_extra=8 - n))
+    full, _ = greedy_decode(net, src, src_len, BeamSearch(beam=1, max_len_extra=8), prefix=prefix)
+    rest, _ = greedy_decode(
+        Primed(net, PREFIX), src, src_len, BeamSearch(beam=1, max_len_extra=8 - n)
+    )
     assert [h[:n] for h in full] == [PREFIX] * len(src)
     assert [h[n:] for h in full] == rest
 
 
 def test_beam_search_keeps_the_prefix_and_goes_on_from_its_forced_steps():
     net, src, src_len = net_and_batch()
-    n, cfg = len(PREFIX), Search(beam=3, n_best=3, max_len_extra=8)
+    n, cfg = len(PREFIX), BeamSearch(beam=3, n_best=3, max_len_extra=8)
     prefix = Prefix.of([PREFIX] * len(src), src.device)
     full = beam_search(net, src, src_len, cfg, prefix=prefix)
     rest = beam_search(
-        Primed(net, PREFIX), src, src_len, Search(beam=3, n_best=3, max_len_extra=8 - n)
+        Primed(net, PREFIX), src, src_len, BeamSearch(beam=3, n_best=3, max_len_extra=8 - n)
     )
     forced = forced_pass(net, [s[:m].tolist() for s, m in zip(src, src_len)], [PREFIX] * len(src),
                          scores=True)  # fmt: skip
@@ -145,7 +147,7 @@ def test_prefixes_of_different_lengths_share_a_batch_in_every_search():
     given = [[], [9], [8, 8], [], [4, 5, 6, 7], [10]]
     prefix = Prefix.of(given, src.device)
     greedy, _ = greedy_decode(net, src, src_len, prefix=prefix)
-    beam = beam_search(net, src, src_len, Search(beam=2, n_best=2), prefix=prefix)
+    beam = beam_search(net, src, src_len, BeamSearch(beam=2, n_best=2), prefix=prefix)
     drawn = sample(net, src, src_len, sampling(n_best=2, seed=0), prefix=prefix)
     for b, p in enumerate(given):
         alone = Prefix.of([p], src.device)

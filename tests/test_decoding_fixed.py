@@ -19,16 +19,16 @@ from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.ensemble import Ensemble
 from luong_lit.decoding.fixed import fixed_beam_search, most_steps
 from luong_lit.decoding.prefix import Prefix
-from luong_lit.decoding.search import AUTHORS, Search
+from luong_lit.decoding.search import AUTHORS, BeamSearch
 from luong_lit.engines import FastEngine
 
 SEARCHES = [
-    Search(beam=4),
-    Search(beam=4, n_best=3),
-    Search(beam=3, length_penalty="avg", n_best=2),
-    Search(beam=5, length_penalty=0.6),
-    Search(beam=3, min_len_ratio=1.0, max_len_ratio=1.2, max_len_extra=0),
-    Search(beam=2, max_len_ratio=0.0, max_len_extra=1),
+    BeamSearch(beam=4),
+    BeamSearch(beam=4, n_best=3),
+    BeamSearch(beam=3, length_penalty="avg", n_best=2),
+    BeamSearch(beam=5, length_penalty=0.6),
+    BeamSearch(beam=3, min_len_ratio=1.0, max_len_ratio=1.2, max_len_extra=0),
+    BeamSearch(beam=2, max_len_ratio=0.0, max_len_extra=1),
     dataclasses.replace(AUTHORS, beam=6, stack_size=7),
 ]
 
@@ -96,7 +96,7 @@ def test_a_step_dispatches_the_same_operators_whatever_the_batch_has_finished():
     model = FastEngine().for_decoding(_net(7).float())
     src, src_len = source_batch(8, S=9, seed=5)
     src_len[0] = 2  # one sentence ends long before the others may
-    cfg = Search(beam=3)
+    cfg = BeamSearch(beam=3)
     with Record() as r:
         fixed_beam_search(model, src, src_len, cfg, every=4)
     names = r.names
@@ -110,7 +110,7 @@ def test_a_step_dispatches_the_same_operators_whatever_the_batch_has_finished():
 
 
 def test_the_buffers_hold_the_longest_output_a_width_allows():
-    cfg = Search(max_len_ratio=1.5, max_len_extra=5)
+    cfg = BeamSearch(max_len_ratio=1.5, max_len_extra=5)
     assert most_steps(10, cfg) == 15 + 5 + 1
     assert most_steps(3, dataclasses.replace(AUTHORS)) == 6 + 1  # floor(1.5 (3 + 1)) words
 
@@ -122,7 +122,11 @@ def test_the_same_on_the_bigram_stubs_ties_included():
     for table in (TRAP, tied):
         stub = BigramStub(table)
         src, src_len = torch.full((3, 4), 7), torch.tensor([4, 2, 3])
-        for cfg in (Search(beam=2, n_best=2), Search(beam=3, length_penalty="avg"), AUTHORS):
+        for cfg in (
+            BeamSearch(beam=2, n_best=2),
+            BeamSearch(beam=3, length_penalty="avg"),
+            AUTHORS,
+        ):
             cfg = dataclasses.replace(cfg, beam=min(cfg.beam, 6))
             _same(beam_search(stub, src, src_len, cfg, every=1),
                   fixed_beam_search(stub, src, src_len, cfg))  # fmt: skip
@@ -131,7 +135,7 @@ def test_the_same_on_the_bigram_stubs_ties_included():
 def test_a_beam_wider_than_the_vocabulary_is_refused_in_one_line():
     src, src_len = torch.full((2, 3), 7), torch.tensor([3, 2])
     with pytest.raises(ValueError, match="beam size 7 is larger than the target vocabulary of 6"):
-        fixed_beam_search(BigramStub(TRAP), src, src_len, Search(beam=7))
+        fixed_beam_search(BigramStub(TRAP), src, src_len, BeamSearch(beam=7))
 
 
 def test_a_corpus_decodes_alike_with_either_search(monkeypatch):
@@ -153,7 +157,7 @@ def test_a_corpus_decodes_alike_with_either_search(monkeypatch):
     for every in (1, 8):
         monkeypatch.setattr(corpus, "sync_every", lambda device, every=every: every)
         assert (corpus.beam_for(torch.device("cpu")) is beam_search) == (every == 1)
-        search = Search(beam=3, n_best=2, min_len_ratio=0.8)
+        search = BeamSearch(beam=3, n_best=2, min_len_ratio=0.8)
         hyps = corpus.decode_corpus(model, src_ids, search=search, batch_size=5,
                                     keep_attention=True)  # fmt: skip
         found[every] = (hyps, corpus.output_words(hyps, vocab, src_words))

@@ -15,7 +15,7 @@ from luong_lit.data.loading.batching import bucket_shape, collate, pad_batch
 from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.corpus import decode_corpus
 from luong_lit.decoding.ensemble import Ensemble
-from luong_lit.decoding.search import AUTHORS, GREEDY, Search
+from luong_lit.decoding.search import AUTHORS, GREEDY, BeamSearch
 from luong_lit.engines import FastEngine, ReferenceEngine, make_engine
 from luong_lit.engines.graphs import auto_graphs, replayed_loss
 from luong_lit.errors import ConfigError
@@ -181,7 +181,7 @@ def test_translations_equal_the_reference(att, search):
     ref = engine_model(att, "general", True, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(3)
     src_ids = [torch.randint(4, 23, (n,), generator=g).tolist() for n in (9, 1, 4, 12, 6, 3)]
-    cfg = {"greedy": GREEDY, "beam5": Search(beam=5, n_best=2), "authors": AUTHORS}[search]
+    cfg = {"greedy": GREEDY, "beam5": BeamSearch(beam=5, n_best=2), "authors": AUTHORS}[search]
     fast = FastEngine().for_decoding(ref)
     out_f = decode_corpus(fast, src_ids, search=cfg, batch_size=4, keep_attention=True)
     out_r = decode_corpus(ref, src_ids, search=cfg, batch_size=4, keep_attention=True)
@@ -210,7 +210,7 @@ def test_each_engine_gives_its_decode_time_form():
 def test_beam_search_over_the_decode_time_form_equals_the_model_itself():
     net = engine_model(dtype=torch.float32).eval()
     batch = ragged_batch(2)
-    cfg = Search(beam=3, n_best=3)
+    cfg = BeamSearch(beam=3, n_best=3)
     plain = beam_search(net, batch.src, batch.src_len, cfg)
     wrapped = beam_search(FastStepper(net), batch.src, batch.src_len, cfg)
     assert [[h.ids for h in s] for s in plain] == [[h.ids for h in s] for s in wrapped]

@@ -10,7 +10,7 @@ from conftest import compose_cfg, small_model, tiny_overrides, toy_batch
 
 from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.greedy import greedy_decode
-from luong_lit.decoding.search import Search
+from luong_lit.decoding.search import BeamSearch
 from luong_lit.engines import ENGINES
 from luong_lit.training.run import train
 
@@ -54,7 +54,7 @@ def test_decoding_on_the_gpu_gives_the_cpu_output(att):
     b = toy_batch(seed=1)
     g = b.to("cuda")
     assert greedy_decode(gpu, g.src, g.src_len)[0] == greedy_decode(cpu, b.src, b.src_len)[0]
-    cfg = Search(beam=4, n_best=2)
+    cfg = BeamSearch(beam=4, n_best=2)
     on_gpu = [
         [(h.ids, round(float(h.score), 8)) for h in s]
         for s in beam_search(gpu, g.src, g.src_len, cfg)

@@ -64,3 +64,23 @@ def test_a_new_field_is_a_flag_with_its_type_help_and_aliases():
     assert not hasattr(args, "drawn")  # another group's
     with pytest.raises(SystemExit):
         ap.parse_args(["--width", "x"])
+
+
+def test_options_resolve_to_one_of_two_frozen_search_records():
+    """Beam search and sampling are two records: each holds only what it uses, neither can be
+    changed once made, and the options resolve to the one asked for (the API, the server and
+    the training callbacks decode through the same resolution)."""
+    from luong_lit.decoding.search import AUTHORS, BeamSearch, Sampling
+
+    beam = SearchOptions(beam=3, n_best=2, length_penalty="avg", max_len_ratio=2.0).search()
+    assert beam == BeamSearch(beam=3, n_best=2, length_penalty="avg", max_len_ratio=2.0)
+    drawn = SearchOptions(sampling=True, n_best=2, top_k=4, seed=7).search()
+    assert drawn == Sampling(n_best=2, top_k=4, seed=7) and not hasattr(drawn, "beam")
+    assert not {"top_k", "top_p", "temperature", "seed"} & {
+        f.name for f in dataclasses.fields(BeamSearch)
+    }
+    assert SearchOptions(authors_decoder=True).search() == AUTHORS
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        beam.beam = 4  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        BeamSearch(top_k=3)  # type: ignore[call-arg]  # a beam search draws nothing

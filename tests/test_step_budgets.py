@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from luong_lit.decoding.fixed import fixed_beam_search
 from luong_lit.decoding.greedy import greedy_decode
-from luong_lit.decoding.search import Search
+from luong_lit.decoding.search import BeamSearch
 from luong_lit.engines import FastEngine
 
 READS = {"aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::equal"}
@@ -70,7 +70,7 @@ def batch():
 def test_a_beam_step_stays_within_its_operators_and_reads_the_host_once_in_8(batch):
     stepper = main_job_stepper()
     with Dispatched() as d:
-        fixed_beam_search(stepper, *batch, Search(beam=5), False, every=EVERY)
+        fixed_beam_search(stepper, *batch, BeamSearch(beam=5), False, every=EVERY)
     check(per_step(d.names, "aten::_log_softmax"))
 
 

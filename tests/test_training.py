@@ -18,7 +18,7 @@ from conftest import REPO, compose_cfg, small_model, tiny_overrides, write_corpu
 from luong_lit.checkpoint import load_model
 from luong_lit.data.loading.batching import collate
 from luong_lit.decoding import greedy_decode
-from luong_lit.decoding.search import Search
+from luong_lit.decoding.search import BeamSearch
 from luong_lit.engines import FastEngine
 from luong_lit.nn import ConfigError
 from luong_lit.nn.loss import token_nll
@@ -248,14 +248,14 @@ def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
     dev set with the weights of that epoch (``last.ckpt``), decoded again here."""
     from luong_lit.checkpoint import load_model
     from luong_lit.data.loading.model_data import datamodule_for
-    from luong_lit.decoding.search import Search
+    from luong_lit.decoding.search import BeamSearch
     from luong_lit.inference import Inference
 
     out, _, metrics = trained
     net, _, tgt_vocab, meta = load_model(out / "checkpoints" / "last.ckpt")
     dm = datamodule_for(meta)
     direct = Inference(net, tgt_vocab).split_bleu(
-        dm.splits["dev"], tokenizer=dm.tokenizers.get("tgt"), search=Search(beam=3),
+        dm.splits["dev"], tokenizer=dm.tokenizers.get("tgt"), search=BeamSearch(beam=3),
         batch_size=64, replace_unk=True,
     )  # fmt: skip
     assert metrics["val/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-4)
@@ -292,7 +292,7 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
         split = dm.splits[name]
         assert res[f"test/{name}/ppl"] == pytest.approx(perplexity(net, split.examples()), rel=1e-4)
         direct = Inference(net, dm.tgt_vocab).split_bleu(
-            split, search=Search(beam=3), batch_size=64, replace_unk=True
+            split, search=BeamSearch(beam=3), batch_size=64, replace_unk=True
         )
         assert res[f"test/{name}/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-6)
         assert res[f"test/{name}/bleu_beam_unk"] == pytest.approx(direct["bleu_unk"], abs=1e-6)

@@ -27,7 +27,7 @@ from torch.nn import functional as F
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.prefix import Prefix
-from luong_lit.decoding.search import Hypothesis, Search
+from luong_lit.decoding.search import BeamSearch, Hypothesis
 from luong_lit.decoding.trail import FinishedHypotheses, Trail
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
@@ -56,8 +56,9 @@ def _rows(kept: Tensor, width: int, K: int) -> Tensor:
 
 @torch.no_grad()
 def beam_search(
-    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor, cfg: Search = Search(),
-    keep_attention: bool = True, every: int | None = None, prefix: Prefix | None = None,
+    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor,
+    cfg: BeamSearch = BeamSearch(), keep_attention: bool = True,
+    every: int | None = None, prefix: Prefix | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     """Translate a batch; returns for each sentence its ``n_best`` hypotheses, best first.
     ``every``: steps between host reads (default :func:`sync_every`); ``prefix``: words each

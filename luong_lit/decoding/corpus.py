@@ -17,7 +17,7 @@ from luong_lit.decoding.fixed import fixed_beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.sampling import generator, sample
-from luong_lit.decoding.search import GREEDY, Hypothesis, Search
+from luong_lit.decoding.search import GREEDY, Hypothesis, Sampling, Search
 from luong_lit.decoding.unk import render
 from luong_lit.decoding.workers import imap_workers
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
@@ -31,7 +31,7 @@ def batch_seed(seed: int, k: int) -> int:
 
 def corpus_seed(search: Search) -> int | None:
     """The seed a corpus is sampled with: ``search.seed``, else a fresh one; None to search."""
-    if not search.sampling:
+    if not isinstance(search, Sampling):
         return None
     if search.seed is not None:
         return search.seed
@@ -43,7 +43,7 @@ def _search_batch(
     prefix: Prefix | None, seed: int | None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     """Each sentence's hypotheses, by the search ``search`` asks for."""
-    if search.sampling:
+    if isinstance(search, Sampling):
         gen = generator(seed, batch.src.device)
         return sample(model, batch.src, batch.src_len, search, keep_attention, gen, prefix=prefix)
     if search.greedy:

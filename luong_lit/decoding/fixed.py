@@ -24,13 +24,13 @@ from torch.nn import functional as F
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.prefix import Prefix
-from luong_lit.decoding.search import Hypothesis, Search
+from luong_lit.decoding.search import BeamSearch, Hypothesis
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 NEG_INF = float("-inf")
 
 
-def most_steps(S: int, cfg: Search) -> int:
+def most_steps(S: int, cfg: BeamSearch) -> int:
     """The steps a batch of source width ``S`` may take (its longest output and its ``</s>``),
     a host value known before the search: no sentence is longer than its batch's width."""
     longest, _ = cfg.bounds(torch.tensor([S]))  # (1,) x2
@@ -100,16 +100,16 @@ class Steps:
         return words, att * (pos <= end.unsqueeze(1)).unsqueeze(2)
 
 
-def _divisors(cfg: Search, T: int, device: torch.device) -> Tensor | None:
+def _divisors(cfg: BeamSearch, T: int, device: torch.device) -> Tensor | None:
     """(T, 1, 1) what a raw score ending at step ``t`` (``t`` words and ``</s>``) is divided by
-    to rank it (:meth:`Search.divisor`); None for raw scores."""
+    to rank it (:meth:`BeamSearch.divisor`); None for raw scores."""
     if cfg.length_penalty is None:
         return None
-    div = [cfg.divisor(t + 1) for t in range(T)]  # host floats, as Search.normalise's
+    div = [cfg.divisor(t + 1) for t in range(T)]  # host floats, as BeamSearch.normalise's
     return torch.tensor(div, dtype=torch.float64, device=device).view(T, 1, 1)
 
 
-def _ranked(cfg: Search, steps: Steps, T: int) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+def _ranked(cfg: BeamSearch, steps: Steps, T: int) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """Each sentence's ``n_best`` best finished candidates by the score they are ranked by,
     the first found first among equals, ``n_best`` a sentence in order (−inf where it found
     fewer): their sentence, step, slot, raw score and ranking score, (B·n_best,) each."""
@@ -126,7 +126,7 @@ def _ranked(cfg: Search, steps: Steps, T: int) -> tuple[Tensor, Tensor, Tensor, 
     return sent, end, slot, raw[end, sent, k], norm[end, sent, k]
 
 
-def _hypotheses(cfg: Search, steps: Steps, T: int, B: int) -> list[list[Hypothesis]]:
+def _hypotheses(cfg: BeamSearch, steps: Steps, T: int, B: int) -> list[list[Hypothesis]]:
     """The hypotheses found, read on the host at once: one ``tolist`` of one float64 table
     (ids below 2**53 and float32 scores are exact there); attention stays where it is."""
     sent, end, slot, raw, norm = _ranked(cfg, steps, T)
@@ -147,7 +147,7 @@ class _Done:
     it may not once ``stack_size`` are found, or (raw scores) once ``n_best`` are found none of
     which its best live hypothesis can still beat (the ``n_best``-th best found is finite)."""
 
-    def __init__(self, cfg: Search, B: int, device: torch.device) -> None:
+    def __init__(self, cfg: BeamSearch, B: int, device: torch.device) -> None:
         self.cfg, self.n = cfg, cfg.n_best
         self.count = torch.zeros(B, dtype=torch.long, device=device)  # found so far
         self.best = torch.full((B, self.n), NEG_INF, device=device)  # the n best raw scores
@@ -194,8 +194,9 @@ def _only_eos(V: int, device: torch.device) -> Tensor:
 
 @torch.no_grad()
 def fixed_beam_search(
-    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor, cfg: Search = Search(),
-    keep_attention: bool = True, every: int = 8, prefix: Prefix | None = None,
+    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor,
+    cfg: BeamSearch = BeamSearch(), keep_attention: bool = True,
+    every: int = 8, prefix: Prefix | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     """Translate a batch at a fixed shape; returns for each sentence its ``n_best`` hypotheses,
     best first, as :func:`~luong_lit.decoding.beam.beam_search` does. ``every``: steps between

@@ -8,20 +8,20 @@ from torch import Tensor
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.beam import sync_every
 from luong_lit.decoding.prefix import Prefix
-from luong_lit.decoding.search import GREEDY, Search
+from luong_lit.decoding.search import GREEDY, Bounds
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 
 @torch.no_grad()
 def greedy_decode(
-    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor, search: Search = GREEDY,
+    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor, search: Bounds = GREEDY,
     return_attention: bool = False, every: int | None = None, prefix: Prefix | None = None,
 ) -> tuple[list[list[int]], list[Tensor] | None]:  # fmt: skip
     """Pick the most probable word at every step until ``</s>`` or the length limit (after the
     words of ``prefix``, where a sentence has one: :mod:`luong_lit.decoding.prefix`).
 
-    The output length is bounded as in beam search (:meth:`Search.bounds
-    <luong_lit.decoding.search.Search.bounds>`, docs/paper_notes.md §11); ``search``'s other
+    The output length is bounded as in beam search (:meth:`Bounds.bounds
+    <luong_lit.decoding.search.Bounds.bounds>`, docs/paper_notes.md §11); ``search``'s other
     options do not apply. ``model``: a :class:`~luong_lit.nn.interface.DecodeModel`. Whether
     every sentence has ended is read on the host every ``every`` steps only (default
     :func:`~luong_lit.decoding.beam.sync_every`); the steps after a sentence's end give ``</s>``.

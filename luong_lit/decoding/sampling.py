@@ -23,7 +23,7 @@ from torch.nn import functional as F
 from luong_lit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from luong_lit.decoding.beam import sync_every
 from luong_lit.decoding.prefix import Prefix
-from luong_lit.decoding.search import Hypothesis, Search
+from luong_lit.decoding.search import Hypothesis, Sampling
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 NEG_INF = float("-inf")
@@ -39,7 +39,7 @@ def generator(seed: int | None, device: torch.device) -> torch.Generator:
     return g
 
 
-def filtered(logits: Tensor, cfg: Search) -> Tensor:
+def filtered(logits: Tensor, cfg: Sampling) -> Tensor:
     """``logits / temperature`` (N, V) with the words outside ``top_k`` and ``top_p`` at -inf."""
     z = logits.float() / cfg.temperature  # (N, V)
     if 0 < cfg.top_k < z.size(-1):
@@ -54,7 +54,7 @@ def filtered(logits: Tensor, cfg: Search) -> Tensor:
     return z
 
 
-def draw(logits: Tensor, cfg: Search, gen: torch.Generator) -> Tensor:
+def draw(logits: Tensor, cfg: Sampling, gen: torch.Generator) -> Tensor:
     """One word a row (N,) drawn from the filtered distribution (:func:`filtered`)."""
     probs = filtered(logits, cfg).softmax(-1)  # (N, V)
     return torch.multinomial(probs, 1, generator=gen).squeeze(1)  # (N,)
@@ -62,7 +62,7 @@ def draw(logits: Tensor, cfg: Search, gen: torch.Generator) -> Tensor:
 
 @torch.no_grad()
 def sample(
-    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor, cfg: Search,
+    model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor, cfg: Sampling,
     keep_attention: bool = False, gen: torch.Generator | None = None, every: int | None = None,
     prefix: Prefix | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip

@@ -1,9 +1,10 @@
-"""What a search is asked for, and what it finds: one options object for greedy search, beam
-search and sampling (:class:`Search`) and one result type (:class:`Hypothesis`).
+"""What a search is asked for, and what it finds: two frozen records, beam search
+(:class:`BeamSearch`, greedy search its width-1 case) and sampling (:class:`Sampling`), one of
+them a :data:`Search`, and one result type (:class:`Hypothesis`).
 
-Beam size 1 with nothing else asked is greedy search (:attr:`Search.greedy`); ``sampling``
-draws each word instead (:mod:`luong_lit.decoding.sampling`). Every search bounds the output
-length the same way (:func:`length_bounds`, docs/paper_notes.md §11).
+Beam size 1 with nothing else asked is greedy search (:attr:`BeamSearch.greedy`); a
+:class:`Sampling` draws each word instead (:mod:`luong_lit.decoding.sampling`). Every search
+bounds the output length the same way (:class:`Bounds`, docs/paper_notes.md §11).
 """
 
 from __future__ import annotations
@@ -29,39 +30,41 @@ class Hypothesis:
     norm_score: float = 0.0
 
 
-@dataclass(frozen=True)
-class Search:
-    """Search options. ``beam`` 1 (with ``n_best`` 1, raw scores and no stack) is greedy
-    search. ``length_penalty``: None (raw scores, the paper), ``avg`` or a GNMT α;
-    ``stack_size``: stop after this many finished hypotheses (the authors' decoder: 100);
-    the output has at most ``floor(max_len_ratio · S') + max_len_extra`` and at least
-    ``floor(min_len_ratio · S')`` words, ``S' = S + src_len_plus``.
+@dataclass(frozen=True, kw_only=True)
+class Bounds:
+    """How long an output may be, for every search: at most ``floor(max_len_ratio · S') +
+    max_len_extra`` and at least ``floor(min_len_ratio · S')`` words, ``S' = S +
+    src_len_plus``."""
 
-    ``sampling``: draw each word from ``softmax(logits / temperature)`` instead of searching,
-    from the ``top_k`` most probable words only (0: all) and from the fewest whose
-    probabilities add up to ``top_p`` (1: all); ``n_best`` samples a sentence, drawn with a
-    generator seeded by ``seed`` (None: a fresh seed each call). The beam does not apply."""
-
-    beam: int = 5
-    n_best: int = 1
     max_len_ratio: float = 1.5
     max_len_extra: int = 5
     min_len_ratio: float = 0.0
+    src_len_plus: int = 0  # added to S before the length ratios (authors: 1, S counts </s>)
+
+    def bounds(self, src_len: Tensor) -> tuple[Tensor, Tensor]:
+        """Most and fewest output words per sentence (:func:`length_bounds`)."""
+        return length_bounds(
+            src_len, self.max_len_ratio, self.max_len_extra, self.min_len_ratio, self.src_len_plus
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BeamSearch(Bounds):
+    """Beam search of width ``beam``, its ``n_best`` best hypotheses kept (``beam`` 1 with
+    ``n_best`` 1, raw scores and no stack is greedy search). ``length_penalty``: None (raw
+    scores, the paper), ``avg`` or a GNMT α; ``stack_size``: stop after this many finished
+    hypotheses (the authors' decoder: 100)."""
+
+    beam: int = 5
+    n_best: int = 1
     length_penalty: float | str | None = None
     stack_size: int | None = None
-    src_len_plus: int = 0  # added to S before the length ratios (authors: 1, S counts </s>)
-    sampling: bool = False
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int | None = None
 
     @property
     def greedy(self) -> bool:
         """Whether this asks for nothing beyond greedy search (beam size 1 equals greedy)."""
         return (
             self.beam == 1
-            and not self.sampling
             and self.n_best == 1
             and self.length_penalty is None
             and self.stack_size is None
@@ -87,19 +90,31 @@ class Search:
                 f"beam size {self.beam} is larger than the target vocabulary of {V} words"
             )
 
-    def bounds(self, src_len: Tensor) -> tuple[Tensor, Tensor]:
-        """Most and fewest output words per sentence (:func:`length_bounds`)."""
-        return length_bounds(
-            src_len, self.max_len_ratio, self.max_len_extra, self.min_len_ratio, self.src_len_plus
-        )
+
+@dataclass(frozen=True, kw_only=True)
+class Sampling(Bounds):
+    """Draw each word from ``softmax(logits / temperature)`` instead of searching, from the
+    ``top_k`` most probable words only (0: all) and from the fewest whose probabilities add up
+    to ``top_p`` (1: all); ``n_best`` samples a sentence, drawn with a generator seeded by
+    ``seed`` (None: a fresh seed each call)."""
+
+    n_best: int = 1
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+#: what a decoder is asked to do: search (greedy or beam) or sample
+Search = BeamSearch | Sampling
 
 
 #: Greedy search with the default length bounds.
-GREEDY = Search(beam=1)
+GREEDY = BeamSearch(beam=1)
 
 #: nmt.matlab's decoder (docs/paper_notes.md §11): beam 12, stop after 100 finished hypotheses,
 #: the highest raw score; between floor(0.5 (S + 1)) and floor(1.5 (S + 1)) words.
-AUTHORS = Search(
+AUTHORS = BeamSearch(
     beam=12,
     n_best=1,
     stack_size=100,

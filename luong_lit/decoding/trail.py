@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from luong_lit.data.vocab import EOS_ID
-from luong_lit.decoding.search import Hypothesis, Search
+from luong_lit.decoding.search import BeamSearch, Hypothesis
 
 NEG_INF = float("-inf")
 
@@ -65,7 +65,7 @@ class FinishedHypotheses:
     """Each sentence's ``n_best`` best finished hypotheses so far, best first by the score they
     are ranked by (stable: of equal ones, the first found first), and how many it found."""
 
-    def __init__(self, B: int, cfg: Search, device: torch.device) -> None:
+    def __init__(self, B: int, cfg: BeamSearch, device: torch.device) -> None:
         n, f64 = cfg.n_best, torch.float64
         self.cfg = cfg
         self.norm = torch.full((B, n), NEG_INF, dtype=f64, device=device)  # ranked by

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from luong_lit.decoding.ensemble import COMBINE
-from luong_lit.decoding.search import AUTHORS, Search, parse_length_penalty
+from luong_lit.decoding.search import (
+    AUTHORS,
+    BeamSearch,
+    Sampling,
+    Search,
+    parse_length_penalty,
+)
 from luong_lit.decoding.unk import CONVENTIONS
 from luong_lit.decoding.workers import check_workers
 from luong_lit.engines import ENGINES, INT8_PARTS
@@ -218,6 +224,7 @@ class SearchOptions:
             penalty = parse_length_penalty(self.length_penalty)
         except ValueError as err:
             raise bad(f"{{length_penalty}}: {err}", "length_penalty") from None
+        cfg: Search
         if self.authors_decoder:
             if penalty is not None:
                 raise bad(
@@ -226,12 +233,11 @@ class SearchOptions:
                 )  # fmt: skip
             cfg = dataclasses.replace(AUTHORS, n_best=self.n_best)
         elif self.sampling:
-            cfg = Search(beam=1, n_best=self.n_best, sampling=True,
-                         temperature=float(self.temperature), top_k=self.top_k,
-                         top_p=float(self.top_p), seed=self.seed)  # fmt: skip
+            cfg = Sampling(n_best=self.n_best, temperature=float(self.temperature),
+                           top_k=self.top_k, top_p=float(self.top_p), seed=self.seed)  # fmt: skip
         else:
-            cfg = Search(beam=self.beam, n_best=self.n_best, length_penalty=penalty)
-        if self.n_best > cfg.beam and not self.sampling:
+            cfg = BeamSearch(beam=self.beam, n_best=self.n_best, length_penalty=penalty)
+        if isinstance(cfg, BeamSearch) and self.n_best > cfg.beam:
             raise bad(
                 f"{{n_best}} {self.n_best} needs a beam of at least {self.n_best} "
                 f"(the beam is {cfg.beam})", "n_best",

@@ -15,7 +15,7 @@ from typing import Any
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 from luong_lit.decoding.prefix import too_long
-from luong_lit.decoding.search import Search
+from luong_lit.decoding.search import Bounds
 from luong_lit.decoding.unk import Rendered
 from luong_lit.translator.arguments import texts_of
 from luong_lit.validate import OptionError
@@ -49,7 +49,7 @@ def prefix_ids(tokens: Sequence[str], tgt_vocab: Vocab) -> list[int]:
     return [UNK_ID if i in (PAD_ID, BOS_ID, EOS_ID) else i for i in tgt_vocab.encode(tokens)]
 
 
-def check_lengths(tokens: Sequence[Sequence[str]], src_lens: Sequence[int], search: Search) -> None:
+def check_lengths(tokens: Sequence[Sequence[str]], src_lens: Sequence[int], search: Bounds) -> None:
     """Refuse a prefix longer than the most words its source's translation may have."""
     import torch
 

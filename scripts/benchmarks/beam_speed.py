@@ -27,7 +27,7 @@ import time
 from luong_lit.checkpoint import load_model
 from luong_lit.data.loading.model_data import load_split
 from luong_lit.decoding.corpus import decode_corpus, output_words
-from luong_lit.decoding.search import AUTHORS, Search
+from luong_lit.decoding.search import AUTHORS, BeamSearch
 from luong_lit.engines import ENGINES, make_engine
 from luong_lit.metrics import corpus_bleu_tok
 from luong_lit.runtime import configure_cpu
@@ -87,7 +87,7 @@ def main() -> None:
     if args.limit > 0:
         src_ids, refs = src_ids[: args.limit], refs[: args.limit]
     net = net.to(args.device)
-    cfg = AUTHORS if args.authors else Search(beam=args.beam)
+    cfg = AUTHORS if args.authors else BeamSearch(beam=args.beam)
     engine = make_engine(args.engine)
     t0 = time.perf_counter()
     stepper = engine.for_decoding(net, args.int8)

@@ -101,9 +101,12 @@ def search(net, src, src_len, beam: int, every: int, fixed: bool = False) -> tup
     """Greedy (``beam`` 1) or beam search (``fixed``: the fixed-shape one), with ``every`` where
     this tree's search takes it."""
     try:
-        from luong_lit.decoding.search import Search
+        from luong_lit.decoding.search import BeamSearch as Search
     except ImportError:  # an older tree
-        from luong_lit.decoding.beam import BeamConfig as Search
+        try:
+            from luong_lit.decoding.search import Search  # type: ignore[assignment]
+        except ImportError:
+            from luong_lit.decoding.beam import BeamConfig as Search  # type: ignore[no-redef]
     from luong_lit.decoding.beam import beam_search
     from luong_lit.decoding.greedy import greedy_decode
 

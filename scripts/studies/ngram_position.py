@@ -25,7 +25,7 @@ import torch
 
 from luong_lit.checkpoint import load_model
 from luong_lit.data.loading.model_data import load_split
-from luong_lit.decoding.search import Search
+from luong_lit.decoding.search import BeamSearch
 from luong_lit.inference import Inference
 from luong_lit.metrics.bleu import corpus_bleu_tok_score, rejoin_hyphens
 
@@ -71,7 +71,7 @@ def main() -> None:
         net, src_vocab, tgt_vocab, meta = load_model(path)
         split = load_split(meta, args.test, src_vocab, tgt_vocab).split
         inference = Inference(net, tgt_vocab)
-        out = inference.decode(split.src_ids, search=Search(beam=args.beam), batch_size=64)
+        out = inference.decode(split.src_ids, search=BeamSearch(beam=args.beam), batch_size=64)
         hyps = [" ".join(w) for w in inference.words(out)]
         refs = [" ".join(t) for t in split.tgt_tokens]
         print(json.dumps({"checkpoint": path, "test": args.test, **ngram_report(hyps, refs)}))

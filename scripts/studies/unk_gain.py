@@ -20,7 +20,7 @@ from luong_lit.alignment.eflomal import eflomal_links
 from luong_lit.checkpoint import load_model
 from luong_lit.data.loading.model_data import load_split, load_train_split
 from luong_lit.data.text.dictionary import dictionary_from_links, load_dictionary
-from luong_lit.decoding.search import Search
+from luong_lit.decoding.search import BeamSearch
 from luong_lit.inference import Inference
 from luong_lit.metrics.bleu import bleu_scores as score
 
@@ -38,7 +38,7 @@ def main() -> None:
     test = load_split(meta, args.test, src_vocab, tgt_vocab)
     split, lang = test.split, test.lang
     inference = Inference(net, tgt_vocab)
-    beam = Search(beam=args.beam)
+    beam = BeamSearch(beam=args.beam)
     out = inference.decode(split.src_ids, search=beam, batch_size=32, keep_attention=True)
     refs = [" ".join(t) for t in split.tgt_tokens]
     result = {"test": args.test, "beam": args.beam, "unk_in_output": 0}
