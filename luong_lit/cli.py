@@ -18,12 +18,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from luong_lit.data.io import decode_lines, read_lines
-from luong_lit.decoding.ensemble import COMBINE
-from luong_lit.decoding.unk import CONVENTIONS
-from luong_lit.engines import ENGINES, INT8_PARTS
 from luong_lit.errors import UsageError, UserError
 from luong_lit.translator.fields import add_flags
-from luong_lit.translator.options import OVERLONG, LoadOptions, SearchOptions
+from luong_lit.translator.options import LoadOptions, SearchOptions
 from luong_lit.validate import OptionError
 
 
@@ -99,15 +96,6 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
-class ImpliesReplaceUnk(argparse.Action):
-    """``--dict FILE``: a dictionary is there to replace unknown words, so it sets
-    ``--replace-unk`` too."""
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        setattr(namespace, self.dest, values)
-        namespace.replace_unk = True
-
-
 def parser(prog: str, doc: str) -> argparse.ArgumentParser:
     """A command's parser: its module docstring as the description, defaults shown."""
     return argparse.ArgumentParser(
@@ -116,59 +104,15 @@ def parser(prog: str, doc: str) -> argparse.ArgumentParser:
 
 
 def add_decoding_args(ap: argparse.ArgumentParser, checkpoints: bool = True) -> None:
-    """Options shared by ``translate``, ``evaluate`` and ``serve``: :class:`LoadOptions`' and
-    the search's (:class:`SearchOptions`' fields, :func:`~.translator.fields.add_flags`)."""
-    d = LoadOptions()
+    """Options shared by ``translate``, ``evaluate`` and ``serve``: the search's and the load's
+    (:class:`SearchOptions`' and :class:`LoadOptions`' fields,
+    :func:`~.translator.fields.add_flags`), and the process's threads."""
     if checkpoints:
         ap.add_argument("checkpoints", nargs="+", help="one checkpoint, or several for an ensemble")
     add_flags(ap, SearchOptions, "search")
-    ap.add_argument(
-        "--batch-size", type=int, default=d.batch_size, help="sentences decoded together"
-    )
-    ap.add_argument(
-        "--combine",
-        default=d.combine,
-        choices=COMBINE,
-        help="how an ensemble combines its members' scores (logits: the authors' rule)",
-    )
-    ap.add_argument(
-        "--dict",
-        dest="dictionary",
-        action=ImpliesReplaceUnk,
-        help="'src tgt [prob]' dictionary for --replace-unk, which it implies (unset: copy the "
-        "source word)",
-    )
-    ap.add_argument(
-        "--align-convention",
-        default=d.align_convention,
-        choices=CONVENTIONS,
-        help="which step's attention aligns a word: paper (footnote 14: the next step's for "
-        "content-based scores) or predicted (the step that produced it)",
-    )
-    ap.add_argument(
-        "--engine",
-        default=d.engine,
-        choices=tuple(ENGINES),
-        help="how the model is computed (the same translations): fast or reference",
-    )
-    ap.add_argument(
-        "--int8",
-        nargs="?",
-        const="output",
-        default=None,
-        choices=INT8_PARTS,
-        help="the fast engine's 8-bit products: of the output layer (--int8, --int8 output) or "
-        "of every decoder product (--int8 all); CPU; faster, approximate (unset: float)",
-    )
-    ap.add_argument("--device", default=d.device, help="torch device to decode on, e.g. cuda")
+    add_flags(ap, LoadOptions, "load")
     ap.add_argument(
         "--threads", type=int, default=None, help="torch threads (unset: torch's choice)"
-    )
-    ap.add_argument(
-        "--workers",
-        type=int,
-        default=d.workers,
-        help="decode batches in N forked one-thread processes (CPU; up to one per core)",
     )
 
 
@@ -183,24 +127,11 @@ def add_n_best_arg(ap: argparse.ArgumentParser, help: str) -> None:
 
 
 def add_input_args(ap: argparse.ArgumentParser, max_src_len: int | None) -> None:
-    """How input text is read (``translate``, ``serve``)."""
-    ap.add_argument(
-        "--pretokenized", action="store_true", help="input is already tokenised; output stays so"
-    )
-    unset = " (unset: no limit)" if max_src_len is None else ""  # else its default shows
-    ap.add_argument(
-        "--max-src-len",
-        type=int,
-        default=max_src_len,
-        help=f"sources longer than this many tokens are overlong{unset}",
-    )
-    ap.add_argument(
-        "--overlong",
-        default="truncate",
-        choices=OVERLONG,
-        help="what happens to an overlong source: cut to --max-src-len, left out (an empty "
-        "translation), or decoded whole",
-    )
+    """How input text is read (``translate``, ``serve``: :class:`LoadOptions`' input fields),
+    with the command's own longest source (None: no limit)."""
+    unset = {"max_src_len": "sources longer than this many tokens are overlong (unset: no "
+             "limit)"} if max_src_len is None else {}  # fmt: skip
+    add_flags(ap, LoadOptions, "input", helps=unset, defaults={"max_src_len": max_src_len})
 
 
 def _given(args: argparse.Namespace, kind) -> dict:

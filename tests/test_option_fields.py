@@ -39,6 +39,33 @@ def test_each_field_is_a_flag_of_translate_and_serve_and_a_keyword_of_the_api():
     assert set(names) <= set(inspect.signature(luong_lit.load).parameters)  # its keywords
 
 
+def test_each_load_option_is_declared_once_and_is_a_flag_of_the_commands_that_load():
+    from luong_lit.translator import LoadOptions
+
+    names = [f.name for f in dataclasses.fields(LoadOptions)]
+    assert names == [f.name for f in declared(LoadOptions)]
+    takes = {"translate": ("load", "input"), "serve": ("load", "input"), "evaluate": ("load",)}
+    for command, groups in takes.items():
+        said = help_of(command)
+        for f in declared(LoadOptions):
+            flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
+            assert (f" {flag}" in said) == (f.metadata["group"] in groups), (command, flag)
+    assert "overlong (default: 100)" in help_of("serve") and "(unset: no limit)" in help_of(
+        "translate"
+    )  # each command's own longest source
+    from luong_lit.cli import add_decoding_args, load_options, search_options
+
+    ap = argparse.ArgumentParser()
+    add_decoding_args(ap)
+    args = ap.parse_args(["c.ckpt", "--int8", "--dict", "d.txt", "--combine", "probs"])
+    assert load_options(args) == LoadOptions(int8="output", dictionary="d.txt", combine="probs")
+    assert search_options(args).replace_unk  # a dictionary is there to replace unknown words
+    argv = ["translate", "x.ckpt", "--int8", "--dict", "d.txt", "--overlong", "cut"]
+    res = subprocess.run([sys.executable, "-m", "luong_lit", *argv], cwd=REPO, env=run_env(),
+                         capture_output=True, text=True)  # fmt: skip
+    assert res.returncode == 2 and "--overlong: invalid choice: 'cut'" in res.stderr
+
+
 def test_a_request_may_ask_for_each_field_marked_so_and_no_other():
     from luong_lit.serving.requests import KEYS, Limits, settings
 

@@ -18,11 +18,18 @@ TYPES = {"int": int, "float": float, "str": str}
 
 
 def option(default: Any, help: str, *, group: str = "search", aliases: tuple[str, ...] = (),
-           request: bool = False, count: bool = False) -> Any:  # fmt: skip
+           request: bool = False, count: bool = False, choices: tuple[str, ...] | None = None,
+           flag: str | None = None, bare: str | None = None,
+           implies: str | None = None) -> Any:  # fmt: skip
     """A record's field with its ``help``, the ``group`` of flags it is in (a command adds
     the groups it takes), its flag's other names (``aliases``), whether a server's request may
-    ask for it and whether it is a count (a request bounds it by the server's ``--max-beam``)."""
-    meta = {"help": help, "group": group, "aliases": aliases, "request": request, "count": count}
+    ask for it and whether it is a count (a request bounds it by the server's ``--max-beam``).
+    For its flag: the values it takes (``choices``), its name where it is not the field's
+    (``flag``: ``--dict``), the value it has given without one (``bare``: ``--int8`` is
+    ``--int8 output``) and the switch it sets too (``implies``: ``--dict`` sets
+    ``--replace-unk``)."""
+    meta = {"help": help, "group": group, "aliases": aliases, "request": request, "count": count,
+            "choices": choices, "flag": flag, "bare": bare, "implies": implies}  # fmt: skip
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -45,22 +52,47 @@ def flag_type(field: dataclasses.Field[Any]) -> type:
     raise TypeError(f"option {field.name}: no flag type for {field.type}")
 
 
+class _Implies(argparse.Action):
+    """A flag that sets its value and a switch its field names (``implies``)."""
+
+    def __init__(self, *args: Any, implies: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.implies = implies
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, self.implies, True)
+
+
+def _flag_kwargs(f: dataclasses.Field[Any], default: Any) -> dict[str, Any]:
+    """How ``argparse`` reads a field's flag: a switch, or a value of its type (among its
+    ``choices``; optional where it has a ``bare`` value; setting another switch too)."""
+    kind, meta = flag_type(f), f.metadata
+    if kind is bool:
+        return {"action": "store_true"}
+    out: dict[str, Any] = {"type": kind, "default": default}
+    if meta.get("choices"):
+        out["choices"] = meta["choices"]
+    if meta.get("bare") is not None:
+        out.update(nargs="?", const=meta["bare"])
+    if meta.get("implies"):
+        out.update(action=_Implies, implies=meta["implies"])
+    return out
+
+
 def add_flags(
     ap: argparse.ArgumentParser | Any, record: type, group: str,
-    helps: dict[str, str] | None = None,
+    helps: dict[str, str] | None = None, defaults: dict[str, Any] | None = None,
 ) -> None:  # fmt: skip
     """One flag per declared field of ``record`` in ``group`` (``n_best`` → ``--n-best``);
-    ``helps``: a command's own words for a field."""
+    ``helps`` and ``defaults``: a command's own words and defaults for a field."""
     for f in declared(record):
         if f.metadata["group"] != group:
             continue
-        names = [f"--{f.name.replace('_', '-')}", *f.metadata["aliases"]]
+        names = [f.metadata.get("flag") or f"--{f.name.replace('_', '-')}", *f.metadata["aliases"]]
         help_ = (helps or {}).get(f.name, f.metadata["help"])
-        kind = flag_type(f)
-        if kind is bool:
-            ap.add_argument(*names, dest=f.name, action="store_true", help=help_)
-        else:
-            ap.add_argument(*names, dest=f.name, type=kind, default=f.default, help=help_)
+        default = (defaults or {}).get(f.name, f.default)
+        ap.add_argument(*names, dest=f.name, help=help_, **_flag_kwargs(f, default))
 
 
 def request_fields(record: type) -> list[dataclasses.Field[Any]]:

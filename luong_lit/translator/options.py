@@ -76,17 +76,36 @@ class LoadOptions:
     ``max_src_len`` and ``overlong`` (``truncate``, ``skip`` or ``keep`` longer sources).
     """
 
-    engine: str = "fast"
-    int8: str | None = None
-    device: str = "cpu"
-    combine: str = "logits"
-    dictionary: str | None = None
-    align_convention: str = "paper"
-    batch_size: int = 64
-    workers: int = 1
-    pretokenized: bool = False
-    max_src_len: int | None = None
-    overlong: str = "truncate"
+    engine: str = option("fast", "how the model is computed (the same translations): fast or "
+                         "reference", group="load", choices=tuple(ENGINES))  # fmt: skip
+    int8: str | None = option(
+        None, "the fast engine's 8-bit products: of the output layer (--int8, --int8 output) or "
+        "of every decoder product (--int8 all); CPU; faster, approximate (unset: float)",
+        group="load", choices=INT8_PARTS, bare="output",
+    )  # fmt: skip
+    device: str = option("cpu", "torch device to decode on, e.g. cuda", group="load")
+    combine: str = option("logits", "how an ensemble combines its members' scores (logits: the "
+                          "authors' rule)", group="load", choices=COMBINE)  # fmt: skip
+    dictionary: str | None = option(
+        None, "'src tgt [prob]' dictionary for --replace-unk, which it implies (unset: copy the "
+        "source word)", group="load", flag="--dict", implies="replace_unk",
+    )  # fmt: skip
+    align_convention: str = option(
+        "paper", "which step's attention aligns a word: paper (footnote 14: the next step's for "
+        "content-based scores) or predicted (the step that produced it)", group="load",
+        choices=CONVENTIONS,
+    )  # fmt: skip
+    batch_size: int = option(64, "sentences decoded together", group="load")
+    workers: int = option(1, "decode batches in N forked one-thread processes (CPU; up to one "
+                          "per core)", group="load")  # fmt: skip
+    pretokenized: bool = option(False, "input is already tokenised; output stays so",
+                                group="input")  # fmt: skip
+    max_src_len: int | None = option(None, "sources longer than this many tokens are overlong",
+                                     group="input")  # fmt: skip
+    overlong: str = option(
+        "truncate", "what happens to an overlong source: cut to --max-src-len, left out (an "
+        "empty translation), or decoded whole", group="input", choices=OVERLONG,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "workers"):
