@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -155,6 +156,26 @@ def read_input(path: str | None) -> tuple[list[str], str]:
     if path in (None, "-"):
         return decode_lines(sys.stdin.buffer, "<stdin>", user=True), "<stdin>"
     return read_lines(path, allow_empty_file=True, user=True), path
+
+
+def read_prefixes(path: str | None, text: str | None, n: int) -> list[str] | None:
+    """``--prefix FILE``'s lines, one per input line, or ``--prefix-text``'s ``text`` for each
+    of the ``n`` lines; None without either."""
+    if text is not None:
+        if path is not None:
+            raise UsageError("give --prefix FILE (a line per input) or --prefix-text TEXT")
+        return [text] * n
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise UsageError(
+            f"--prefix {path}: no such file; --prefix takes a file, a prefix a line "
+            f"(the same text for every line: --prefix-text {shlex.quote(path)})"
+        )
+    lines = read_lines(path, allow_empty_file=True, user=True)
+    if len(lines) != n:
+        raise UsageError(f"--prefix {path} has {len(lines)} lines but the input has {n}")
+    return lines
 
 
 def check_output(path: str | None) -> None:

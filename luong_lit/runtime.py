@@ -109,3 +109,21 @@ def log_like_the_run(run_dir: Path) -> None:
         handler.setFormatter(logging.Formatter(LOG_FORMAT))
         root.addHandler(handler)
     root.setLevel(logging.INFO)
+
+
+def ranks_start_as(module: str) -> None:
+    """Lightning starts a data-parallel run's other ranks as ``python -m <the __main__
+    module>`` with this process's arguments: started as ``python -m luong_lit CMD`` or
+    ``luong-lit CMD``, whose arguments here are the command's alone, that module must be the
+    command's own (``module``: ``luong_lit.train``)."""
+    import importlib.util
+    import sys
+
+    import __main__
+
+    spec = getattr(__main__, "__spec__", None)
+    script = Path(sys.argv[0]).name
+    if (spec is not None and spec.name in ("luong_lit", "luong_lit.__main__")) or (
+        spec is None and script == "luong-lit"
+    ):
+        __main__.__spec__ = importlib.util.find_spec(module)

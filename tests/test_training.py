@@ -419,3 +419,25 @@ def test_the_bar_is_drawn_only_at_a_terminal_and_the_loss_read_every_n_steps(mon
         trainer.global_step = step
         lines.on_train_batch_end(trainer, None, {"loss": torch.tensor(2.0)}, None, step - 1)
     assert len(reads) == 2
+
+
+def test_clipping_without_embeddings_takes_their_norm_out_and_rescales_them_too():
+    """``model.clip_exclude_embeddings``: the norm of §4.1 leaves out both embeddings, and
+    every gradient, theirs too, is rescaled by the same factor when it is over the limit."""
+    from luong_lit.training.precision import clip_without_embeddings
+
+    net = small_model()
+    for i, p in enumerate(net.parameters()):
+        p.grad = torch.full_like(p, 0.1 * (i + 1))
+    emb = {id(net.encoder.embedding.weight), id(net.decoder.embedding.weight)}
+    before = {id(p): p.grad.clone() for p in net.parameters()}
+    rest = torch.linalg.vector_norm(
+        torch.stack([p.grad.norm() for p in net.parameters() if id(p) not in emb])
+    )
+    holder = type("Module", (), {"net": net, "parameters": net.parameters})()
+    clip_without_embeddings(holder, float(rest) / 2)
+    for p in net.parameters():  # one factor for all, the embeddings' included
+        factor = (float(rest) / 2) / (float(rest) + 1e-6)
+        assert torch.allclose(p.grad, before[id(p)] * factor), p.shape
+    clip_without_embeddings(holder, 1e9)  # under the limit: left as they are
+    assert all(torch.allclose(p.grad, before[id(p)] * factor) for p in net.parameters())

@@ -22,7 +22,7 @@ from luong_lit.config import CONF_DIR, check_seed, check_sweep, compose, help_te
 from luong_lit.config_parts import offer_parts
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.quiet import quiet
-from luong_lit.runtime import is_rank_zero, own_log_file
+from luong_lit.runtime import is_rank_zero, own_log_file, ranks_start_as
 from luong_lit.sweeps.dirnames import note_swept
 from luong_lit.sweeps.resolvers import register_resolvers
 from luong_lit.training.folders import Finished, check_run_start
@@ -88,23 +88,6 @@ def task(cfg: DictConfig) -> float | None:
     return metrics.get("objective")
 
 
-def relaunched_as_train() -> None:
-    """Lightning starts a data-parallel run's other ranks as ``python -m <the __main__ module>``
-    with this process's arguments, which here are the overrides alone: started as ``python -m
-    luong_lit train`` or ``luong-lit train``, that module must be ``luong_lit.train``, whose
-    arguments they are."""
-    import importlib.util
-
-    import __main__
-
-    spec = getattr(__main__, "__spec__", None)
-    script = Path(sys.argv[0]).name
-    if (spec is not None and spec.name in ("luong_lit", "luong_lit.__main__")) or (
-        spec is None and script == "luong-lit"
-    ):
-        __main__.__spec__ = importlib.util.find_spec("luong_lit.train")
-
-
 def _silent(*args, **kwargs) -> None:
     """``print`` on a rank other than 0."""
 
@@ -144,7 +127,7 @@ def run(argv: list[str]) -> None:
     if "-m" in argv or "--multirun" in argv:
         note_swept(argv)
     sys.argv = [sys.argv[0], *argv]
-    relaunched_as_train()
+    ranks_start_as("luong_lit.train")  # Lightning's other ranks: the overrides are its
     offer_parts()  # the parts registered so far, as Hydra's app composes (its jobs get its store)
     with hydra_errors(argv):  # Hydra's own errors (composing, launching: -m too) in one line
         main()

@@ -5,23 +5,16 @@
         [--sampling [--temperature T] [--top-k K] [--top-p P] [--seed S]]
         [--prefix FILE | --prefix-text TEXT]
 
-Input is read from a file or stdin, one sentence per line; output has exactly one line per
-input line (an empty line for an empty input), or N lines per input line with --n-best N.
---sampling draws the words instead of searching for them (--n-best N: N samples a line;
---seed S: the same samples each run). --prefix FILE gives the text each translation begins
-with, a line per input line (an empty line: none), --prefix-text TEXT the same text for every
-line; the search goes on from it.
-Text is tokenised as the model's training data was (pre-tokenised data: whitespace; Moses:
-tokenised and detokenised again; sentencepiece: split into pieces by the pieces model the
-checkpoint keeps, and joined again). At a terminal each line is answered as it is entered.
+Input is read from a file or stdin, a sentence a line; output has one line per input line
+(empty for an empty one), or N with --n-best N (--sampling: N samples). Text is tokenised as
+the model's training data was (whitespace, Moses, or the checkpoint's sentencepiece model) and
+the output detokenised again. At a terminal each line is answered as it is entered.
 """
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from luong_lit.cli import (
     add_decoding_args,
@@ -32,12 +25,13 @@ from luong_lit.cli import (
     check_threads,
     load_options,
     read_input,
+    read_prefixes,
     run_command,
     search_options,
     write_output,
 )
 from luong_lit.cli import parser as make_parser
-from luong_lit.data.io import decode_lines, read_lines
+from luong_lit.data.io import decode_lines
 from luong_lit.errors import DataError, UsageError
 from luong_lit.runtime import configure_cpu
 from luong_lit.translator import Output, Translator
@@ -78,26 +72,13 @@ def parser():
     return ap
 
 
-def attention_line(out: Output) -> str:
-    """``--show-attention``'s line: each output word with the source word it attended to most."""
-    att = out.attention
-    return out.text if att is None or not att.source else att.arrows()
-
-
-def translation_lines(out: Output, args, index: int) -> list[str]:
-    """One input's lines: its translation, or with --n-best N its N ``i ||| text ||| score``."""
-    if args.n_best > 1:
-        return [f"{index} ||| {h.text} ||| {h.score or 0.0:.4f}" for h in out.hypotheses]
-    return [out.text]
-
-
 def render(outs: list[Output], args, start: int = 0) -> list[str]:
     """Output lines: each input's translation lines, and with --show-attention the attention
     line of its best translation after them."""
     lines = []
     for i, out in enumerate(outs):
-        lines += translation_lines(out, args, start + i)
-        lines += [attention_line(out)] if args.show_attention else []
+        lines += out.lines(start + i, args.n_best)
+        lines += [out.attention_line()] if args.show_attention else []
     return lines
 
 
@@ -125,26 +106,6 @@ def interactive(translator: Translator, args, stdin=None, stdout=None) -> None:
         stdout.flush()
 
 
-def read_prefixes(args, n: int) -> list[str] | None:
-    """``--prefix FILE``'s lines, one per input line, or ``--prefix-text``'s text for each."""
-    path = args.prefix
-    if args.prefix_text is not None:
-        if path is not None:
-            raise UsageError("give --prefix FILE (a line per input) or --prefix-text TEXT")
-        return [args.prefix_text] * n
-    if path is None:
-        return None
-    if not Path(path).is_file():
-        raise UsageError(
-            f"--prefix {path}: no such file; --prefix takes a file, a prefix a line "
-            f"(the same text for every line: --prefix-text {shlex.quote(path)})"
-        )
-    lines = read_lines(path, allow_empty_file=True, user=True)
-    if len(lines) != n:
-        raise UsageError(f"--prefix {path} has {len(lines)} lines but the input has {n}")
-    return lines
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
@@ -160,14 +121,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (args.interactive or from_terminal) and args.input in (None, "-") and not args.output:
             return interactive(translator, args)
         lines, _ = read_input(args.input)
-        prefix = read_prefixes(args, len(lines))
+        prefix = read_prefixes(args.prefix, args.prefix_text, len(lines))
         outs = translator.run(
             lines, attention=args.show_attention, progress=not args.quiet, prefix=prefix
         )
         if args.output:  # the file keeps the translations; attention lines: standard output
-            lines = [x for i, out in enumerate(outs) for x in translation_lines(out, args, i)]
+            lines = [x for i, out in enumerate(outs) for x in out.lines(i, args.n_best)]
             write_output(args.output, "".join(x + "\n" for x in lines))
-            shown = [attention_line(out) for out in outs] if args.show_attention else []
+            shown = [out.attention_line() for out in outs] if args.show_attention else []
         else:
             shown = render(outs, args)
         sys.stdout.write("".join(x + "\n" for x in shown))

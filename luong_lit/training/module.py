@@ -15,9 +15,9 @@ from luong_lit.checkpoint.meta import KEY as META_KEY
 from luong_lit.data.loading.batching import Batch
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
-from luong_lit.training.figures import test_figure
-from luong_lit.training.precision import clip_unscaled, plain_if_scaled
-from luong_lit.training.random_state import gather_rng_states, restore_rng_state
+from luong_lit.training.figures import test_perplexities
+from luong_lit.training.precision import clip_unscaled, clip_without_embeddings, plain_if_scaled
+from luong_lit.training.random_state import load_rng, save_rng
 from luong_lit.training.schedules import Plan
 from luong_lit.validate import integer, one_of, rate
 
@@ -80,10 +80,8 @@ class LuongLitModule(L.LightningModule):
         self.net, self.engine = net, engine
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.loss_norm, self.nominal_batch_size = loss_norm, nominal_batch_size
-        self.label_smoothing, self.clip_exclude_embeddings = (
-            label_smoothing,
-            clip_exclude_embeddings,
-        )
+        self.label_smoothing = label_smoothing
+        self.clip_exclude_embeddings = clip_exclude_embeddings
         self.extra_state = dict(extra_state or {})
         self.val_nll, self.val_tokens = SumMetric(), SumMetric()
         self.ended = False  # resumed after the validation that ended training (on_train_start)
@@ -171,23 +169,8 @@ class LuongLitModule(L.LightningModule):
                                            sentences + len(batch))  # no sync  # fmt: skip
 
     def on_test_epoch_end(self) -> None:
-        """``test/<name>/ppl`` for every test set of the datamodule (in ``trainer.test``), and
-        the sentences it read (``sentences_ppl``: all of them unless ``limit_test_batches``)."""
-        names = list(getattr(self.trainer.datamodule, "test_spec", None) or [])
-        every = range(max([len(names), *(i + 1 for i in self._test_sums)]))
-        for idx in every:  # a rank with no batch of a set still takes part in its sum
-            nll, tokens, sentences = self._test_sums.get(idx, (0.0, 0, 0))
-            name = names[idx] if idx < len(names) else str(idx)
-            total = torch.stack([torch.as_tensor(nll, dtype=torch.float64).cpu(),
-                                 torch.tensor(float(tokens), dtype=torch.float64),
-                                 torch.tensor(float(sentences), dtype=torch.float64)])  # fmt: skip
-            if self.trainer.world_size > 1:  # each rank read its share of the test set
-                total = self.trainer.strategy.reduce(total.to(self.device), reduce_op="sum")
-            nll, tokens = float(total[0]), float(total[1])
-            if tokens == 0:  # nothing of this set was read
-                continue
-            test_figure(self, name, "ppl", ppl_from_nll(nll, tokens))
-            test_figure(self, name, "sentences_ppl", float(total[2]))
+        """Each test set's ``ppl`` and ``sentences_ppl`` (:func:`.figures.test_perplexities`)."""
+        test_perplexities(self, self._test_sums)
 
     def configure_optimizers(self) -> Any:
         trained = [p for p in self.parameters() if p.requires_grad]  # not those frozen
@@ -203,39 +186,15 @@ class LuongLitModule(L.LightningModule):
         """Paper §4.1: rescale the gradient whenever its norm exceeds ``trainer.gradient_clip_val``
         (Lightning's own clipping; with ``clip_exclude_embeddings``, the norm leaves them out)."""
         if self.clip_exclude_embeddings and gradient_clip_val:
-            return self._clip_without_embeddings(gradient_clip_val)
+            return clip_without_embeddings(self, gradient_clip_val)
         if not clip_unscaled(self.trainer, optimizer, gradient_clip_val, gradient_clip_algorithm):
             self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
 
-    def _clip_without_embeddings(self, gradient_clip_val: float) -> None:
-        """The rescaling of §4.1 with the norm taken over every parameter but the embeddings."""
-        emb = {id(self.net.encoder.embedding.weight), id(self.net.decoder.embedding.weight)}
-        params = [p for p in self.parameters() if p.grad is not None]
-        norm = torch.linalg.vector_norm(
-            torch.stack([p.grad.norm() for p in params if id(p) not in emb])
-        )
-        if norm > gradient_clip_val:
-            for p in params:
-                p.grad.mul_(gradient_clip_val / (norm + 1e-6))
-
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """The model's description, and the random state of every rank: each draws its own
-        dropout masks, and a resumed run continues each rank's (``rng_ranks``, in rank order;
-        ``rng_torch``/``rng_cuda``: rank 0's, as one process keeps them)."""
+        """The model's description, and the random state of every rank (:func:`save_rng`)."""
         checkpoint[META_KEY] = self.extra_state  # a CheckpointMeta as plain data
-        checkpoint["rng_torch"] = torch.get_rng_state()
-        if torch.cuda.is_available():
-            checkpoint["rng_cuda"] = torch.cuda.get_rng_state_all()
-        if self.trainer.world_size > 1:  # every rank saves: a collective gather of the states
-            checkpoint["rng_ranks"] = gather_rng_states()
+        save_rng(checkpoint, self.trainer.world_size)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        ranks = checkpoint.get("rng_ranks")
-        if ranks and len(ranks) == self.trainer.world_size:
-            restore_rng_state(ranks[self.trainer.global_rank])
-            return
-        if "rng_torch" in checkpoint:  # dropout masks continue exactly as in an unbroken run
-            torch.set_rng_state(checkpoint["rng_torch"])
-        cuda = checkpoint.get("rng_cuda")
-        if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(cuda)
+        """Dropout masks continue exactly as in an unbroken run (:func:`load_rng`)."""
+        load_rng(checkpoint, self.trainer.world_size, self.trainer.global_rank)

@@ -64,3 +64,16 @@ def note_cpu_mixed(trainer) -> None:
     if precision in ("bf16-mixed", "16-mixed") and accelerator == "CPUAccelerator":
         log.warning("%s on the CPU trains slower than 32-true (0.91x measured, results log); "
                     "it pays on a GPU", precision)  # fmt: skip
+
+
+def clip_without_embeddings(module, gradient_clip_val: float) -> None:
+    """The rescaling of §4.1 with the norm taken over every parameter of ``module`` but its
+    network's embeddings (nmt.matlab; docs/paper_notes.md §8), every parameter still rescaled."""
+    net = module.net
+    emb = {id(net.encoder.embedding.weight), id(net.decoder.embedding.weight)}
+    params = [p for p in module.parameters() if p.grad is not None]
+    kept = [p.grad.norm() for p in params if id(p) not in emb]
+    norm = torch.linalg.vector_norm(torch.stack(kept))
+    if norm > gradient_clip_val:
+        for p in params:
+            p.grad.mul_(gradient_clip_val / (norm + 1e-6))

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from luong_lit.data.io import user_line
+from luong_lit.data.text.model_text import SourceLine, TokenizedText
 from luong_lit.errors import DataError, UsageError
 
 
@@ -63,3 +64,30 @@ def checkpoint_paths(checkpoints: Any) -> list[str | os.PathLike[str]]:
             f"checkpoints must be a path or a non-empty list of paths, got {checkpoints!r:.60}"
         )
     return paths
+
+
+def cut_overlong(
+    sources: list[SourceLine], limit: int, overlong: str
+) -> tuple[list[SourceLine], list[bool]]:
+    """The sources as ``overlong`` treats those of more than ``limit`` tokens (0: no limit):
+    cut to ``limit`` (``truncate``), left without words (``skip``: an empty translation) or
+    kept whole (``keep``); and which were overlong and not kept."""
+    cut = [bool(limit) and overlong != "keep" and len(s.tokens) > limit for s in sources]
+    if overlong == "truncate":
+        return [s._replace(tokens=s.tokens[:limit]) if c else s for s, c in zip(sources, cut)], cut
+    if overlong == "skip":
+        return [s._replace(tokens=[]) if c else s for s, c in zip(sources, cut)], cut
+    return sources, cut
+
+
+def token_pairs(text: TokenizedText, src: Any, tgt: Any) -> tuple[list[list[str]], list[list[str]]]:
+    """Source and target texts (``src``, ``tgt``: one ``str`` each, or sequences of them) as
+    the model's tokens (``text``: its text handling), pair by pair; every source has words."""
+    srcs, tgts = texts_of(src, "src"), texts_of(tgt, "tgt")
+    if len(srcs) != len(tgts):
+        raise UsageError(f"{len(srcs)} sources but {len(tgts)} targets")
+    src_words = [text.source(x).tokens for x in srcs]
+    empty = next((i for i, s in enumerate(src_words) if not s), None)
+    if empty is not None:
+        raise UsageError(f"src[{empty}] has no words; every source needs at least one")
+    return src_words, [text.target_tokens(x) for x in tgts]

@@ -34,3 +34,15 @@ class Output:
     hypotheses: list[Scored]
     truncated: bool = False
     attention: AttentionMap | None = None
+
+    def lines(self, index: int, n_best: int) -> list[str]:
+        """This line's output lines: its translation, or with ``n_best`` above 1 its list as
+        ``index ||| text ||| score`` lines (Moses' and fairseq's n-best format)."""
+        if n_best > 1:
+            return [f"{index} ||| {h.text} ||| {h.score or 0.0:.4f}" for h in self.hypotheses]
+        return [self.text]
+
+    def attention_line(self) -> str:
+        """Each output word with the source word it attended to most (``word→source``)."""
+        att = self.attention
+        return self.text if att is None or not att.source else att.arrows()

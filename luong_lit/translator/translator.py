@@ -33,7 +33,13 @@ from luong_lit.decoding.unk import Rendered, render
 from luong_lit.errors import UsageError
 from luong_lit.inference import Inference
 from luong_lit.nn.interface import AnyDecodeModel
-from luong_lit.translator.arguments import checkpoint_paths, one_text, texts_of
+from luong_lit.translator.arguments import (
+    checkpoint_paths,
+    cut_overlong,
+    one_text,
+    texts_of,
+    token_pairs,
+)
 from luong_lit.translator.attention import AttentionMap, attention_map, empty_map
 from luong_lit.translator.options import LoadOptions, SearchOptions, at_least
 from luong_lit.translator.outputs import Output, Scored, TokenScores
@@ -70,12 +76,8 @@ class Translator:
         self, model: AnyDecodeModel, src_vocab: Vocab, tgt_vocab: Vocab, meta: CheckpointMeta,
         options: LoadOptions, search: SearchOptions | None = None,
     ) -> None:  # fmt: skip
-        self.src_vocab, self.tgt_vocab, self.meta, self.options = (
-            src_vocab,
-            tgt_vocab,
-            meta,
-            options,
-        )
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.meta, self.options = meta, options
         self.text = model_text(meta, options.pretokenized, src_vocab, tgt_vocab)
         self.inference = Inference(model, tgt_vocab, engine=options.engine, int8=options.int8)
         self.defaults = self.checked(search or SearchOptions())  # refused here if it cannot be
@@ -131,7 +133,7 @@ class Translator:
 
     def token_scores(self, src: str | Sequence[str], tgt: str | Sequence[str]) -> list[TokenScores]:
         """Each pair's :meth:`score` and the log-probability of each of its target tokens."""
-        src_tokens, tgt_tokens = self._pairs(src, tgt)
+        src_tokens, tgt_tokens = token_pairs(self.text, src, tgt)
         src_ids, tgt_ids = self._ids(src_tokens, tgt_tokens)
         size = self.options.batch_size
         forced = self.inference.forced(src_ids, tgt_ids, scores=True, batch_size=size)
@@ -147,7 +149,7 @@ class Translator:
         """``(source, target)`` word links of each pair by forced decoding (footnote 14's
         convention, or ``align_convention``), in the tokens the model reads."""
         convention = self.options.align_convention
-        links = self.alignments(*self._pairs(src, tgt), [convention])[convention]
+        links = self.alignments(*token_pairs(self.text, src, tgt), [convention])[convention]
         return [sorted(x, key=lambda link: (link[1], link[0])) for x in links]
 
     def alignments(
@@ -200,19 +202,16 @@ class Translator:
             workers=self.options.workers, progress=progress,
             prefixes=None if given is None else [prefix_ids(t, self.tgt_vocab) for t in tokens],
         )  # fmt: skip
-        results, best = [], []
-        for i, (source, hyps, was_cut) in enumerate(zip(sources, out, cut)):
-            pre = ([], "") if given is None else (tokens[i], given[i])
-            result, rendered = self._output(source, hyps, was_cut, opts, *pre)
-            results.append(result)
-            best.append(rendered)
+        texts = given or [""] * len(lines)  # each prefix's tokens and text (none: empty)
+        made = [self._output(*line, opts) for line in zip(sources, out, cut, tokens, texts)]
+        results, best = [m[0] for m in made], [m[1] for m in made]
         if attention:
             self._attach_attention(sources, best, results)
         return results
 
     def _output(
-        self, source: SourceLine, hyps: list[Hypothesis], was_cut: bool, opts: SearchOptions,
-        tokens: list[str], given: str,
+        self, source: SourceLine, hyps: list[Hypothesis], was_cut: bool, tokens: list[str],
+        given: str, opts: SearchOptions,
     ) -> tuple[Output, Rendered]:  # fmt: skip
         """One line's :class:`Output` from its hypotheses, and its best as words (none for an
         empty input), its first words the prefix's ``tokens`` (``given``: the prefix's text)."""
@@ -247,15 +246,9 @@ class Translator:
         """Each line as the model reads it, cut (or dropped) beyond ``max_src_len``."""
         sources = [self.text.source(x) for x in lines]
         limit, overlong = self.options.max_src_len or 0, self.options.overlong  # 0: no limit
-        cut = [bool(limit) and overlong != "keep" and len(s.tokens) > limit for s in sources]
+        sources, cut = cut_overlong(sources, limit, overlong)
         if any(cut) and warn:
             log.warning("%d input lines are longer than %d tokens (%s)", sum(cut), limit, overlong)
-        if overlong == "truncate":
-            sources = [
-                s._replace(tokens=s.tokens[:limit]) if c else s for s, c in zip(sources, cut)
-            ]
-        elif overlong == "skip":
-            sources = [s._replace(tokens=[]) if c else s for s, c in zip(sources, cut)]
         return sources, cut
 
     def _render(self, source: SourceLine, hyp: Hypothesis, opts: SearchOptions) -> Rendered:
@@ -300,22 +293,8 @@ class Translator:
                 has_attention=self.inference.has_attention,
             )  # fmt: skip
 
-    def _pairs(
-        self, src: str | Sequence[str], tgt: str | Sequence[str]
-    ) -> tuple[list[list[str]], list[list[str]]]:
-        """Source and target texts as the model's tokens, pair by pair."""
-        srcs, tgts = texts_of(src, "src"), texts_of(tgt, "tgt")
-        if len(srcs) != len(tgts):
-            raise UsageError(f"{len(srcs)} sources but {len(tgts)} targets")
-        src_words = [self.text.source(x).tokens for x in srcs]
-        empty = next((i for i, s in enumerate(src_words) if not s), None)
-        if empty is not None:
-            raise UsageError(f"src[{empty}] has no words; every source needs at least one")
-        return src_words, [self.text.target_tokens(x) for x in tgts]
-
     def _ids(
         self, src_tokens: Sequence[Sequence[str]], tgt_tokens: Sequence[Sequence[str]]
     ) -> tuple[list[list[int]], list[list[int]]]:
-        return [self.src_vocab.encode(s) for s in src_tokens], [
-            self.tgt_vocab.encode(t) for t in tgt_tokens
-        ]
+        src, tgt = self.src_vocab.encode, self.tgt_vocab.encode
+        return [src(s) for s in src_tokens], [tgt(t) for t in tgt_tokens]
