@@ -92,11 +92,43 @@ def test_cased_bleu_makes_a_kept_runs_lines_natural_text_as_translate_does(capsy
     lines, refs = natural(run, "test_2016_flickr", "hyp", Path(os.environ["LUONG_LIT_DATA"]))
     assert len(lines) == len(refs) == 1000
     assert sum(line[:1].isupper() for line in lines) > 950  # recased: sentences start cased
-    tok = corpus_bleu_tok(
-        read(run / "eval_test_2016_flickr.hyp"), read(run / "eval_test_2016_flickr.ref")
-    )
+    from luong_lit.reports import Evaluation
+
+    kept = Evaluation.read(run / "eval_test_2016_flickr.json").lines("hyp")
+    assert kept is not None and kept[0] == read(run / "eval_test_2016_flickr.hyp")
+    tok = corpus_bleu_tok(*kept)
     main([str(run)])
     said = capsys.readouterr().out
     cased, lower = (float(said.split(f"{k} 13a ")[1].split()[0]) for k in ("cased", "lowercased"))
     assert abs(lower - tok) < 0.1 and cased < lower
     assert f"tokenised {tok:.2f}" in said and "case:mixed|eff:no|tok:13a" in said
+
+
+def test_an_exported_runs_references_are_kept_once_and_read_back_the_same(tmp_path):
+    """Two runs of one test set exported: their records read the same lines as before, from
+    one shared reference file, and exporting again changes nothing."""
+    import json
+
+    from luong_lit.reports import Evaluation
+    from scripts.studies.export_runs import export
+
+    refs = ["ein hund .", "zwei männer ."]
+    for seed in (1, 2):
+        run = tmp_path / "logs" / f"seed{seed}"
+        (run / ".hydra").mkdir(parents=True)
+        (run / ".hydra" / "config.yaml").write_text("seed: 1\n")
+        record = {"test": "t", "outputs": {"hyp": "eval_t.hyp", "ref": "eval_t.ref"}}
+        (run / "eval_t.json").write_text(json.dumps(record, indent=2))
+        (run / "eval_t.hyp").write_text(f"hyp {seed}\nhyp\n")
+        (run / "eval_t.ref").write_text("\n".join(refs) + "\n")
+    shared = tmp_path / "results" / "references"
+    for seed in (1, 2):
+        dest = export(tmp_path / "logs" / f"seed{seed}", tmp_path / "results" / "r" / f"seed{seed}",
+                      shared)  # fmt: skip
+        assert not (dest / "eval_t.ref").exists()
+        hyp, ref = Evaluation.read(dest / "eval_t.json").lines("hyp")
+        assert (hyp, ref) == ([f"hyp {seed}", "hyp"], refs)
+    assert len(list(shared.iterdir())) == 1  # one test set, one file
+    before = (tmp_path / "results" / "r" / "seed1" / "eval_t.json").read_text()
+    export(tmp_path / "logs" / "seed1", tmp_path / "results" / "r" / "seed1", shared)
+    assert (tmp_path / "results" / "r" / "seed1" / "eval_t.json").read_text() == before

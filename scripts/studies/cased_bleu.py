@@ -30,7 +30,9 @@ from luong_lit.data.text.model_text import RecipeText
 from luong_lit.data.text.preprocess import recipe_for
 from luong_lit.data.text.user_text import learn_recaser
 from luong_lit.data.vocab import UNK
+from luong_lit.errors import DataError
 from luong_lit.metrics.bleu import UNK_DETOK, corpus_bleu_tok
+from luong_lit.reports import Evaluation
 
 
 def read(path: Path) -> list[str]:
@@ -72,8 +74,10 @@ def main(argv: list[str] | None = None) -> None:
     kind = "hyp_unk" if args.unk else "hyp"
     for run in args.runs:
         hyps, refs = natural(run, args.test, kind, mirror)
-        tok = corpus_bleu_tok(read(run / f"eval_{args.test}.{kind}"),
-                              read(run / f"eval_{args.test}.ref"))  # fmt: skip
+        kept = Evaluation.read(run / f"eval_{args.test}.json").lines(kind)
+        if kept is None:
+            raise DataError(f"{run}: its evaluate record keeps no {kind} lines")
+        tok = corpus_bleu_tok(*kept)  # the lines BLEU read, wherever the record keeps them
         cased = sacrebleu.metrics.BLEU(tokenize="13a")
         lower = sacrebleu.metrics.BLEU(tokenize="13a", lowercase=True)
         print(f"{run}: tokenised {tok:.2f} | cased 13a {cased.corpus_score(hyps, [refs]).score:.2f}"
