@@ -7,8 +7,9 @@ recomputed on any machine without retraining.
 What is kept is what ``report`` and the paired tests read: the run's config
 (``.hydra/config.yaml``, ``.hydra/overrides.yaml``), ``results.json``, the training log's
 metrics (``csv/metrics.csv``), and each ``evaluate`` record with the lines BLEU read
-(``eval_*.json``, ``.md``, ``.hyp``, ``.hyp_unk``). Never a checkpoint. The references, the
-same for every run of a test set, are kept once, by their content, in ``results/references/``
+(``eval_*.json``, ``.hyp``, ``.hyp_unk``; not the ``.md`` view, which the JSON makes again).
+Never a checkpoint. The references, the same for every run of a test set, are kept once, by
+their content, in ``results/references/``
 (:func:`keep_reference`), and the record's ``outputs.ref`` names that file relative to it, as
 :meth:`luong_lit.reports.Evaluation.lines` reads it. The copy is a run folder as far as
 ``report`` is concerned (``python -m luong_lit report results/ladders/ours``).
@@ -30,7 +31,7 @@ RESULTS = Path("results/ladders")
 #: the references of the kept records, each once, named by its content
 REFERENCES = Path("results/references")
 KEPT = (".hydra/config.yaml", ".hydra/overrides.yaml", "results.json", "csv/metrics.csv")
-EVAL_SUFFIXES = (".json", ".md", ".hyp", ".hyp_unk", ".ref")
+EVAL_SUFFIXES = (".json", ".hyp", ".hyp_unk", ".ref")  # the Markdown view: made from .json
 
 
 def keep_reference(record: Path, references: Path = REFERENCES) -> bool:
