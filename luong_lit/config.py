@@ -33,11 +33,9 @@ HIDDEN_GROUPS = ("hydra", "paths", "recipes")  # plumbing and shared parts of ex
 def groups() -> dict[str, list[str]]:
     """Each config group a user chooses from, with its options (files starting with ``_`` and
     the groups of :data:`HIDDEN_GROUPS` are internal)."""
-    found = {}
-    for d in sorted(p for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in HIDDEN_GROUPS):
-        found[d.name] = sorted(f.stem for f in d.glob("*.yaml") if not f.stem.startswith("_"))
-    for group in GROUPS:  # the parts: their constructors declare them (luong_lit.config_parts)
-        found[group] = sorted({*found.get(group, []), *registered(group)})
+    found = {g: registered(g) for g in GROUPS}  # the parts: their constructors declare them
+    for d in (p for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in HIDDEN_GROUPS):
+        found[d.name] = sorted({*found.get(d.name, []), *(f.stem for f in d.glob("[!_]*.yaml"))})
     return dict(sorted(found.items()))
 
 

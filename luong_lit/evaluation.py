@@ -3,9 +3,9 @@
 Perplexity, BLEU before and after unknown-word replacement (tokenised BLEU as multi-bleu.perl
 computes it, and detokenised sacreBLEU 13a) with chrF, chrF++ and TER of the same tokenised and
 detokenised lines beside it, each score's sacreBLEU signature, how good the replacements were,
-BLEU by source length (Figure 6) and sample translations in the style of Table 5; as a dict (the
-JSON report) and as Markdown. The translations come from the translator's decoder, as every
-command's do.
+BLEU by source length (Figure 6) and sample translations in the style of Table 5; as a record
+(written as the JSON report) and as Markdown. The translations come from the translator's
+decoder, as every command's do.
 
 The report is an :class:`~luong_lit.reports.Evaluation`; its JSON's ``beam`` and ``beam_unk``
 hold the scores before and after replacement: ``bleu_tok``, ``bleu_detok``, ``chrf_tok``,

@@ -149,6 +149,23 @@ def test_a_monitor_under_an_old_name_is_refused_with_its_new_one():
         check_monitor("early_stopping.monitor", "val/bleu_unk_beam")
 
 
+def test_a_sweeps_objective_under_an_old_name_is_refused_before_training(toy_corpus, tmp_path):
+    from conftest import compose_cfg, tiny_overrides
+
+    from luong_lit.training.build import build
+    from luong_lit.training.run_lines import CHOSEN_BY, chosen_by
+
+    cfg = compose_cfg([*tiny_overrides(toy_corpus), "objective=val/bleu_unk_beam"], tmp_path)
+    with pytest.raises(ConfigError, match=r"^objective=val/bleu_unk_beam: .*val/bleu_beam_unk"):
+        build(cfg)
+    old = tmp_path / "old_run" / ".hydra"  # an older run's saved config names its best.ckpt
+    old.mkdir(parents=True)
+    (old / "config.yaml").write_text(
+        "callbacks:\n  model_checkpoint:\n    monitor: val/bleu_unk_beam\n"
+    )
+    assert chosen_by(old.parent) == CHOSEN_BY["val/bleu_beam_unk"]
+
+
 def test_a_users_own_test_figure_is_kept_beside_the_kits():
     figures = TestFigures.from_json({"ppl": 3.0, "my_score": 0.5})
     assert figures.others == {"my_score": 0.5} and figures.get("my_score") == 0.5

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from luong_lit.reports import DECODINGS, Evaluation, Results
+from luong_lit.reports import DECODINGS, Evaluation, Results, Scores  # noqa: F401 - their old home
 
 SCORES = ("bleu", "chrf", "ter")  # the scores the analysis reads: bleu_greedy, chrf_beam_unk, ...
 

@@ -36,6 +36,7 @@ from luong_lit.training.lightning_internals import (
 from luong_lit.training.lost_ranks import ddp_strategy
 from luong_lit.training.precision import note_cpu_mixed
 from luong_lit.training.progress import progress_bar
+from luong_lit.training.stopping import check_current_name
 from luong_lit.validate import integer
 
 log = logging.getLogger(__name__)
@@ -189,6 +190,7 @@ def build(cfg: DictConfig, resuming: Path | None = None, resumed: bool | None = 
     from lightning.pytorch import seed_everything
 
     configure_cpu_from(cfg)
+    check_current_name("objective", cfg.get("objective"))
     max_epochs = cfg.trainer.get("max_epochs")
     if max_epochs != -1:  # -1: no limit (Lightning's convention)
         integer("trainer.max_epochs", max_epochs, 1, nullable=True)

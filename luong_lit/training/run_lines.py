@@ -11,6 +11,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from luong_lit.reports import current_name
 from luong_lit.sweeps.dirnames import sweep_command
 from luong_lit.sweeps.job import sweep_job
 from luong_lit.training.resume import resume_command
@@ -32,7 +33,7 @@ def chosen_by(run_dir: Path) -> str:
         monitor = str(OmegaConf.load(saved).callbacks.model_checkpoint.monitor)
     except Exception:  # noqa: BLE001 - no saved config, or one without the key
         monitor = "val/ppl"
-    return CHOSEN_BY.get(monitor, monitor)
+    return CHOSEN_BY.get(current_name(monitor) or monitor, monitor)  # an older run's name too
 
 
 def checkpoint_to_use(run_dir: Path) -> tuple[Path | None, str]:

@@ -31,12 +31,21 @@ MONITORABLE = {
 }  # fmt: skip
 
 
+def check_current_name(option: str, name: str | None) -> None:
+    """Refuse an older name of a figure (:data:`luong_lit.reports.OLD_NAMES`) with its new one,
+    in one line (a monitor, the sweep's ``objective``)."""
+    renamed = None if name is None else current_name(name)
+    if renamed is not None:
+        raise ConfigError(
+            f"{option}={name}: this figure is now named {renamed}; set that (a run resumed "
+            f"with it starts its best checkpoint and early stopping's count afresh)"
+        )
+
+
 def check_monitor(option: str, monitor: str | None) -> None:
     """``monitor`` names a dev figure a run logs (None: none, where a callback allows it); an
-    older name of one (:data:`luong_lit.reports.OLD_NAMES`) is refused with its new name."""
-    renamed = None if monitor is None else current_name(monitor)
-    if renamed in MONITORABLE:
-        raise ConfigError(f"{option}={monitor}: this figure is now named {renamed}; set that")
+    older name of one is refused with its new name (:func:`check_current_name`)."""
+    check_current_name(option, monitor)
     if monitor is not None and monitor not in MONITORABLE:
         raise ConfigError(
             f"{option}={monitor} is not a figure a run logs: choose one of "

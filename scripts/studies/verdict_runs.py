@@ -152,7 +152,7 @@ def run_job(job: Job, logs: Path, results: Path, extra: list[str], device: str =
         ckpt = checkpoint_of(run)
         call([sys.executable, "-m", "luong_lit", "evaluate", str(ckpt), "--out", str(run),
               "--threads", "1", "--device", device, "--quiet"], log)  # fmt: skip
-    export(run, results / job.name)
+    export(run, results / job.name, results.parent / "references")  # beside the kept runs
 
 
 def worker(todo: list[Job], lock: threading.Lock, logs: Path, *rest) -> None:
