@@ -50,6 +50,11 @@ def test_each_load_option_is_declared_once_and_is_a_flag_of_the_commands_that_lo
         for f in declared(LoadOptions):
             flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
             assert (f" {flag}" in said) == (f.metadata["group"] in groups), (command, flag)
+    scored = help_of("score")  # score reads given text: some of the load options, its words
+    for flag in ("--engine", "--device", "--combine", "--batch-size", "--pretokenized"):
+        assert f" {flag}" in scored, flag
+    assert not [f for f in (" --int8", " --dict", " --workers", " --overlong") if f in scored]
+    assert "sentences scored together" in scored
     assert "overlong (default: 100)" in help_of("serve") and "(unset: no limit)" in help_of(
         "translate"
     )  # each command's own longest source

@@ -21,16 +21,14 @@ from collections.abc import Sequence
 from luong_lit.cli import check_output, check_threads, load_options, run_command, write_output
 from luong_lit.cli import parser as make_parser
 from luong_lit.data.io import decode_lines, read_lines, user_line
-from luong_lit.decoding.ensemble import COMBINE
-from luong_lit.engines import ENGINES
 from luong_lit.errors import UsageError
 from luong_lit.runtime import configure_cpu
 from luong_lit.translator import LoadOptions, TokenScores, Translator
+from luong_lit.translator.fields import add_flags
 
 
 def parser() -> argparse.ArgumentParser:
     ap = make_parser("score", __doc__)
-    d = LoadOptions()
     ap.add_argument("checkpoints", nargs="+", help="one checkpoint, or several for an ensemble")
     ap.add_argument("--src", help="source sentences, one a line (unset: tab-separated stdin)")
     ap.add_argument("--tgt", help="their translations, one a line (with --src)")
@@ -38,19 +36,13 @@ def parser() -> argparse.ArgumentParser:
         "--tokens", action="store_true", help="also each target token and its log-probability"
     )
     ap.add_argument("-o", "--output", help="output file (unset: standard output)")
-    ap.add_argument("--pretokenized", action="store_true", help="the text is already tokenised")
-    ap.add_argument(
-        "--batch-size", type=int, default=d.batch_size, help="sentences scored together"
-    )
-    ap.add_argument(
-        "--combine", default=d.combine, choices=COMBINE,
-        help="how an ensemble combines its members' scores (logits: the authors' rule)",
-    )  # fmt: skip
-    ap.add_argument(
-        "--engine", default=d.engine, choices=tuple(ENGINES),
-        help="how the model is computed (the same scores): fast or reference",
-    )  # fmt: skip
-    ap.add_argument("--device", default=d.device, help="torch device to score on, e.g. cuda")
+    add_flags(ap, LoadOptions, "input", only=("pretokenized",),
+              helps={"pretokenized": "the text is already tokenised"})  # fmt: skip
+    add_flags(ap, LoadOptions, "load", only=("engine", "device", "combine", "batch_size"), helps={
+        "engine": "how the model is computed (the same scores): fast or reference",
+        "device": "torch device to score on, e.g. cuda",
+        "batch_size": "sentences scored together",
+    })  # fmt: skip
     ap.add_argument(
         "--threads", type=int, default=None, help="torch threads (unset: torch's choice)"
     )

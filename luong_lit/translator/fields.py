@@ -83,11 +83,13 @@ def _flag_kwargs(f: dataclasses.Field[Any], default: Any) -> dict[str, Any]:
 def add_flags(
     ap: argparse.ArgumentParser | Any, record: type, group: str,
     helps: dict[str, str] | None = None, defaults: dict[str, Any] | None = None,
+    only: tuple[str, ...] | None = None,
 ) -> None:  # fmt: skip
-    """One flag per declared field of ``record`` in ``group`` (``n_best`` → ``--n-best``);
-    ``helps`` and ``defaults``: a command's own words and defaults for a field."""
+    """One flag per declared field of ``record`` in ``group`` (``n_best`` → ``--n-best``), or
+    of those of its fields named in ``only``; ``helps`` and ``defaults``: a command's own words
+    and defaults for a field."""
     for f in declared(record):
-        if f.metadata["group"] != group:
+        if f.metadata["group"] != group or (only is not None and f.name not in only):
             continue
         names = [f.metadata.get("flag") or f"--{f.name.replace('_', '-')}", *f.metadata["aliases"]]
         help_ = (helps or {}).get(f.name, f.metadata["help"])
