@@ -153,7 +153,8 @@ def test_a_sweeps_objective_under_an_old_name_is_refused_before_training(toy_cor
     from conftest import compose_cfg, tiny_overrides
 
     from luong_lit.training.build import build
-    from luong_lit.training.run_lines import CHOSEN_BY, chosen_by
+    from luong_lit.training.run_lines import chosen_by
+    from luong_lit.training.stopping import MONITORABLE
 
     cfg = compose_cfg([*tiny_overrides(toy_corpus), "objective=val/bleu_unk_beam"], tmp_path)
     with pytest.raises(ConfigError, match=r"^objective=val/bleu_unk_beam: .*val/bleu_beam_unk"):
@@ -163,7 +164,7 @@ def test_a_sweeps_objective_under_an_old_name_is_refused_before_training(toy_cor
     (old / "config.yaml").write_text(
         "callbacks:\n  model_checkpoint:\n    monitor: val/bleu_unk_beam\n"
     )
-    assert chosen_by(old.parent) == CHOSEN_BY["val/bleu_beam_unk"]
+    assert chosen_by(old.parent) == MONITORABLE["val/bleu_beam_unk"]
 
 
 def test_a_users_own_test_figure_is_kept_beside_the_kits():

@@ -15,15 +15,9 @@ from luong_lit.reports import current_name
 from luong_lit.sweeps.dirnames import sweep_command
 from luong_lit.sweeps.job import sweep_job
 from luong_lit.training.resume import resume_command
+from luong_lit.training.stopping import MONITORABLE
 
 log = logging.getLogger(__name__)
-
-
-#: the dev metrics ``best.ckpt`` may be chosen by, in words
-CHOSEN_BY = {"val/ppl": "validation perplexity", "val/bleu": "validation BLEU (greedy)",
-             "val/chrf": "validation chrF (greedy)", "val/nll_per_token": "validation NLL",
-             "val/bleu_beam": "validation BLEU (beam)",
-             "val/bleu_beam_unk": "validation BLEU (beam, unk replaced)"}  # fmt: skip
 
 
 def chosen_by(run_dir: Path) -> str:
@@ -33,7 +27,7 @@ def chosen_by(run_dir: Path) -> str:
         monitor = str(OmegaConf.load(saved).callbacks.model_checkpoint.monitor)
     except Exception:  # noqa: BLE001 - no saved config, or one without the key
         monitor = "val/ppl"
-    return CHOSEN_BY.get(current_name(monitor) or monitor, monitor)  # an older run's name too
+    return MONITORABLE.get(current_name(monitor) or monitor, monitor)  # an older run's name too
 
 
 def checkpoint_to_use(run_dir: Path) -> tuple[Path | None, str]:

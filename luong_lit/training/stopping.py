@@ -24,11 +24,12 @@ from luong_lit.validate import integer, non_negative
 
 log = logging.getLogger(__name__)
 
-#: every dev figure a run logs that a checkpoint or early stopping may follow
-MONITORABLE = {
-    "val/ppl": "min", "val/nll_per_token": "min", "val/bleu": "max", "val/chrf": "max",
-    "val/bleu_beam": "max", "val/bleu_beam_unk": "max",
-}  # fmt: skip
+#: every dev figure a run logs that a checkpoint or early stopping may follow, in words (whether
+#: it is better higher or lower: :func:`~luong_lit.sweeps.resolvers.metric_mode`)
+MONITORABLE = {"val/ppl": "validation perplexity", "val/bleu": "validation BLEU (greedy)",
+               "val/chrf": "validation chrF (greedy)", "val/nll_per_token": "validation NLL",
+               "val/bleu_beam": "validation BLEU (beam)",
+               "val/bleu_beam_unk": "validation BLEU (beam, unk replaced)"}  # fmt: skip
 
 
 def check_current_name(option: str, name: str | None) -> None:
