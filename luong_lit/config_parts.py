@@ -39,11 +39,16 @@ def constructor_defaults(cls: type) -> dict[str, Any]:
     return out
 
 
-def registered(group: str) -> list[str]:
-    """The names of the parts of ``group`` registered so far, the kit's own among them."""
+def _registries(group: str) -> list[Registry]:
+    """The registries of ``group``, the kit's own parts registered in them."""
     import luong_lit.nn  # noqa: F401 - the kit's own parts register as it is imported
 
-    return sorted(name for registry in Registry.of_kind(group) for name in registry)
+    return Registry.of_kind(group)
+
+
+def registered(group: str) -> list[str]:
+    """The names of the parts of ``group`` registered so far, the kit's own among them."""
+    return sorted(name for registry in _registries(group) for name in registry)
 
 
 def offer_parts() -> None:
@@ -52,8 +57,7 @@ def offer_parts() -> None:
     from hydra.core.config_store import ConfigStore
 
     for group in GROUPS:
-        registered(group)
-        for registry in Registry.of_kind(group):
+        for registry in _registries(group):
             for name, entry in registry.items():
                 if not (CONF_DIR / group / f"{name}.yaml").is_file():
                     node = {group: {"name": name, **constructor_defaults(entry)}}

@@ -170,17 +170,16 @@ def scores_tables(report: Evaluation) -> list[str]:
 
 
 def _ppl(report: Evaluation, ensemble: str) -> str:
+    """The members' perplexities, and the ensemble's as ``ensemble`` formats it."""
     ppl = ", ".join(f"{p:.2f}" for p in report.ppl)
-    if report.ppl_ensemble is not None:
-        ppl += f"{ensemble}{report.ppl_ensemble:.2f}"
-    return ppl
+    return ppl if report.ppl_ensemble is None else ppl + ensemble.format(report.ppl_ensemble)
 
 
 def summary(report: Evaluation) -> str:
     """The few lines ``evaluate`` prints of a report (the whole of it is in its files):
     perplexity, BLEU (tokenised and detokenised) and chrF before and after unk replacement."""
     b, u = _both(report)
-    ppl = _ppl(report, " (the ensemble: ") + (")" if report.ppl_ensemble is not None else "")
+    ppl = _ppl(report, " (the ensemble: {:.2f})")
     beam, on = report.beam_width, report.compared or "cased text"
     lines = [
         f"{report.test}: perplexity {ppl}; beam {beam}, on {on}",
@@ -198,7 +197,7 @@ def markdown(report: Evaluation) -> str:
         "",
         "Checkpoints: " + ", ".join(f"`{Path(c).name}`" for c in report.checkpoints),
         "",
-        f"Perplexity: {_ppl(report, '; the ensemble: ')}",
+        f"Perplexity: {_ppl(report, '; the ensemble: {:.2f}')}",
         "",
         f"Decoding: {json.dumps(dict(report.decoding))}",
         "",

@@ -228,9 +228,7 @@ class TestFigures:
 
     def get(self, name: str) -> float | None:
         """The figure named ``name`` (a field's name, or one of :attr:`others`)."""
-        if name in self.others:
-            return self.others[name]
-        return getattr(self, name) if name in {f.name for f in fields(self)} else None
+        return self.others[name] if name in self.others else getattr(self, name, None)
 
 
 @dataclass(frozen=True)

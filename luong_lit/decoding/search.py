@@ -109,6 +109,11 @@ class Sampling(Bounds):
 Search = BeamSearch | Sampling
 
 
+def beam_width(search: Search) -> int:
+    """The hypotheses a sentence decodes at once: the beam, or 1 for a sampler."""
+    return search.beam if isinstance(search, BeamSearch) else 1
+
+
 #: Greedy search with the default length bounds.
 GREEDY = BeamSearch(beam=1)
 

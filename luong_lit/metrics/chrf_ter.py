@@ -59,13 +59,11 @@ def words_scores(outputs, ref_tokens, tokenizer=None) -> dict[str, float]:
     against ``ref_tokens``, on the lines BLEU counts (:func:`~luong_lit.metrics.bleu.bleu_lines`),
     under the names a run's test figures have (:func:`luong_lit.reports.figure_name`:
     ``bleu_greedy``, ``chrf_beam_unk``, ...)."""
-    lengths = {len(words) for words in outputs.values() if words is not None}
-    refs = bleu_lines(ref_tokens[: max(lengths, default=0)], tokenizer)
     scores: dict[str, float] = {}
     for decoding, output in outputs.items():
         if output is None:
             continue
-        hyps = bleu_lines(output, tokenizer)
+        hyps, refs = bleu_lines(output, tokenizer), bleu_lines(ref_tokens[: len(output)], tokenizer)
         found = {"bleu": corpus_bleu_tok(hyps, refs), **corpus_chrf_ter(hyps, refs)}
         scores.update({figure_name(m, decoding): v for m, v in found.items()})
     return scores

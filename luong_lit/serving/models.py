@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from luong_lit.decoding.search import BeamSearch
+from luong_lit.decoding.search import beam_width
 from luong_lit.errors import UsageError
 from luong_lit.serving.requests import BadRequest, Settings
 from luong_lit.translator import AttentionMap, LoadOptions, Output, SearchOptions, Translator
@@ -61,8 +61,7 @@ def health_info(search: SearchOptions) -> dict:
     """The decoding a request gets by default, as ``/health`` tells the page: the search
     (``sampling`` where the server samples), the beam decoded (12 under the authors' decoder;
     1: greedy), n-best and unknown-word replacement."""
-    found = search.search()
-    beam = found.beam if isinstance(found, BeamSearch) else 1  # a sampler draws one at a time
+    beam = beam_width(search.search())
     kind = "authors" if search.authors_decoder else "beam" if beam > 1 else "greedy"
     kind = "sampling" if search.sampling else kind
     return {"search": kind, "beam": beam, "n_best": search.n_best,

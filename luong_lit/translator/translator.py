@@ -28,7 +28,7 @@ from luong_lit.data.loading.model_data import model_text
 from luong_lit.data.text.dictionary import load_dictionary
 from luong_lit.data.text.model_text import SourceLine
 from luong_lit.data.vocab import EOS, Vocab
-from luong_lit.decoding.search import BeamSearch, Hypothesis
+from luong_lit.decoding.search import Hypothesis, beam_width
 from luong_lit.decoding.unk import Rendered, render
 from luong_lit.errors import UsageError
 from luong_lit.inference import Inference
@@ -176,8 +176,7 @@ class Translator:
         than the target vocabulary, and unknown-word replacement needs alignments."""
         if search.replace_unk:
             self.readable_alignments()
-        found = search.search()
-        beam = found.beam if isinstance(found, BeamSearch) else 1
+        beam = beam_width(search.search())
         if beam > len(self.tgt_vocab):
             raise UsageError(
                 f"beam size {beam} is larger than the model's target vocabulary "
