@@ -44,16 +44,22 @@ def is_lost_peer(err: BaseException, trainer) -> bool:
     return isinstance(err, RuntimeError) and any(x in said for x in gone)
 
 
-def lost_ranks(trainer) -> list[int]:
+def lost_ranks(trainer, wait_s: float = 2.0) -> list[int]:
     """The ranks this process started that have died (rank 0 starts the others on its
-    machine); empty where it started none, or none died."""
+    machine); empty where it started none, or none died. A killed rank's sockets close before
+    its process is seen to end, so a collective can fail first: ``wait_s`` gives the dead
+    process that long to be seen."""
+    import time
+
     procs = getattr(trainer.strategy.launcher, "procs", None) or []
-    found = []
-    for i, proc in enumerate(procs, 1):
-        code = proc.poll()
-        if code not in (None, 0) and not 128 < code < 160:  # not a clean stop on a signal
-            found.append(i)
-    return found
+    until = time.monotonic() + wait_s
+    while True:
+        codes = [proc.poll() for proc in procs]
+        found = [i for i, code in enumerate(codes, 1)
+                 if code not in (None, 0) and not 128 < code < 160]  # fmt: skip
+        if found or not procs or time.monotonic() >= until:
+            return found  # a clean stop on a signal (128+signal) is not a loss
+        time.sleep(0.05)
 
 
 def ddp_strategy(strategy, timeout_s: float | None):
