@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from luong_lit.errors import DataError
+from luong_lit.errors import ConfigError, DataError
 
 METRICS = ("bleu", "chrf", "chrfpp", "ter")  # each output's scores, in this order
 DECODINGS = ("greedy", "beam", "beam_unk")  # the outputs a run scores on each test set
@@ -52,6 +52,17 @@ def current_name(name: str) -> str | None:
     head, _, last = name.rpartition("/")
     new = OLD_NAMES["results"].get(last)
     return None if new is None else f"{head}/{new}" if head else new
+
+
+def check_current_name(option: str, name: str | None) -> None:
+    """Refuse an older name of a figure (:data:`OLD_NAMES`) with its new one, in one line (a
+    monitor, the sweep's ``objective``)."""
+    renamed = None if name is None else current_name(name)
+    if renamed is not None:
+        raise ConfigError(
+            f"{option}={name}: this figure is now named {renamed}; set that (a run resumed "
+            f"with it starts its best checkpoint and early stopping's count afresh)"
+        )
 
 
 def _renamed(found: Mapping[str, Any], file: str) -> dict[str, Any]:

@@ -25,8 +25,6 @@ from pathlib import Path
 
 import torch
 
-from luong_lit.validate import integer
-
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters, glibc's <malloc.h>
 MMAP_THRESHOLD_MAX = 32 * 1024 * 1024  # glibc's ceiling on 64-bit systems
 TRIM_THRESHOLD = 1 << 30
@@ -57,8 +55,8 @@ def configure_cpu(
 
 
 def configure_cpu_from(cfg) -> None:
-    """:func:`configure_cpu` from a config's ``threads``, ``flush_denormal``, ``malloc_tune``."""
-    integer("threads", cfg.get("threads"), 1, nullable=True)
+    """:func:`configure_cpu` from a config's ``threads``, ``flush_denormal``, ``malloc_tune``
+    (checked by the run that reads them)."""
     configure_cpu(cfg.get("threads"), cfg.get("flush_denormal", True), cfg.get("malloc_tune", True))
 
 

@@ -14,7 +14,7 @@ EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("[!_]*.yaml"
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_config_builds_its_model(name, tmp_path):
     from luong_lit.nn.build import build_net
-    from luong_lit.training.build import net_description
+    from luong_lit.training.instantiate import net_description
 
     cfg = compose_cfg(
         [f"experiment={name}", "model.net.embed_size=8", "model.net.hidden_size=8"], tmp_path
@@ -67,7 +67,7 @@ def test_a_part_declares_its_options_once_in_its_constructor(group, tmp_path):
     cfg = compose_cfg(["attention=local_p", "model.net.attention.D=3", "score=dot"], tmp_path)
     assert cfg.model.net.attention.D == 3 and cfg.model.net.attention.clip_to == "sentence"
     from luong_lit.nn.build import build_net
-    from luong_lit.training.build import net_description
+    from luong_lit.training.instantiate import net_description
 
     net = build_net(net_description(cfg), src_vocab_size=12, tgt_vocab_size=12)
     assert net.decoder.attention.D == 3
@@ -213,14 +213,13 @@ def test_an_unknown_key_is_one_line_naming_it(path, key, tmp_path):
 
     from luong_lit.data.loading.datamodule import corpus_datamodule
     from luong_lit.errors import ConfigError
-    from luong_lit.training.build import _model_parts
-    from luong_lit.training.instantiate import instantiate_at
+    from luong_lit.training.instantiate import instantiate_at, model_parts
 
     cfg = compose_cfg([f"+{path}.{key}=8"], tmp_path)
     node = OmegaConf.select(cfg, path)
     target = node.get("_target_", "luong_lit.nn.Seq2Seq")
     with pytest.raises(ConfigError) as err:
-        _model_parts(cfg) if path == "model.net" else instantiate_at(path, node)
+        model_parts(cfg) if path == "model.net" else instantiate_at(path, node)
     said = str(err.value)
     assert said.startswith(f"{path}.{key} is not an option of {target}; its options: ")
     assert "\n" not in said

@@ -134,11 +134,11 @@ def test_a_fine_tuned_model_of_another_shape_is_one_line(toy_corpus, source, tmp
 
 
 def test_freeze_names_parts_of_the_model(toy_corpus, source):
-    from luong_lit.training.finetune import source_of
+    from luong_lit.training.finetune import start_of
 
     cfg = compose_cfg([*tiny_overrides(toy_corpus), f"init_from={source}", "freeze=[encodr]"], ".")
     with pytest.raises(UserError, match="encodr is not a part of the model"):
-        source_of(cfg)
+        start_of(cfg)
 
 
 # ------------------------------------------------------------------ weight averaging

@@ -336,10 +336,11 @@ def test_the_default_config_asks_for_auto_and_a_cpu_run_resolves_it_to_off(toy_c
     from conftest import compose_cfg, tiny_overrides
 
     from luong_lit.training.build import build
+    from luong_lit.training.run_folder import RunFolder
 
     cfg = compose_cfg(tiny_overrides(toy_corpus), tmp_path)
     assert cfg.engine.graphs == "auto"
-    _, module, trainer = build(cfg)
+    _, module, trainer = build(cfg, RunFolder.open(cfg))
     trainer.strategy.connect(module)
     module.trainer = trainer
     module.setup("fit")

@@ -26,10 +26,12 @@ def test_an_untested_lightning_is_refused_in_one_line_where_the_trainer_is_built
     import lightning
 
     from luong_lit.training.build import build
+    from luong_lit.training.run_folder import RunFolder
 
     monkeypatch.setattr(lightning, "__version__", "2.7.0")
     with pytest.raises(UserError) as err:
-        build(compose_cfg(tiny_overrides(toy_corpus), tmp_path))
+        cfg = compose_cfg(tiny_overrides(toy_corpus), tmp_path)
+        build(cfg, RunFolder.open(cfg))
     assert str(err.value) == (
         "lightning 2.7.0 is installed, and luong_lit is tested with lightning>=2.6,<2.7 (it "
         "relies on parts of Lightning that may change between its releases): "

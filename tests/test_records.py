@@ -153,12 +153,13 @@ def test_a_sweeps_objective_under_an_old_name_is_refused_before_training(toy_cor
     from conftest import compose_cfg, tiny_overrides
 
     from luong_lit.training.build import build
+    from luong_lit.training.run_folder import RunFolder
     from luong_lit.training.run_lines import chosen_by
     from luong_lit.training.stopping import MONITORABLE
 
     cfg = compose_cfg([*tiny_overrides(toy_corpus), "objective=val/bleu_unk_beam"], tmp_path)
     with pytest.raises(ConfigError, match=r"^objective=val/bleu_unk_beam: .*val/bleu_beam_unk"):
-        build(cfg)
+        build(cfg, RunFolder.open(cfg))
     old = tmp_path / "old_run" / ".hydra"  # an older run's saved config names its best.ckpt
     old.mkdir(parents=True)
     (old / "config.yaml").write_text(

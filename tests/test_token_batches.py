@@ -82,8 +82,9 @@ def test_the_train_loader_gives_each_batch_its_steps_totals(toy_corpus, tmp_path
 
 def test_max_tokens_must_hold_the_longest_sentence(toy_corpus, tmp_path):
     from luong_lit.training.build import build
+    from luong_lit.training.run_folder import RunFolder
 
     cfg = compose_cfg([*tiny_overrides(toy_corpus), "data.max_tokens=30", "data.max_len=50"],
                       tmp_path)  # fmt: skip
     with pytest.raises(UserError, match="max_tokens=30 is out of range"):
-        build(cfg)
+        build(cfg, RunFolder.open(cfg))

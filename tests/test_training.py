@@ -184,13 +184,14 @@ def test_each_epoch_of_a_training_run_draws_its_own_batch_order(toy_corpus, tmp_
     import lightning as L
 
     from luong_lit.training.build import build
+    from luong_lit.training.run_folder import RunFolder
 
     cfg = compose_cfg(
         tiny_overrides(toy_corpus)
         + ["trainer.max_epochs=3", "test_after_training=false", "data.batch_size=4"],
         tmp_path,
     )
-    dm, model, trainer = build(cfg)
+    dm, model, trainer = build(cfg, RunFolder.open(cfg))
     seen: dict[int, list[list[int]]] = {}
 
     class Record(L.Callback):
@@ -266,6 +267,7 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
     from luong_lit.inference import Inference
     from luong_lit.metrics.perplexity import perplexity
     from luong_lit.training.build import build
+    from luong_lit.training.run_folder import RunFolder
 
     test = write_corpus(tmp_path / "data", "test", 12, 5)
     cfg = compose_cfg(
@@ -284,7 +286,7 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
         ],
         tmp_path,
     )
-    dm, model, trainer = build(cfg)
+    dm, model, trainer = build(cfg, RunFolder.open(cfg))
     trainer.fit(model, dm)
     res = trainer.test(model, dm, verbose=False)[0]
     net = model.net.eval()

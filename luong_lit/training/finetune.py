@@ -14,10 +14,12 @@ in one line naming both values. ``freeze`` keeps parts of the model as they are
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from luong_lit.checkpoint.files import read_checkpoint, read_meta
+from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.checkpoint.models import NOT_NET_ARGS
 from luong_lit.errors import ConfigError
 
@@ -34,9 +36,24 @@ FREEZABLE = {
 }
 
 
-def source_of(cfg) -> Path | None:
-    """The checkpoint ``init_from`` names, checked to be a file of a model this run may start
-    from (one line otherwise, before any data is read); None without ``init_from``."""
+Vocab = tuple[tuple[str, ...], tuple[str, ...]]  #: a model's (source, target) vocabularies
+
+
+@dataclass(frozen=True)
+class Start:
+    """A fine-tuned run's start, its checkpoint (``path``, ``init_from``) read once: its
+    vocabularies (``vocab``) and its network's weights (``weights``, mapped from the file:
+    read as they are loaded)."""
+
+    path: Path
+    vocab: Vocab
+    weights: dict[str, Any]
+
+
+def start_of(cfg) -> Start | None:
+    """The start ``init_from`` names, checked to be a file of a model this run may start from
+    (one line otherwise, before any data is read), the config's model set to its model
+    (:func:`take_model`); None without ``init_from``."""
     value = cfg.get("init_from")
     if not value:
         if cfg.get("freeze"):
@@ -51,7 +68,8 @@ def source_of(cfg) -> Path | None:
     if not path.is_file():
         raise ConfigError(f"init_from={value}: no such file")
     _check_freeze(cfg.get("freeze") or [])
-    meta = read_meta(path)
+    ckpt = read_checkpoint(path, mmap=True)  # its tensors mapped, not read
+    meta = CheckpointMeta.of(ckpt, path)
     if meta.sentencepiece:
         raise ConfigError(f"init_from={value}: a model of sentencepiece pieces cannot be "
                           f"fine-tuned yet (its pieces model would have to tokenise the new "
@@ -61,7 +79,8 @@ def source_of(cfg) -> Path | None:
         log.info("fine-tuning %s: its model, read from it (%s)", value,
                  ", ".join(f"{k} {_shown(meta.net.config.get(k))}" for k in taken))  # fmt: skip
         _save_config(cfg)
-    return path
+    weights = {k[len("net.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
+    return Start(path, (tuple(meta.src_vocab), tuple(meta.tgt_vocab)), weights)
 
 
 def _save_config(cfg) -> None:
@@ -140,29 +159,22 @@ def take_model(cfg, was: dict[str, Any], source: str, asked: set[str]) -> list[s
     return taken
 
 
-def vocabularies(path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def vocabularies(path: Path) -> Vocab:
     """The checkpoint's (source, target) vocabularies, for the datamodule to encode with."""
     meta = read_meta(path)
     return tuple(meta.src_vocab), tuple(meta.tgt_vocab)
 
 
-def start_from(model, dm, source: Path, parts, resumed: bool = False) -> None:
-    """A fine-tuned model's start: the weights of ``source`` loaded (not for a ``resumed`` run:
+def start_from(model, dm, start: Start, parts, resumed: bool = False) -> None:
+    """A fine-tuned model's start: the weights of ``start`` loaded (not for a ``resumed`` run:
     its weights are its own checkpoint's), ``parts`` frozen (:func:`freeze`), and the share
     of the training text outside its vocabularies said."""
     if not resumed:
-        load_weights(model, source)
+        model.net.load_state_dict(start.weights)
+        log.info("fine-tuning from %s: its weights and vocabularies, a fresh optimizer",
+                 start.path)  # fmt: skip
     freeze(model, parts)
     say_outside_vocab(dm)
-
-
-def load_weights(model, path: Path) -> None:
-    """The checkpoint's weights into ``model``'s network (a new run's first state)."""
-    state = read_checkpoint(path)["state_dict"]
-    model.net.load_state_dict(
-        {k[len("net.") :]: v for k, v in state.items() if k.startswith("net.")}
-    )
-    log.info("fine-tuning from %s: its weights and vocabularies, a fresh optimizer", path)
 
 
 def freeze(model, parts) -> None:

@@ -53,7 +53,7 @@ def step_of(ckpt: Path) -> str:
     from luong_lit.checkpoint.files import read_checkpoint
 
     try:
-        return str(read_checkpoint(ckpt).get("global_step", "?"))
+        return str(read_checkpoint(ckpt, mmap=True).get("global_step", "?"))
     except Exception:  # noqa: BLE001 - unreadable: the step is not known, the refusal stands
         return "?"
 
@@ -159,29 +159,3 @@ def check_budget(run_dir: Path, now: dict[str, Any]) -> None:
             f"{run_dir} has trained {ckpt['global_step']} steps, and trainer.max_steps={steps} "
             f"is fewer: resume with trainer.max_steps={ckpt['global_step']} or more"
         )
-
-
-def give_run_folder(cfg) -> None:
-    """A config composed outside a Hydra app (``luong_lit.config.compose``, a notebook or a
-    script) has no run folder (``paths.output_dir`` reads Hydra's): it is given a new one, as a
-    Hydra run would be (``paths.log_dir/TASK/runs/DATE_TIME``), with its config saved there."""
-    import logging
-    import time
-
-    from omegaconf import OmegaConf, open_dict
-
-    try:
-        OmegaConf.select(cfg, "paths.output_dir", throw_on_resolution_failure=True)
-        return
-    except Exception:  # noqa: BLE001 - ${hydra:...} outside a Hydra app
-        pass
-    stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
-    folder = Path(str(cfg.paths.log_dir)) / str(cfg.get("task_name", "train")) / "runs" / stamp
-    n = 1
-    while folder.exists():  # two runs started in one second
-        folder, n = folder.with_name(f"{stamp}_{n}"), n + 1
-    with open_dict(cfg):
-        cfg.paths.output_dir = str(folder)
-    (folder / ".hydra").mkdir(parents=True)
-    OmegaConf.save(cfg, folder / ".hydra" / "config.yaml")
-    logging.getLogger(__name__).info("run folder: %s", folder.resolve())

@@ -1,5 +1,12 @@
-"""Objects built from config nodes, every error named by its option: the one place where what a
-constructor, Hydra or Lightning raised becomes a :class:`~luong_lit.errors.ConfigError`.
+"""A run's objects built from its config nodes, every error named by its option: the network
+factory, the engine, optimizer and schedule (:func:`model_parts`), the LightningModule
+(:func:`lightning_module`), the callbacks, loggers and Trainer (:func:`trainer_of`); the one
+place where what a constructor, Hydra or Lightning raised becomes a
+:class:`~luong_lit.errors.ConfigError`.
+
+The network and the module are first built on the ``meta`` device with stand-in vocabulary
+sizes, the optimizer on a stand-in parameter, so that each checks its options before any data
+is read; the network is built for real once the vocabularies exist.
 
 * A key the target does not take is refused before anything is built, with the keys it does
   take (read from its signature).
@@ -11,13 +18,25 @@ constructor, Hydra or Lightning raised becomes a :class:`~luong_lit.errors.Confi
 
 from __future__ import annotations
 
+import datetime
 import inspect
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import hydra
-from omegaconf import DictConfig
+import torch
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+from omegaconf import DictConfig, OmegaConf
 
+from luong_lit.checkpoint import atomic_save
 from luong_lit.errors import ConfigError, UserError, find_cause, find_user_error
+from luong_lit.nn.build import build_net
+from luong_lit.training.lightning_internals import (
+    check_lightning_version,
+    leave_signals_to_the_kit,
+    observe_ranks_gently,
+)
+from luong_lit.training.progress import progress_bar
 from luong_lit.validate import OptionError
 
 HYDRA_KEYS = {"_target_", "_partial_", "_recursive_", "_convert_", "_args_"}
@@ -126,3 +145,108 @@ def instantiate_all(path: str, node: DictConfig | None) -> list[Any]:
         if isinstance(v, DictConfig) and "_target_" in v
     ]
     return [x for x in made if x is not None]
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning writes every checkpoint to a temporary file in the same directory, then renames
+    it over the target (:func:`luong_lit.checkpoint.atomic_save`): a crash mid-write leaves the
+    previous checkpoint intact."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
+        atomic_save(checkpoint, path)
+
+
+def plugins() -> list[Any]:
+    """Atomic checkpoint writes; on SLURM, Lightning's environment without its own requeue (a
+    sweep's submitit launcher requeues, after :class:`~luong_lit.training.signals.SignalCheckpoint`
+    has saved the step: one mechanism, not two)."""
+    from lightning.pytorch.plugins.environments import SLURMEnvironment
+
+    found: list[Any] = [AtomicCheckpointIO()]
+    if SLURMEnvironment.detect():
+        found.append(SLURMEnvironment(auto_requeue=False))
+    return found
+
+
+def lightning_module(cfg: DictConfig, net, parts: dict[str, Any], extra_state: dict | None = None):
+    """The LightningModule of ``cfg.model`` around ``net``."""
+    return instantiate_at(
+        "model", cfg.model, net=net, extra_state=extra_state, _recursive_=False, _convert_="all",
+        **parts,
+    )  # fmt: skip
+
+
+def net_description(cfg: DictConfig) -> dict[str, Any]:
+    """``model.net`` as the plain data that the network's one builder reads
+    (:func:`luong_lit.nn.build.build_net`), as a checkpoint keeps it."""
+    return cast(dict[str, Any], OmegaConf.to_container(cfg.model.net, resolve=True))
+
+
+def model_parts(cfg: DictConfig) -> tuple[Any, dict[str, Any]]:
+    """The network factory, the engine, the optimizer factory and the schedule, each checked:
+    the network and the module are built once on the ``meta`` device, the optimizer once on a
+    stand-in parameter."""
+    make_net = partial(build_net, net_description(cfg))
+    parts = {
+        "engine": instantiate_at("engine", cfg.engine, _convert_="all"),
+        "optimizer": instantiate_at("model.optimizer", cfg.model.optimizer),
+        "scheduler": instantiate_at("model.scheduler", cfg.model.get("scheduler")),
+    }
+    try:
+        parts["optimizer"](params=[torch.nn.Parameter(torch.zeros(1))])
+    except (ValueError, TypeError) as err:
+        raise refused("model.optimizer", err) from None
+    with torch.device("meta"):
+        try:
+            probe = make_net(src_vocab_size=8, tgt_vocab_size=8)
+        except Exception as err:  # noqa: BLE001 - named by its option where it is ours
+            raise config_error("model.net", err) from None
+        lightning_module(cfg, probe, parts)
+    return make_net, parts
+
+
+def ddp_strategy(strategy, timeout_s: float | None):
+    """The trainer's strategy with the process group's ``timeout_s`` (Lightning's DDP strategy
+    for ``ddp`` and ``ddp_spawn``); any other strategy as it is."""
+    if strategy not in ("ddp", "ddp_spawn") or timeout_s is None:
+        return strategy
+    from lightning.pytorch.strategies import DDPStrategy
+
+    start = {"start_method": "spawn"} if strategy == "ddp_spawn" else {}
+    return DDPStrategy(timeout=datetime.timedelta(seconds=float(timeout_s)), **start)
+
+
+def trainer_of(cfg: DictConfig):
+    check_lightning_version()  # the kit reaches into Lightning: only the versions it was tested on
+    if str(cfg.trainer.get("accelerator")) in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ConfigError(
+            "trainer=gpu asks for a CUDA GPU, and torch finds none here "
+            "(torch.cuda.is_available() is false): train on the CPU with trainer=cpu, or "
+            "install a CUDA build of torch (README, Installing)"
+        )
+    callbacks = instantiate_all("callbacks", cfg.get("callbacks"))
+    bar = progress_bar(callbacks, bool(cfg.trainer.get("enable_progress_bar", True)))
+    if bar is not None:  # at a terminal; elsewhere the lines of callbacks.progress
+        callbacks.append(bar)
+    loggers = instantiate_all("logger", cfg.get("logger")) or False
+    named = cfg.trainer.get("strategy", "auto")
+    if named == "ddp_spawn":
+        refuse_spawned_ema(callbacks)
+    strategy = ddp_strategy(named, cfg.get("ddp_timeout_s"))
+    trainer = instantiate_at("trainer", cfg.trainer, refuses=True, callbacks=callbacks,
+                             enable_progress_bar=bar is not None, logger=loggers,
+                             plugins=plugins(), strategy=strategy)  # fmt: skip
+    leave_signals_to_the_kit(trainer)  # the kit's handler is in charge (training/signals.py)
+    observe_ranks_gently()  # a lost rank is said in one line (training/lost_ranks.py)
+    return trainer
+
+
+def refuse_spawned_ema(callbacks: list) -> None:
+    """Lightning's weight averaging cannot be sent to ranks that ``ddp_spawn`` starts (its
+    average function is a local one, which pickle refuses): one line, before any work."""
+    from luong_lit.training.ema import AveragedWeights
+
+    if any(isinstance(c, AveragedWeights) for c in callbacks):
+        raise ConfigError("callbacks.ema.decay: Lightning's EMAWeightAveraging cannot be sent to "
+                          "the ranks of trainer=ddp_sim (ddp_spawn pickles every callback); "
+                          "use trainer=ddp, or leave the decay unset")  # fmt: skip

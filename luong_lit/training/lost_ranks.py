@@ -3,16 +3,15 @@ with one line: which rank was lost, the last checkpoint and the command that res
 (:class:`RankLost`), never a traceback of the collective that found it gone.
 
 The other ranks learn it from their next collective, which fails (gloo at once; NCCL after the
-process group's timeout, ``ddp_timeout_s``, :func:`ddp_strategy`), and from Lightning's watch
-over the ranks it started, which would end the first rank with SIGKILL, without a word: here it
-leaves a rank that stops on a signal alone (its exit status is 128+signal, the others stop with
-it) and gives the others a few seconds to say what happened before it ends them
-(:func:`~luong_lit.training.lightning_internals.observe_ranks_gently`).
+process group's timeout, ``ddp_timeout_s``: :func:`~luong_lit.training.instantiate.ddp_strategy`),
+and from Lightning's watch over the ranks it started, which would end the first rank with
+SIGKILL, without a word: here it leaves a rank that stops on a signal alone (its exit status is
+128+signal, the others stop with it) and gives the others a few seconds to say what happened
+before it ends them (:func:`~luong_lit.training.lightning_internals.observe_ranks_gently`).
 """
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 #: the process group's timeout by default: longer than any wait of a healthy rank at one of the
@@ -60,17 +59,6 @@ def lost_ranks(trainer, wait_s: float = 2.0) -> list[int]:
         if found or not procs or time.monotonic() >= until:
             return found  # a clean stop on a signal (128+signal) is not a loss
         time.sleep(0.05)
-
-
-def ddp_strategy(strategy, timeout_s: float | None):
-    """The trainer's strategy with the process group's ``timeout_s`` (Lightning's DDP strategy
-    for ``ddp`` and ``ddp_spawn``); any other strategy as it is."""
-    if strategy not in ("ddp", "ddp_spawn") or timeout_s is None:
-        return strategy
-    from lightning.pytorch.strategies import DDPStrategy
-
-    start = {"start_method": "spawn"} if strategy == "ddp_spawn" else {}
-    return DDPStrategy(timeout=datetime.timedelta(seconds=float(timeout_s)), **start)
 
 
 def lost_message(ranks: list[int], checkpoint: Path, resume: str) -> str:

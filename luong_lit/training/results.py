@@ -41,15 +41,16 @@ def test_results(dm, model, trainer) -> Results:
     return results
 
 
-def objective(cfg: DictConfig, trainer) -> float | None:
+def objective(cfg: DictConfig, trainer, metrics: dict[str, float]) -> float | None:
     """The value a sweeper optimises (``objective``): the best checkpoint's score when it is the
-    checkpoint's monitor (``val/ppl``), else the metric's last value (``val/bleu``)."""
+    checkpoint's monitor (``val/ppl``), else the metric's last value in training's ``metrics``
+    (``val/bleu``; the trainer's, read before the test resets them)."""
     name, ckpt = cfg.get("objective", "val/ppl"), trainer.checkpoint_callback
     if ckpt is not None and ckpt.monitor == name and ckpt.best_model_score is not None:
         return float(ckpt.best_model_score)
     if name == "val/ppl" and best_dev_ppl(trainer) is not None:  # trained in other processes
         return best_dev_ppl(trainer)
-    value = trainer.callback_metrics.get(name)
+    value = metrics.get(name)
     return None if value is None else float(value)
 
 

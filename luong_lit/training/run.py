@@ -90,8 +90,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     if folder.kind == "finished":  # no GPU slot taken, its job.json left as it was
         return folder.finished_metrics()
     with _stops(cfg, folder.path / LAST), job_resources(cfg) as record:  # a sweep's: GPU, threads
-        dm, model, trainer = build(cfg, folder.resume_from, folder.kind == "resume")
-        folder.say_start()
+        dm, model, trainer = build(cfg, folder)
+        folder.say_start(trainer, cfg.data)
         _fit(model, dm, trainer, folder.ckpt_path)
         metrics, results = _test(cfg, dm, model, trainer)
         folder.finish(results, trainer.is_global_zero)
@@ -104,7 +104,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 def _stops(cfg: DictConfig, last: Path) -> Iterator[None]:
     """The run's signal handler, for the run's whole life: a signal outside the trainer's
     loops (before training, after it, as it ends) is :class:`Interrupted` at its stage."""
-    SIGNALS.install(alone=not data_parallel(cfg))
+    alone = not data_parallel(cfg)
+    SIGNALS.install(alone=alone)
     SIGNALS.stage = "setup"
     try:
         if SIGNALS.alone and SIGNALS.pending:  # it came as the process started
@@ -148,13 +149,13 @@ def _tested(dm, model, trainer) -> Results:
 
 
 def _test(cfg: DictConfig, dm, model, trainer) -> tuple[dict[str, Any], Results]:
-    """The trainer's last metrics, the objective, and the test of the best checkpoint (or what
-    stands for it untested): ``results.json``'s record, and its contents under ``test``."""
+    """The trainer's last metrics, the test of the best checkpoint (or what stands for it
+    untested) and the objective: ``results.json``'s record, and its contents under ``test``."""
     SIGNALS.stage = "test"
     metrics: dict[str, Any] = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    metrics["objective"] = objective(cfg, trainer)
     tested = bool(cfg.get("test_after_training") and dm.test_spec)
     results = _tested(dm, model, trainer) if tested else untested(trainer)
+    metrics["objective"] = objective(cfg, trainer, metrics)  # training's, read before the test
     chosen = cfg.get("objective", "val/ppl")
     results = replace(results, objective=chosen, objective_value=metrics["objective"])
     metrics["test"] = results.to_json()

@@ -11,8 +11,8 @@
 
 What it refuses (``ckpt_path=last`` with nothing to resume; another model's checkpoint; a
 fine-tuned model that contradicts its checkpoint) is one line, a
-:class:`~luong_lit.config.ConfigError`, before any data is read. It says the line a resumed
-run starts with (:meth:`RunFolder.say_start`) and writes a finished run's ``results.json``
+:class:`~luong_lit.config.ConfigError`, before any data is read. It says the lines a run starts
+with (:meth:`RunFolder.say_start`) and writes a finished run's ``results.json``
 (:meth:`RunFolder.finish`). The refusals of a command line before Hydra starts (an unfinished
 run in the way, a finished one, a changed setting) are :mod:`luong_lit.training.folders`'s; the
 lines a run prints at its end are :mod:`luong_lit.training.run_lines`'s.
@@ -31,7 +31,8 @@ from omegaconf import DictConfig
 from luong_lit.checkpoint.resumable import check_resumable
 from luong_lit.reports import Results
 from luong_lit.sweeps.job import sweep_job
-from luong_lit.training.folders import NAMED, give_run_folder, step_of
+from luong_lit.training import finetune
+from luong_lit.training.folders import NAMED, step_of
 from luong_lit.training.resume import LAST, nothing_to_resume
 
 log = logging.getLogger(__name__)
@@ -44,13 +45,18 @@ RESULTS = "results.json"
 class RunFolder:
     """A run's folder (``path``), what the run is there (``kind``), the checkpoint the fit
     resumes from as the trainer takes it (``ckpt_path``: a file or ``last``) and as a file
-    (``resume_from``, where it is one), a finished run's ``results.json`` (``results``) and
-    whether a sweep's earlier try was found (``again``)."""
+    (``resume_from``, where it is one) with its step (``step``), a fine-tuned run's start
+    (``start``, ``init_from``'s checkpoint read once) and the vocabularies its model keeps
+    (``vocab``: its own checkpoint's where it resumes), a finished run's
+    ``results.json`` (``results``) and whether a sweep's earlier try was found (``again``)."""
 
     path: Path
     kind: Kind
     ckpt_path: str | None = None
     resume_from: Path | None = None
+    step: str = "?"
+    start: finetune.Start | None = None
+    vocab: finetune.Vocab | None = None
     results: Results | None = None
     again: bool = False
 
@@ -71,16 +77,30 @@ class RunFolder:
         if ckpt_path == "last" and job is None and not (path / LAST).is_file():
             raise nothing_to_resume(path, cfg.paths.log_dir, cfg.get("task_name", "train"))
         file = _file_of(path, ckpt_path)
-        _checked(cfg, file, ckpt_path)
+        step = step_of(file) if file is not None else "?"
+        start = finetune.start_of(cfg)  # a fine-tuned run's model read: refused, or taken
+        vocab = None if start is None else finetune.vocabularies(file) if file else start.vocab
+        if file is not None:  # another model's checkpoint: refused before any work
+            check_resumable(file, cfg.model.net, str(ckpt_path))
         kind: Kind = "resume" if ckpt_path else "fresh"
-        return cls(path, kind, ckpt_path and str(ckpt_path), file, again=again)
+        resumed = ckpt_path and str(ckpt_path)
+        return cls(path, kind, resumed, file, step, start, vocab, again=again)
 
-    def say_start(self) -> None:
-        """The line a resumed run starts with: what it resumes, from which step."""
+    def say_start(self, trainer, data: DictConfig) -> None:
+        """The lines a run starts with, once its trainer is built: mixed precision on the CPU
+        (:func:`~luong_lit.training.precision.note_cpu_mixed`), a data-parallel step's batch,
+        and what a resumed run resumes, from which step."""
+        from luong_lit.training.precision import note_cpu_mixed
+
+        note_cpu_mixed(trainer)
+        ranks = trainer.world_size
+        if ranks > 1 and trainer.is_global_zero:
+            each, unit = data.batch_size, data.get("batch_by", "sentences")
+            log.info("data-parallel: %d ranks x %s %s (data.batch_size, each rank's) = %s %s "
+                     "a step", ranks, each, unit, ranks * int(each), unit)  # fmt: skip
         if self.kind == "resume":
-            step = step_of(self.resume_from) if self.resume_from else "?"
             log.info("resuming %sfrom %s at step %s", "this sweep job " if self.again else "",
-                     self.resume_from or self.ckpt_path, step)  # fmt: skip
+                     self.resume_from or self.ckpt_path, self.step)  # fmt: skip
 
     def finish(self, results: Results, rank_zero: bool = True) -> None:
         """Write ``results.json`` (rank 0's): a finished run, as sweeps and resumes read it."""
@@ -95,19 +115,34 @@ class RunFolder:
         return {"test": results.to_json(), "objective": results.objective_value}
 
 
-def _checked(cfg: DictConfig, file: Path | None, ckpt_path: Any) -> None:
-    """Refuse, before any work, a fine-tuned model that contradicts its checkpoint and a
-    checkpoint of another model (each one line); a fine-tuned run reads its model here."""
-    from luong_lit.training import finetune
-
-    finetune.source_of(cfg)
-    if file is not None:
-        check_resumable(file, cfg.model.net, str(ckpt_path))
-
-
 def _file_of(path: Path, ckpt_path: Any) -> Path | None:
     """The file ``ckpt_path`` names (``last``: the run's ``last.ckpt``) where it exists."""
     if not ckpt_path or (str(ckpt_path) in NAMED and ckpt_path != "last"):
         return None
     found = path / LAST if ckpt_path == "last" else Path(str(ckpt_path))
     return found if found.is_file() else None
+
+
+def give_run_folder(cfg) -> None:
+    """A config composed outside a Hydra app (``luong_lit.config.compose``, a notebook or a
+    script) has no run folder (``paths.output_dir`` reads Hydra's): it is given a new one, as a
+    Hydra run would be (``paths.log_dir/TASK/runs/DATE_TIME``), with its config saved there."""
+    import time
+
+    from omegaconf import OmegaConf, open_dict
+
+    try:
+        OmegaConf.select(cfg, "paths.output_dir", throw_on_resolution_failure=True)
+        return
+    except Exception:  # noqa: BLE001 - ${hydra:...} outside a Hydra app
+        pass
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+    folder = Path(str(cfg.paths.log_dir)) / str(cfg.get("task_name", "train")) / "runs" / stamp
+    n = 1
+    while folder.exists():  # two runs started in one second
+        folder, n = folder.with_name(f"{stamp}_{n}"), n + 1
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(folder)
+    (folder / ".hydra").mkdir(parents=True)
+    OmegaConf.save(cfg, folder / ".hydra" / "config.yaml")
+    log.info("run folder: %s", folder.resolve())

@@ -18,7 +18,7 @@ from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.trainer.states import TrainerFn
 
 from luong_lit.errors import ConfigError
-from luong_lit.reports import current_name
+from luong_lit.reports import check_current_name
 from luong_lit.sweeps.resolvers import DEV_METRICS, metric_mode  # noqa: F401 - its home
 from luong_lit.validate import integer, non_negative
 
@@ -32,20 +32,10 @@ MONITORABLE = {"val/ppl": "validation perplexity", "val/bleu": "validation BLEU 
                "val/bleu_beam_unk": "validation BLEU (beam, unk replaced)"}  # fmt: skip
 
 
-def check_current_name(option: str, name: str | None) -> None:
-    """Refuse an older name of a figure (:data:`luong_lit.reports.OLD_NAMES`) with its new one,
-    in one line (a monitor, the sweep's ``objective``)."""
-    renamed = None if name is None else current_name(name)
-    if renamed is not None:
-        raise ConfigError(
-            f"{option}={name}: this figure is now named {renamed}; set that (a run resumed "
-            f"with it starts its best checkpoint and early stopping's count afresh)"
-        )
-
-
 def check_monitor(option: str, monitor: str | None) -> None:
     """``monitor`` names a dev figure a run logs (None: none, where a callback allows it); an
-    older name of one is refused with its new name (:func:`check_current_name`)."""
+    older name of one is refused with its new name
+    (:func:`~luong_lit.reports.check_current_name`)."""
     check_current_name(option, monitor)
     if monitor is not None and monitor not in MONITORABLE:
         raise ConfigError(

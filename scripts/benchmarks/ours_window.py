@@ -197,11 +197,12 @@ def main() -> None:
         pad_vocab(args.pad_vocab)
     from luong_lit.runtime import configure_cpu_from
     from luong_lit.training.build import build
+    from luong_lit.training.run_folder import RunFolder
 
     cfg = window_config(args)
 
     configure_cpu_from(cfg)
-    dm, model, trainer = build(cfg)
+    dm, model, trainer = build(cfg, RunFolder.open(cfg))
     if args.plain:
         print(json.dumps(plain_window(dm, model, trainer, args.warmup, args.steps)))
         return

@@ -27,8 +27,9 @@ CHILD = """
 import sys
 from luong_lit.config import compose  # the checkout's own configs and resolvers
 from luong_lit.training.build import build
+from luong_lit.training.run_folder import RunFolder
 cfg = compose([f"paths.output_dir={sys.argv[1]}", *sys.argv[2:]])
-dm, model, trainer = build(cfg)
+dm, model, trainer = build(cfg, RunFolder.open(cfg))
 batch = next(iter(dm.train_dataloader()))
 print("first batch", type(batch).__name__)
 """
