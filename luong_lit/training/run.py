@@ -23,12 +23,8 @@ from luong_lit.training.lost_ranks import RankLost, is_lost_peer, lost_ranks
 from luong_lit.training.results import objective, test_results, untested
 from luong_lit.training.resume import LAST
 from luong_lit.training.run_folder import RunFolder
-from luong_lit.training.signals import (
-    SIGNALS,
-    SignalCheckpoint,
-    SpawnedRanks,
-    StoppedOutsideLoops,
-)
+from luong_lit.training.signals import SIGNALS, SignalCheckpoint, StoppedOutsideLoops
+from luong_lit.training.spawned_ranks import SpawnedRanks
 
 log = logging.getLogger(__name__)
 
