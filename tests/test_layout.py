@@ -105,6 +105,7 @@ LAYERS = [
     "sweeps",  # a sweep job's GPU, threads and resume
     "config_parts",  # registered attentions and scores as config group options
     "config",  # composing the Hydra configs
+    "config_help",  # train --help: the groups, their options, the experiments
     "analysis",  # figures and tables of runs
     "study",  # the paper study: Tables 1 and 3's ladders, their steps judged, the exhibits
     "serving",  # the HTTP server

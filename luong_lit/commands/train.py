@@ -18,7 +18,8 @@ import hydra
 from omegaconf import DictConfig
 
 from luong_lit.cli import hydra_errors, job_error, user_error_message, with_plugins
-from luong_lit.config import CONF_DIR, check_seed, check_sweep, compose, help_text
+from luong_lit.config import CONF_DIR, check_seed, check_sweep, compose
+from luong_lit.config_help import help_text
 from luong_lit.config_parts import offer_parts
 from luong_lit.errors import UserError, find_user_error
 from luong_lit.quiet import quiet
@@ -98,7 +99,7 @@ main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="tr
 def run(argv: list[str]) -> None:
     """``python -m luong_lit train ARGS``: the overrides are checked to compose (a one-line error
     and exit status 2 if they do not) before the Hydra app runs with them. ``--help`` is the
-    kit's own page (:func:`luong_lit.config.help_text`; Hydra's: ``--hydra-help``)."""
+    kit's own page (:func:`luong_lit.config_help.help_text`; Hydra's: ``--hydra-help``)."""
     try:
         argv = with_plugins(argv)  # python -m luong_lit.train --user-dir DIR ...
     except UserError as err:
