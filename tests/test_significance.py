@@ -12,13 +12,8 @@ import pytest
 from luong_lit.analysis.cells import varying
 from luong_lit.analysis.records import RunRow
 from luong_lit.metrics.bleu import corpus_bleu_tok
-from luong_lit.metrics.significance import (
-    Paired,
-    paired_bootstrap,
-    pooled,
-    two_level_bootstrap,
-    verdict,
-)
+from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, two_level_bootstrap
+from luong_lit.metrics.verdicts import verdict
 from luong_lit.study.rows import LadderRow
 from luong_lit.study.steps import judged, step_test, verdict_cells
 

@@ -18,21 +18,13 @@ import numpy as np
 import pytest
 
 from luong_lit.metrics.bleu import corpus_bleu_tok
-from luong_lit.metrics.significance import (
-    Paired,
-    holm,
-    judge,
-    paired_bootstrap,
-    pooled,
-    two_level_bootstrap,
-    verdict,
-    verdicts,
-)
+from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, two_level_bootstrap
 from luong_lit.metrics.significance_stats import (
     corpus_bleu,
     resampling_rng,
     sentence_stats,
 )
+from luong_lit.metrics.verdicts import holm, judge, verdict, verdicts
 
 LENGTH = 12  # words a sentence; the fixed word (2) and the broken one (9) move the same n-grams
 

@@ -22,10 +22,8 @@ test sentences, and both are two-sided:
   Each system's mean BLEU, seed standard deviation and test-set standard error are reported
   as MultEval reports them (Clark et al. 2011).
 
-A family of tests is corrected by Holm's step-down method (Holm 1979, :func:`holm`). A step
-"holds" when the system is better with corrected ``p < alpha``, is "reversed" when it is worse
-with ``p < alpha``, and is "not shown" otherwise (:func:`verdict`): a test that finds nothing
-shows no difference, not that there is none.
+A family of tests is corrected by Holm's step-down method, and each test is judged in words
+(:mod:`luong_lit.metrics.verdicts`).
 """
 
 from __future__ import annotations
@@ -45,7 +43,6 @@ from luong_lit.metrics.significance_stats import (
     two_sided,
 )
 
-ALPHA = 0.05
 SAMPLES = 1000  # the functions' default; ``report`` and ``paired.py`` draw 10,000
 
 
@@ -282,35 +279,3 @@ def pooled(pairs: Sequence[tuple[Sequence[str], Sequence[str], Sequence[str]]]):
         system += list(b)
         refs += list(r)
     return baseline, system, refs
-
-
-def holm(ps: Sequence[float]) -> list[float]:
-    """Holm's step-down correction of a family of p-values (Holm 1979), in the order given.
-
-    Sorted ascending, the i-th smallest of m becomes ``(m - i + 1) * p``, capped at 1 and never
-    below the one before it; a hypothesis is rejected at level alpha when its corrected p is below
-    alpha, which keeps the chance of any false rejection in the family at most alpha."""
-    order = np.argsort(np.asarray(ps, dtype=float), kind="stable")
-    m, running, out = len(order), 0.0, [0.0] * len(order)
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * float(ps[i])))
-        out[i] = running
-    return out
-
-
-def judge(gain: float, p: float, alpha: float = ALPHA) -> str:
-    """``holds`` (p < alpha, gain > 0), ``reversed`` (p < alpha, gain < 0) or ``not shown``."""
-    if p >= alpha or gain == 0:
-        return "not shown"
-    return "holds" if gain > 0 else "reversed"
-
-
-def verdict(found: Paired | SeedPaired, alpha: float = ALPHA) -> str:
-    """The verdict of one test on its own p (see :func:`judge`)."""
-    return judge(found.gain, found.p, alpha)
-
-
-def verdicts(found: Sequence[Paired | SeedPaired], alpha: float = ALPHA) -> list[tuple[float, str]]:
-    """A family of tests judged together: each one's Holm-corrected p and verdict, in order."""
-    corrected = holm([f.p for f in found])
-    return [(p, judge(f.gain, p, alpha)) for f, p in zip(found, corrected, strict=True)]

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from luong_lit.analysis.outputs import run_outputs
 from luong_lit.analysis.records import RunRow
-from luong_lit.metrics.significance import SeedPaired, SeedRow, holm, judge, seed_row
+from luong_lit.metrics.significance import SeedPaired, SeedRow, seed_row
 from luong_lit.metrics.significance import two_level_bootstrap as two_level
+from luong_lit.metrics.verdicts import holm, judge
 from luong_lit.study.rows import LadderRow
 
 

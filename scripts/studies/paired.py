@@ -21,14 +21,9 @@ import sys
 from pathlib import Path
 
 from luong_lit.analysis.outputs import report_outputs, run_outputs
-from luong_lit.metrics.significance import (
-    Paired,
-    SeedPaired,
-    paired_bootstrap,
-    two_level_bootstrap,
-    verdict,
-)
+from luong_lit.metrics.significance import Paired, SeedPaired, paired_bootstrap, two_level_bootstrap
 from luong_lit.metrics.significance_stats import mc_error
+from luong_lit.metrics.verdicts import verdict
 
 
 def outputs(path: Path, kind: str) -> tuple[list[str], list[str]]:
