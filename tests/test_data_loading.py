@@ -13,7 +13,7 @@ from luong_lit.data import (
     Vocab,
     collate,
 )
-from luong_lit.data.store.prepare import length_filter
+from luong_lit.data.store.chunks import length_filter
 
 
 def naive_cut(part, tgt_lens, batch_size, by):
@@ -152,7 +152,7 @@ def test_a_gpu_run_loads_with_workers_and_pinned_memory_and_a_cpu_run_as_before(
     import torch
     from conftest import compose_cfg, tiny_overrides
 
-    from luong_lit.data.loading.datamodule import GPU_WORKERS
+    from luong_lit.data.loading.workers import GPU_WORKERS
     from luong_lit.training.instantiate import instantiate_at
 
     def loader(device: str, *extra: str):

@@ -8,7 +8,6 @@ test sets, a few thousand sentences, are read and tokenised at every start.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,10 @@ from luong_lit.data.loading.batching import BucketBatchSampler, collate
 from luong_lit.data.loading.loader import ResumableLoader
 from luong_lit.data.loading.options import DATA_OPTIONS
 from luong_lit.data.loading.splits import Split, read_pairs, split_files, tokenized_split
+from luong_lit.data.loading.workers import loader_workers
 from luong_lit.data.sources.fetch import mirror_dir
-from luong_lit.data.store.prepare import ensure_store, length_filter, make_tokenizers
+from luong_lit.data.store.chunks import length_filter, make_tokenizers
+from luong_lit.data.store.prepare import ensure_store
 from luong_lit.data.store.spec import CorpusSpec
 from luong_lit.data.store.token_store import SIDES, TokenStore
 from luong_lit.data.text.tokenize import make_tokenizer
@@ -31,17 +32,6 @@ from luong_lit.data.vocab import Vocab
 from luong_lit.validate import OptionError, split_options, takes_options
 
 log = logging.getLogger(__name__)
-GPU_WORKERS = 2  #: loader processes of a GPU run where ``num_workers`` is unset
-
-
-def worker_context(workers: int) -> dict[str, Any]:
-    """The loader processes' start method, named: the platform's own (``fork`` on Linux), not
-    whatever the process's default has become. A sweep job in a joblib (loky) worker has loky's
-    as its default, whose processes a DataLoader cannot start."""
-    if workers < 1:
-        return {}
-    method = multiprocessing.get_all_start_methods()[0]  # the platform's default comes first
-    return {"multiprocessing_context": multiprocessing.get_context(method)}
 
 
 class TranslationDataModule(L.LightningDataModule):
@@ -235,19 +225,10 @@ class TranslationDataModule(L.LightningDataModule):
         return self._train_loader
 
     def _workers(self) -> dict[str, Any]:
-        """How the loaders load: ``num_workers`` processes (unset: none on a CPU); on a GPU,
-        :data:`GPU_WORKERS` kept from epoch to epoch by default, and batches in pinned memory,
-        copied to the device without a wait. The batches are the same either way (the batch
-        sampler runs in this process)."""
+        """How the loaders load (:func:`~luong_lit.data.loading.workers.loader_workers`)."""
         trainer = getattr(self, "trainer", None)
         on_gpu = trainer is not None and trainer.strategy.root_device.type == "cuda"
-        workers = self.batching.num_workers
-        if workers is None:
-            workers = GPU_WORKERS if on_gpu else 0
-        kwargs: dict[str, Any] = {"num_workers": workers, **worker_context(workers)}
-        if on_gpu:
-            kwargs.update(pin_memory=True, persistent_workers=workers > 0)
-        return kwargs
+        return loader_workers(self.batching.num_workers, on_gpu)
 
     def _epoch(self) -> int | None:
         """The trainer's current epoch (None outside a trainer: the sampler's own ``set_epoch``)."""

@@ -119,7 +119,7 @@ class Batching:
             (docs/paper_notes.md §8).
         seed: the batch order of every epoch (with the epoch's number).
         num_workers: the loaders' worker processes; None: none on a CPU, and on a GPU
-            :data:`~luong_lit.data.loading.datamodule.GPU_WORKERS`, with pinned memory.
+            :data:`~luong_lit.data.loading.workers.GPU_WORKERS`, with pinned memory.
     """
 
     batch_size: int = 128
