@@ -29,25 +29,19 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from luong_lit.analysis.cells import mean_sd, pm
+from luong_lit.analysis.cells import mean_sd
 from luong_lit.analysis.records import RunRow
 from luong_lit.paper.numbers import LADDERS
 from luong_lit.reports import Evaluation
+from luong_lit.study import ladder_cells as as_text
 from luong_lit.study.rows import LadderRow
 from luong_lit.study.steps import judged, row_spread, sensitivity, verdict_cells
 
-NOT_RUN = "not run yet"
 RECIPES: dict[str | None, str] = {  # the experiment a ladder row is added to
     "m30k_small": "ours (m30k_small: 2×256, Adam, the main job's additions)",
     "m30k_paper": "the paper's (m30k_paper: its §4.1 settings, at 2×256)",
     "m30k_paper_long": "the paper's, trained until dev stops improving (m30k_paper_long)",
 }
-HEAD = (
-    "paper row | our corpus | runs | dev ppl | test ppl | greedy BLEU | beam BLEU | + unk"
-    " | test SE | gain [95 % CI] | p (Holm) | verdict | paper corpus | paper ppl | paper BLEU"
-    " | paper gain"
-)
-RULE = "|---|---|---:|" + "---:|" * 8 + "---|---|---:|---:|---:|"
 ENSEMBLE = "`python -m luong_lit evaluate CKPT1 CKPT2 ... --test TEST"
 NOTE = (
     "Ours: mean ± sample sd over seeds (tokenised BLEU). Test SE: the sd of a run's beam BLEU "
@@ -160,45 +154,6 @@ def gain(above: LadderRow, row: LadderRow) -> tuple[float, float | None, str] | 
     return None
 
 
-def _pm(pair: tuple | None) -> str:
-    """:func:`~luong_lit.analysis.cells.pm`, an sd of 0 (one system) left out."""
-    mean, sd = pair or (None, None)
-    return pm((mean, sd or None))
-
-
-def _gain_text(found: tuple | None) -> str:
-    if found is None:
-        return "–"
-    diff, spread, kind = found
-    return f"{diff:+.2f}" + (f" ± {spread:.2f}" if spread is not None else "") + f" ({kind})"
-
-
-def _runs_text(row: LadderRow) -> str:
-    if not row.n:
-        return NOT_RUN
-    if row.ensemble:
-        return f"ensemble of {row.ensemble}"
-    return str(row.n) if row.n == row.runs else f"{row.n} of {row.runs}"
-
-
-def _one(x: float | None, fmt: str = "{:.1f}") -> str:
-    return "–" if x is None else fmt.format(x)
-
-
-def _paper_gain(above: LadderRow | None, row: LadderRow) -> str:
-    """The paper's gain, from its BLEU of the two rows (as printed in Tables 1 and 3)."""
-    if not above or row.paper_bleu is None or above.paper_bleu is None:
-        return "–"
-    return _one(row.paper_bleu - above.paper_bleu, "{:+.1f}")
-
-
-def _hardware(laid: Sequence[LadderRow]) -> str:
-    """Where the table's runs trained, when not all on a CPU: ", runs on a GPU: 6 of 11"."""
-    where = [m.accelerator or "cpu" for row in laid for m in row.members]
-    gpu = sum(a in ("gpu", "cuda") for a in where)
-    return f", runs trained on a GPU: {gpu} of {len(where)}" if gpu else ""
-
-
 def markdown_ladder(table: str, laid: Sequence[LadderRow], tests: Sequence | None = None) -> str:
     """One table of :func:`lay_out`'s rows, ours beside the paper's, with the gains (``tests``:
     :func:`judged`'s of these rows, found here where not given)."""
@@ -208,20 +163,24 @@ def markdown_ladder(table: str, laid: Sequence[LadderRow], tests: Sequence | Non
     if recipe:
         title += f", recipe {RECIPES.get(recipe[0], recipe[0])}"
         title += f" with {recipe[1]}" if recipe[1] else ""
-    title += _hardware(laid)
-    lines = [f"{title}; the paper's on {where}", "", f"| {HEAD} |", RULE]
+    title += as_text.hardware(laid)
+    lines = [f"{title}; the paper's on {where}", "", f"| {as_text.HEAD} |", as_text.RULE]
     tests = judged(laid) if tests is None else tests
     for i, (row, test) in enumerate(zip(laid, tests, strict=True)):
         above = laid[i - 1] if i else None
         ours = gain(above, row) if above and above.n and row.n else None
-        cells = [row.paper_row, row.corpus or "–", _runs_text(row)]
+        cells = [row.paper_row, row.corpus or "–", as_text.runs_text(row)]
         shown = ("dev_ppl", "ppl", "bleu_greedy", "bleu_beam", "bleu_beam_unk")
-        cells += [_pm(row.stats.get(k)) for k in shown]
+        cells += [as_text.mean_pm(row.stats.get(k)) for k in shown]
         spread = row_spread(row) if row.members else None
         cells.append("–" if spread is None else f"{spread.test_se:.2f}")
         tested = verdict_cells(test)
-        cells += [tested[0] if test else _gain_text(ours), *tested[1:], where]
-        cells += [_one(row.paper_ppl), _one(row.paper_bleu), _paper_gain(above, row)]
+        cells += [tested[0] if test else as_text.gain_text(ours), *tested[1:], where]
+        cells += [
+            as_text.one(row.paper_ppl),
+            as_text.one(row.paper_bleu),
+            as_text.paper_gain(above, row),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
