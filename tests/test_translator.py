@@ -113,6 +113,24 @@ def test_attention_of_an_empty_text_is_empty(lowercase_model):
     assert model.translate([""]) == [""]
 
 
+def test_an_unset_batch_size_is_the_devices_own_and_a_set_one_is_kept(lowercase_model):
+    """On a CPU a model decodes 64 sentences together unless told otherwise; on a GPU a test set
+    in few batches (1,000); a batch size given is the one used, and translations do not depend
+    on it."""
+    from luong_lit.decoding.corpus import DEVICE_BATCH, batch_size_for
+
+    assert luong_lit.load(lowercase_model).batch_size == 64
+    assert luong_lit.load(lowercase_model, batch_size=3).batch_size == 3
+    assert batch_size_for("cuda") == batch_size_for(torch.device("cuda", 1)) == DEVICE_BATCH
+    assert batch_size_for("cuda", 7) == 7 == batch_size_for("cpu", 7, cpu=128)
+    assert batch_size_for("cpu", cpu=128) == 128
+    lines = ["A B C D", "D E", "A", "B C D E A"]
+    one = luong_lit.load(lowercase_model, beam=3, batch_size=1).translate(lines)
+    assert luong_lit.load(lowercase_model, beam=3).translate(lines) == one
+    with pytest.raises(UsageError, match="^batch_size must be an integer >= 1, got 0"):
+        luong_lit.load(lowercase_model, batch_size=0)
+
+
 def test_options_are_typed_and_checked_by_name(lowercase_model):
     with pytest.raises(UsageError, match="^beam must be an integer >= 1, got 0"):
         luong_lit.load(lowercase_model, beam=0)

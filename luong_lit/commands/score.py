@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_sources(srcs, args.src or "<stdin>")
         configure_cpu(args.threads)
         translator = Translator.load(args.checkpoints, options)
-        step, lines = 16 * args.batch_size, []
+        step, lines = 16 * translator.batch_size, []
         for start in range(0, len(srcs), step):  # a long file a part at a time
             part = slice(start, start + step)
             scored = translator.token_scores(srcs[part], tgts[part]) if srcs[part] else []

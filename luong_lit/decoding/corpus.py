@@ -22,6 +22,20 @@ from luong_lit.decoding.unk import render
 from luong_lit.decoding.workers import imap_workers
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
+#: sentences decoded together where a caller gives no batch size, on any device but a CPU: a
+#: test set in a few batches, for a step's host work is the same at any batch and a GPU's cores
+#: are busy only with many rows (the CPU's own default is the caller's, ``cpu`` below)
+DEVICE_BATCH = 1000
+
+
+def batch_size_for(device: torch.device | str, given: int | None = None, cpu: int = 64) -> int:
+    """The batch size to decode with on ``device``: ``given`` where it is set, else ``cpu`` on a
+    CPU (few rows pad little, and a host read costs nothing there) and :data:`DEVICE_BATCH`
+    elsewhere."""
+    if given is not None:
+        return given
+    return cpu if torch.device(device).type == "cpu" else DEVICE_BATCH
+
 
 def batch_seed(seed: int, k: int) -> int:
     """The seed of batch ``k`` of a corpus sampled with ``seed``: each batch draws its own

@@ -15,6 +15,7 @@ import torch
 
 from luong_lit.data.loading.batching import Batch
 from luong_lit.data.text.dictionary import load_dictionary
+from luong_lit.decoding.corpus import batch_size_for
 from luong_lit.decoding.search import parse_length_penalty
 from luong_lit.inference import Inference
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
@@ -88,8 +89,14 @@ def _say_limit(trainer, key: str, what: str, then: str) -> None:
 
 def _check_every(every_n_epochs, batch_size, max_sentences) -> None:
     integer("every_n_epochs", every_n_epochs, 0)
-    integer("batch_size", batch_size, 1)
+    integer("batch_size", batch_size, 1, nullable=True)
     integer("max_sentences", max_sentences, 1, nullable=True)
+
+
+def _batch(pl_module, given: int | None, cpu: int) -> int:
+    """The dev and test decoding's batch size: ``given``, else ``cpu`` on a CPU and a test set
+    in a few batches elsewhere (:func:`~luong_lit.decoding.corpus.batch_size_for`)."""
+    return batch_size_for(pl_module.device, given, cpu)
 
 
 def _due(trainer, every: int) -> bool:
@@ -110,7 +117,7 @@ class GreedyBleuCallback(L.Callback):
     def __init__(
         self,
         every_n_epochs: int = 1,
-        batch_size: int = 128,
+        batch_size: int | None = None,
         max_sentences: int | None = None,
         samples: int = 5,
     ) -> None:
@@ -138,7 +145,8 @@ class GreedyBleuCallback(L.Callback):
         inference = Inference(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
         n = len(dev.src_ids[: self.max_sentences])
         tick = decode_progress(trainer, "validation: greedy BLEU of the dev set", n)
-        words, _ = split_words(trainer, inference, dev, batch_size=self.batch_size,
+        size = _batch(pl_module, self.batch_size, 128)
+        words, _ = split_words(trainer, inference, dev, batch_size=size,
                                max_sentences=self.max_sentences, progress=tick)  # fmt: skip
         hyps, refs = bleu_lines(words, tok), bleu_lines(dev.tgt_tokens[: len(words)], tok)
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
@@ -159,7 +167,8 @@ class GreedyBleuCallback(L.Callback):
         for name in dm.test_spec:
             split = dm.splits[name]
             tick = decode_progress(trainer, f"test {name}: greedy BLEU", len(split.src_ids))
-            words, _ = split_words(trainer, inference, split, batch_size=self.batch_size,
+            size = _batch(pl_module, self.batch_size, 128)
+            words, _ = split_words(trainer, inference, split, batch_size=size,
                                    progress=tick)  # fmt: skip
             scores = words_scores({"greedy": words}, split.tgt_tokens, dm.tokenizers.get("tgt"))
             for key, value in scores.items():  # bleu_greedy, chrf_greedy, ...
@@ -184,7 +193,7 @@ class BeamBleuCallback(L.Callback):
         self,
         every_n_epochs: int = 1,
         beam: int = 5,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         replace_unk: bool = True,
         dictionary: str | None = None,
         max_sentences: int | None = None,
@@ -212,7 +221,8 @@ class BeamBleuCallback(L.Callback):
         n = len(split.src_ids[: self.max_sentences])
         tick = decode_progress(trainer, f"{what}: beam-{self.search.beam} BLEU", n)
         words, replaced = split_words(
-            trainer, inference, split, search=self.search, batch_size=self.batch_size,
+            trainer, inference, split, search=self.search,
+            batch_size=_batch(pl_module, self.batch_size, 64),
             max_sentences=self.max_sentences, replace_unk=self.replace_unk,
             dictionary=self._dictionary, progress=tick,
         )  # fmt: skip

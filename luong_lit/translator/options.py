@@ -95,7 +95,9 @@ class LoadOptions:
         "content-based scores) or predicted (the step that produced it)", group="load",
         choices=CONVENTIONS,
     )  # fmt: skip
-    batch_size: int = option(64, "sentences decoded together", group="load")
+    batch_size: int | None = option(None, "sentences decoded together (unset: 64 on a CPU; "
+                                    "1,000 on a GPU, a test set in few batches)",
+                                    group="load")  # fmt: skip
     workers: int = option(1, "decode batches in N forked one-thread processes (CPU; up to one "
                           "per core)", group="load")  # fmt: skip
     pretokenized: bool = option(False, "input is already tokenised; output stays so",
@@ -108,8 +110,9 @@ class LoadOptions:
     )  # fmt: skip
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "workers"):
-            at_least(name, getattr(self, name), 1)
+        if self.batch_size is not None:
+            at_least("batch_size", self.batch_size, 1)
+        at_least("workers", self.workers, 1)
         boolean("pretokenized", self.pretokenized)
         if self.max_src_len is not None:
             at_least("max_src_len", self.max_src_len, 1)

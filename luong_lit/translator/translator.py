@@ -28,6 +28,7 @@ from luong_lit.data.loading.model_data import model_text
 from luong_lit.data.text.dictionary import load_dictionary
 from luong_lit.data.text.model_text import SourceLine
 from luong_lit.data.vocab import EOS, Vocab
+from luong_lit.decoding.corpus import batch_size_for
 from luong_lit.decoding.search import Hypothesis, beam_width
 from luong_lit.decoding.unk import Rendered, render
 from luong_lit.errors import UsageError
@@ -82,6 +83,8 @@ class Translator:
         self.inference = Inference(model, tgt_vocab, engine=options.engine, int8=options.int8)
         self.defaults = self.checked(search or SearchOptions())  # refused here if it cannot be
         self.dictionary = load_dictionary(options.dictionary) if options.dictionary else None
+        device = next(model.parameters()).device  # batch_size unset: this device's default
+        self.batch_size = batch_size_for(device, options.batch_size)
 
     @classmethod
     def load(
@@ -135,7 +138,7 @@ class Translator:
         """Each pair's :meth:`score` and the log-probability of each of its target tokens."""
         src_tokens, tgt_tokens = token_pairs(self.text, src, tgt)
         src_ids, tgt_ids = self._ids(src_tokens, tgt_tokens)
-        size = self.options.batch_size
+        size = self.batch_size
         forced = self.inference.forced(src_ids, tgt_ids, scores=True, batch_size=size)
         scores = []
         for f, tokens in zip(forced, tgt_tokens):
@@ -197,7 +200,7 @@ class Translator:
         tokens = self._prefix_tokens(given, sources, opts)
         out = self.inference.decode(
             [self.src_vocab.encode(s.tokens) for s in sources], search=opts.search(),
-            batch_size=self.options.batch_size, keep_attention=opts.replace_unk,
+            batch_size=self.batch_size, keep_attention=opts.replace_unk,
             workers=self.options.workers, progress=progress,
             prefixes=None if given is None else [prefix_ids(t, self.tgt_vocab) for t in tokens],
         )  # fmt: skip
