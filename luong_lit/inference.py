@@ -43,9 +43,10 @@ class Inference(HasFacts):
     """
 
     def __init__(
-        self, model: AnyDecodeModel, tgt_vocab, *, engine=None, int8: str | None = None
-    ) -> None:
-        self.model, self.tgt_vocab, self.int8 = model, tgt_vocab, int8
+        self, model: AnyDecodeModel, tgt_vocab, *, engine=None, int8: str | None = None,
+        graphs: bool = False,
+    ) -> None:  # fmt: skip
+        self.model, self.tgt_vocab, self.int8, self.graphs = model, tgt_vocab, int8, graphs
         self.facts = model.facts  # what the model is: each of its forms hands it on
         self.engine = make_engine() if engine is None else make_engine(engine)
         with evaluating(model):
@@ -74,7 +75,7 @@ class Inference(HasFacts):
             return decode_corpus(
                 self.stepper, src_ids, search=search, batch_size=batch_size,
                 keep_attention=keep_attention, progress=progress, workers=workers,
-                prefixes=prefixes,
+                prefixes=prefixes, graphs=self.graphs,
             )  # fmt: skip
 
     def words(

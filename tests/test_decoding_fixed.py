@@ -17,7 +17,7 @@ from conftest import small_model, source_batch
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.ensemble import Ensemble
-from luong_lit.decoding.fixed import fixed_beam_search, most_steps
+from luong_lit.decoding.fixed import as_is, fixed_beam_search, most_steps
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.search import AUTHORS, BeamSearch
 from luong_lit.engines import FastEngine
@@ -67,6 +67,49 @@ def test_the_fixed_shape_search_finds_what_the_shrinking_one_finds(name):
         old = beam_search(model, src, src_len, cfg, every=1)
         for every in (1, 8):
             _same(old, fixed_beam_search(model, src, src_len, cfg, every=every))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_in_chunks_counted_on_the_device_it_finds_the_same(name):
+    """The search in chunks of steps on the carry's tensors, each step's index read from the
+    device (what a CUDA graph of a chunk replays; here each chunk runs as it is): the same
+    hypotheses, scores and attention as the shrinking search, chunks running past the
+    longest output included."""
+    model = MODELS[name]()
+    src, src_len = source_batch(9, S=9, seed=3)
+    for cfg in SEARCHES:
+        old = beam_search(model, src, src_len, cfg, every=1)
+        for every in (1, 3, 8):
+            _same(old, fixed_beam_search(model, src, src_len, cfg, every=every, chunks=as_is))
+
+
+def test_a_chunk_reads_nothing_on_the_host_and_repeats_its_operators():
+    """Between two host reads, a chunk of steps: every chunk dispatches the same operators,
+    and none of them reads the host (a captured graph could not)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.name())
+            return func(*args, **(kwargs or {}))
+
+    model = FastEngine().for_decoding(_net(7, attention="local_m").float())
+    src, src_len = source_batch(8, S=9, seed=5)
+    src_len[0] = 2
+    with Record() as r:
+        fixed_beam_search(model, src, src_len, BeamSearch(beam=3), every=4, chunks=as_is)
+    names = r.names
+    reads = [i for i, n in enumerate(names) if n == "aten::_local_scalar_dense"]
+    between = [names[a + 1 : b] for a, b in zip(reads, reads[1:])]  # the warm-up, each chunk
+    assert between[1][0] == "aten::fill_.Scalar"  # the device's step count, set once
+    chunks = [between[1][1:], *between[2:]]
+    assert len(chunks) >= 3 and all(c == chunks[0] for c in chunks)
+    assert chunks[0].count("aten::_log_softmax") == 4  # a chunk: four steps
+    assert "aten::nonzero" not in names
 
 
 def test_the_same_with_prefixes_of_different_lengths():

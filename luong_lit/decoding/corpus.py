@@ -13,7 +13,7 @@ import torch
 from luong_lit.data.loading.batching import Batch, collate
 from luong_lit.data.vocab import Vocab
 from luong_lit.decoding.beam import beam_search, sync_every
-from luong_lit.decoding.fixed import fixed_beam_search
+from luong_lit.decoding.fixed import cuda_graph, fixed_beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.sampling import generator, sample
@@ -54,7 +54,7 @@ def corpus_seed(search: Search) -> int | None:
 
 def _search_batch(
     model: DecodeModel[MemoryT, StateT], batch: Batch, search: Search, keep_attention: bool,
-    prefix: Prefix | None, seed: int | None,
+    prefix: Prefix | None, seed: int | None, graphs: bool = False,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     """Each sentence's hypotheses, by the search ``search`` asks for."""
     if isinstance(search, Sampling):
@@ -66,24 +66,28 @@ def _search_batch(
             prefix=prefix,
         )  # fmt: skip
         return [[Hypothesis(h, None, attn[i] if attn else None)] for i, h in enumerate(ids)]
-    search_beam = beam_for(batch.src.device)
+    search_beam = beam_for(batch.src.device, graphs)
     return search_beam(model, batch.src, batch.src_len, search, keep_attention, prefix=prefix)
 
 
-def beam_for(device: torch.device) -> Callable[..., list[list[Hypothesis]]]:
+def beam_for(device: torch.device, graphs: bool = False) -> Callable[..., list[list[Hypothesis]]]:
     """The beam search a device runs (both find the same, ``tests/test_decoding_fixed.py``): on
     a CPU the one that drops finished sentences from the batch (a host read costs nothing
     there, and fewer rows cost less); elsewhere the fixed-shape one, which reads the host once
-    in :func:`~luong_lit.decoding.beam.sync_every` steps."""
+    in :func:`~luong_lit.decoding.beam.sync_every` steps; ``graphs`` (a CUDA device): each
+    chunk of those steps one CUDA graph, captured once a batch and replayed."""
     every = sync_every(device)
-    return beam_search if every == 1 else functools.partial(fixed_beam_search, every=every)
+    if every == 1:
+        return beam_search
+    chunks = cuda_graph if graphs and device.type == "cuda" else None
+    return functools.partial(fixed_beam_search, every=every, chunks=chunks)
 
 
 def _decode_batch(
     model: DecodeModel[MemoryT, StateT], batch: Batch, search: Search, keep_attention: bool,
-    prefix: Prefix | None = None, seed: int | None = None,
+    prefix: Prefix | None = None, seed: int | None = None, graphs: bool = False,
 ) -> list[list[Hypothesis]]:  # fmt: skip
-    found = _search_batch(model, batch, search, keep_attention, prefix, seed)
+    found = _search_batch(model, batch, search, keep_attention, prefix, seed, graphs)
     for S, n_best in zip(batch.src_len.tolist(), found):  # one host read a batch
         for hyp in n_best:  # attention over the sentence's own S words (the batch pads the rest)
             hyp.attention = (
@@ -102,13 +106,15 @@ def _decode_indices(
     device: torch.device,
     prefixes: Sequence[Sequence[int]] | None,
     seed: int | None,
+    graphs: bool = False,
 ) -> list[tuple[int, list[Hypothesis]]]:
     k, idx = item
     batch = collate([(i, list(src_ids[i]), []) for i in idx]).to(device)
     order = batch.index.tolist()
     prefix = None if prefixes is None else Prefix.of([prefixes[i] for i in order], device)
     seed = None if seed is None else batch_seed(seed, k)
-    return list(zip(order, _decode_batch(model, batch, search, keep_attention, prefix, seed)))
+    found = _decode_batch(model, batch, search, keep_attention, prefix, seed, graphs)
+    return list(zip(order, found))
 
 
 @torch.no_grad()
@@ -122,6 +128,7 @@ def decode_corpus(
     progress: bool | Callable[[int], None] = False,
     workers: int = 1,
     prefixes: Sequence[Sequence[int]] | None = None,
+    graphs: bool = False,
 ) -> list[list[Hypothesis]]:
     """Translate every source (a list of id lists) in input order: for each, its ``n_best``
     hypotheses, best first (greedy search: one; sampling: ``n_best`` samples); an empty
@@ -136,6 +143,8 @@ def decode_corpus(
     ``search.seed`` (None: of a fresh seed), so that a seed reproduces the call. ``model``: a
     :class:`~luong_lit.nn.interface.DecodeModel` (a model, an ensemble, or an engine's
     decode-time form of either, :meth:`luong_lit.engines.FastEngine.for_decoding`).
+    ``graphs``: beam search on a CUDA device runs each chunk of its steps as one CUDA graph
+    (:func:`beam_for`).
     """
     out: list[list[Hypothesis]] = [[] for _ in src_ids]
     order = sorted((i for i, s in enumerate(src_ids) if len(s)), key=lambda i: -len(src_ids[i]))
@@ -157,6 +166,7 @@ def decode_corpus(
         device,
         prefixes,
         corpus_seed(search),
+        graphs,
     ):
         for i, tr in done:
             out[i] = tr

@@ -106,7 +106,7 @@ class Ensemble(nn.Module, HasFacts):
         return _Many(e[0] for e in encoded), _Many(e[1] for e in encoded)
 
     def step(
-        self, y_prev: Tensor, state: _Many, memory: _Many, t: int
+        self, y_prev: Tensor, state: _Many, memory: _Many, t: int | Tensor
     ) -> tuple[Tensor, _Many, SummedAlignment | None]:
         """One step of every member; returns combined scores (B, V) for a log-softmax."""
         outs = [m.step(y_prev, s, mem, t) for m, s, mem in zip(self.members, state, memory)]

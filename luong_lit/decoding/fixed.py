@@ -5,29 +5,40 @@ The first step runs on one row a sentence (its ``K`` slots would all be copies o
 it on ``K`` rows scored ``[0, −inf, …]`` changes the last bits of the a_t products), every later
 step on ``B·K`` rows; no row is ever dropped, a sentence that is done carries a flag that its
 later candidates are not collected by, and what each step chose is written into buffers made
-once for the longest output a batch of this source width may have (:class:`Steps`), at the
-step's index. What it finds equals :func:`~luong_lit.decoding.beam.beam_search`'s, which drops
+once for the longest output a batch of this source width may have
+(:class:`~luong_lit.decoding.fixed_steps.Steps`), at the step's index. What it finds equals
+:func:`~luong_lit.decoding.beam.beam_search`'s, which drops
 the finished sentences from the batch (``tests/test_decoding_fixed.py`` compares them in
 float64): the same hypotheses, raw and ranking scores and n-best order, attention to 1e-12,
 with length penalties, length bounds, the authors' stack rule, prefixes and ensembles. From the
-second step on, a step's operators do not depend on the batch's progress (the same test),
-which capturing a chunk of steps as one CUDA graph needs; no capture is built yet.
+second step on, a step's operators do not depend on the batch's progress (the same test).
+
+In chunks (``chunks``): after the first ``every`` steps, each chunk of ``every`` steps runs on
+the same tensors, its step's index counted on the device and its end copied into its start, so
+that one CUDA graph of a chunk, captured once a batch, replays every later chunk
+(:func:`cuda_graph`; ``translate --cuda-graphs``). On the CPU the same chunks run as they are
+(:func:`as_is`): the tests find what the shrinking search finds and a chunk that reads nothing
+on the host; the captured form is compared with the eager one on a GPU
+(``tests/test_gpu.py``), and it is off by default until measured there.
 
 The options and the result type are :mod:`luong_lit.decoding.search`'s.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
 import torch
 from torch import Tensor
 from torch.nn import functional as F
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
+from luong_lit.decoding.fixed_steps import NEG_INF, At, Steps, hypotheses, put, row
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.search import BeamSearch, Hypothesis
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
-
-NEG_INF = float("-inf")
 
 
 def most_steps(S: int, cfg: BeamSearch) -> int:
@@ -35,111 +46,6 @@ def most_steps(S: int, cfg: BeamSearch) -> int:
     a host value known before the search: no sentence is longer than its batch's width."""
     longest, _ = cfg.bounds(torch.tensor([S]))  # (1,) x2
     return max(int(longest[0]), 0) + 1
-
-
-class Steps:
-    """Per step ``t`` (rows of preallocated ``(T, B, K)`` buffers): each live slot's choice
-    after the step as one index ``parent · V + word`` into the step's ``(width, V)``
-    candidates, the ``a_t`` of the slots entering it, and the raw score (−inf: none) and the
-    index of each candidate that ended there in ``</s>``; the length bounds as tables read at
-    ``t``. One write a buffer a step; parents and words are split once, when they are read."""
-
-    def __init__(
-        self, T: int, B: int, K: int, keep_attention: bool, max_len: Tensor, min_len: Tensor,
-        min_len_ratio: float,
-    ):  # fmt: skip
-        dev, long = max_len.device, torch.long
-        self.kept = torch.zeros((T, B, K), dtype=long, device=dev)  # parent · V + word
-        self.ended = torch.full((T, B, K), NEG_INF, device=dev)  # raw score of a </s> candidate
-        self.left = torch.zeros((T, B, K), dtype=long, device=dev)  # its slot · V + </s>
-        self.a: Tensor | None = None  # (T, B, K, S) a_t, made at the first step that has one
-        self.keep_attention, self.V = keep_attention, 1
-        self.none = torch.tensor(NEG_INF, device=dev)  # the score of no candidate
-        t = torch.arange(T, device=dev).unsqueeze(1)  # (T, 1)
-        self.eos_bias: Tensor | None = None  # (T, B, 1) -inf: no </s> before min_len
-        if min_len_ratio > 0:  # else min_len is 0 everywhere: nothing to add
-            self.eos_bias = torch.zeros((T, B, 1), device=dev)
-            self.eos_bias.masked_fill_((t < min_len).unsqueeze(2), NEG_INF)
-        self.forced = (t >= max_len).view(T, B, 1, 1)  # only </s> from max_len on
-        self.unforced = ~self.forced.view(T, B, 1)  # (T, B, 1)
-
-    def write(self, t: int, kept: Tensor, a_t: Tensor | None) -> None:
-        self.kept[t] = kept  # (B, K)
-        if self.keep_attention and a_t is not None:
-            if self.a is None:
-                self.a = a_t.new_zeros((*self.kept.shape, a_t.size(-1)))  # (T, B, K, S)
-            self.a[t] = a_t  # (B, width, S), the first step's one slot to every slot
-
-    def read(self, sent: Tensor, end: Tensor, slot: Tensor) -> tuple[Tensor, Tensor | None]:
-        """The words (E, T) and attention (E, T, S) of ``E`` hypotheses, each of sentence
-        ``sent`` ending at step ``end`` from live slot ``slot`` (words past ``end - 1`` and
-        attention rows past ``end`` zero), walking the parents back from each one's end: the
-        ``r``-th step back reads step ``end - 1 - r`` (clamped at 0 past the first, then
-        dropped)."""
-        T = self.kept.size(0)
-        parent, word = self.kept // self.V, self.kept % self.V  # (T, B, K) x2
-        r = torch.arange(T, device=sent.device).unsqueeze(1)  # (T, 1)
-        at = (end.unsqueeze(0) - 1 - r).clamp(min=0)  # (T, E) the step read r steps back
-        k, back, rows = slot, [], []  # k: the slot entering the step read next
-        if self.a is not None:
-            rows.append(self.a[end, sent, k])  # (E, S) step end's
-        for s in at:  # (E,) a step per hypothesis
-            back.append(word[s, sent, k])  # (E,)
-            k = parent[s, sent, k]  # (E,) the slot entering step s
-            if self.a is not None:
-                rows.append(self.a[s, sent, k])  # (E, S)
-        pos = torch.arange(T, device=sent.device).unsqueeze(0)  # (1, T)
-        inside = pos < end.unsqueeze(1)  # (E, T)
-        since = (end.unsqueeze(1) - 1 - pos).clamp(min=0)  # (E, T) the r of each position
-        words = torch.stack(back, 1).gather(1, since) * inside  # (E, T)
-        if self.a is None:
-            return words, None
-        A = torch.stack(rows, 1)  # (E, T + 1, S) r = -1, 0, …
-        q = (end.unsqueeze(1) - pos).clamp(min=0)  # (E, T) index into A of each position
-        att = A.gather(1, q.unsqueeze(2).expand(-1, -1, A.size(2)))  # (E, T, S)
-        return words, att * (pos <= end.unsqueeze(1)).unsqueeze(2)
-
-
-def _divisors(cfg: BeamSearch, T: int, device: torch.device) -> Tensor | None:
-    """(T, 1, 1) what a raw score ending at step ``t`` (``t`` words and ``</s>``) is divided by
-    to rank it (:meth:`BeamSearch.divisor`); None for raw scores."""
-    if cfg.length_penalty is None:
-        return None
-    div = [cfg.divisor(t + 1) for t in range(T)]  # host floats, as BeamSearch.normalise's
-    return torch.tensor(div, dtype=torch.float64, device=device).view(T, 1, 1)
-
-
-def _ranked(cfg: BeamSearch, steps: Steps, T: int) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """Each sentence's ``n_best`` best finished candidates by the score they are ranked by,
-    the first found first among equals, ``n_best`` a sentence in order (−inf where it found
-    fewer): their sentence, step, slot, raw score and ranking score, (B·n_best,) each."""
-    raw = steps.ended[:T].double()  # (T, B, K)
-    div = _divisors(cfg, T, raw.device)
-    norm = raw if div is None else raw / div  # (T, B, K)
-    B, K = raw.size(1), raw.size(2)
-    flat = norm.permute(1, 0, 2).reshape(B, T * K)  # (B, T*K) in the order they were found
-    order = flat.sort(dim=1, descending=True, stable=True).indices[:, : cfg.n_best]  # (B, n)
-    sent = torch.arange(B, device=raw.device).repeat_interleave(order.size(1))  # (E,)
-    at = order.reshape(-1)  # (E,) index into T*K
-    end, k = at // K, at % K  # (E,) x2
-    slot = steps.left[end, sent, k] // steps.V  # (E,)
-    return sent, end, slot, raw[end, sent, k], norm[end, sent, k]
-
-
-def _hypotheses(cfg: BeamSearch, steps: Steps, T: int, B: int) -> list[list[Hypothesis]]:
-    """The hypotheses found, read on the host at once: one ``tolist`` of one float64 table
-    (ids below 2**53 and float32 scores are exact there); attention stays where it is."""
-    sent, end, slot, raw, norm = _ranked(cfg, steps, T)
-    n = end.numel() // B  # n_best a sentence
-    words, att = steps.read(sent, end, slot)  # (E, T), (E, T, S) or None
-    table = torch.cat([torch.stack([end.double(), raw, norm], 1), words.double()], 1)
-    out: list[list[Hypothesis]] = [[] for _ in range(B)]
-    for e, (stop, score, ranked, *ids) in enumerate(table.tolist()):  # the one host read
-        if score > NEG_INF:
-            m = int(stop)
-            a = None if att is None else att[e, : m + 1]
-            out[e // n].append(Hypothesis([int(i) for i in ids[:m]], score, a, ranked))
-    return out
 
 
 class _Done:
@@ -159,30 +65,32 @@ class _Done:
             return self.count < self.cfg.stack_size
         if self.cfg.length_penalty is not None:  # normalised scores can still rise
             return None
-        if self.n == 1:
-            self.best = torch.maximum(self.best, ended.amax(1, keepdim=True))
+        if self.n == 1:  # in place: a captured chunk of steps replays on the same tensors
+            torch.maximum(self.best, ended.amax(1, keepdim=True), out=self.best)
         else:
-            self.best = torch.cat([self.best, ended], 1).topk(self.n).values
+            self.best.copy_(torch.cat([self.best, ended], 1).topk(self.n).values)
         nth = self.best[:, -1]  # (B,)
         return best_live > nth  # nothing found: on while a live one is finite
 
 
 def _choose(
-    t: int, logp: Tensor, scores: Tensor, live: Tensor, steps: Steps, K: int
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Step ``t``'s choice from ``logp`` (B, width, V) and the live ``scores`` (B, width): the
-    ``</s>`` candidates among the best ``K`` are written to ``steps`` (those of a sentence still
-    ``live`` (B, 1)), the best ``K`` others stay live. Returns their scores and their indices
-    ``parent · V + word`` (B, K), and which candidates ended here (B, K)."""
+    at: At, logp: Tensor, scores: Tensor, live: Tensor, steps: Steps, K: int
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Step ``at``'s choice from ``logp`` (B, width, V) and the live ``scores`` (B, width):
+    the ``</s>`` candidates among the best ``K`` are written to ``steps`` (those of a sentence
+    still ``live`` (B, 1)), the best ``K`` others stay live. Returns their scores and their
+    indices ``parent · V + word`` (B, K), which candidates ended here and their raw scores
+    (−inf: none) (B, K)."""
     B, width, V = logp.shape
     cand = (scores.unsqueeze(2) + logp).view(B, width * V)  # (B, width*V)
     top_s, top_i = cand.topk(min(2 * K, width * V), dim=1)  # (B, 2K)
     eos = top_i % V == EOS_ID  # (B, 2K)
     ok = eos[:, :K] & (top_s[:, :K] > NEG_INF) & live  # (B, K) ends here, collected
-    steps.ended[t] = torch.where(ok, top_s[:, :K], steps.none)
-    steps.left[t] = top_i[:, :K]
+    ended = torch.where(ok, top_s[:, :K], steps.none)  # (B, K)
+    put(steps.ended, at, ended)
+    put(steps.left, at, top_i[:, :K])
     scores, keep_j = top_s.masked_fill(eos, NEG_INF).topk(K, dim=1)  # (B, K)
-    return scores, top_i.gather(1, keep_j), ok
+    return scores, top_i.gather(1, keep_j), ok, ended
 
 
 def _only_eos(V: int, device: torch.device) -> Tensor:
@@ -192,51 +100,161 @@ def _only_eos(V: int, device: torch.device) -> Tensor:
     return only
 
 
+class Carry(NamedTuple):
+    """What a search carries from one step to the next: the words entering it ``y`` (rows,),
+    the decoder's ``state``, the live ``scores`` (B, width) and whether each sentence goes on
+    ``live`` (B, 1), and, for a captured chunk of steps, the step's index ``t``: a () long
+    tensor on the device, which counts the steps there."""
+
+    y: Tensor
+    state: Any
+    scores: Tensor
+    live: Tensor
+    t: Tensor
+
+
+def _leaves(x: Any) -> list[Tensor]:
+    """The tensors of a carry or a decoder state (tuples of tuples of tensors), in order."""
+    if isinstance(x, Tensor):
+        return [x]
+    return [leaf for part in x for leaf in _leaves(part)]
+
+
+class _Stepper:
+    """One step of the search on a :class:`Carry`: the same operators at every step from the
+    second on, none that reads the host, and every tensor it keeps across steps updated in
+    place. Eagerly the step's index is a host int (rows of the buffers are views); in a
+    captured chunk it is the carry's ``t`` on the device (:data:`At`), which a CUDA graph of
+    a chunk of steps needs."""
+
+    def __init__(self, model: DecodeModel[MemoryT, StateT], memory: MemoryT, cfg: BeamSearch,
+                 steps: Steps, done: _Done, keep_attention: bool, prefix: Prefix | None,
+                 S: int) -> None:  # fmt: skip
+        self.model, self.memory, self.cfg, self.steps, self.done = model, memory, cfg, steps, done
+        self.keep_attention, self.prefix, self.S = keep_attention, prefix, S
+        self.only_eos: Tensor | None = None
+        sent = torch.arange(steps.kept.size(1), device=steps.kept.device)  # (B,)
+        self.sent, self.first_row = (
+            sent,
+            {1: sent.unsqueeze(1), cfg.beam: sent.unsqueeze(1) * cfg.beam},
+        )
+
+    def __call__(self, c: Carry, t: int | None) -> Carry:
+        """Step ``t`` on the host; in a captured chunk (``t`` None) the carry's ``t`` on the
+        device, counted there."""
+        steps, B, width = self.steps, c.scores.size(0), c.scores.size(1)
+        K, at = self.cfg.beam, c.t.view(1) if t is None else t
+        logits, state, align = self.model.step(c.y, c.state, self.memory, c.t if t is None else t)
+        V = logits.size(1)
+        if self.only_eos is None:  # the first step: the vocabulary is known
+            self.cfg.check_vocabulary(V)
+            self.only_eos, steps.V = _only_eos(V, logits.device), V
+        logp = F.log_softmax(logits.float(), -1).view(B, width, V)  # (B, width, V)
+        if steps.eos_bias is not None:  # no </s> before min_len
+            logp.select(2, EOS_ID).add_(row(steps.eos_bias, at))
+        logp = torch.where(row(steps.forced, at), self.only_eos, logp)  # (B, width, V)
+        if self.prefix is not None:
+            assert t is not None  # a prefix is read at a host step: never captured
+            logp = self.prefix.restrict(logp, t, self.sent)
+        a_t = None
+        if self.keep_attention and align is not None:
+            a_t = align.dense(self.S).view(B, width, self.S)  # (B, width, S)
+        scores, kept, ok, ended = _choose(at, logp, c.scores, c.live, steps, K)  # (B, K) x4
+        steps.write(at, kept, a_t)
+        still = self.done.update(ok, ended, scores[:, 0])  # (B,) or None
+        live = c.live & row(steps.unforced, at)  # (B, 1)
+        if still is not None:
+            live = live & still[:, None]
+        if width == 1:  # each sentence's K slots from the second step on
+            self.memory = self.memory.index_select(self.sent.repeat_interleave(K))
+        parent, y = kept // V, (kept % V).view(-1)  # (B, K), (B*K,)
+        state = state.index_select((parent + self.first_row[width]).view(-1))
+        return Carry(y, state, scores, live, c.t + 1 if t is None else c.t)
+
+
+#: how a chunk of steps is run again and again: given the function that runs one chunk on the
+#: carry's tensors, the function each later chunk calls (:func:`cuda_graph`, :func:`as_is`)
+Chunks = Callable[[Callable[[], None]], Callable[[], None]]
+
+
+def cuda_graph(chunk: Callable[[], None]) -> Callable[[], None]:
+    """The chunk captured once as a CUDA graph: each call replays it, no operator issued."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        chunk()
+    return graph.replay
+
+
+def as_is(chunk: Callable[[], None]) -> Callable[[], None]:
+    """The chunk itself, run eagerly at each call on any device: what a graph's replay does."""
+    return chunk
+
+
 @torch.no_grad()
 def fixed_beam_search(
     model: DecodeModel[MemoryT, StateT], src: Tensor, src_len: Tensor,
     cfg: BeamSearch = BeamSearch(), keep_attention: bool = True,
-    every: int = 8, prefix: Prefix | None = None,
+    every: int = 8, prefix: Prefix | None = None, chunks: Chunks | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     """Translate a batch at a fixed shape; returns for each sentence its ``n_best`` hypotheses,
     best first, as :func:`~luong_lit.decoding.beam.beam_search` does. ``every``: steps between
     the host reads of whether every sentence is done. The first step runs on one row a
-    sentence (its ``K`` slots would all be copies of it), every later step on ``K``."""
-    B, K, S = src.size(0), cfg.beam, src.size(1)
-    dev, keep_attention = src.device, keep_attention and model.has_attention
+    sentence (its ``K`` slots would all be copies of it), every later step on ``K``.
+    ``chunks`` (no prefix): after the first ``every`` steps, each chunk of ``every`` steps is
+    run by what ``chunks`` makes of one (:func:`cuda_graph`: captured once, replayed)."""
+    B, K, S, dev = src.size(0), cfg.beam, src.size(1), src.device
+    keep_attention = keep_attention and model.has_attention
     memory, state = model.encode(src, src_len)
     max_len, min_len = cfg.bounds(src_len)  # (B,) x2
     T = most_steps(S, cfg)
-    steps = Steps(T, B, K, keep_attention, max_len, min_len, cfg.min_len_ratio)
-    done = _Done(cfg, B, dev)
-    scores = torch.zeros((B, 1), device=dev)  # (B, width) live log-probabilities
-    live = torch.ones((B, 1), dtype=torch.bool, device=dev)  # (B, 1) the sentence goes on
-    sent = torch.arange(B, device=dev)  # (B,)
-    base = {1: sent.unsqueeze(1), K: sent.unsqueeze(1) * K}  # (B, 1) a sentence's first row
-    y, only_eos = torch.full((B,), BOS_ID, dtype=torch.long, device=dev), None
+    chunks = chunks if prefix is None else None  # a prefix is read at host steps
+    rows = T if chunks is None else max(every, -(-T // every) * every)  # whole chunks
+    steps = Steps(rows, B, K, keep_attention, max_len, min_len, cfg.min_len_ratio)
+    step = _Stepper(model, memory, cfg, steps, _Done(cfg, B, dev), keep_attention, prefix, S)
+    c = Carry(torch.full((B,), BOS_ID, dtype=torch.long, device=dev), state,
+              torch.zeros((B, 1), device=dev), torch.ones((B, 1), dtype=torch.bool, device=dev),
+              torch.zeros((), dtype=torch.long, device=dev))  # fmt: skip
+    if chunks is not None:
+        return hypotheses(cfg, steps, _in_chunks(step, c, T, every, chunks), B)
     for t in range(T):
-        logits, state, align = model.step(y, state, memory, t)
-        (_, V), width = logits.shape, scores.size(1)
-        if only_eos is None:
-            cfg.check_vocabulary(V)
-            only_eos, steps.V = _only_eos(V, dev), V
-        logp = F.log_softmax(logits.float(), -1).view(B, width, V)  # (B, width, V)
-        if steps.eos_bias is not None:  # no </s> before min_len
-            logp.select(2, EOS_ID).add_(steps.eos_bias[t])
-        logp = torch.where(steps.forced[t], only_eos, logp)  # (B, width, V)
-        logp = logp if prefix is None else prefix.restrict(logp, t, sent)
-        a_t = align.dense(S).view(B, width, S) if keep_attention and align is not None else None
-        scores, kept, ok = _choose(t, logp, scores, live, steps, K)  # (B, K) x3
-        steps.write(t, kept, a_t)
-        still = done.update(ok, steps.ended[t], scores[:, 0])  # (B,) or None
-        live = live & steps.unforced[t]  # (B, 1)
-        if still is not None:
-            live = live & still[:, None]
-        if (t + 1) % every == 0 and not bool(live.any()):  # the one host read
+        c = step(c, t)
+        if (t + 1) % every == 0 and not bool(c.live.any()):  # the one host read
             T = t + 1
             break
-        if width == 1:  # each sentence's K slots from the second step on
-            memory = memory.index_select(sent.repeat_interleave(K))
-        parent, y = kept // V, (kept % V).view(-1)  # (B, K), (B*K,)
-        state = state.index_select((parent + base[width]).view(-1))
-    return _hypotheses(cfg, steps, T, B)
+    return hypotheses(cfg, steps, T, B)
+
+
+def _in_chunks(step: _Stepper, c: Carry, T: int, every: int, chunks: Chunks) -> int:
+    """Steps ``0 … every-1`` run eagerly (on a CUDA device on a side stream: the warm-up a
+    capture needs), then chunks of ``every`` steps, each on the carry's tensors and counting
+    its steps on the device (its end copied into them: the next chunk's start), made once by
+    ``chunks`` and run until every sentence is done or ``T`` steps are run: one host read a
+    chunk. Returns the steps run."""
+    cuda = c.t.device.type == "cuda"
+    side = torch.cuda.Stream() if cuda else None  # type: ignore[no-untyped-call]
+    if side is not None:
+        side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
+        for t in range(every):
+            c = step(c, t)
+    if side is not None:
+        torch.cuda.current_stream().wait_stream(side)
+    run = every
+    if run >= T or not bool(c.live.any()):
+        return run
+    c.t.fill_(every)  # from here the device counts the steps
+
+    def chunk() -> None:
+        out = c
+        for _ in range(every):
+            out = step(out, None)
+        for mine, new in zip(_leaves(c), _leaves(out), strict=True):
+            mine.copy_(new)  # the chunk's end is the next one's start
+
+    again = chunks(chunk)
+    while run < T:
+        again()
+        run += every
+        if not bool(c.live.any()):  # the one host read a chunk
+            break
+    return run

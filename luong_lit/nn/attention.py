@@ -25,6 +25,10 @@ from luong_lit.nn.scores import Score
 from luong_lit.nn.window import gather_positions, gaussian, window
 from luong_lit.validate import integer
 
+#: a decoder step's index: a host int, or a () long tensor on the device (a search that runs
+#: chunks of its steps as CUDA graphs counts them there)
+StepIndex = int | Tensor
+
 
 class Memory(NamedTuple):
     """What attention needs from the encoder, computed once per batch."""
@@ -94,7 +98,7 @@ class Attention(nn.Module):
         """The half-width ``D`` of a local attention's window (§3.2); None: the whole source."""
         return None
 
-    def forward(self, h_t: Tensor, memory: Memory, step: int = 0) -> tuple[Tensor, Alignment]:
+    def forward(self, h_t: Tensor, memory: Memory, step: StepIndex = 0) -> tuple[Tensor, Alignment]:
         """The context ``c_t`` (B, T, d) of queries ``h_t`` (B, T, d), and their weights ``a_t``
         (Eq. 7 and 5: ``h_tilde_t = tanh(W_c [c_t; h_t])`` is the decoder's)."""
         raise NotImplementedError  # pragma: no cover - a subclass computes it
@@ -121,7 +125,7 @@ class GlobalAttention(Attention):
         super().__init__(score)
         self.mask_padding = mask_padding
 
-    def forward(self, h_t: Tensor, memory: Memory, step: int = 0) -> tuple[Tensor, Alignment]:
+    def forward(self, h_t: Tensor, memory: Memory, step: StepIndex = 0) -> tuple[Tensor, Alignment]:
         scores = self.score(h_t, memory.keys)  # (B, T, S) or (B, T, L) for location
         if self.score.fixed_slots:
             a_t = self._slot_weights(scores, memory)
@@ -177,7 +181,7 @@ class LocalAttention(Attention):
     def half_width(self) -> int:
         return self.D
 
-    def position(self, h_t: Tensor, memory: Memory, step: int) -> Tensor:  # pragma: no cover
+    def position(self, h_t: Tensor, memory: Memory, step: StepIndex) -> Tensor:  # pragma: no cover
         """The aligned source position ``p_t`` of each query, (B, T): integer or real."""
         raise NotImplementedError
 
@@ -186,7 +190,7 @@ class LocalAttention(Attention):
         (B, T, W): as they are (local-m); local-p multiplies by a Gaussian (Eq. 11)."""
         return a_t
 
-    def forward(self, h_t: Tensor, memory: Memory, step: int = 0) -> tuple[Tensor, Alignment]:
+    def forward(self, h_t: Tensor, memory: Memory, step: StepIndex = 0) -> tuple[Tensor, Alignment]:
         p_t = self.position(h_t, memory, step)  # (B, T)
         real = p_t.is_floating_point()
         centre = p_t.detach().floor().long() if real else p_t  # (B, T)
@@ -220,9 +224,9 @@ class LocalMonotonicAttention(LocalAttention):
     §2). No Gaussian; the softmax runs over the in-window slots only.
     """
 
-    def position(self, h_t: Tensor, memory: Memory, step: int) -> Tensor:
+    def position(self, h_t: Tensor, memory: Memory, step: StepIndex) -> Tensor:
         B, T, _ = h_t.shape
-        t = torch.arange(step, step + T, device=h_t.device).expand(B, T)  # (B, T)
+        t = (torch.arange(T, device=h_t.device) + step).expand(B, T)  # (B, T); step: a tensor too
         return torch.minimum(t, (memory.src_len - 1).unsqueeze(1))  # (B, T)
 
 
@@ -251,7 +255,7 @@ class LocalPredictiveAttention(LocalAttention):
         self.W_p = nn.Linear(dim, dim, bias=bias)
         self.v_p = nn.Linear(dim, 1, bias=False)
 
-    def position(self, h_t: Tensor, memory: Memory, step: int) -> Tensor:
+    def position(self, h_t: Tensor, memory: Memory, step: StepIndex) -> Tensor:
         S = memory.src_len.to(h_t.dtype).unsqueeze(1)  # (B, 1)
         return S * torch.sigmoid(self.v_p(torch.tanh(self.W_p(h_t))).squeeze(-1))  # (B, T) Eq. 10
 

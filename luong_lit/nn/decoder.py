@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor, nn
 
-from luong_lit.nn.attention import Alignment, Attention, Memory
+from luong_lit.nn.attention import Alignment, Attention, Memory, StepIndex
 from luong_lit.nn.encoder import stacked_lstm
 from luong_lit.nn.options import Architecture, Regularisation, Sizes
 
@@ -94,7 +94,7 @@ class StepForm(NamedTuple):
 REFERENCE = StepForm(module_cells, None, module_drop, None, module_embed)
 
 
-def attentional(dec: Decoder, h_t: Tensor, memory: Memory, t: int, drop: Drop = module_drop,
+def attentional(dec: Decoder, h_t: Tensor, memory: Memory, t: StepIndex, drop: Drop = module_drop,
                 W_c: Linear | None = None) -> tuple[Tensor, Alignment | None]:  # fmt: skip
     """``h_tilde_t = tanh(W_c [c_t; h_t])`` (Eq. 5) and ``a_t`` for queries ``h_t`` (B, T, d)
     from step ``t``; ``h_t`` itself without attention (Eq. 2). ``W_c`` may replace
@@ -109,7 +109,8 @@ def attentional(dec: Decoder, h_t: Tensor, memory: Memory, t: int, drop: Drop = 
 
 
 def decoder_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: Any, c: Any,
-                 memory: Memory, t: int) -> tuple[Tensor, Any, Any, Alignment | None]:  # fmt: skip
+                 memory: Memory, t: StepIndex
+                 ) -> tuple[Tensor, Any, Any, Alignment | None]:  # fmt: skip
     """The decoder's one step ``t`` (0-based), in the given form.
 
     ``x_t``: ``y_{t-1}`` embedded as ``form.cells`` reads it; ``h_tilde`` (B, d):
@@ -213,7 +214,7 @@ class Decoder(nn.Module):
             self.W_s.weight = self.embedding.weight
 
     def step(
-        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
+        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int | Tensor
     ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """:func:`decoder_step` from ``y_{t-1}`` (B,) in the plain form: returns ``h_tilde_t``
         (B, d), the state and ``a_t``."""

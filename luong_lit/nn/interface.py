@@ -147,7 +147,7 @@ class DecodeModel(Switchable, Protocol[MemoryT, StateT]):
         first state, for a right-padded batch ``src`` (B, S) of lengths ``src_len`` (B,)."""
 
     def step(
-        self, y_prev: Tensor, state: StateT, memory: MemoryT, t: int
+        self, y_prev: Tensor, state: StateT, memory: MemoryT, t: int | Tensor
     ) -> tuple[Tensor, StateT, StepAttention | None]:
         """One step from ``y_{t-1}`` (B,) at 0-based step ``t``: the next-word scores (B, V)
         (pre-softmax, Eq. 6), the new state, and ``a_t``, or None without attention."""

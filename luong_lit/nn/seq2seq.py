@@ -213,7 +213,7 @@ class Seq2Seq(nn.Module, OneModel):
         return memory, DecoderState(h, c, h_tilde0)
 
     def step(
-        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
+        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int | Tensor
     ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """One step from ``y_{t-1}`` (B,) at 0-based step ``t``: logits (B, V), state, ``a_t``."""
         h_tilde, state, align = self.decoder.step(y_prev, state, memory, t)

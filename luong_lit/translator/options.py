@@ -69,7 +69,8 @@ class LoadOptions:
 
     Computation: ``engine`` (``fast`` or ``reference``; the same translations), ``int8`` (the
     fast engine's 8-bit products: ``output`` or ``all``; CPU, approximate), ``device``,
-    ``batch_size``, ``workers`` (forked one-thread decoding processes, CPU). Ensembles:
+    ``batch_size``, ``cuda_graphs`` (beam search's steps as CUDA graphs), ``workers`` (forked
+    one-thread decoding processes, CPU). Ensembles:
     ``combine`` (``logits``, the authors' rule; ``log_probs``; ``probs``). Unknown words:
     ``dictionary`` (a ``src tgt [prob]`` file), ``align_convention`` (``paper``, footnote 14, or
     ``predicted``), how this model's attention is read. Input: ``pretokenized``,
@@ -98,6 +99,9 @@ class LoadOptions:
     batch_size: int | None = option(None, "sentences decoded together (unset: 64 on a CPU; "
                                     "1,000 on a GPU, a test set in few batches)",
                                     group="load")  # fmt: skip
+    cuda_graphs: bool = option(False, "beam search on a CUDA GPU: each chunk of 8 steps one "
+                               "CUDA graph, captured once a batch (the same translations)",
+                               group="load")  # fmt: skip
     workers: int = option(1, "decode batches in N forked one-thread processes (CPU; up to one "
                           "per core)", group="load")  # fmt: skip
     pretokenized: bool = option(False, "input is already tokenised; output stays so",
@@ -114,6 +118,7 @@ class LoadOptions:
             at_least("batch_size", self.batch_size, 1)
         at_least("workers", self.workers, 1)
         boolean("pretokenized", self.pretokenized)
+        boolean("cuda_graphs", self.cuda_graphs)
         if self.max_src_len is not None:
             at_least("max_src_len", self.max_src_len, 1)
         one_of("combine", self.combine, COMBINE)

@@ -80,7 +80,8 @@ class Translator:
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.meta, self.options = meta, options
         self.text = model_text(meta, options.pretokenized, src_vocab, tgt_vocab)
-        self.inference = Inference(model, tgt_vocab, engine=options.engine, int8=options.int8)
+        self.inference = Inference(model, tgt_vocab, engine=options.engine, int8=options.int8,
+                                   graphs=options.cuda_graphs)  # fmt: skip
         self.defaults = self.checked(search or SearchOptions())  # refused here if it cannot be
         self.dictionary = load_dictionary(options.dictionary) if options.dictionary else None
         device = next(model.parameters()).device  # batch_size unset: this device's default

@@ -33,18 +33,18 @@ from luong_lit.metrics import corpus_bleu_tok
 from luong_lit.runtime import configure_cpu
 
 
-def launches_of_one_batch(stepper, src_ids, batch_size: int, cfg, tgt_vocab) -> dict:
+def launches_of_one_batch(stepper, src_ids, batch_size: int, cfg, tgt_vocab, graphs=False) -> dict:
     """The first batch's search, profiled (after one unprofiled run of it)."""
     import torch
 
     from scripts.benchmarks.launches import counts
 
     few = src_ids[:batch_size]
-    decode_corpus(stepper, few, search=cfg, batch_size=batch_size)
+    decode_corpus(stepper, few, search=cfg, batch_size=batch_size, graphs=graphs)
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=acts) as prof:
         t0 = time.perf_counter()
-        out = decode_corpus(stepper, few, search=cfg, batch_size=batch_size)
+        out = decode_corpus(stepper, few, search=cfg, batch_size=batch_size, graphs=graphs)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         wall = time.perf_counter() - t0
@@ -79,6 +79,11 @@ def main() -> None:
     ap.add_argument(
         "--launches", action="store_true", help="profile one batch's CUDA launches (none on a CPU)"
     )
+    ap.add_argument(
+        "--cuda-graphs",
+        action="store_true",
+        help="beam search's chunks of steps as CUDA graphs (a CUDA device)",
+    )
     args = ap.parse_args()
     configure_cpu(args.threads)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
@@ -92,7 +97,9 @@ def main() -> None:
     t0 = time.perf_counter()
     stepper = engine.for_decoding(net, args.int8)
     size, workers = args.batch_size, args.workers
-    out = decode_corpus(stepper, src_ids, search=cfg, batch_size=size, workers=workers)
+    out = decode_corpus(
+        stepper, src_ids, search=cfg, batch_size=size, workers=workers, graphs=args.cuda_graphs
+    )
     batched = len(src_ids) / (time.perf_counter() - t0)
     words = output_words(out, tgt_vocab)
     hyps = [" ".join(w) for w in words]
@@ -106,6 +113,7 @@ def main() -> None:
         "int8": args.int8,
         "workers": args.workers,
         "batch_size": args.batch_size,
+        "cuda_graphs": args.cuda_graphs,
         "batched_sent_per_s": round(batched, 1),
         "bleu_tok": round(bleu, 2),
         "mean_output_len": round(sum(map(len, words)) / len(words), 2),
@@ -119,7 +127,11 @@ def main() -> None:
             single_sent_per_s=round(single, 1), batched_over_single=round(batched / single, 2)
         )
     if args.launches:
-        res.update(launches_of_one_batch(stepper, src_ids, args.batch_size, cfg, tgt_vocab))
+        res.update(
+            launches_of_one_batch(
+                stepper, src_ids, args.batch_size, cfg, tgt_vocab, args.cuda_graphs
+            )
+        )
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)

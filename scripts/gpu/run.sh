@@ -232,7 +232,13 @@ run_answer() {  # the issue's figures in one call of BUDGET seconds, most wanted
         --batch-size 128 --single-limit 0 --launches
     # the beam issue's shape: the whole test set in batches of 1,000 (the fixed-shape search)
     stage beam5_b1000 40 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda \
-        --batch-size 1000 --single-limit 0 --launches
+        --batch-size 1000 --single-limit 0 --launches --output "$OUT/beam5_b1000.txt"
+    # the same with each chunk of 8 steps one CUDA graph: its speed, and the same lines?
+    stage beam5_b1000_graphs 40 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda \
+        --batch-size 1000 --single-limit 0 --launches --cuda-graphs \
+        --output "$OUT/beam5_b1000_graphs.txt"
+    cmp "$OUT/beam5_b1000.txt" "$OUT/beam5_b1000_graphs.txt" >> "$OUT/beam5_b1000_graphs.log" 2>&1 \
+        && echo "graphs: the same lines" >> "$OUT/beam5_b1000_graphs.log"
     stage greedy_b1000 30 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda --beam 1 \
         --batch-size 1000 --single-limit 0 --launches
     stage paper_nofeed_eager 45 $PY -m scripts.benchmarks.ours_window "${win[@]}" "${PAPER[@]}" \

@@ -151,7 +151,7 @@ def right_padded_encode(enc: Encoder, src: Tensor, src_len: Tensor) -> Read:
 
 
 def loss_step(dec: Decoder, form: StepForm, x_t: Tensor, h_tilde: Tensor, h: list[Tensor],
-              c: list[Tensor], memory: Memory, t: int
+              c: list[Tensor], memory: Memory, t: int | Tensor
               ) -> tuple[Tensor, list[Tensor], list[Tensor], None]:  # fmt: skip
     """:func:`luong_lit.nn.decoder.decoder_step` without its ``a_t``, which the loss never
     reads: what ``engine.compile=step`` compiles."""

@@ -80,7 +80,7 @@ class FastStepper(nn.Module, OneModel):
         return fast_memory(self.net, src, src_len)  # the ragged encoder on a CPU
 
     def step(
-        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int
+        self, y_prev: Tensor, state: DecoderState, memory: Memory, t: int | Tensor
     ) -> tuple[Tensor, DecoderState, Alignment | None]:
         """The model's step (logits (B, V), state, ``a_t``) from the precomputed constants."""
         x_t = self.form.embed(self.net.decoder, y_prev)  # (B, 4d) layer 1's product, looked up
