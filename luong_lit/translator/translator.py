@@ -84,8 +84,7 @@ class Translator:
                                    graphs=options.cuda_graphs)  # fmt: skip
         self.defaults = self.checked(search or SearchOptions())  # refused here if it cannot be
         self.dictionary = load_dictionary(options.dictionary) if options.dictionary else None
-        device = next(model.parameters()).device  # batch_size unset: this device's default
-        self.batch_size = batch_size_for(device, options.batch_size)
+        self.batch_size = batch_size_for(next(model.parameters()).device, options.batch_size)
 
     @classmethod
     def load(
@@ -105,10 +104,8 @@ class Translator:
         return self.inference.model
 
     # ------------------------------------------------------------------ the API
-    def translate(
-        self, texts: str | Sequence[str], progress: bool = False, prefix: Prefix = None,
-        **search: Any,
-    ) -> list[str]:  # fmt: skip
+    def translate(self, texts: str | Sequence[str], progress: bool = False,
+                  prefix: Prefix = None, **search: Any) -> list[str]:  # fmt: skip
         """The best translation of each text (one text: a list of one); ``prefix``: the text
         each translation begins with (one str for one text, or one str or None per text);
         ``search``: this call's :class:`SearchOptions` (``beam=1``, ``sampling=True``, ...)."""
@@ -139,8 +136,7 @@ class Translator:
         """Each pair's :meth:`score` and the log-probability of each of its target tokens."""
         src_tokens, tgt_tokens = token_pairs(self.text, src, tgt)
         src_ids, tgt_ids = self._ids(src_tokens, tgt_tokens)
-        size = self.batch_size
-        forced = self.inference.forced(src_ids, tgt_ids, scores=True, batch_size=size)
+        forced = self.inference.forced(src_ids, tgt_ids, scores=True, batch_size=self.batch_size)
         scores = []
         for f, tokens in zip(forced, tgt_tokens):
             assert f.logprob is not None  # scores=True: every pair's token log-probabilities
