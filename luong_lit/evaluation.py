@@ -79,7 +79,7 @@ def evaluate(
     loaded = load_split(tr.meta, test, tr.src_vocab, tr.tgt_vocab)
     split = loaded.split
     out = tr.inference.split(
-        split, search=opts.search(), batch_size=tr.batch_size, replace_unk=True,
+        split, search=opts.search(), batch_size=tr.options.batch_size, replace_unk=True,
         dictionary=tr.dictionary, convention=tr.options.align_convention,
         workers=tr.options.workers, progress=progress,
     )  # fmt: skip

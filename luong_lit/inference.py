@@ -64,7 +64,7 @@ class Inference(HasFacts):
     # ------------------------------------------------------------------ searching
     def decode(
         self, src_ids: Sequence[Sequence[int]], *, search: Search = GREEDY,
-        batch_size: int = 64, keep_attention: bool = False, workers: int = 1,
+        batch_size: int | None = None, keep_attention: bool = False, workers: int = 1,
         progress: bool | Callable[[int], None] = False,
         prefixes: Sequence[Sequence[int]] | None = None,
     ) -> list[list[Hypothesis]]:  # fmt: skip
@@ -89,7 +89,7 @@ class Inference(HasFacts):
         )
 
     def split(
-        self, split, *, search: Search = GREEDY, batch_size: int = 128,
+        self, split, *, search: Search = GREEDY, batch_size: int | None = 128,
         max_sentences: int | None = None, replace_unk: bool = False,
         dictionary: Mapping[str, str] | None = None, convention: str = "paper",
         workers: int = 1, progress: bool | Callable[[int], None] = False,

@@ -123,6 +123,21 @@ def test_fine_tuning_on_another_corpus_keeps_the_vocabularies(toy_corpus, source
         assert same == key.startswith("net.encoder."), key
 
 
+def test_a_fine_tuned_run_stopped_and_resumed_equals_the_unbroken_one(toy_corpus, source, tmp_path):
+    """A fine-tuned run resumed from its own last checkpoint (``ckpt_path=last``) takes its
+    weights and vocabularies from there, not from ``init_from`` again: it ends where the
+    unbroken fine-tuned run ends, weight for weight."""
+    tuned = (f"init_from={source}", "freeze=[encoder]", "schedule=constant")
+    fit(toy_corpus, tmp_path / "whole", *tuned, "trainer.max_epochs=2")
+    fit(toy_corpus, tmp_path / "part", *tuned, "trainer.max_epochs=1")
+    fit(toy_corpus, tmp_path / "part", *tuned, "trainer.max_epochs=2", "ckpt_path=last")
+    whole, part = (ckpt(tmp_path / r / "checkpoints" / "last.ckpt") for r in ("whole", "part"))
+    assert whole["global_step"] == part["global_step"] == 16
+    assert part["luong_lit"]["tgt_vocab"] == ckpt(source)["luong_lit"]["tgt_vocab"]
+    for key, value in whole["state_dict"].items():
+        assert torch.equal(part["state_dict"][key], value), key
+
+
 def test_a_fine_tuned_model_of_another_shape_is_one_line(toy_corpus, source, tmp_path):
     res = run_here(["train", *tiny_overrides(toy_corpus), f"init_from={source}",
                     "attention=local_p", f"hydra.run.dir={tmp_path}/r"])  # fmt: skip

@@ -112,17 +112,25 @@ def test_training_validation_and_bleu_callback(precision, toy_corpus, tmp_path):
 
 
 @pytest.mark.parametrize("att", ["global", "local_m", "local_p"])
-def test_beam_search_in_captured_chunks_finds_what_it_finds_eagerly(att):
-    """Each chunk of 8 steps one CUDA graph, captured once and replayed: the same hypotheses
-    and scores as the same search run step by step on the GPU."""
+@pytest.mark.parametrize("form", ["reference", "fast stepper"])
+def test_beam_search_in_captured_chunks_finds_what_it_finds_eagerly(att, form):
+    """Each chunk of 8 steps one CUDA graph, captured once and replayed: the same hypotheses,
+    scores and attention as the same search run step by step on the GPU, for the reference
+    model and the fast engine's stepper (what translate decodes with)."""
+    from luong_lit.engines import FastEngine
+
     torch.manual_seed(0)
     net = small_model(src_vocab_size=V, tgt_vocab_size=V, embed_size=16, hidden_size=16,
                       attention=att).cuda().eval()  # fmt: skip
+    model = net if form == "reference" else FastEngine().for_decoding(net)
     src = torch.randint(4, V, (6, 11), device="cuda")
     src_len = torch.tensor([11, 9, 7, 5, 3, 2], device="cuda")
     for cfg in (BeamSearch(beam=4), BeamSearch(beam=3, n_best=2, length_penalty="avg")):
-        eager = fixed_beam_search(net, src, src_len, cfg, every=8)
-        graphs = fixed_beam_search(net, src, src_len, cfg, every=8, chunks=cuda_graph)
+        eager = fixed_beam_search(model, src, src_len, cfg, every=8)
+        graphs = fixed_beam_search(model, src, src_len, cfg, every=8, chunks=cuda_graph)
         assert [[(h.ids, h.score) for h in s] for s in graphs] == [
             [(h.ids, h.score) for h in s] for s in eager
         ]
+        for a, b in zip(eager, graphs):
+            for x, y in zip(a, b):
+                torch.testing.assert_close(y.attention, x.attention, rtol=0, atol=1e-6)

@@ -123,6 +123,7 @@ def test_an_unset_batch_size_is_the_devices_own_and_a_set_one_is_kept(lowercase_
     assert luong_lit.load(lowercase_model, batch_size=3).batch_size == 3
     assert batch_size_for("cuda") == batch_size_for(torch.device("cuda", 1)) == DEVICE_BATCH
     assert batch_size_for("cuda", 7) == 7 == batch_size_for("cpu", 7, cpu=128)
+    assert batch_size_for("cuda", beam=12) == 416 < DEVICE_BATCH  # at most 5,000 rows a step
     assert batch_size_for("cpu", cpu=128) == 128
     lines = ["A B C D", "D E", "A", "B C D E A"]
     one = luong_lit.load(lowercase_model, beam=3, batch_size=1).translate(lines)

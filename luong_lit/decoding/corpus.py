@@ -17,24 +17,30 @@ from luong_lit.decoding.fixed import cuda_graph, fixed_beam_search
 from luong_lit.decoding.greedy import greedy_decode
 from luong_lit.decoding.prefix import Prefix
 from luong_lit.decoding.sampling import generator, sample
-from luong_lit.decoding.search import GREEDY, Hypothesis, Sampling, Search
+from luong_lit.decoding.search import GREEDY, Hypothesis, Sampling, Search, beam_width
 from luong_lit.decoding.unk import render
 from luong_lit.decoding.workers import imap_workers
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 #: sentences decoded together where a caller gives no batch size, on any device but a CPU: a
 #: test set in a few batches, for a step's host work is the same at any batch and a GPU's cores
-#: are busy only with many rows (the CPU's own default is the caller's, ``cpu`` below)
-DEVICE_BATCH = 1000
+#: are busy only with many rows (the CPU's own default is the caller's, ``cpu`` below); at
+#: most :data:`DEVICE_ROWS` rows a step, so that a wider beam takes fewer sentences
+DEVICE_BATCH, DEVICE_ROWS = 1000, 5000
 
 
-def batch_size_for(device: torch.device | str, given: int | None = None, cpu: int = 64) -> int:
-    """The batch size to decode with on ``device``: ``given`` where it is set, else ``cpu`` on a
-    CPU (few rows pad little, and a host read costs nothing there) and :data:`DEVICE_BATCH`
-    elsewhere."""
+def batch_size_for(
+    device: torch.device | str, given: int | None = None, cpu: int = 64, beam: int = 1
+) -> int:
+    """The batch size to decode with on ``device`` at beam ``beam``: ``given`` where it is set,
+    else ``cpu`` on a CPU (few rows pad little, and a host read costs nothing there) and
+    elsewhere :data:`DEVICE_BATCH` sentences, or fewer where their ``beam`` rows each would be
+    more than :data:`DEVICE_ROWS` (beam 12: 416)."""
     if given is not None:
         return given
-    return cpu if torch.device(device).type == "cpu" else DEVICE_BATCH
+    if torch.device(device).type == "cpu":
+        return cpu
+    return max(1, min(DEVICE_BATCH, DEVICE_ROWS // max(beam, 1)))
 
 
 def batch_seed(seed: int, k: int) -> int:
@@ -123,7 +129,7 @@ def decode_corpus(
     src_ids: Sequence[Sequence[int]],
     *,
     search: Search = GREEDY,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     keep_attention: bool = False,
     progress: bool | Callable[[int], None] = False,
     workers: int = 1,
@@ -147,14 +153,15 @@ def decode_corpus(
     (:func:`beam_for`).
     """
     out: list[list[Hypothesis]] = [[] for _ in src_ids]
+    device = next(model.parameters()).device
+    size = batch_size_for(device, batch_size, beam=beam_width(search))  # unset: the device's
     order = sorted((i for i, s in enumerate(src_ids) if len(s)), key=lambda i: -len(src_ids[i]))
-    batches = list(enumerate(order[i : i + batch_size] for i in range(0, len(order), batch_size)))
+    batches = list(enumerate(order[i : i + size] for i in range(0, len(order), size)))
     bar, tick = None, progress if callable(progress) else None
     if progress is True:
         from tqdm import tqdm
 
         bar = tqdm(total=len(order), unit="sent", desc="translating")
-    device = next(model.parameters()).device
     for done in imap_workers(
         _decode_indices,
         batches,

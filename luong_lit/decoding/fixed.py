@@ -178,9 +178,10 @@ Chunks = Callable[[Callable[[], None]], Callable[[], None]]
 
 
 def cuda_graph(chunk: Callable[[], None]) -> Callable[[], None]:
-    """The chunk captured once as a CUDA graph: each call replays it, no operator issued."""
+    """The chunk captured once as a CUDA graph on the current device (the search's,
+    :func:`_in_chunks`), on a stream of that device: each call replays it."""
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=torch.cuda.Stream()):  # type: ignore[no-untyped-call]
         chunk()
     return graph.replay
 
@@ -230,8 +231,15 @@ def _in_chunks(step: _Stepper, c: Carry, T: int, every: int, chunks: Chunks) -> 
     its steps on the device (its end copied into them: the next chunk's start), made once by
     ``chunks`` and run until every sentence is done or ``T`` steps are run: one host read a
     chunk. Returns the steps run."""
-    cuda = c.t.device.type == "cuda"
-    side = torch.cuda.Stream() if cuda else None  # type: ignore[no-untyped-call]
+    dev = c.t.device
+    with torch.cuda.device(dev) if dev.type == "cuda" else contextlib.nullcontext():
+        return _chunked(step, c, T, every, chunks)
+
+
+def _chunked(step: _Stepper, c: Carry, T: int, every: int, chunks: Chunks) -> int:
+    """:func:`_in_chunks` with the search's device current (a CUDA device's streams and graph
+    are made on it: on another, a capture would record nothing)."""
+    side = torch.cuda.Stream() if c.t.device.type == "cuda" else None  # type: ignore[no-untyped-call]
     if side is not None:
         side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():

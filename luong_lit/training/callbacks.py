@@ -93,10 +93,10 @@ def _check_every(every_n_epochs, batch_size, max_sentences) -> None:
     integer("max_sentences", max_sentences, 1, nullable=True)
 
 
-def _batch(pl_module, given: int | None, cpu: int) -> int:
+def _batch(pl_module, given: int | None, cpu: int, beam: int = 1) -> int:
     """The dev and test decoding's batch size: ``given``, else ``cpu`` on a CPU and a test set
     in a few batches elsewhere (:func:`~luong_lit.decoding.corpus.batch_size_for`)."""
-    return batch_size_for(pl_module.device, given, cpu)
+    return batch_size_for(pl_module.device, given, cpu, beam)
 
 
 def _due(trainer, every: int) -> bool:
@@ -222,7 +222,7 @@ class BeamBleuCallback(L.Callback):
         tick = decode_progress(trainer, f"{what}: beam-{self.search.beam} BLEU", n)
         words, replaced = split_words(
             trainer, inference, split, search=self.search,
-            batch_size=_batch(pl_module, self.batch_size, 64),
+            batch_size=_batch(pl_module, self.batch_size, 64, self.search.beam),
             max_sentences=self.max_sentences, replace_unk=self.replace_unk,
             dictionary=self._dictionary, progress=tick,
         )  # fmt: skip

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,6 +79,8 @@ class RunFolder:
         file = _file_of(path, ckpt_path)
         step = step_of(file) if file is not None else "?"
         start = finetune.start_of(cfg)  # a fine-tuned run's model read: refused, or taken
+        if start is not None and file is not None:  # resumed: its own checkpoint's weights
+            start = replace(start, weights={})  # and vocabularies
         vocab = None if start is None else finetune.vocabularies(file) if file else start.vocab
         if file is not None:  # another model's checkpoint: refused before any work
             check_resumable(file, cfg.model.net, str(ckpt_path))

@@ -197,7 +197,7 @@ class Translator:
         tokens = self._prefix_tokens(given, sources, opts)
         out = self.inference.decode(
             [self.src_vocab.encode(s.tokens) for s in sources], search=opts.search(),
-            batch_size=self.batch_size, keep_attention=opts.replace_unk,
+            batch_size=self.options.batch_size, keep_attention=opts.replace_unk,
             workers=self.options.workers, progress=progress,
             prefixes=None if given is None else [prefix_ids(t, self.tgt_vocab) for t in tokens],
         )  # fmt: skip
