@@ -114,6 +114,23 @@ def test_resume_continues_the_same_run(toy_corpus, tmp_path):
         torch.testing.assert_close(b["state_dict"][key], value, msg=key)
 
 
+def test_a_run_ended_by_max_steps_mid_epoch_goes_on_with_more_steps(toy_corpus, tmp_path):
+    """``trainer.max_steps`` ends a run in the middle of an epoch; run again with a larger one
+    (``ckpt_path=last``) it trains the rest of that epoch, validates it and goes on: it ends
+    as the unbroken run does (Lightning alone would start the next epoch)."""
+    steps = ["trainer.max_steps=20"]
+    full = fit_toy(tmp_path / "full", toy_corpus, 3, steps)
+    fit_toy(tmp_path / "split", toy_corpus, 3, ["trainer.max_steps=5"])
+    resumed = fit_toy(tmp_path / "split", toy_corpus, 3, [*steps, "ckpt_path=last"])
+    a = torch.load(full / "last.ckpt", weights_only=True)
+    b = torch.load(resumed / "last.ckpt", weights_only=True)
+    assert a["global_step"] == b["global_step"] == 20 and a["epoch"] == b["epoch"]
+    assert a["lr_schedulers"] == b["lr_schedulers"]
+    assert a["TranslationDataModule"] == b["TranslationDataModule"]  # the same epoch, batches
+    for key, value in a["state_dict"].items():
+        assert torch.equal(b["state_dict"][key], value), key
+
+
 def test_resume_continues_the_annealed_schedule(toy_corpus, tmp_path):
     """The per-step schedule depends on the planned length, so the interrupted run is the full
     run's own epoch-2 checkpoint, resumed in a fresh directory."""

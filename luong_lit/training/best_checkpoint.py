@@ -18,6 +18,7 @@ from pathlib import Path
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import TrainerFn
 
+from luong_lit.training.lightning_internals import reopen_epoch
 from luong_lit.training.stopping import check_monitor
 
 
@@ -34,6 +35,7 @@ class BestCheckpoint(ModelCheckpoint):
         super().__init__(*args, save_last=False, **kwargs)
         self.keep_last = bool(save_last)
         self._last_step = -1  # the global step last.ckpt holds, as written by this callback
+        self._reopen = False  # the last.ckpt being written ends training inside an epoch
 
     @property
     def state_key(self) -> str:
@@ -81,7 +83,24 @@ class BestCheckpoint(ModelCheckpoint):
 
     def on_train_end(self, trainer, pl_module) -> None:
         super().on_train_end(trainer, pl_module)
-        self._write_last(trainer)
+        self._reopen = stopped_within_epoch(trainer)  # by max_steps: the epoch goes on later
+        try:
+            self._write_last(trainer)
+        finally:
+            self._reopen = False
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint) -> None:
+        if self._reopen:
+            reopen_epoch(checkpoint)
+
+
+def stopped_within_epoch(trainer) -> bool:
+    """Whether training ended at ``trainer.max_steps`` before its epoch's last batch (a resume
+    with a larger ``max_steps`` then trains the rest of that epoch:
+    :func:`~luong_lit.training.lightning_internals.reopen_epoch`)."""
+    done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+    steps = trainer.max_steps
+    return 0 <= steps <= trainer.global_step and done < trainer.num_training_batches
 
 
 def _validates_at_epoch_end(trainer) -> bool:

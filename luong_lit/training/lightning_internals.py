@@ -87,6 +87,7 @@ def leave_signals_to_the_kit(trainer) -> None:
 
 #: Lightning's key of the validation loop's progress in ``checkpoint["loops"]["fit_loop"]``
 VAL_PROGRESS = "epoch_loop.val_loop.batch_progress"
+BATCH_PROGRESS = "epoch_loop.batch_progress"
 
 
 def rewind_validation(checkpoint: dict[str, Any]) -> None:
@@ -105,6 +106,27 @@ def rewind_validation(checkpoint: dict[str, Any]) -> None:
     for part in ("total", "current"):
         progress[part].update(ready=1, started=1, processed=0, completed=0)
     progress["is_last_batch"] = False
+
+
+def reopen_epoch(checkpoint: dict[str, Any]) -> None:
+    """Make a checkpoint written as ``trainer.max_steps`` ended training in the middle of an
+    epoch resume that epoch where it stopped.
+
+    As saved, the fit loop counts the epoch as completed, so a run resumed with a larger
+    ``max_steps`` would start the next epoch and never train the rest of this one. The loops'
+    state is set to what a checkpoint written in the middle of the epoch holds (a step
+    checkpoint's: the epoch started, not completed; its last batch not yet counted as
+    completed), and the kit's loader, which knows the batches trained, serves the rest.
+    """
+    loops = checkpoint.get("loops", {}).get("fit_loop", {})
+    epochs, batches = loops.get("epoch_progress"), loops.get(BATCH_PROGRESS)
+    if epochs is None or batches is None:  # a Lightning that keeps its loops otherwise
+        return
+    for part in ("total", "current"):
+        epochs[part]["processed"] -= 1
+        epochs[part]["completed"] -= 1
+        batches[part]["completed"] -= 1
+    checkpoint["epoch"] = max(int(checkpoint.get("epoch", 1)) - 1, 0)
 
 
 class KeptCSVWriter(ExperimentWriter):
