@@ -142,6 +142,9 @@ def test_options_are_typed_and_checked_by_name(lowercase_model):
         luong_lit.load(lowercase_model, beam_size=5)
     with pytest.raises(UsageError, match="n_best 4 needs a beam of at least 4"):
         luong_lit.load(lowercase_model, beam=2).n_best(["A B"], 4)
+    with pytest.raises(UsageError, match="^cuda_graphs captures beam search on a CUDA GPU, and "
+                       "device is cpu"):  # fmt: skip
+        luong_lit.load(lowercase_model, cuda_graphs=True)
 
 
 def test_sentencepiece_model_translates_raw_text(toy_corpus, tmp_path, monkeypatch):

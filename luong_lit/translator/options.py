@@ -130,6 +130,10 @@ class LoadOptions:
             if self.engine != "fast":
                 raise bad(f"{{int8}} is a form of the fast engine, not of {self.engine}", "int8")
         check_device(self.device)
+        if self.cuda_graphs and not str(self.device).startswith("cuda"):
+            raise bad(f"{{cuda_graphs}} captures beam search on a CUDA GPU, and {{device}} is "
+                      f"{self.device}: decode on cuda, or leave it out",
+                      "cuda_graphs", "device")  # fmt: skip
         try:
             check_workers(self.workers)
         except ValueError as err:
