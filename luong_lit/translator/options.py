@@ -97,8 +97,8 @@ class LoadOptions:
         choices=CONVENTIONS,
     )  # fmt: skip
     batch_size: int | None = option(None, "sentences decoded together (unset: 64 on a CPU; "
-                                    "1,000 on a GPU, a test set in few batches)",
-                                    group="load")  # fmt: skip
+                                    "1,000 on a GPU, fewer past beam 5: a test set in few "
+                                    "batches)", group="load")  # fmt: skip
     cuda_graphs: bool = option(False, "beam search on a CUDA GPU: each chunk of 8 steps one "
                                "CUDA graph, captured once a batch (the same translations)",
                                group="load")  # fmt: skip
