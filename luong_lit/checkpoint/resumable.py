@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from luong_lit.checkpoint.files import read_meta
+from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.checkpoint.models import NOT_NET_ARGS, build_net
 from luong_lit.errors import ConfigError
 
@@ -35,14 +36,17 @@ def _shapes(net: nn.Module) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in net.state_dict().items()}
 
 
-def check_resumable(path: Path, net: DictConfig, ckpt_path: str) -> None:
+def check_resumable(
+    path: Path, net: DictConfig, ckpt_path: str, meta: CheckpointMeta | None = None
+) -> None:
     """Refuse to resume the checkpoint ``path`` into another model than ``net`` (the config's
     ``model.net``): say what it was trained with, what the command asks for, and how to resume
-    it as it was (``ckpt_path`` as given), before any weight is loaded."""
+    it as it was (``ckpt_path`` as given), before any weight is loaded. ``meta``: its
+    description, where the caller has read it already."""
     import torch
     from omegaconf import OmegaConf
 
-    meta = read_meta(path)
+    meta = read_meta(path) if meta is None else meta
     was = meta.net.config  # the keys it was trained with, as stored
     now = cast(dict[str, Any], OmegaConf.to_container(net, resolve=True))  # a group
     with torch.device("meta"):  # the two models' weights, none allocated

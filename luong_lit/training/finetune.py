@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from luong_lit.checkpoint.files import read_checkpoint, read_meta
+from luong_lit.checkpoint.files import read_checkpoint
 from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.checkpoint.models import NOT_NET_ARGS
 from luong_lit.errors import ConfigError
@@ -80,7 +80,7 @@ def start_of(cfg) -> Start | None:
                  ", ".join(f"{k} {_shown(meta.net.config.get(k))}" for k in taken))  # fmt: skip
         _save_config(cfg)
     weights = {k[len("net.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
-    return Start(path, (tuple(meta.src_vocab), tuple(meta.tgt_vocab)), weights)
+    return Start(path, vocabularies(meta), weights)
 
 
 def _save_config(cfg) -> None:
@@ -159,9 +159,8 @@ def take_model(cfg, was: dict[str, Any], source: str, asked: set[str]) -> list[s
     return taken
 
 
-def vocabularies(path: Path) -> Vocab:
-    """The checkpoint's (source, target) vocabularies, for the datamodule to encode with."""
-    meta = read_meta(path)
+def vocabularies(meta: CheckpointMeta) -> Vocab:
+    """A checkpoint's (source, target) vocabularies, for the datamodule to encode with."""
     return tuple(meta.src_vocab), tuple(meta.tgt_vocab)
 
 

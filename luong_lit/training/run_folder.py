@@ -28,11 +28,13 @@ from typing import Any, Literal
 
 from omegaconf import DictConfig
 
+from luong_lit.checkpoint.files import read_checkpoint
+from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.checkpoint.resumable import check_resumable
 from luong_lit.reports import Results
 from luong_lit.sweeps.job import sweep_job
 from luong_lit.training import finetune
-from luong_lit.training.folders import NAMED, step_of
+from luong_lit.training.folders import NAMED
 from luong_lit.training.resume import LAST, nothing_to_resume
 
 log = logging.getLogger(__name__)
@@ -77,13 +79,15 @@ class RunFolder:
         if ckpt_path == "last" and job is None and not (path / LAST).is_file():
             raise nothing_to_resume(path, cfg.paths.log_dir, cfg.get("task_name", "train"))
         file = _file_of(path, ckpt_path)
-        step = step_of(file) if file is not None else "?"
         start = finetune.start_of(cfg)  # a fine-tuned run's model read: refused, or taken
-        if start is not None and file is not None:  # resumed: its own checkpoint's weights
-            start = replace(start, weights={})  # and vocabularies
-        vocab = None if start is None else finetune.vocabularies(file) if file else start.vocab
-        if file is not None:  # another model's checkpoint: refused before any work
-            check_resumable(file, cfg.model.net, str(ckpt_path))
+        vocab = None if start is None else start.vocab
+        step = "?"  # the step resumed from, for the start line
+        if file is not None:  # the file resumed, read once (its tensors mapped, not read)
+            ckpt = read_checkpoint(file, mmap=True)
+            meta, step = CheckpointMeta.of(ckpt, file), str(ckpt.get("global_step", "?"))
+            check_resumable(file, cfg.model.net, str(ckpt_path), meta)  # another model's: no
+            if start is not None:  # its own weights and vocabularies, not init_from's
+                start, vocab = replace(start, weights={}), finetune.vocabularies(meta)
         kind: Kind = "resume" if ckpt_path else "fresh"
         resumed = ckpt_path and str(ckpt_path)
         return cls(path, kind, resumed, file, step, start, vocab, again=again)
