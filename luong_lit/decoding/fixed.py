@@ -133,18 +133,17 @@ class _Stepper:
         self.model, self.memory, self.cfg, self.steps, self.done = model, memory, cfg, steps, done
         self.keep_attention, self.prefix, self.S = keep_attention, prefix, S
         self.only_eos: Tensor | None = None
-        sent = torch.arange(steps.kept.size(1), device=steps.kept.device)  # (B,)
-        self.sent, self.first_row = (
-            sent,
-            {1: sent.unsqueeze(1), cfg.beam: sent.unsqueeze(1) * cfg.beam},
-        )
+        self.sent = torch.arange(steps.kept.size(1), device=steps.kept.device)  # (B,)
+        first = self.sent.unsqueeze(1)  # (B, 1) a sentence's first row, at width 1 and K
+        self.first_row = {1: first, cfg.beam: first * cfg.beam}
 
     def __call__(self, c: Carry, t: int | None) -> Carry:
         """Step ``t`` on the host; in a captured chunk (``t`` None) the carry's ``t`` on the
         device, counted there."""
-        steps, B, width = self.steps, c.scores.size(0), c.scores.size(1)
-        K, at = self.cfg.beam, c.t.view(1) if t is None else t
-        logits, state, align = self.model.step(c.y, c.state, self.memory, c.t if t is None else t)
+        steps, B, width, K = self.steps, c.scores.size(0), c.scores.size(1), self.cfg.beam
+        index = c.t if t is None else t  # the model's and (as a row) the buffers' step
+        at = index.view(1) if isinstance(index, Tensor) else index
+        logits, state, align = self.model.step(c.y, c.state, self.memory, index)
         V = logits.size(1)
         if self.only_eos is None:  # the first step: the vocabulary is known
             self.cfg.check_vocabulary(V)
@@ -215,8 +214,9 @@ def fixed_beam_search(
     c = Carry(torch.full((B,), BOS_ID, dtype=torch.long, device=dev), state,
               torch.zeros((B, 1), device=dev), torch.ones((B, 1), dtype=torch.bool, device=dev),
               torch.zeros((), dtype=torch.long, device=dev))  # fmt: skip
-    if chunks is not None:
-        return hypotheses(cfg, steps, _in_chunks(step, c, T, every, chunks), B)
+    if chunks is not None:  # a CUDA device's streams and graph are made on it, current
+        with torch.cuda.device(dev) if dev.type == "cuda" else contextlib.nullcontext():
+            return hypotheses(cfg, steps, _in_chunks(step, c, T, every, chunks), B)
     for t in range(T):
         c = step(c, t)
         if (t + 1) % every == 0 and not bool(c.live.any()):  # the one host read
@@ -230,15 +230,8 @@ def _in_chunks(step: _Stepper, c: Carry, T: int, every: int, chunks: Chunks) -> 
     capture needs), then chunks of ``every`` steps, each on the carry's tensors and counting
     its steps on the device (its end copied into them: the next chunk's start), made once by
     ``chunks`` and run until every sentence is done or ``T`` steps are run: one host read a
-    chunk. Returns the steps run."""
-    dev = c.t.device
-    with torch.cuda.device(dev) if dev.type == "cuda" else contextlib.nullcontext():
-        return _chunked(step, c, T, every, chunks)
-
-
-def _chunked(step: _Stepper, c: Carry, T: int, every: int, chunks: Chunks) -> int:
-    """:func:`_in_chunks` with the search's device current (a CUDA device's streams and graph
-    are made on it: on another, a capture would record nothing)."""
+    chunk. Returns the steps run. The search's device is current (on another, a capture
+    would record nothing)."""
     side = torch.cuda.Stream() if c.t.device.type == "cuda" else None  # type: ignore[no-untyped-call]
     if side is not None:
         side.wait_stream(torch.cuda.current_stream())
