@@ -93,12 +93,6 @@ def _check_every(every_n_epochs, batch_size, max_sentences) -> None:
     integer("max_sentences", max_sentences, 1, nullable=True)
 
 
-def _batch(pl_module, given: int | None, cpu: int, beam: int = 1) -> int:
-    """The dev and test decoding's batch size: ``given``, else ``cpu`` on a CPU and a test set
-    in a few batches elsewhere (:func:`~luong_lit.decoding.corpus.batch_size_for`)."""
-    return batch_size_for(pl_module.device, given, cpu, beam)
-
-
 def _due(trainer, every: int) -> bool:
     """Whether a dev-set callback runs after this epoch's validation."""
     return bool(every) and not trainer.sanity_checking and (trainer.current_epoch + 1) % every == 0
@@ -145,7 +139,7 @@ class GreedyBleuCallback(L.Callback):
         inference = Inference(pl_module.net, dm.tgt_vocab, engine=pl_module.engine)
         n = len(dev.src_ids[: self.max_sentences])
         tick = decode_progress(trainer, "validation: greedy BLEU of the dev set", n)
-        size = _batch(pl_module, self.batch_size, 128)
+        size = batch_size_for(pl_module.device, self.batch_size, cpu=128)  # unset: the device's
         words, _ = split_words(trainer, inference, dev, batch_size=size,
                                max_sentences=self.max_sentences, progress=tick)  # fmt: skip
         hyps, refs = bleu_lines(words, tok), bleu_lines(dev.tgt_tokens[: len(words)], tok)
@@ -167,7 +161,7 @@ class GreedyBleuCallback(L.Callback):
         for name in dm.test_spec:
             split = dm.splits[name]
             tick = decode_progress(trainer, f"test {name}: greedy BLEU", len(split.src_ids))
-            size = _batch(pl_module, self.batch_size, 128)
+            size = batch_size_for(pl_module.device, self.batch_size, cpu=128)
             words, _ = split_words(trainer, inference, split, batch_size=size,
                                    progress=tick)  # fmt: skip
             scores = words_scores({"greedy": words}, split.tgt_tokens, dm.tokenizers.get("tgt"))
@@ -222,7 +216,7 @@ class BeamBleuCallback(L.Callback):
         tick = decode_progress(trainer, f"{what}: beam-{self.search.beam} BLEU", n)
         words, replaced = split_words(
             trainer, inference, split, search=self.search,
-            batch_size=_batch(pl_module, self.batch_size, 64, self.search.beam),
+            batch_size=batch_size_for(pl_module.device, self.batch_size, 64, self.search.beam),
             max_sentences=self.max_sentences, replace_unk=self.replace_unk,
             dictionary=self._dictionary, progress=tick,
         )  # fmt: skip
