@@ -13,6 +13,7 @@ import pytest
 import torch
 from beam_helpers import B_, TRAP, A, BigramStub
 from conftest import small_model, source_batch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
 from luong_lit.decoding.beam import beam_search
@@ -48,6 +49,18 @@ def _same(old, new) -> None:
             assert (x.attention is None) == (y.attention is None)
             # the shrinking search's matrix products change their last bits with the rows left
             assert x.attention is None or torch.allclose(x.attention, y.attention, 0, 1e-12)
+
+
+class Record(TorchDispatchMode):
+    """The name of every operator dispatched while it is on, in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.name())
+        return func(*args, **(kwargs or {}))
 
 
 MODELS = {
@@ -86,17 +99,6 @@ def test_in_chunks_counted_on_the_device_it_finds_the_same(name):
 def test_a_chunk_reads_nothing_on_the_host_and_repeats_its_operators():
     """Between two host reads, a chunk of steps: every chunk dispatches the same operators,
     and none of them reads the host (a captured graph could not)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Record(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.names: list[str] = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.names.append(func.name())
-            return func(*args, **(kwargs or {}))
-
     model = FastEngine().for_decoding(_net(7, attention="local_m").float())
     src, src_len = source_batch(8, S=9, seed=5)
     src_len[0] = 2
@@ -125,17 +127,6 @@ def test_a_step_dispatches_the_same_operators_whatever_the_batch_has_finished():
     """The steps of a batch whose sentences end at different steps dispatch the same operators
     in the same order (what one CUDA graph of a chunk of steps replays), and the only host read
     is the flag read every ``every`` steps."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Record(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.names: list[str] = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.names.append(func.name())
-            return func(*args, **(kwargs or {}))
-
     model = FastEngine().for_decoding(_net(7).float())
     src, src_len = source_batch(8, S=9, seed=5)
     src_len[0] = 2  # one sentence ends long before the others may
