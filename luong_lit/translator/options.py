@@ -100,7 +100,7 @@ class LoadOptions:
                                     "1,000 on a GPU, fewer past beam 5: a test set in few "
                                     "batches)", group="load")  # fmt: skip
     cuda_graphs: bool = option(False, "beam search on a CUDA GPU: each chunk of 8 steps one "
-                               "CUDA graph, captured once a batch (the same translations)",
+                               "CUDA graph, captured once a batch (not yet measured on a GPU)",
                                group="load")  # fmt: skip
     workers: int = option(1, "decode batches in N forked one-thread processes (CPU; up to one "
                           "per core)", group="load")  # fmt: skip
