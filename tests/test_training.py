@@ -402,15 +402,16 @@ def test_the_bar_is_drawn_only_at_a_terminal_and_the_loss_read_every_n_steps(mon
     from lightning.pytorch.callbacks import TQDMProgressBar
 
     from luong_lit.training import progress
+    from luong_lit.training.instantiate import progress_bar
 
     lines = progress.ProgressLog(every_n_steps=1, read_every_n_steps=10)
     for terminal, wanted, drawn in [(False, True, False), (True, False, False), (True, True, True)]:
         monkeypatch.setattr(progress, "is_terminal", lambda t=terminal: t)
-        bar = progress.progress_bar([lines], wanted)
+        bar = progress_bar([lines], wanted)
         assert (bar is not None) == drawn
     assert isinstance(bar, TQDMProgressBar) and bar.refresh_rate == 10
     monkeypatch.setitem(sys.modules, "rich", None)  # a wheel installed without rich: the same bar
-    assert progress.progress_bar([lines], True).refresh_rate == 10
+    assert progress_bar([lines], True).refresh_rate == 10
     reads = []
     monkeypatch.setattr(torch.Tensor, "__float__", lambda t: reads.append(1) or t.item())
     trainer = SimpleNamespace(progress_bar_callback=None, is_global_zero=True, global_step=0,

@@ -31,12 +31,12 @@ from omegaconf import DictConfig, OmegaConf
 from luong_lit.checkpoint import atomic_save
 from luong_lit.errors import ConfigError, UserError, find_cause, find_user_error
 from luong_lit.nn.build import build_net
+from luong_lit.training import progress
 from luong_lit.training.lightning_internals import (
     check_lightning_version,
     leave_signals_to_the_kit,
     observe_ranks_gently,
 )
-from luong_lit.training.progress import progress_bar
 from luong_lit.validate import OptionError
 
 HYDRA_KEYS = {"_target_", "_partial_", "_recursive_", "_convert_", "_args_"}
@@ -214,6 +214,17 @@ def ddp_strategy(strategy, timeout_s: float | None):
 
     start = {"start_method": "spawn"} if strategy == "ddp_spawn" else {}
     return DDPStrategy(timeout=datetime.timedelta(seconds=float(timeout_s)), **start)
+
+
+def progress_bar(callbacks: list, wanted: bool):
+    """The progress bar to add to a trainer's ``callbacks``: tqdm's, redrawn every
+    ``read_every_n_steps`` steps of the :class:`~.progress.ProgressLog` among them, when ``wanted``
+    (``trainer.enable_progress_bar``) and both standard streams are terminals; else None (no
+    bar: the :class:`ProgressLog` lines instead)."""
+    if not (wanted and progress.is_terminal()):
+        return None
+    found = next((c for c in callbacks if isinstance(c, progress.ProgressLog)), None)
+    return progress.RunProgressBar(refresh_rate=found.read_every if found else 10)
 
 
 def trainer_of(cfg: DictConfig):

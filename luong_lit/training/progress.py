@@ -1,7 +1,8 @@
 """What a run shows of its training while it trains (``callbacks.progress``).
 
 At a terminal: a progress bar (tqdm, with or without ``rich`` installed), redrawn every
-``read_every_n_steps`` steps (:func:`progress_bar`). Written to a file (``> train.log``, nohup,
+``read_every_n_steps`` steps (added by the trainer's builder,
+:func:`luong_lit.training.instantiate.trainer_of`). Written to a file (``> train.log``, nohup,
 a SLURM job), or with ``trainer.enable_progress_bar=false``: no bar, but a line every
 ``every_n_seconds`` seconds and/or every ``every_n_steps`` steps (:class:`ProgressLog`) with the
 step and the steps of the whole run (``trainer.max_steps`` or ``trainer.max_epochs``, whichever
@@ -174,17 +175,6 @@ def decode_progress(trainer, what: str, total: int) -> Heartbeat:
     found = next((c for c in trainer.callbacks if isinstance(c, ProgressLog)), None)
     lines = found is not None and trainer.progress_bar_callback is None and trainer.is_global_zero
     return Heartbeat(trainer, what, total, found.every_n_seconds if lines else None)
-
-
-def progress_bar(callbacks: list, wanted: bool):
-    """The progress bar to add to a trainer's ``callbacks``: tqdm's, redrawn every
-    ``read_every_n_steps`` steps of the :class:`ProgressLog` among them, when ``wanted``
-    (``trainer.enable_progress_bar``) and both standard streams are terminals; else None (no
-    bar: the :class:`ProgressLog` lines instead)."""
-    if not (wanted and is_terminal()):
-        return None
-    found = next((c for c in callbacks if isinstance(c, ProgressLog)), None)
-    return RunProgressBar(refresh_rate=found.read_every if found else 10)
 
 
 class RunProgressBar(TQDMProgressBar):

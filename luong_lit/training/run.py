@@ -82,24 +82,26 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
     register_resolvers()  # a config composed elsewhere (a test, a notebook) resolves ours too
     load_plugins()  # a sweep's job or a rank in a process of its own: the user's parts too
-    folder = RunFolder.open(cfg)
-    if folder.kind == "finished":  # no GPU slot taken, its job.json left as it was
-        return folder.finished_metrics()
-    with _stops(cfg, folder.path / LAST), job_resources(cfg) as record:  # a sweep's: GPU, threads
-        dm, model, trainer = build(cfg, folder)
-        folder.say_start(trainer, cfg.data)
-        _fit(model, dm, trainer, folder.ckpt_path)
-        metrics, results = _test(cfg, dm, model, trainer)
-        folder.finish(results, trainer.is_global_zero)
-        SIGNALS.stage = "finished"
-        record["objective"] = metrics["objective"]
+    with _stops(cfg):
+        folder = RunFolder.open(cfg)
+        if folder.finished is not None:  # no GPU slot taken, its job.json left as it was
+            return folder.finished
+        with job_resources(cfg) as record:  # a sweep's: its GPU, its threads
+            dm, model, trainer = build(cfg, folder)
+            folder.say_start(trainer, cfg.data)
+            _fit(model, dm, trainer, folder.ckpt_path)
+            metrics, results = _test(cfg, dm, model, trainer)
+            folder.finish(results, trainer.is_global_zero)
+            SIGNALS.stage = "finished"
+            record["objective"] = metrics["objective"]
     return metrics
 
 
 @contextmanager
-def _stops(cfg: DictConfig, last: Path) -> Iterator[None]:
-    """The run's signal handler, for the run's whole life: a signal outside the trainer's
-    loops (before training, after it, as it ends) is :class:`Interrupted` at its stage."""
+def _stops(cfg: DictConfig) -> Iterator[None]:
+    """The run's signal handler, for the run's whole life, from before its folder is opened: a
+    signal outside the trainer's loops (before training, after it, as it ends) is
+    :class:`Interrupted` at its stage, its checkpoint the folder's ``last.ckpt``."""
     alone = not data_parallel(cfg)
     SIGNALS.install(alone=alone)
     SIGNALS.stage = "setup"
@@ -108,11 +110,16 @@ def _stops(cfg: DictConfig, last: Path) -> Iterator[None]:
             raise StoppedOutsideLoops(SIGNALS.pending, "setup")
         yield
     except StoppedOutsideLoops as stop:
-        raise Interrupted(stop.signum, last, SIGNALS.handover, stop.stage) from None
+        raise Interrupted(stop.signum, _last(cfg), SIGNALS.handover, stop.stage) from None
     finally:
         SIGNALS.uninstall()
     if SIGNALS.pending:  # it came as the run ended, results.json written
-        raise Interrupted(SIGNALS.pending, last, SIGNALS.handover, "finished")
+        raise Interrupted(SIGNALS.pending, _last(cfg), SIGNALS.handover, "finished")
+
+
+def _last(cfg: DictConfig) -> Path:
+    """The run's ``last.ckpt`` (its folder is given once :meth:`RunFolder.open` has run)."""
+    return Path(str(cfg.paths.output_dir)) / LAST
 
 
 def data_parallel(cfg: DictConfig) -> bool:

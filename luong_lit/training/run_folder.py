@@ -71,6 +71,7 @@ class RunFolder:
         if job is not None and not ckpt_path:  # a sweep's job: what an earlier try left
             if (path / RESULTS).is_file():
                 results = Results.read(path / RESULTS)
+                log.info("%s holds a finished run: not trained again", path)
                 return cls(path, "finished", results=results, again=True)
             ckpt_path = str(path / LAST) if (path / LAST).is_file() else None
             again = ckpt_path is not None
@@ -113,10 +114,12 @@ class RunFolder:
         if rank_zero:
             (self.path / RESULTS).write_text(json.dumps(results.to_json(), indent=2))
 
-    def finished_metrics(self) -> dict[str, Any]:
-        """What :func:`~luong_lit.training.run.train` returns for a finished run (its line
-        said): its results, and the objective a sweeper reads."""
-        log.info("%s holds a finished run: not trained again", self.path)
+    @property
+    def finished(self) -> dict[str, Any] | None:
+        """What :func:`~luong_lit.training.run.train` returns for a finished run: its results,
+        and the objective a sweeper reads; None for a run to train."""
+        if self.kind != "finished":
+            return None
         results = self.results or Results()
         return {"test": results.to_json(), "objective": results.objective_value}
 
