@@ -41,6 +41,30 @@ def test_loss_and_gradients_match_the_cpu(att, engine):
         torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-7, atol=1e-9, msg=name)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_the_fused_cuda_cell_equals_the_cpu_cell_forward_and_backward(dtype):
+    """``lstm_cell`` on CUDA (one fused kernel each way) against the same cell on the CPU
+    (its eight operators): ``h``, ``c`` and the gradients of ``gates`` and ``c_{t-1}``; and
+    under bf16 autocast the cell runs in ``c``'s dtype."""
+    from luong_lit.nn.fast.lstm import lstm_cell
+
+    g = torch.Generator().manual_seed(0)
+    gates, c = torch.randn(5, 4 * 16, generator=g, dtype=dtype), torch.randn(5, 16, dtype=dtype)
+    dh, dc = torch.randn(5, 16, dtype=dtype), torch.randn(5, 16, dtype=dtype)
+    found = []
+    for device in ("cpu", "cuda"):
+        x, c0 = (t.to(device).requires_grad_() for t in (gates, c))
+        h1, c1 = lstm_cell(x, c0)
+        torch.autograd.backward([h1, c1], [dh.to(device), dc.to(device)])
+        found.append([t.detach().cpu() for t in (h1, c1, x.grad, c0.grad)])
+    tol = {"rtol": 1e-12, "atol": 1e-12} if dtype == torch.float64 else {}
+    for cpu, cuda, name in zip(*found, ("h", "c", "d gates", "d c")):
+        torch.testing.assert_close(cuda, cpu, msg=name, **tol)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        h1, c1 = lstm_cell(gates.float().cuda().bfloat16(), c.float().cuda())
+    assert h1.dtype == c1.dtype == torch.float32
+
+
 @pytest.mark.parametrize("att", ["global", "local_p"])
 def test_decoding_on_the_gpu_gives_the_cpu_output(att):
     torch.manual_seed(1)

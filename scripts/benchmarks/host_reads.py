@@ -10,7 +10,9 @@ Training: the main job's model (2x256, global general, input feeding, ``init_sta
 ``src_eos``, reversed source, tied output; batch 64 of 13-word pairs) through the fast engine
 eagerly (``graphs=off``) and in the fixed-shape step (``static``, what a GPU captures in one
 graph), forward and backward; and the fixed-shape step with ``init_state`` copy, which encodes
-in the masked loop (trees before 2026-12 counted the training step with ``copy`` only).
+in the masked loop (trees before 2026-12 counted the training step with ``copy`` only); and
+the fixed-shape step as CUDA runs it (its fused LSTM cell and dropout, counted on CPU tensors:
+``scripts/benchmarks/as_on_cuda.py``).
 Decoding: greedy and beam search over ``--sentences`` random sources (or a checkpoint's
 vocabulary), per decoder step; ``--every``: how many steps apart the search reads the host (a
 GPU's setting; older searches read it at every step whatever this says). Run it in two trees
@@ -134,6 +136,19 @@ def decoding(net, n: int, beam: int, every: int, fixed: bool = False) -> dict:
     return {"beam": beam, "decoder_steps": steps, **{f"{k}_per_step": v for k, v in per.items()}}
 
 
+def _as_on_cuda() -> dict:
+    """The fixed-shape training step with the kit's CUDA choices (``as_on_cuda``), in trees
+    that have them (the fused cell)."""
+    from luong_lit.nn.fast import lstm
+
+    if not hasattr(lstm, "fused_lstm_cell"):
+        return {}
+    from scripts.benchmarks.as_on_cuda import as_on_cuda
+
+    with as_on_cuda():
+        return {"training_static_as_on_cuda": training("static")}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ckpt", default=None, help="a trained checkpoint (default: a fresh model)")
@@ -151,6 +166,7 @@ def main() -> None:
     out = {
         "training": {g: training(g) for g in ("off", "static")},
         "training_static_copy": training("static", init_state="copy"),  # the masked encoder
+        **_as_on_cuda(),
         "greedy": decoding(net, args.sentences, 1, args.every),
         "beam": decoding(net, args.sentences, args.beam, args.every),
     }
