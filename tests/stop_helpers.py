@@ -25,10 +25,11 @@ CELLS = {
         "callbacks.ema.decay=0.8", "callbacks.early_stopping.patience=2",
         "callbacks.early_stopping.min_delta=5",
     ], "early stopping"),
-    "plateau twice an epoch, early stopping, token batches": ([
+    "plateau twice an epoch, early stopping, token batches, background writes": ([
         "optim=sgd_paper", "schedule=plateau", "model.scheduler.threshold=0.01",
         "trainer.val_check_interval=0.5", "callbacks.early_stopping.patience=3",
         "callbacks.early_stopping.min_delta=5", "data.max_tokens=40", "data.max_len=12",
+        "checkpoint_writes=background",
     ], "early stopping"),
     "halving after plateau, EMA": ([
         "optim=sgd_paper", "schedule=halving_after_plateau", "model.scheduler.halvings=1",

@@ -129,7 +129,11 @@ def test_a_signal_to_rank_1_before_the_ranks_train_stops_both(corpus, unbroken, 
 
 @pytest.mark.long
 @pytest.mark.parametrize(
-    "cell", ["plateau twice an epoch, early stopping, token batches", "constant, early stopping"]
+    "cell",
+    [
+        "plateau twice an epoch, early stopping, token batches, background writes",
+        "constant, early stopping",
+    ],
 )
 def test_the_stop_matrix_on_ddp_sim(tmp_path, cell):
     """The in-process stop matrix's cells (``tests/test_stop_matrix.py``) on ``ddp_sim``'s two

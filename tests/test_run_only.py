@@ -30,6 +30,7 @@ CHANGED = {
     "data.num_workers": "data.num_workers=1",
     "test_after_training": "test_after_training=false",
     "ddp_timeout_s": "ddp_timeout_s=30",
+    "checkpoint_writes": "checkpoint_writes=background",
 }  # fmt: skip
 #: run-only keys a run cannot be trained twice with otherwise in one test
 UNTESTABLE = {"hydra", "ckpt_path", "overwrite"}

@@ -14,7 +14,7 @@ import numpy as np
 from luong_lit.decoding.forced import forced_attention
 from luong_lit.decoding.unk import alignment_rows
 from luong_lit.errors import DataError
-from luong_lit.metrics.plotting import pyplot, save_with_legend, wrap_to
+from luong_lit.metrics.plotting import file_figure, pyplot, save_with_legend, wrap_to
 
 
 def draw_attention(
@@ -60,7 +60,8 @@ def attention_figure(
     h = max(2.5, 0.28 * len(tgt) + 1.5)
     cols = min(len(panels), PANELS_PER_ROW)
     rows = -(-len(panels) // cols)
-    fig, axes = pyplot().subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
+    fig = file_figure((w * cols, h * rows))  # drawn in any thread (the training callback's)
+    axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.flat[len(panels) :]:
         ax.set_axis_off()
     for ax, (_, weights) in zip(axes.flat, panels):
@@ -84,9 +85,7 @@ def heatmap_panels(models: dict, src_ids, tgt_ids) -> list[tuple[str, np.ndarray
 def save_attention(panels, src, tgt, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig = attention_figure(panels, src, tgt)
-    fig.savefig(path, dpi=110)
-    pyplot().close(fig)
+    attention_figure(panels, src, tgt).savefig(path, dpi=110)
     return path
 
 

@@ -54,7 +54,7 @@ RUN_ONLY = (
     "callbacks.model_checkpoint.dirpath", "callbacks.greedy_bleu.samples",
     "callbacks.beam_bleu.on_test", "trainer.enable_progress_bar", "trainer.log_every_n_steps",
     "logger", "data.num_workers", "test_after_training", "hydra", "ckpt_path", "overwrite",
-    "ddp_timeout_s",
+    "ddp_timeout_s", "checkpoint_writes",
 )  # fmt: skip
 #: overrides that change only the order of a computation's floating-point sums (the CPU
 #: threads), not what it computes: seeds of one recipe, as the device is (below)

@@ -20,6 +20,17 @@ def pyplot():
     return plt
 
 
+def file_figure(figsize: tuple[float, float]):
+    """A matplotlib ``Figure`` on an Agg canvas, not pyplot's (whose figures are global
+    state): drawn and saved in any thread, needing no ``close``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def wrap_to(text: str, chars: int) -> str:
     """``text`` on lines of at most ``chars`` characters, broken at spaces where it can be."""
     return "\n".join(textwrap.wrap(text, max(chars, 8), break_on_hyphens=False)) or text

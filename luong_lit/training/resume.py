@@ -34,6 +34,7 @@ MAY_CHANGE = (
     "callbacks.progress",
     "test_after_training",
     "ddp_timeout_s",
+    "checkpoint_writes",
 )
 SHOWN = 8  # differences named in a refusal; the rest are counted
 

@@ -7,7 +7,8 @@
 #
 # Stages (in the order worth running when GPU time is short):
 #   answer  one 9-minute call, one archive ($OUT/answer.tar.gz, beside stages.txt and gpu.txt):
-#           the main job to results.json (its wall time), beam 5 and greedy speed with the
+#           the main job to results.json (its wall time), a validation's checkpoint writes and
+#           heatmaps on the training thread and off it, beam 5 and greedy speed with the
 #           GPU's busy share, ours beside OpenNMT-py at m30k_small in fp32 and in bf16-mixed
 #           (OpenNMT-py fp16), the paper's model without and with input feeding (and
 #           compiled), the design card's sweep with 2 jobs a GPU against 1 (short jobs)
@@ -226,6 +227,8 @@ run_answer() {  # the issue's figures in one call of BUDGET seconds, most wanted
     echo "main job: $((SECONDS - t0)) s to results.json" | tee -a "$OUT/stages.txt"
     keep main
     ckpt="$dir/checkpoints/best.ckpt"
+    # a validation's checkpoints and pictures on the training thread and off it (the default here)
+    stage epoch_extras 50 $PY -m scripts.benchmarks.epoch_extras "$ckpt" --device cuda --repeats 3
     stage beam5_b128 45 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda \
         --batch-size 128 --single-limit 0 --launches
     stage greedy_b128 30 $PY -m scripts.benchmarks.beam_speed "$ckpt" --device cuda --beam 1 \

@@ -1,0 +1,84 @@
+"""How a run writes its checkpoints: atomically, and on a GPU off the training thread.
+
+Every checkpoint is written to a temporary file in the same directory and renamed over the
+target (:func:`luong_lit.checkpoint.atomic_save`): a crash mid-write leaves the previous
+checkpoint intact. ``checkpoint_writes=background`` writes, fsyncs and renames in one thread of
+its own while training goes on, as Lightning's ``AsyncCheckpointIO`` does; unlike it, every
+tensor is first copied to host memory on the training thread (the next step changes the
+weights and moments the checkpoint holds; a copy made there is of the step saved, on any
+device and stream), and the writes run one at a time in the order asked. Whatever reads or
+removes a checkpoint waits for the writes asked before it (:meth:`AtomicCheckpointIO.wait`):
+removing one (``keep_last``, a superseded ``best.ckpt``), the end of the fit or of the test,
+and a stop. A write that failed (a full disk) raises its one-line
+:class:`~luong_lit.checkpoint.CheckpointError` at the next of these. ``inline`` writes on the
+training thread; ``auto`` (the default) writes in the background where the weights are on a
+GPU and inline on a CPU, where the writer shares the cores and the interpreter with training
+and was measured to gain nothing (``scripts/benchmarks/epoch_extras.py``).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import torch
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+from lightning_utilities.core.apply_func import apply_to_collection
+
+from luong_lit.checkpoint import atomic_save
+
+WRITES = ("auto", "background", "inline")
+
+
+def host_copy(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """``checkpoint`` with every tensor copied to host memory (its own storage, detached)."""
+    return apply_to_collection(checkpoint, torch.Tensor, lambda t: t.detach().to("cpu", copy=True))
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Atomic checkpoint writes, in a thread of their own as ``writes`` says (:data:`WRITES`)."""
+
+    def __init__(self, writes: str = "auto") -> None:
+        assert writes in WRITES, writes
+        self.writes = writes
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
+
+    def in_background(self, checkpoint: dict[str, Any]) -> bool:
+        """Whether ``checkpoint`` is written off the training thread (``auto``: its weights
+        are on a GPU)."""
+        if self.writes != "auto":
+            return self.writes == "background"
+        weights = checkpoint.get("state_dict", {}).values()
+        return any(isinstance(t, torch.Tensor) and t.is_cuda for t in weights)
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
+        if not self.in_background(checkpoint):
+            self.wait()  # after any written before it
+            atomic_save(checkpoint, path)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="luong_lit-checkpoint")
+        self._pending = [f for f in self._pending if not f.done() or f.exception()]
+        self._pending.append(self._pool.submit(atomic_save, host_copy(checkpoint), path))
+
+    def wait(self) -> None:
+        """Until every write asked so far is on disk; a failed one raises its error."""
+        pending, self._pending = self._pending, []
+        for write in pending:
+            write.result()
+
+    def remove_checkpoint(self, path) -> None:
+        self.wait()  # not a file still being written, nor one written after its removal
+        super().remove_checkpoint(path)
+
+    def teardown(self) -> None:
+        self.wait()
+
+
+def wait_for_writes(trainer) -> None:
+    """Until the trainer's checkpoints asked so far are written (where it writes them as
+    :class:`AtomicCheckpointIO` does)."""
+    io = getattr(getattr(trainer, "strategy", None), "checkpoint_io", None)
+    if isinstance(io, AtomicCheckpointIO):
+        io.wait()
