@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import zipfile
 
 import pytest
 import torch
@@ -43,6 +44,25 @@ class _Blocker:
     def __reduce__(self):
         self.gate.wait(30)
         return (int, (0,))
+
+
+def test_tensors_that_are_one_stay_one_in_the_copy(tmp_path):
+    """A tied output layer's weight is the embedding's: written once, read back as one."""
+    from luong_lit.training.checkpoint_io import host_copy
+
+    w = torch.randn(50, 8)
+    ckpt = {"state_dict": {"embedding.weight": w.detach(), "out.weight": w.detach()}}
+    copied = host_copy(ckpt)["state_dict"]
+    assert copied["embedding.weight"] is copied["out.weight"]
+    assert copied["out.weight"].data_ptr() != w.data_ptr()
+    for way in ("background", "inline"):
+        io = AtomicCheckpointIO(way)
+        io.save_checkpoint(ckpt, tmp_path / f"{way}.ckpt")
+        io.teardown()
+    for way in ("background", "inline"):  # one storage of the weight's 50 x 8 floats
+        stored = [i.file_size for i in zipfile.ZipFile(tmp_path / f"{way}.ckpt").infolist()
+                  if "/data/" in i.filename and "serialization_id" not in i.filename]  # fmt: skip
+        assert stored == [50 * 8 * 4], way
 
 
 def test_a_removal_waits_for_the_writes_before_it(tmp_path):

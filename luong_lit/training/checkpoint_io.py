@@ -31,8 +31,18 @@ WRITES = ("auto", "background", "inline")
 
 
 def host_copy(checkpoint: dict[str, Any]) -> dict[str, Any]:
-    """``checkpoint`` with every tensor copied to host memory (its own storage, detached)."""
-    return apply_to_collection(checkpoint, torch.Tensor, lambda t: t.detach().to("cpu", copy=True))
+    """``checkpoint`` with every tensor copied to host memory (detached), tensors that are one
+    (a tied output layer's weight and the embedding) still one copy."""
+    copies: dict[tuple, torch.Tensor] = {}
+
+    def copy(t: torch.Tensor) -> torch.Tensor:
+        key = (t.device, t.untyped_storage().data_ptr(), t.storage_offset(), t.shape, t.stride(),
+               t.dtype)  # fmt: skip
+        if key not in copies:
+            copies[key] = t.detach().to("cpu", copy=True)
+        return copies[key]
+
+    return apply_to_collection(checkpoint, torch.Tensor, copy)
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
