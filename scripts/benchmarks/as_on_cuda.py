@@ -2,7 +2,7 @@
 on the CPU, with CPU kernels standing in for the one CUDA-only operator among them.
 
 On CUDA the kit computes an LSTM cell with ``aten::_thnn_fused_lstm_cell`` (one kernel forward,
-one backward: ``luong_lit.nn.fast.lstm.fused_lstm_cell``) and dropout with ``F.dropout`` (one
+one backward: ``luong_lit.nn.fast.fused_cell.fused_lstm_cell``) and dropout with ``F.dropout`` (one
 ``native_dropout`` each way); on the CPU the cell is eight operators forward and the dropout
 mask is drawn as uniform floats (``luong_lit.nn.fast.dropout``) or by ``F.dropout``'s CPU
 path (a Bernoulli draw, a division and a product). :func:`as_on_cuda` makes the
@@ -60,14 +60,14 @@ def _native_dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: b
 @contextmanager
 def as_on_cuda() -> Iterator[None]:
     """The kit's CUDA choices on the CPU while inside: the fused cell and ``F.dropout``."""
-    from luong_lit.nn.fast import lstm, model, static
+    from luong_lit.nn.fast import fused_cell, lstm, model, static
 
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("_thnn_fused_lstm_cell", _cell, "CPU")
     lib.impl("_thnn_fused_lstm_cell_backward_impl", _cell_backward, "CPU")
     saved = {m: (m.lstm_cell, getattr(m, "dropout", None)) for m in (lstm, model, static)}
     for m in saved:
-        m.lstm_cell = lstm.fused_lstm_cell
+        m.lstm_cell = fused_cell.fused_lstm_cell
     model.dropout, F.dropout = _native_dropout, _native_dropout  # F's: the encoder's layers
     try:
         yield

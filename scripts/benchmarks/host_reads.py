@@ -139,9 +139,7 @@ def decoding(net, n: int, beam: int, every: int, fixed: bool = False) -> dict:
 def _as_on_cuda() -> dict:
     """The fixed-shape training step with the kit's CUDA choices (``as_on_cuda``), in trees
     that have them (the fused cell)."""
-    from luong_lit.nn.fast import lstm
-
-    if not hasattr(lstm, "fused_lstm_cell"):
+    if importlib.util.find_spec("luong_lit.nn.fast.fused_cell") is None:
         return {}
     from scripts.benchmarks.as_on_cuda import as_on_cuda
 

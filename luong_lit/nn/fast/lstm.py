@@ -19,6 +19,8 @@ from torch.autograd import Function
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
+from luong_lit.nn.fast.fused_cell import fused_lstm_cell
+
 #: each step's ``(x_t, delta_t)``, left by the backward of its product for the one sum
 Pairs = list[tuple[Tensor, Tensor]]
 
@@ -123,23 +125,12 @@ def unpack(data: Tensor, flat_index: Tensor, B: int, T: int) -> Tensor:
 def lstm_cell(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
     """LSTM update from pre-activation ``gates`` (B, 4d) in ``nn.LSTM``'s i, f, g, o order:
     ``c_t = σ(f) ⊙ c_{t-1} + σ(i) ⊙ tanh(g)``, ``h_t = σ(o) ⊙ tanh(c_t)``. On CUDA,
-    :func:`fused_lstm_cell`; elsewhere the eight operators below."""
+    :func:`~luong_lit.nn.fast.fused_cell.fused_lstm_cell`; elsewhere the eight operators below."""
     if gates.is_cuda:
-        return fused_lstm_cell(gates, c)
+        return fused_lstm_cell(gates, c)  # (B, d) x2
     i, f, g, o = gates.chunk(4, 1)  # (B, d) each; chunk's backward is one cat, not 4 fills
     c = torch.addcmul(torch.sigmoid(f) * c, torch.sigmoid(i), torch.tanh(g))  # (B, d)
     return torch.sigmoid(o) * torch.tanh(c), c
-
-
-def fused_lstm_cell(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
-    """:func:`lstm_cell` as one fused kernel forward and one backward, what ``nn.LSTMCell``
-    runs on CUDA (``aten::_thnn_fused_lstm_cell``; CUDA only), in place of eight operators
-    forward and about thirteen backward. The cell is computed in ``c``'s dtype (fp32 under
-    bf16-mixed, as :func:`lstm_cell`'s products with ``c`` are promoted to)."""
-    gates = gates.to(c.dtype)  # (B, 4d); under autocast the product came out in bf16
-    with torch.autocast(c.device.type, enabled=False):  # the kernel reads one dtype
-        h, c_new, _ = torch.ops.aten._thnn_fused_lstm_cell(gates, torch.zeros_like(gates), c)
-    return h, c_new  # (B, d) x2
 
 
 def summed_bias(rnn: nn.LSTM, l: int) -> Tensor | None:
