@@ -89,20 +89,60 @@ def test_a_failed_write_is_one_line_at_the_next_wait(tmp_path):
         locked.chmod(0o700)
 
 
-def test_a_failed_write_is_not_forgotten_by_the_next_save(tmp_path, monkeypatch):
+def failing_writes(monkeypatch) -> None:
     import luong_lit.training.checkpoint_io as cio
 
     def failing(obj, path):
         raise CheckpointError(f"{path}: cannot write the checkpoint (the disk is full)")
 
-    io = AtomicCheckpointIO("background")
     monkeypatch.setattr(cio, "atomic_save", failing)
+
+
+def test_a_failed_write_raises_at_the_next_save_on_the_training_thread(tmp_path, monkeypatch):
+    io = AtomicCheckpointIO("background")
+    failing_writes(monkeypatch)
     io.save_checkpoint(checkpoint(1.0), tmp_path / "a.ckpt")
     io._pool.submit(lambda: None).result()  # the failed write has run
     monkeypatch.undo()
-    io.save_checkpoint(checkpoint(1.0), tmp_path / "b.ckpt")
+    with pytest.raises(CheckpointError, match="a.ckpt: cannot write the checkpoint"):
+        io.save_checkpoint(checkpoint(1.0), tmp_path / "b.ckpt")
+
+
+def test_a_failed_write_is_said_at_teardown_without_hiding_the_error_that_ends_the_run(
+    tmp_path, monkeypatch, caplog
+):
+    io = AtomicCheckpointIO("background")
+    failing_writes(monkeypatch)
+    io.save_checkpoint(checkpoint(1.0), tmp_path / "a.ckpt")
     with pytest.raises(CheckpointError, match="disk is full"):
-        io.teardown()
+        io.teardown()  # the run's end: the failure is the error
+    io.save_checkpoint(checkpoint(1.0), tmp_path / "b.ckpt")
+    try:
+        raise KeyboardInterrupt  # a stop, as Lightning's teardown sees it
+    except KeyboardInterrupt:
+        io.teardown()  # says the failed write, raises nothing: the stop is the run's end
+    assert "b.ckpt: cannot write the checkpoint" in caplog.text
+
+
+def test_at_most_two_writes_wait_and_a_stops_checkpoint_is_written_at_once(tmp_path):
+    from types import SimpleNamespace
+
+    from luong_lit.training.checkpoint_io import QUEUED, inline_writes
+
+    io, gate = AtomicCheckpointIO("background"), threading.Event()
+    io.save_checkpoint({"blocker": _Blocker(gate)}, tmp_path / "first.ckpt")
+    threading.Timer(0.5, gate.set).start()
+    for n in range(3):  # the third waits until the first is written
+        io.save_checkpoint(checkpoint(float(n)), tmp_path / f"{n}.ckpt")
+        assert len(io._pending) <= QUEUED == 2
+    trainer = SimpleNamespace(strategy=SimpleNamespace(checkpoint_io=io))
+    with inline_writes(trainer):  # a stop's last.ckpt: on disk when the save returns
+        io.save_checkpoint(checkpoint(9.0), tmp_path / "last.ckpt")
+        assert (tmp_path / "last.ckpt").is_file() and not io._pending
+    assert io.writes == "background"
+    io.teardown()
+    assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == [
+        "0.ckpt", "1.ckpt", "2.ckpt", "first.ckpt", "last.ckpt"]  # fmt: skip
 
 
 def test_a_run_writes_the_same_checkpoints_in_the_background_as_inline(toy_corpus, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -174,3 +175,34 @@ def test_a_resumed_run_counts_its_earlier_time_and_names_the_losss_unit():
     assert "elapsed 0:01:4" in line  # 100 seconds, and a little
     later._loss, later._losses = torch.tensor(6.0), 2
     assert "loss/token 3.0000" in later.line(Bar(step=6, epoch=0, total=10), time.monotonic())
+
+
+def test_a_signal_while_the_folder_is_read_stops_the_run_once_it_is_open(
+    toy_corpus, tmp_path, monkeypatch
+):
+    """SIGTERM while a resumed run reads its ``last.ckpt``: noted, not raised inside the read
+    (which would call the checkpoint unreadable); the run stops as the folder is open, before
+    training, with the resume command, and that command then resumes it."""
+    from luong_lit.training import run_folder
+
+    run = tmp_path / "run"
+    assert (
+        run_here([*tiny(toy_corpus, "trainer.max_steps=2"), f"hydra.run.dir={run}"]).returncode == 0
+    )
+    (run / "results.json").unlink()  # as if stopped before its end
+    read = run_folder.read_checkpoint
+
+    def signalled_read(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(run_folder, "read_checkpoint", signalled_read)
+    resumed = [f"hydra.run.dir={run}", "ckpt_path=last", "trainer.max_steps=4"]
+    stopped = run_here(["train", *resumed])
+    err = stopped.stderr.decode()
+    assert stopped.returncode == 143, err[-2000:]
+    assert "before training began" in err and "not a readable checkpoint" not in err
+    assert "Traceback" not in err
+    monkeypatch.undo()
+    assert run_here(["train", *resumed]).returncode == 0
+    assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 4

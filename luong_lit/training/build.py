@@ -22,9 +22,10 @@ from luong_lit.quiet import quiet
 from luong_lit.reports import check_current_name
 from luong_lit.runtime import configure_cpu_from
 from luong_lit.training import finetune
+from luong_lit.training.checkpoint_io import WRITES, write_checkpoints
 from luong_lit.training.instantiate import instantiate_at, lightning_module, model_parts, trainer_of
 from luong_lit.training.run_folder import RunFolder
-from luong_lit.validate import integer
+from luong_lit.validate import integer, one_of
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ def build(cfg: DictConfig, folder: RunFolder):
     model = lightning_module(cfg, net, parts, checkpoint_extras(cfg, dm))
     for logger in trainer.loggers:  # the resolved config, for dashboards (W&B, TensorBoard hparams)
         logger.log_hyperparams(resolved(cfg))
+    write_checkpoints(trainer, cfg.get("checkpoint_writes", "auto"))  # off the training thread?
     if folder.start is not None:
         resumed = folder.resume_from is not None
         finetune.start_from(model, dm, folder.start, cfg.get("freeze"), resumed=resumed)
@@ -103,9 +105,10 @@ def build(cfg: DictConfig, folder: RunFolder):
 
 def check_run_options(cfg: DictConfig) -> None:
     """The run's own options, before anything is built: ``threads``, the sweep's
-    ``objective`` (a figure's current name), ``trainer.max_epochs``."""
+    ``objective`` (a figure's current name), ``checkpoint_writes``, ``trainer.max_epochs``."""
     check_current_name("objective", cfg.get("objective"))
     integer("threads", cfg.get("threads"), 1, nullable=True)
+    one_of("checkpoint_writes", cfg.get("checkpoint_writes", "auto"), WRITES)
     max_epochs = cfg.trainer.get("max_epochs")
     if max_epochs != -1:  # -1: no limit (Lightning's convention)
         integer("trainer.max_epochs", max_epochs, 1, nullable=True)

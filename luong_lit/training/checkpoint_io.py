@@ -18,7 +18,11 @@ and was measured to gain nothing (``scripts/benchmarks/epoch_extras.py``).
 
 from __future__ import annotations
 
+import logging
+import sys
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -26,6 +30,8 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning_utilities.core.apply_func import apply_to_collection
 
 from luong_lit.checkpoint import atomic_save
+
+log = logging.getLogger(__name__)
 
 WRITES = ("auto", "background", "inline")
 
@@ -45,6 +51,10 @@ def host_copy(checkpoint: dict[str, Any]) -> dict[str, Any]:
     return apply_to_collection(checkpoint, torch.Tensor, copy)
 
 
+#: background writes asked and not yet on disk, at most (each a host copy of a checkpoint)
+QUEUED = 2
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Atomic checkpoint writes, in a thread of their own as ``writes`` says (:data:`WRITES`)."""
 
@@ -53,6 +63,9 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         self.writes = writes
         self._pool: ThreadPoolExecutor | None = None
         self._pending: list[Future] = []
+
+    def __getstate__(self) -> dict[str, Any]:  # sent to spawned ranks: no thread, no writes
+        return {**self.__dict__, "_pool": None, "_pending": []}
 
     def in_background(self, checkpoint: dict[str, Any]) -> bool:
         """Whether ``checkpoint`` is written off the training thread (``auto``: its weights
@@ -63,32 +76,70 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         return any(isinstance(t, torch.Tensor) and t.is_cuda for t in weights)
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
+        """Write ``checkpoint`` to ``path``; a background write that failed before raises here,
+        on the training thread, as an inline write's failure would have one save earlier."""
         if not self.in_background(checkpoint):
             self.wait()  # after any written before it
             atomic_save(checkpoint, path)
             return
+        self._settle(keep=QUEUED - 1)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="luong_lit-checkpoint")
-        self._pending = [f for f in self._pending if not f.done() or f.exception()]
         self._pending.append(self._pool.submit(atomic_save, host_copy(checkpoint), path))
+
+    def _settle(self, keep: int) -> None:
+        """Wait until at most ``keep`` writes are pending; the first failed one raises, once
+        every write waited for has ended."""
+        failed = None
+        while len(self._pending) > keep or (self._pending and self._pending[0].done()):
+            error = self._pending.pop(0).exception()
+            failed = failed or error
+        if failed is not None:
+            raise failed
 
     def wait(self) -> None:
         """Until every write asked so far is on disk; a failed one raises its error."""
-        pending, self._pending = self._pending, []
-        for write in pending:
-            write.result()
+        self._settle(keep=0)
 
     def remove_checkpoint(self, path) -> None:
         self.wait()  # not a file still being written, nor one written after its removal
         super().remove_checkpoint(path)
 
     def teardown(self) -> None:
-        self.wait()
+        """The end of a fit or test (Lightning's, also when it stops on an exception): every
+        write on disk. A failed one raises; while another error ends the run, it is said in
+        one line instead, and that error is the one the run ends with."""
+        ending_on_error = sys.exc_info()[0] is not None  # Lightning handling an exception
+        try:
+            self.wait()
+        except Exception as err:  # noqa: BLE001 - a failed write
+            if not ending_on_error:
+                raise
+            log.error("%s", err)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
 
 
-def wait_for_writes(trainer) -> None:
-    """Until the trainer's checkpoints asked so far are written (where it writes them as
-    :class:`AtomicCheckpointIO` does)."""
-    io = getattr(getattr(trainer, "strategy", None), "checkpoint_io", None)
+def write_checkpoints(trainer, writes: Any) -> None:
+    """Have ``trainer`` write its checkpoints as ``writes`` (``checkpoint_writes``, one of
+    :data:`WRITES`: checked with the run's options) says."""
+    io = trainer.strategy.checkpoint_io
     if isinstance(io, AtomicCheckpointIO):
-        io.wait()
+        io.writes = writes
+
+
+@contextmanager
+def inline_writes(trainer) -> Iterator[None]:
+    """Checkpoints written on the training thread while inside, after those asked before: a
+    stop's ``last.ckpt`` is on disk before Lightning's barrier lets the other ranks exit."""
+    io = getattr(getattr(trainer, "strategy", None), "checkpoint_io", None)
+    if not isinstance(io, AtomicCheckpointIO):
+        yield
+        return
+    writes, io.writes = io.writes, "inline"
+    try:
+        yield
+    finally:
+        io.writes = writes

@@ -78,6 +78,9 @@ class AttentionHeatmapCallback(L.Callback):
             return self.draw == "background"
         return pl_module.device.type == "cuda"
 
+    def __getstate__(self) -> dict:  # sent to spawned ranks: no thread, nothing drawing
+        return {**self.__dict__, "_pool": None, "_drawing": []}
+
     def _drawer(self) -> ThreadPoolExecutor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="luong_lit-heatmaps")
@@ -94,6 +97,11 @@ class AttentionHeatmapCallback(L.Callback):
 
     def on_test_end(self, trainer, pl_module) -> None:
         self._log_saved(trainer, wait=True)
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        if self._pool is not None and not self._drawing:
+            self._pool.shutdown()
+            self._pool = None
 
     def on_exception(self, trainer, pl_module, exception) -> None:
         try:  # a stopped run keeps the pictures it drew; the stop's own error is the one said

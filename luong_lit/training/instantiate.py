@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from luong_lit.errors import ConfigError, UserError, find_cause, find_user_error
 from luong_lit.nn.build import build_net
 from luong_lit.training import progress
-from luong_lit.training.checkpoint_io import WRITES, AtomicCheckpointIO
+from luong_lit.training.checkpoint_io import AtomicCheckpointIO
 from luong_lit.training.lightning_internals import (
     check_lightning_version,
     leave_signals_to_the_kit,
@@ -146,17 +146,15 @@ def instantiate_all(path: str, node: DictConfig | None) -> list[Any]:
     return [x for x in made if x is not None]
 
 
-def plugins(writes: str = "auto") -> list[Any]:
-    """Atomic checkpoint writes, off the training thread or on it as ``writes``
-    (``checkpoint_writes``) says (:mod:`~luong_lit.training.checkpoint_io`); on SLURM,
-    Lightning's environment without its own requeue (a sweep's submitit launcher requeues,
-    after :class:`~luong_lit.training.signals.SignalCheckpoint` has saved the step: one
-    mechanism, not two)."""
+def plugins() -> list[Any]:
+    """Atomic checkpoint writes (:mod:`~luong_lit.training.checkpoint_io`; how:
+    :func:`~luong_lit.training.checkpoint_io.write_checkpoints`); on SLURM, Lightning's
+    environment without its own requeue (a sweep's submitit launcher requeues, after
+    :class:`~luong_lit.training.signals.SignalCheckpoint` has saved the step: one mechanism,
+    not two)."""
     from lightning.pytorch.plugins.environments import SLURMEnvironment
 
-    if writes not in WRITES:
-        raise ConfigError(f"checkpoint_writes={writes}: one of {', '.join(WRITES)}")
-    found: list[Any] = [AtomicCheckpointIO(writes)]
+    found: list[Any] = [AtomicCheckpointIO()]
     if SLURMEnvironment.detect():
         found.append(SLURMEnvironment(auto_requeue=False))
     return found
@@ -240,8 +238,7 @@ def trainer_of(cfg: DictConfig):
     strategy = ddp_strategy(named, cfg.get("ddp_timeout_s"))
     trainer = instantiate_at("trainer", cfg.trainer, refuses=True, callbacks=callbacks,
                              enable_progress_bar=bar is not None, logger=loggers,
-                             plugins=plugins(str(cfg.get("checkpoint_writes", "auto"))),
-                             strategy=strategy)  # fmt: skip
+                             plugins=plugins(), strategy=strategy)  # fmt: skip
     leave_signals_to_the_kit(trainer)  # the kit's handler is in charge (training/signals.py)
     observe_ranks_gently()  # a lost rank is said in one line (training/lost_ranks.py)
     return trainer

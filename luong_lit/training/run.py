@@ -83,9 +83,10 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     register_resolvers()  # a config composed elsewhere (a test, a notebook) resolves ours too
     load_plugins()  # a sweep's job or a rank in a process of its own: the user's parts too
     with _stops(cfg):
-        folder = RunFolder.open(cfg)
+        folder = RunFolder.open(cfg)  # a signal meanwhile is noted, and acted on just below
         if folder.finished is not None:  # no GPU slot taken, its job.json left as it was
             return folder.finished
+        _opened()
         with job_resources(cfg) as record:  # a sweep's: its GPU, its threads
             dm, model, trainer = build(cfg, folder)
             folder.say_start(trainer, cfg.data)
@@ -99,15 +100,14 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
 @contextmanager
 def _stops(cfg: DictConfig) -> Iterator[None]:
-    """The run's signal handler, for the run's whole life, from before its folder is opened: a
-    signal outside the trainer's loops (before training, after it, as it ends) is
+    """The run's signal handler, for the run's whole life, from before its folder is opened (a
+    signal while it is read is noted, and acted on once it is open: :func:`_opened`): a signal
+    outside the trainer's loops (before training, after it, as it ends) is
     :class:`Interrupted` at its stage, its checkpoint the folder's ``last.ckpt``."""
     alone = not data_parallel(cfg)
     SIGNALS.install(alone=alone)
-    SIGNALS.stage = "setup"
+    SIGNALS.stage = "opening"  # noted, not acted on, while the folder's files are read
     try:
-        if SIGNALS.alone and SIGNALS.pending:  # it came as the process started
-            raise StoppedOutsideLoops(SIGNALS.pending, "setup")
         yield
     except StoppedOutsideLoops as stop:
         raise Interrupted(stop.signum, _last(cfg), SIGNALS.handover, stop.stage) from None
@@ -115,6 +115,14 @@ def _stops(cfg: DictConfig) -> Iterator[None]:
         SIGNALS.uninstall()
     if SIGNALS.pending:  # it came as the run ended, results.json written
         raise Interrupted(SIGNALS.pending, _last(cfg), SIGNALS.handover, "finished")
+
+
+def _opened() -> None:
+    """The run's folder is open: from now on a signal stops the run at once, and one that came
+    as the process started or while the folder was read does so now."""
+    SIGNALS.stage = "setup"
+    if SIGNALS.alone and SIGNALS.pending:
+        raise StoppedOutsideLoops(SIGNALS.pending, "setup")
 
 
 def _last(cfg: DictConfig) -> Path:

@@ -31,6 +31,7 @@ from typing import Any
 import lightning as L
 
 from luong_lit.training import agreement
+from luong_lit.training.checkpoint_io import inline_writes
 from luong_lit.training.lightning_internals import (
     request_stop,
     rewind_validation,
@@ -120,6 +121,8 @@ class RunSignals:
         if not self.alone:
             return  # the ranks agree (SignalCheckpoint)
         if self.trainer is None:  # before the loops, or after: the run stops here
+            if self.stage == "opening":  # its folder is being read: once it is open
+                return
             if self.stage != "finished":
                 raise StoppedOutsideLoops(signum, self.stage)
             return  # results.json is being written: said when the run ends
@@ -240,7 +243,8 @@ class SignalCheckpoint(L.Callback):
 
     def _save(self, trainer) -> None:
         self.signal = self.signal or SIGNALS.pending or signal.SIGTERM
-        trainer.save_checkpoint(self.path, weights_only=False)  # all of it, to resume
+        with inline_writes(trainer):  # on disk before the barrier lets the other ranks exit
+            trainer.save_checkpoint(self.path, weights_only=False)  # all of it, to resume
         self._saved = True
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:

@@ -125,8 +125,10 @@ def unpack(data: Tensor, flat_index: Tensor, B: int, T: int) -> Tensor:
 def lstm_cell(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
     """LSTM update from pre-activation ``gates`` (B, 4d) in ``nn.LSTM``'s i, f, g, o order:
     ``c_t = σ(f) ⊙ c_{t-1} + σ(i) ⊙ tanh(g)``, ``h_t = σ(o) ⊙ tanh(c_t)``. On CUDA,
-    :func:`~luong_lit.nn.fast.fused_cell.fused_lstm_cell`; elsewhere the eight operators below."""
-    if gates.is_cuda:
+    :func:`~luong_lit.nn.fast.fused_cell.fused_lstm_cell`; elsewhere, and in a compiled step
+    (``engine.compile=step``, whose compiler fuses these operators itself and would run the
+    fused kernel as an opaque call), the eight operators below."""
+    if gates.is_cuda and not torch.compiler.is_compiling():
         return fused_lstm_cell(gates, c)  # (B, d) x2
     i, f, g, o = gates.chunk(4, 1)  # (B, d) each; chunk's backward is one cat, not 4 fills
     c = torch.addcmul(torch.sigmoid(f) * c, torch.sigmoid(i), torch.tanh(g))  # (B, d)
