@@ -1,16 +1,16 @@
-"""What a validation's pictures and checkpoints cost the training thread: written on it
-(``checkpoint_writes=inline``, the pictures drawn there, as before) and off it (the default).
+"""What a validation's pictures and checkpoints cost the training thread: written and drawn on
+it (``checkpoint_writes=inline``, ``draw=inline``: a CPU's default) and off it (``background``:
+a GPU's default).
 
     python -m scripts.benchmarks.epoch_extras CKPT [--repeats 5] [--steps 10] [--device cuda]
 
 Per validation a run writes two checkpoints (``best.ckpt``, ``last.ckpt``) and draws three
 heatmaps (``callbacks.attention_heatmaps``). For each way, alternated ``--repeats`` times in
-one process: the seconds the training thread spends on them (``on_thread_s``) and until all
-is on disk (``until_written_s``); and, since the threads share the interpreter with training,
-the time to the end of ``--steps`` training steps run right after (``with_steps_s``: the
-validation's extras and the steps that follow, the pictures and writes going on beside them
-in the background). Medians; ``CKPT`` is any trained checkpoint (its model draws the heatmaps
-and trains, its contents are written).
+one process: the seconds the training thread spends on them (``on_thread_s``); since the
+threads share the interpreter with training, the seconds to the end of ``--steps`` training
+steps run right after them (``with_steps_s``, the pictures and writes going on beside the
+steps in the background); and until all is on disk (``all_written_s``). Medians; ``CKPT`` is
+any trained checkpoint (its model draws the heatmaps and trains, its contents are written).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def one_validation(
     on_thread = time.perf_counter() - start
     steps()
     with_steps = time.perf_counter() - start
-    io.wait()
+    io.teardown()  # waits, and ends its writer
     for d in drawn:
         d.result()
     pool.shutdown()
