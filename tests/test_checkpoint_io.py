@@ -197,3 +197,22 @@ def test_the_heatmaps_drawn_in_their_thread_are_all_saved_and_logged(toy_corpus,
     last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"]
     validated = [last // 2, last]  # each epoch's end: the step the pictures are logged at
     assert steps == {"attention/dev0": validated, "attention/dev1": validated}
+
+
+def test_a_logger_that_uploads_each_checkpoint_as_saved_gets_it_written_inline():
+    """W&B's ``log_model=all`` reads each checkpoint right after its save: written inline."""
+    from types import SimpleNamespace
+
+    from luong_lit.training.checkpoint_io import write_checkpoints
+
+    for log_model, writes, found in [
+        ("all", "auto", "inline"),
+        ("all", "background", "inline"),
+        (True, "background", "background"),
+        (False, "auto", "auto"),
+    ]:
+        io = AtomicCheckpointIO()
+        trainer = SimpleNamespace(strategy=SimpleNamespace(checkpoint_io=io),
+                                  loggers=[SimpleNamespace(_log_model=log_model)])  # fmt: skip
+        write_checkpoints(trainer, writes)
+        assert io.writes == found, (log_model, writes)

@@ -30,6 +30,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning_utilities.core.apply_func import apply_to_collection
 
 from luong_lit.checkpoint import atomic_save
+from luong_lit.training.lightning_internals import uploads_each_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -124,10 +125,17 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 def write_checkpoints(trainer, writes: Any) -> None:
     """Have ``trainer`` write its checkpoints as ``writes`` (``checkpoint_writes``, one of
-    :data:`WRITES`: checked with the run's options) says."""
+    :data:`WRITES`: checked with the run's options) says; inline where a logger uploads each
+    checkpoint as it is saved (``logger.wandb.log_model=all``), which reads the file then."""
     io = trainer.strategy.checkpoint_io
-    if isinstance(io, AtomicCheckpointIO):
-        io.writes = writes
+    if not isinstance(io, AtomicCheckpointIO):
+        return
+    if writes != "inline" and any(uploads_each_checkpoint(lg) for lg in trainer.loggers):
+        if writes == "background":
+            log.info("checkpoint_writes=background: written inline, since a logger uploads "
+                     "each checkpoint as it is saved (log_model=all)")  # fmt: skip
+        writes = "inline"
+    io.writes = writes
 
 
 @contextmanager

@@ -229,3 +229,9 @@ def observe_ranks_gently() -> None:
     from lightning.fabric.strategies.launchers import subprocess_script
 
     subprocess_script._ChildProcessObserver._terminate_all = _gentle_terminate_all
+
+
+def uploads_each_checkpoint(logger) -> bool:
+    """Whether a logger uploads every checkpoint as it is saved (W&B's or MLflow's
+    ``log_model="all"``): it reads the file at once, so the file must be written by then."""
+    return getattr(logger, "_log_model", None) == "all"
