@@ -4,6 +4,7 @@ lists, length options, interactive sessions, help pages."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -50,6 +51,8 @@ def in_terminal(args: list[str], typed: list[bytes], wait_for: list[int], timeou
     if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
         os.environ.update(PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
         os.chdir(REPO)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # as at a terminal, though the suite was
+        # started where SIGINT is ignored (a shell's background job), which exec would keep
         os.execv(sys.executable, [sys.executable, "-m", "luong_lit", *args])
     out, deadline = b"", time.time() + timeout
 
