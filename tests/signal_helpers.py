@@ -40,7 +40,8 @@ class Snapshot(L.Callback):
     step ``mid_step``'s checkpoint written), ``epoch_end`` (epoch ``epoch``'s validation and
     its checkpoint done, the epoch's end hooks not yet run), ``validation`` (after the first
     batch of epoch ``epoch``'s first validation) and ``test`` (after the final test's
-    first batch). A resumed run (``trainer.ckpt_path``) takes none."""
+    first batch); with ``checkpoint_writes=background``, once the moment's checkpoint is on
+    disk. A resumed run (``trainer.ckpt_path``) takes none."""
 
     def __init__(self, run_dir: str, to: str, mid_step: int = 3, epoch: int = 1) -> None:
         self.run_dir, self.to, self.mid_step, self.epoch = run_dir, to, mid_step, epoch
@@ -56,6 +57,9 @@ class Snapshot(L.Callback):
         where = Path(self.to) / moment
         if self.resumed or where.exists() or not trainer.is_global_zero:
             return
+        io = trainer.strategy.checkpoint_io
+        if hasattr(io, "wait"):  # checkpoints written in the background: the moment's is on disk
+            io.wait()
         shutil.copytree(self.run_dir, where)  # Lightning saves the logs as it logs them
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
