@@ -6,14 +6,16 @@ checkpoint intact. ``checkpoint_writes=background`` writes, fsyncs and renames i
 its own while training goes on, as Lightning's ``AsyncCheckpointIO`` does; unlike it, every
 tensor is first copied to host memory on the training thread (the next step changes the
 weights and moments the checkpoint holds; a copy made there is of the step saved, on any
-device and stream), and the writes run one at a time in the order asked. Whatever reads or
-removes a checkpoint waits for the writes asked before it (:meth:`AtomicCheckpointIO.wait`):
-removing one (``keep_last``, a superseded ``best.ckpt``), the end of the fit or of the test,
-and a stop. A write that failed (a full disk) raises its one-line
-:class:`~luong_lit.checkpoint.CheckpointError` at the next of these. ``inline`` writes on the
+device and stream), and the writes run one at a time in the order asked, at most
+:data:`QUEUED` waiting. Removing a checkpoint (``keep_last``, a superseded ``best.ckpt``) and
+the end of the fit or of the test wait for the writes asked before
+(:meth:`AtomicCheckpointIO.wait`);
+a stop's checkpoint is written inline (:func:`inline_writes`). A write that failed (a full
+disk) raises its one-line :class:`~luong_lit.checkpoint.CheckpointError` at the next save or
+wait. ``inline`` writes on the
 training thread; ``auto`` (the default) writes in the background where the weights are on a
 GPU and inline on a CPU, where the writer shares the cores and the interpreter with training
-and was measured to gain nothing (``scripts/benchmarks/epoch_extras.py``).
+and showed no gain (``scripts/benchmarks/epoch_extras.py``).
 """
 
 from __future__ import annotations

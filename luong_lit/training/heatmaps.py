@@ -7,7 +7,7 @@ a thread of their own while training goes on, and logged (W&B, TensorBoard) from
 thread once saved: at the next validation, and at the end of the fit or of the test, which
 wait for them. ``inline`` draws them on the training thread; ``auto`` (the default) draws in
 the background where the model is on a GPU, and inline on a CPU, where the drawing shares the
-cores and the interpreter with training and was measured to gain nothing
+cores and the interpreter with training and showed no gain
 (``scripts/benchmarks/epoch_extras.py``).
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 import lightning as L
 
 from luong_lit.analysis.figures import heatmap_panels, save_attention
-from luong_lit.errors import ConfigError
 from luong_lit.nn.modes import evaluating
 from luong_lit.training.loggers import log_image
+from luong_lit.validate import one_of
 
 DRAW = ("auto", "background", "inline")
 
@@ -35,8 +35,7 @@ class AttentionHeatmapCallback(L.Callback):
         self, sentences: Sequence[int] = (0, 1, 2), every_n_epochs: int = 1, max_len: int = 40,
         draw: str = "auto",
     ) -> None:  # fmt: skip
-        if draw not in DRAW:
-            raise ConfigError(f"callbacks.attention_heatmaps.draw={draw}: one of {', '.join(DRAW)}")
+        one_of("draw", draw, DRAW)
         self.sentences, self.every, self.max_len = list(sentences), every_n_epochs, max_len
         self.draw = draw
         self._pool: ThreadPoolExecutor | None = None
