@@ -22,8 +22,7 @@ import yaml
 from conftest import REPO, compose_cfg, run_cli, run_env, step_of, tiny_overrides, train_command
 
 from luong_lit.config import CONF_DIR
-from luong_lit.sweeps.pool import DevicePool
-from luong_lit.sweeps.resources import usable_cores
+from luong_lit.sweeps.resources import DevicePool, usable_cores
 
 pytestmark = pytest.mark.slow
 
