@@ -28,8 +28,9 @@ from luong_lit.sweeps.dirnames import note_swept
 from luong_lit.sweeps.resolvers import register_resolvers
 from luong_lit.training.folders import Finished, check_run_start
 from luong_lit.training.lost_ranks import RankLost, lost_message
-from luong_lit.training.resume import resume_argv, resume_command
+from luong_lit.training.resume import resume_argv
 from luong_lit.training.run import Interrupted, train
+from luong_lit.training.run_folder import resume_command
 from luong_lit.training.run_lines import (
     done_message,
     holds_nothing,

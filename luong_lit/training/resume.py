@@ -7,13 +7,11 @@ started with (``RUN/.hydra/overrides.yaml``; where the folder has none, those it
 difference from the run's config is refused in one line that lists each
 (``model.net.hidden_size: run 256, here 512``). With nothing to resume (no ``hydra.run.dir``, no
 such folder, no ``checkpoints/last.ckpt`` in it), one line says so and lists the runs that can
-be resumed (:func:`nothing_to_resume`).
+be resumed (:func:`~luong_lit.training.run_folder.nothing_to_resume`).
 """
 
 from __future__ import annotations
 
-import shlex
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,17 +35,6 @@ MAY_CHANGE = (
     "checkpoint_writes",
 )
 SHOWN = 8  # differences named in a refusal; the rest are counted
-
-
-def resume_override(run_dir: Path) -> str:
-    """``hydra.run.dir=...`` for ``run_dir``, quoted for the shell and for Hydra's parser (a
-    sweep job's directory holds ``=`` and ``,``)."""
-    return shlex.quote(f'hydra.run.dir="{run_dir}"')
-
-
-def resume_command(run_dir: Path) -> str:
-    """The whole command that resumes the run in ``run_dir`` (its settings: its folder's)."""
-    return f"python -m luong_lit.train {resume_override(run_dir)} ckpt_path=last"
 
 
 def _parse(overrides: Sequence[str]) -> list:
@@ -83,6 +70,8 @@ def resume_argv(argv: Sequence[str]) -> list[str]:
         return list(argv)
     run_dir = next((Path(str(o.value())) for o in given if _key(o) == "hydra.run.dir"), None)
     if run_dir is None or not (run_dir / LAST).is_file():
+        from luong_lit.training.run_folder import nothing_to_resume
+
         raise nothing_to_resume(run_dir, *_log_dir(argv))
     was, source = run_overrides(run_dir)
     if was is None:  # not started from the command line: resumed as the command says
@@ -202,45 +191,3 @@ def _log_dir(argv: Sequence[str]) -> tuple[str, str]:
 
     cfg = compose(own_overrides(argv))
     return str(cfg.paths.log_dir), str(cfg.get("task_name", "train"))
-
-
-def resumable_runs(log_dir: str | Path, task: str = "train", n: int = 5) -> list[Path]:
-    """The ``n`` newest unfinished run folders under ``log_dir/task`` (runs and sweeps' jobs):
-    those that hold a ``checkpoints/last.ckpt`` and no ``results.json``, newest first."""
-    root = Path(log_dir) / task
-    found = [*root.glob(f"runs/*/{LAST}"), *root.glob(f"multiruns/*/*/{LAST}")]
-    found = [p for p in found if not (p.parent.parent / "results.json").is_file()]
-    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    return [p.parent.parent for p in found[:n]]
-
-
-def nothing_to_resume(
-    run_dir: Path | None, log_dir: str | Path, task: str = "train"
-) -> ConfigError:
-    """The error of ``ckpt_path=last`` with nothing to resume in ``run_dir`` (None: not
-    given), listing the runs that can be resumed and the command that resumes the newest."""
-    if run_dir is None:
-        head = "ckpt_path=last resumes the run in hydra.run.dir=RUN, and none is given"
-    elif not run_dir.is_dir():
-        head = f"ckpt_path=last: nothing to resume, {run_dir} does not exist"
-    else:
-        head = f"ckpt_path=last: nothing to resume in {run_dir}, it holds no {LAST}"
-    runs = resumable_runs(log_dir, task)
-    if not runs:
-        root = Path(log_dir) / task
-        finished = [*root.glob("runs/*/results.json"), *root.glob("multiruns/*/*/results.json")]
-        if finished:
-            return ConfigError(
-                f"{head}; no unfinished run under {root}: {len(finished)} runs "
-                f"there have finished (results.json), and none other holds a "
-                f"{LAST}"
-            )
-        return ConfigError(f"{head}; no run under {root} holds a {LAST}")
-    listed = ", ".join(
-        f"{r} (saved {time.strftime('%Y-%m-%d %H:%M', time.localtime((r / LAST).stat().st_mtime))})"
-        for r in runs
-    )
-    return ConfigError(
-        f"{head}; runs that can be resumed, newest first: {listed}; resume the newest with: "
-        f"{resume_command(runs[0])}"
-    )

@@ -19,9 +19,9 @@ from omegaconf import DictConfig
 from luong_lit.plugins import load_plugins
 from luong_lit.reports import Results
 from luong_lit.sweeps.resources import job_resources
+from luong_lit.training.folders import LAST
 from luong_lit.training.lost_ranks import RankLost, is_lost_peer, lost_ranks
 from luong_lit.training.results import objective, test_results, untested
-from luong_lit.training.resume import LAST
 from luong_lit.training.run_folder import RunFolder
 from luong_lit.training.signals import SIGNALS, SignalCheckpoint, StoppedOutsideLoops
 from luong_lit.training.spawned_ranks import SpawnedRanks

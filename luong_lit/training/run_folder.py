@@ -11,17 +11,21 @@
 
 What it refuses (``ckpt_path=last`` with nothing to resume; another model's checkpoint; a
 fine-tuned model that contradicts its checkpoint) is one line, a
-:class:`~luong_lit.config.ConfigError`, before any data is read. It says the lines a run starts
-with (:meth:`RunFolder.say_start`) and writes a finished run's ``results.json``
-(:meth:`RunFolder.finish`). The refusals of a command line before Hydra starts (an unfinished
-run in the way, a finished one, a changed setting) are :mod:`luong_lit.training.folders`'s; the
-lines a run prints at its end are :mod:`luong_lit.training.run_lines`'s.
+:class:`~luong_lit.config.ConfigError`, before any data is read; with nothing to resume, it lists
+the runs that can be (:func:`nothing_to_resume`). It says the lines a run starts with
+(:meth:`RunFolder.say_start`) and the command that resumes it (:func:`resume_command`), and writes
+a finished run's ``results.json`` (:meth:`RunFolder.finish`). The refusals of a command line before
+Hydra starts (an unfinished run in the way, a finished one, a changed setting) are
+:mod:`luong_lit.training.folders`'s; the lines a run prints at its end are
+:mod:`luong_lit.training.run_lines`'s.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import shlex
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -31,11 +35,11 @@ from omegaconf import DictConfig
 from luong_lit.checkpoint.files import read_checkpoint
 from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.checkpoint.resumable import check_resumable
+from luong_lit.errors import ConfigError
 from luong_lit.reports import Results
 from luong_lit.sweeps.job import sweep_job
 from luong_lit.training import finetune
-from luong_lit.training.folders import NAMED
-from luong_lit.training.resume import LAST, nothing_to_resume
+from luong_lit.training.folders import LAST, NAMED
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +140,6 @@ def give_run_folder(cfg) -> None:
     """A config composed outside a Hydra app (``luong_lit.config.compose``, a notebook or a
     script) has no run folder (``paths.output_dir`` reads Hydra's): it is given a new one, as a
     Hydra run would be (``paths.log_dir/TASK/runs/DATE_TIME``), with its config saved there."""
-    import time
-
     from omegaconf import OmegaConf, open_dict
 
     try:
@@ -155,3 +157,56 @@ def give_run_folder(cfg) -> None:
     (folder / ".hydra").mkdir(parents=True)
     OmegaConf.save(cfg, folder / ".hydra" / "config.yaml")
     log.info("run folder: %s", folder.resolve())
+
+
+def resume_override(run_dir: Path) -> str:
+    """``hydra.run.dir=...`` for ``run_dir``, quoted for the shell and for Hydra's parser (a
+    sweep job's directory holds ``=`` and ``,``)."""
+    return shlex.quote(f'hydra.run.dir="{run_dir}"')
+
+
+def resume_command(run_dir: Path) -> str:
+    """The whole command that resumes the run in ``run_dir`` (its settings: its folder's)."""
+    return f"python -m luong_lit.train {resume_override(run_dir)} ckpt_path=last"
+
+
+def resumable_runs(log_dir: str | Path, task: str = "train", n: int = 5) -> list[Path]:
+    """The ``n`` newest unfinished run folders under ``log_dir/task`` (runs and sweeps' jobs):
+    those that hold a ``checkpoints/last.ckpt`` and no ``results.json``, newest first."""
+    root = Path(log_dir) / task
+    found = [*root.glob(f"runs/*/{LAST}"), *root.glob(f"multiruns/*/*/{LAST}")]
+    found = [p for p in found if not (p.parent.parent / "results.json").is_file()]
+    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    return [p.parent.parent for p in found[:n]]
+
+
+def nothing_to_resume(
+    run_dir: Path | None, log_dir: str | Path, task: str = "train"
+) -> ConfigError:
+    """The error of ``ckpt_path=last`` with nothing to resume in ``run_dir`` (None: not
+    given), listing the runs that can be resumed and the command that resumes the newest."""
+    if run_dir is None:
+        head = "ckpt_path=last resumes the run in hydra.run.dir=RUN, and none is given"
+    elif not run_dir.is_dir():
+        head = f"ckpt_path=last: nothing to resume, {run_dir} does not exist"
+    else:
+        head = f"ckpt_path=last: nothing to resume in {run_dir}, it holds no {LAST}"
+    runs = resumable_runs(log_dir, task)
+    if not runs:
+        root = Path(log_dir) / task
+        finished = [*root.glob("runs/*/results.json"), *root.glob("multiruns/*/*/results.json")]
+        if finished:
+            return ConfigError(
+                f"{head}; no unfinished run under {root}: {len(finished)} runs "
+                f"there have finished (results.json), and none other holds a "
+                f"{LAST}"
+            )
+        return ConfigError(f"{head}; no run under {root} holds a {LAST}")
+    listed = ", ".join(
+        f"{r} (saved {time.strftime('%Y-%m-%d %H:%M', time.localtime((r / LAST).stat().st_mtime))})"
+        for r in runs
+    )
+    return ConfigError(
+        f"{head}; runs that can be resumed, newest first: {listed}; resume the newest with: "
+        f"{resume_command(runs[0])}"
+    )

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from luong_lit.reports import current_name
 from luong_lit.sweeps.dirnames import sweep_command
 from luong_lit.sweeps.job import sweep_job
-from luong_lit.training.resume import resume_command
+from luong_lit.training.run_folder import resume_command
 from luong_lit.training.stopping import MONITORABLE
 
 log = logging.getLogger(__name__)
