@@ -81,8 +81,7 @@ LAYERS = [
     "resources",  # where conf/ and notebooks/ are
     "validate",  # option checks for constructors
     "registry",  # the names of parts (attentions, scores, corpora), open to extensions
-    "runtime",  # process-wide CPU settings
-    "quiet",  # the libraries' routine notices filtered
+    "runtime",  # process-wide settings: CPU, ranks, the libraries' routine notices filtered
     "first_signals",  # a SIGTERM before the run's handler is in place, noted
     "paper",  # the paper's reported figures and its recipe's epochs: facts, nothing of the kit
     "reports",  # the records results.json and evaluate's reports are written and read as

@@ -22,8 +22,7 @@ from luong_lit.config import CONF_DIR, check_seed, check_sweep, compose
 from luong_lit.config_help import help_text
 from luong_lit.config_parts import offer_parts
 from luong_lit.errors import UserError, find_user_error
-from luong_lit.quiet import quiet
-from luong_lit.runtime import is_rank_zero, own_log_file, ranks_start_as
+from luong_lit.runtime import is_rank_zero, own_log_file, quiet, ranks_start_as
 from luong_lit.sweeps.dirnames import note_swept
 from luong_lit.sweeps.resolvers import register_resolvers
 from luong_lit.training.folders import Finished, check_run_start
@@ -42,7 +41,7 @@ from luong_lit.training.run_lines import (
 
 log = logging.getLogger(__name__)
 register_resolvers()  # before Hydra composes: its launcher and logger configs use them
-quiet()  # the libraries' routine notices (luong_lit.quiet)
+quiet()  # the libraries' routine notices (luong_lit.runtime.quiet)
 
 
 def task(cfg: DictConfig) -> float | None:

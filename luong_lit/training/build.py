@@ -18,9 +18,8 @@ from luong_lit.checkpoint.groups import data_options, net_options, preprocessing
 from luong_lit.data.sources.registry import cased_target_file
 from luong_lit.data.text.user_text import user_text
 from luong_lit.plugins import parts_of
-from luong_lit.quiet import quiet
 from luong_lit.reports import check_current_name
-from luong_lit.runtime import configure_cpu_from
+from luong_lit.runtime import configure_cpu_from, quiet
 from luong_lit.training import finetune
 from luong_lit.training.checkpoint_io import WRITES, write_checkpoints
 from luong_lit.training.instantiate import instantiate_at, lightning_module, model_parts, trainer_of
