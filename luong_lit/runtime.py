@@ -81,7 +81,10 @@ def is_rank_zero() -> bool:
 
 def own_log_file(run_dir: Path) -> None:
     """On a rank other than 0: its log lines go to ``train.rank<N>.log``, not to the run's
-    ``train.log`` (which Hydra opened for every process that runs the app)."""
+    ``train.log`` (which Hydra opened for every process that runs the app; the empty file
+    Hydra made under the name Lightning gives a rank it starts, ``<job>_ddp_process_<N>.log``,
+    goes), and its console shows its warnings and errors only: the run's lines are said once,
+    by rank 0."""
     rank = process_rank()
     if rank == "0":
         return
@@ -89,9 +92,14 @@ def own_log_file(run_dir: Path) -> None:
         if isinstance(handler, logging.FileHandler):
             logging.root.removeHandler(handler)
             handler.close()
+            made = Path(handler.baseFilename)
+            if "_ddp_process_" in made.name and made.is_file() and not made.stat().st_size:
+                made.unlink()
             own = logging.FileHandler(Path(run_dir) / f"train.rank{rank}.log")
             own.setFormatter(handler.formatter)
             logging.root.addHandler(own)
+        elif isinstance(handler, logging.StreamHandler):
+            handler.setLevel(max(handler.level, logging.WARNING))
 
 
 #: the format of Hydra's own log lines (``conf/hydra``'s job logging: its default)

@@ -33,8 +33,19 @@ def corpus(tmp_path_factory):
 def unbroken(corpus, tmp_path_factory):
     """Three epochs of 30 steps on two ranks, never stopped: what every resume must equal."""
     run = tmp_path_factory.mktemp("unbroken") / "run"
-    finished(command(corpus, run, "trainer.max_epochs=3"))
+    said = finished(command(corpus, run, "trainer.max_epochs=3"))
+    (run.parent / "console.txt").write_text(said.stdout + said.stderr, encoding="utf-8")
     return run
+
+
+def test_a_two_rank_run_says_its_lines_once_and_rank_1_keeps_its_own_log(unbroken):
+    """Both ranks log the kit's line of their data; the console shows rank 0's alone (Lightning's
+    own per-rank lines are Lightning's), rank 1's is in its own file, and the empty log file
+    Hydra made for rank 1 is gone."""
+    console = (unbroken.parent / "console.txt").read_text(encoding="utf-8")
+    assert console.count("train pairs 480") == 1, console[-2000:]
+    assert "train pairs 480" in (unbroken / "train.rank1.log").read_text(encoding="utf-8")
+    assert not list(unbroken.glob("*_ddp_process_*.log"))
 
 
 def stopped_in_epoch_two(corpus, run: Path, rank: int, signum: int) -> tuple[str, int]:
