@@ -22,14 +22,15 @@ BUDGET, EVERY = 70, 8
 
 
 class Dispatched(TorchDispatchMode):
-    """Each operator dispatched that is not a view, by name, in order."""
+    """Each operator dispatched that is not a view (``views``: every one), by name, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, views: bool = False) -> None:
         super().__init__()
         self.names: list[str] = []
+        self.views = views
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if not func.is_view:
+        if self.views or not func.is_view:
             self.names.append(func.name())
         return func(*args, **(kwargs or {}))
 
@@ -119,3 +120,41 @@ def test_the_fixed_shape_training_step_reads_nothing_and_encodes_in_a_call_a_lay
                 static_memory(model, b.src, b.src_len)
             sizes[init_state, S] = len(d.names)
     assert sizes["last", 8] == sizes["last", 24] < sizes["copy", 8] < sizes["copy", 24]
+
+
+def test_a_whole_fixed_shape_training_step_makes_nothing_from_the_host_nor_reads_it(
+    toy_corpus, tmp_path
+):
+    """Lightning's whole step (the module's hooks and logging, the loss, clipping, the optimizer,
+    the schedule) with the fixed-shape engine, as a GPU captures it (``engine.graphs=static``):
+    after the first step, no tensor is made from host data (on a GPU, a copy the host waits for)
+    and nothing is read from the device, on steps whose lines and rows are not written."""
+    from conftest import compose_cfg, tiny_overrides
+    from lightning.pytorch import Callback
+
+    from luong_lit.training.build import build
+    from luong_lit.training.run_folder import RunFolder
+
+    class EachStep(Callback):
+        def __init__(self) -> None:
+            self.steps: list[list[str]] = []
+
+        def on_train_batch_start(self, *args) -> None:  # before the module's own hook
+            self.mode = Dispatched(views=True)  # a tensor made from data is an alias of it
+            self.mode.__enter__()
+
+        def on_train_batch_end(self, *args) -> None:
+            self.mode.__exit__(None, None, None)
+            self.steps.append(self.mode.names)
+
+    overrides = ["engine.graphs=static", "trainer.max_steps=8", "test_after_training=false",
+                 "logger=csv", "trainer.log_every_n_steps=100"]  # fmt: skip
+    cfg = compose_cfg([*tiny_overrides(toy_corpus), *overrides], tmp_path)
+    dm, module, trainer = build(cfg, RunFolder.open(cfg))
+    watch = EachStep()
+    trainer.callbacks.insert(0, watch)
+    trainer.fit(module, dm)
+    assert len(watch.steps) == 8
+    for names in watch.steps[1:]:
+        made = [n for n in names if n in READS or n == "aten::lift_fresh"]
+        assert not made, made

@@ -110,12 +110,12 @@ class LuongLitModule(L.LightningModule):
         self.ended = bool(self.trainer.ckpt_path) and training_ended(self.trainer)
 
     def on_train_batch_start(self, batch: Batch, batch_idx: int) -> int | None:
-        """The learning rate this step runs at (schedules step after it); -1 (the epoch ends
-        here) in a run whose training has ended (:meth:`on_train_start`)."""
+        """The rate this step runs at, made on the device (a number would be copied, the host
+        waiting); -1 (the epoch ends) in a run whose training has ended (:meth:`on_train_start`)."""
         if self.ended:
             return -1
         lr = self.trainer.optimizers[0].param_groups[0]["lr"]
-        self.log("train/lr", lr, batch_size=len(batch))
+        self.log("train/lr", torch.full((), lr, device=self.device), batch_size=len(batch))
         return None
 
     def on_train_epoch_end(self) -> None:
