@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -82,9 +83,9 @@ def is_rank_zero() -> bool:
 def own_log_file(run_dir: Path) -> None:
     """On a rank other than 0: its log lines go to ``train.rank<N>.log``, not to the run's
     ``train.log`` (which Hydra opened for every process that runs the app; the empty file
-    Hydra made under the name Lightning gives a rank it starts, ``<job>_ddp_process_<N>.log``,
-    goes), and its console shows its warnings and errors only: the run's lines are said once,
-    by rank 0."""
+    Hydra made under the name Lightning gives a rank it starts,
+    ``train_ddp_process_<LOCAL_RANK>.log``, goes), and its console shows its warnings and errors
+    only: the run's lines are said once, by rank 0."""
     rank = process_rank()
     if rank == "0":
         return
@@ -93,7 +94,8 @@ def own_log_file(run_dir: Path) -> None:
             logging.root.removeHandler(handler)
             handler.close()
             made = Path(handler.baseFilename)
-            if "_ddp_process_" in made.name and made.is_file() and not made.stat().st_size:
+            ddp_named = re.fullmatch(r"train_ddp_process_\d+\.log", made.name)
+            if ddp_named and made.is_file() and not made.stat().st_size:
                 made.unlink()
             own = logging.FileHandler(Path(run_dir) / f"train.rank{rank}.log")
             own.setFormatter(handler.formatter)

@@ -18,6 +18,7 @@ from typing import Any
 
 from luong_lit.errors import ConfigError
 from luong_lit.training.folders import LAST, check_budget, check_finished
+from luong_lit.training.run_folder import nothing_to_resume
 
 #: what a resumed run may change (a key, or a group or section and all it holds)
 MAY_CHANGE = (
@@ -70,8 +71,6 @@ def resume_argv(argv: Sequence[str]) -> list[str]:
         return list(argv)
     run_dir = next((Path(str(o.value())) for o in given if _key(o) == "hydra.run.dir"), None)
     if run_dir is None or not (run_dir / LAST).is_file():
-        from luong_lit.training.run_folder import nothing_to_resume
-
         raise nothing_to_resume(run_dir, *_log_dir(argv))
     was, source = run_overrides(run_dir)
     if was is None:  # not started from the command line: resumed as the command says
