@@ -162,6 +162,18 @@ def test_the_bar_counts_the_runs_steps_not_one_epochs_batches():
     bar.train_progress_bar.close()
 
 
+def test_the_bar_shows_the_training_loss_read_as_it_is_redrawn():
+    """The loss is logged off Lightning's bar, which would read it from the device after every
+    step: the bar reads it itself when it is redrawn, first of the figures it shows."""
+    from luong_lit.training.progress import RunProgressBar
+
+    trainer = Bar(step=5, epoch=0)
+    trainer.loggers, trainer.progress_bar_metrics = [], {"val/ppl": 9.0}
+    trainer.callback_metrics = {"train/loss": torch.tensor(2.5), "val/ppl": torch.tensor(9.0)}
+    shown = RunProgressBar().get_metrics(trainer, None)
+    assert list(shown.items()) == [("train/loss", 2.5), ("val/ppl", 9.0)]
+
+
 def test_a_resumed_run_counts_its_earlier_time_and_names_the_losss_unit():
     from luong_lit.training.progress import ProgressLog
 

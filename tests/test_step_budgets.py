@@ -125,36 +125,47 @@ def test_the_fixed_shape_training_step_reads_nothing_and_encodes_in_a_call_a_lay
 def test_a_whole_fixed_shape_training_step_makes_nothing_from_the_host_nor_reads_it(
     toy_corpus, tmp_path
 ):
-    """Lightning's whole step (the module's hooks and logging, the loss, clipping, the optimizer,
-    the schedule) with the fixed-shape engine, as a GPU captures it (``engine.graphs=static``):
-    after the first step, no tensor is made from host data (on a GPU, a copy the host waits for)
-    and nothing is read from the device, on steps whose lines and rows are not written."""
+    """Lightning's whole step with the fixed-shape engine, as a GPU captures it
+    (``engine.graphs=static``): from one step's start to the next (the module's hooks and
+    logging, the loss, clipping, the optimizer, the schedule, the bar's and the loggers'
+    bookkeeping) nothing is read from the device, and within the step's own hooks no tensor is
+    made from host data (on a GPU, a copy the host waits for), on steps whose lines and rows
+    are not written (the first step and the one that validates left out)."""
     from conftest import compose_cfg, tiny_overrides
     from lightning.pytorch import Callback
 
     from luong_lit.training.build import build
     from luong_lit.training.run_folder import RunFolder
 
-    class EachStep(Callback):
+    class EachStep(Callback):  # first of the callbacks: its hooks run before the others'
         def __init__(self) -> None:
-            self.steps: list[list[str]] = []
-
-        def on_train_batch_start(self, *args) -> None:  # before the module's own hook
             self.mode = Dispatched(views=True)  # a tensor made from data is an alias of it
+            self.starts: list[int] = []
+            self.ends: list[int] = []
+
+        def on_train_start(self, *args) -> None:
             self.mode.__enter__()
 
+        def on_train_batch_start(self, *args) -> None:
+            self.starts.append(len(self.mode.names))
+
         def on_train_batch_end(self, *args) -> None:
+            self.ends.append(len(self.mode.names))
+
+        def on_train_end(self, *args) -> None:
             self.mode.__exit__(None, None, None)
-            self.steps.append(self.mode.names)
 
     overrides = ["engine.graphs=static", "trainer.max_steps=8", "test_after_training=false",
-                 "logger=csv", "trainer.log_every_n_steps=100"]  # fmt: skip
+                 "logger=csv", "trainer.log_every_n_steps=100", "trainer.enable_progress_bar=true",
+                 "callbacks.progress.read_every_n_steps=100"]  # fmt: skip
     cfg = compose_cfg([*tiny_overrides(toy_corpus), *overrides], tmp_path)
     dm, module, trainer = build(cfg, RunFolder.open(cfg))
     watch = EachStep()
     trainer.callbacks.insert(0, watch)
     trainer.fit(module, dm)
-    assert len(watch.steps) == 8
-    for names in watch.steps[1:]:
-        made = [n for n in names if n in READS or n == "aten::lift_fresh"]
-        assert not made, made
+    names, starts = watch.mode.names, watch.starts
+    assert len(starts) == 8
+    for k in range(1, 7):
+        read = [n for n in names[starts[k] : starts[k + 1]] if n in READS]
+        made = [n for n in names[starts[k] : watch.ends[k]] if n == "aten::lift_fresh"]
+        assert not read and not made, (k, read, made)

@@ -124,7 +124,7 @@ class LuongLitModule(L.LightningModule):
 
     def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
         loss = self.engine.training_loss(self.net, batch, self.label_smoothing, self.denominator)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch))
+        self.log("train/loss", loss, batch_size=len(batch))  # the bar reads it as it is redrawn
         return loss
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import TQDMProgressBar
+from lightning.pytorch.callbacks.progress.progress_bar import get_standard_metrics
 
 from luong_lit.runtime import log_like_the_run
 from luong_lit.validate import integer, positive
@@ -201,3 +202,14 @@ class RunProgressBar(TQDMProgressBar):
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         if not self.train_progress_bar.disable:
             self.train_progress_bar.set_postfix(self.get_metrics(trainer, pl_module))
+
+    def get_metrics(self, trainer, pl_module) -> dict:
+        """Lightning's figures, with the training loss read from the device here, as the bar is
+        redrawn: the loss is logged off Lightning's bar, which reads its own after every step."""
+        metrics = super().get_metrics(trainer, pl_module)
+        loss = trainer.callback_metrics.get("train/loss")
+        if loss is None:
+            return metrics
+        standard = get_standard_metrics(trainer)
+        rest = {k: v for k, v in metrics.items() if k not in standard}
+        return {**standard, "train/loss": float(loss), **rest}
