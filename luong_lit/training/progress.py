@@ -210,6 +210,4 @@ class RunProgressBar(TQDMProgressBar):
         loss = trainer.callback_metrics.get("train/loss")
         if loss is None:
             return metrics
-        standard = get_standard_metrics(trainer)
-        rest = {k: v for k, v in metrics.items() if k not in standard}
-        return {**standard, "train/loss": float(loss), **rest}
+        return {**get_standard_metrics(trainer), "train/loss": float(loss), **metrics}
