@@ -174,3 +174,44 @@ def test_the_layerwise_lstm_on_cudnn_is_the_stack_itself_with_dropout_off(bias):
     torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
     for got, ref in zip(*grads, strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_every_bucket_is_captured_before_the_first_step_and_changes_nothing(toy_corpus, tmp_path):
+    """The captures made before the first step (``engine.prepare``) leave the weights, the
+    optimizer's state and the random state as they were, and training captures no more."""
+    from lightning.pytorch import Callback
+
+    from luong_lit.training.build import build
+    from luong_lit.training.run_folder import RunFolder
+
+    class Watch(Callback):  # its on_train_start runs before the module's, which captures
+        def on_train_start(self, trainer, module) -> None:
+            self.before = self.state(trainer, module)
+
+        def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+            if batch_idx == 0:
+                self.first = self.state(trainer, module)
+                self.graphs = module.engine.captured_graphs
+
+        def on_train_end(self, trainer, module) -> None:
+            self.graphs_at_end = module.engine.captured_graphs
+
+        @staticmethod
+        def state(trainer, module):
+            weights = {k: v.clone() for k, v in module.state_dict().items()}
+            opt = copy.deepcopy(trainer.optimizers[0].state_dict())
+            return weights, opt, torch.cuda.get_rng_state(), torch.get_rng_state()
+
+    overrides = [*tiny_overrides(toy_corpus), "trainer=gpu", "engine.graphs=capture",
+                 "engine.buckets=[4,6,7,9]", "data.batch_size=6", "trainer.max_epochs=3",
+                 "test_after_training=false"]  # fmt: skip
+    cfg = compose_cfg(overrides, tmp_path)
+    dm, module, trainer = build(cfg, RunFolder.open(cfg))
+    watch = Watch()
+    trainer.callbacks.insert(0, watch)
+    trainer.fit(module, dm)
+    (w0, o0, g0, c0), (w1, o1, g1, c1) = watch.before, watch.first
+    assert all(torch.equal(w0[k], w1[k]) for k in w0)
+    assert o0 == o1 and torch.equal(g0, g1) and torch.equal(c0, c1)
+    assert watch.graphs >= 2  # several buckets, captured before step 1
+    assert watch.graphs_at_end == watch.graphs

@@ -13,6 +13,7 @@ through ``torch.compile`` (its LSTM cells and attention fused into fewer, larger
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -20,7 +21,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from luong_lit.data.loading.batching import Batch, bucket_shape, pad_batch
+from luong_lit.data.loading.batching import Batch, BucketPadding, bucket_shape, pad_batch
+from luong_lit.data.vocab import EOS_ID
 from luong_lit.decoding.ensemble import Ensemble
 from luong_lit.engines.graphs import GraphedSteps, auto_graphs, replayed_loss
 from luong_lit.engines.reference import Denominator, ReferenceEngine
@@ -174,6 +176,49 @@ class FastEngine(ReferenceEngine):
     def nll(self, net: Seq2Seq, batch: Batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
         return fast_nll(net, batch, label_smoothing)
 
+    def padding(self) -> BucketPadding | None:
+        """The training batches padded to their buckets by the loader (in its workers, and so
+        in pinned memory on a GPU), not on the device at each step, where the steps run in
+        fixed shapes (``graphs`` static or captured)."""
+        if self.mode == "off":
+            return None
+        return BucketPadding(self.rows, tuple(self.buckets), self.square)
+
+    def prepare(
+        self, net: Seq2Seq, label_smoothing: float, shapes: Sequence[tuple[int, int, int]]
+    ) -> None:
+        """Where the steps are captured, every bucket of ``shapes`` (those the training batches
+        can take) captured now, before the first step, not in the middle of training. A
+        capture changes no weight, optimizer state or random state (:mod:`.graphs`)."""
+        if self.mode != "capture" or not shapes:
+            return
+        device = next(net.parameters()).device
+        graphed = self._graphed_steps(net, label_smoothing)
+        start, before = time.perf_counter(), len(graphed.graphs)
+        for B, S, T in shapes:
+            filler = torch.full((B, S), EOS_ID, dtype=torch.long, device=device)  # any ids do:
+            words = torch.full((B, T), EOS_ID, dtype=torch.long, device=device)  # no step reads
+            src_len = torch.full((B,), S, dtype=torch.long, device=device)  # values on the host
+            scale = torch.ones((), device=device)
+            graphed.prepare(self._inputs(filler, src_len, words, words, scale))
+        log.info("captured %d CUDA graphs, one a bucket, before the first step (%.1f s)",
+                 len(graphed.graphs) - before, time.perf_counter() - start)  # fmt: skip
+
+    def _graphed_steps(self, net: Seq2Seq, label_smoothing: float) -> GraphedSteps:
+        if self._graphed is None:
+            params = [p for p in net.parameters() if p.requires_grad]
+            self._graphed = GraphedSteps(partial(self._scaled_nll, net, label_smoothing), params)
+        return self._graphed
+
+    @staticmethod
+    def _inputs(
+        src: Tensor, src_len: Tensor, tgt_in: Tensor, tgt_out: Tensor, scale: Tensor
+    ) -> dict[str, Tensor]:
+        """A captured step's inputs, by name: one place, so that a bucket prepared before
+        training and the same bucket met in training are one graph."""
+        return {"src": src, "src_len": src_len, "tgt_in": tgt_in, "tgt_out": tgt_out,
+                "scale": scale}  # fmt: skip
+
     def training_loss(
         self, net: Seq2Seq, batch: Batch, label_smoothing: float, denominator: Denominator
     ) -> Tensor:
@@ -183,18 +228,16 @@ class FastEngine(ReferenceEngine):
             shape = bucket_shape(batch, self.rows, self.buckets, self.square)
         if shape is None:  # no bucket holds it: its own shape
             return super().training_loss(net, batch, label_smoothing, denominator)
-        padded = pad_batch(batch, *shape)
-        inputs = {k: getattr(padded, k) for k in ("src", "src_len", "tgt_in", "tgt_out")}
+        padded = pad_batch(batch, *shape)  # the batch itself where the loader padded it
+        tensors = (padded.src, padded.src_len, padded.tgt_in, padded.tgt_out)
         if self.mode == "static":
-            nll, n_tokens = self._static_nll(net, label_smoothing, **inputs)
+            nll, n_tokens = self._static_nll(net, label_smoothing, *tensors)
             return nll / denominator(batch, n_tokens)
-        if self._graphed is None:
-            params = [p for p in net.parameters() if p.requires_grad]
-            self._graphed = GraphedSteps(partial(self._scaled_nll, net, label_smoothing), params)
+        graphed = self._graphed_steps(net, label_smoothing)
         n_tokens = (batch.tgt_out != net.pad_id).sum()  # a device tensor: no host sync
         scale = torch.ones((), device=batch.src.device) / denominator(batch, n_tokens)
-        loss, grads = self._graphed({**inputs, "scale": scale})
-        return replayed_loss(loss, grads, self._graphed.params)
+        loss, grads = graphed(self._inputs(*tensors, scale))
+        return replayed_loss(loss, grads, graphed.params)
 
     def _static_nll(
         self, net: Seq2Seq, label_smoothing: float, src: Tensor, src_len: Tensor, tgt_in: Tensor,

@@ -1,10 +1,12 @@
 """Fixed-shape training steps, captured in CUDA graphs (one per bucket) on a GPU.
 
-A batch is padded up to its bucket (:func:`~luong_lit.data.loading.batching.bucket_shape`) and its
-loss computed by :func:`luong_lit.nn.fast.static.static_nll`, which reads nothing on the host.
-On a GPU, the forward pass over every target step, the loss and the backward pass of a bucket
-are captured once in a CUDA graph and replayed for every later batch of that bucket: one
-launch instead of thousands. The graph computes the gradients as outputs
+A batch is padded up to its bucket (:func:`~luong_lit.data.loading.batching.bucket_shape`; by
+the loader, :class:`~luong_lit.data.loading.batching.BucketPadding`) and its loss computed by
+:func:`luong_lit.nn.fast.static.static_nll`, which reads nothing on the host. On a GPU, the
+forward pass over every target step, the loss and the backward pass of a bucket are captured
+once in a CUDA graph (every bucket the training examples can fill, before the first step:
+:meth:`GraphedSteps.prepare`) and replayed for every batch of that bucket: one launch instead
+of thousands. The graph computes the gradients as outputs
 (``torch.autograd.grad``), not into ``p.grad``: in a data-parallel run DDP's all-reduce hooks
 fire when the trainer's backward hands them over, outside the graph. Dropout draws new masks
 at every replay (the graph advances the generator's offset). Capturing draws nothing: the
@@ -116,14 +118,19 @@ class GraphedSteps:
         self.pool: Any = None  # torch.cuda.graph_pool_handle(), made at the first capture
 
     def __call__(self, inputs: dict[str, Tensor]) -> tuple[Tensor, list[Tensor | None]]:
-        key = tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items()))
-        if key not in self.graphs:
-            self.graphs[key] = self._capture(inputs)
-        cap = self.graphs[key]
+        cap = self.prepare(inputs)
         for k, v in inputs.items():
             cap.inputs[k].copy_(v, non_blocking=True)
         cap.graph.replay()
         return cap.loss, cap.grads
+
+    def prepare(self, inputs: dict[str, Tensor]) -> Captured:
+        """The graph of these inputs' shapes and dtypes, captured now if it is not yet; their
+        values are not read (the captured step reads none on the host)."""
+        key = tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items()))
+        if key not in self.graphs:
+            self.graphs[key] = self._capture(inputs)
+        return self.graphs[key]
 
     def _run(self, inputs: dict[str, Tensor]) -> tuple[Tensor, list[Tensor | None]]:
         """The loss and its gradients, as outputs (``autograd.grad``), never accumulated into

@@ -8,7 +8,8 @@ for training and decoding alike:
 * :meth:`training_loss`: the training loss of a batch, which the trainer differentiates;
 * :meth:`for_decoding`: the model in its decode-time form, offering ``encode``/``step``/
   ``logits`` (:mod:`luong_lit.decoding` needs nothing else);
-* :meth:`setup`: called once the trainer knows its device and precision.
+* :meth:`setup`: called once the trainer knows its device and precision; :meth:`padding`,
+  how the loader pads the training batches for it; :meth:`prepare`, before the first step.
 
 Every engine gives the reference engine's losses, gradients and translations (parity tests in
 ``tests/test_engines.py``), except where an option says it is approximate (``int8``).
@@ -16,12 +17,12 @@ Every engine gives the reference engine's losses, gradients and translations (pa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from torch import Tensor
 
-from luong_lit.data.loading.batching import Batch
+from luong_lit.data.loading.batching import Batch, BucketPadding
 from luong_lit.errors import ConfigError
 from luong_lit.nn.interface import AnyDecodeModel
 from luong_lit.nn.loss import token_nll
@@ -47,6 +48,17 @@ class ReferenceEngine:
         world_size: int = 1,
     ) -> None:
         """Nothing to choose: the reference runs the same way everywhere."""
+
+    def padding(self) -> BucketPadding | None:
+        """How the loader pads the training batches for this engine: not at all (a fixed-shape
+        engine pads each to its bucket)."""
+        return None
+
+    def prepare(
+        self, net: Seq2Seq, label_smoothing: float, shapes: Sequence[tuple[int, int, int]]
+    ) -> None:
+        """Before the first training step, with the shapes ``(B, S, T)`` its batches can take
+        (:func:`~luong_lit.data.loading.batching.bucket_shapes`): nothing to prepare here."""
 
     def nll(self, net: Seq2Seq, batch: Batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
         """Summed token NLL of ``batch`` under teacher forcing, and its token count."""

@@ -92,6 +92,8 @@ class LuongLitModule(L.LightningModule):
         t = self.trainer
         device = t.strategy.root_device.type
         self.engine.setup(device, t.precision, t.accumulate_grad_batches, t.world_size)
+        if stage == "fit" and hasattr(t.datamodule, "pad_to"):  # padded where batches are made
+            t.datamodule.pad_to = self.engine.padding()
 
     def denominator(self, batch: Batch, tokens) -> Any:
         """What a batch's summed NLL is divided by (``loss_norm``; :func:`loss_denominator`)."""
@@ -104,10 +106,17 @@ class LuongLitModule(L.LightningModule):
     def on_train_start(self) -> None:
         """A run resumed from the checkpoint of the validation that ended its training (early
         stopping, or the schedule's end) trains no more: its epoch ends as the unbroken run's
-        did (:meth:`on_train_batch_start`, :meth:`on_train_epoch_end`), and the test follows."""
+        did (:meth:`on_train_batch_start`, :meth:`on_train_epoch_end`), and the test follows.
+        Else the engine prepares for every shape the training batches can take (a captured
+        step: one CUDA graph a bucket)."""
         from luong_lit.training.stopping import training_ended
 
         self.ended = bool(self.trainer.ckpt_path) and training_ended(self.trainer)
+        pad = self.engine.padding()
+        sampler = getattr(self.trainer.train_dataloader, "batch_sampler", None)
+        if pad is not None and not self.ended and hasattr(sampler, "src_lens"):  # every bucket
+            shapes = pad.shapes(sampler.src_lens, sampler.tgt_lens)  # captured before step 1
+            self.engine.prepare(self.net, self.label_smoothing, shapes)
 
     def on_train_batch_start(self, batch: Batch, batch_idx: int) -> int | None:
         """The rate this step runs at, made on the device (a number would be copied, the host

@@ -32,6 +32,8 @@ class Batch:
     # (sentences, target tokens) of the optimizer step's batches, where gradients are
     # accumulated over several (:class:`~luong_lit.data.loading.loader.ResumableLoader`)
     group: tuple[int, int] | None = None
+    # the batch's own sentences where it was padded with empty rows (:func:`pad_batch`)
+    sentences: int | None = None
 
     def tensors(self) -> tuple[Tensor, ...]:
         return self.src, self.src_len, self.tgt_in, self.tgt_out, self.index
@@ -39,12 +41,12 @@ class Batch:
     def to(self, device) -> Batch:
         """On ``device``; from pinned memory (a GPU run's loader) without waiting for the copy."""
         moved = (t.to(device, non_blocking=t.is_pinned()) for t in self.tensors())
-        return Batch(*moved, tgt_tokens=self.tgt_tokens, group=self.group)
+        return Batch(*moved, self.tgt_tokens, self.group, self.sentences)
 
     def pin_memory(self) -> Batch:
         """In pinned host memory (``DataLoader(pin_memory=True)`` calls it)."""
         pinned = (t.pin_memory() for t in self.tensors())
-        return Batch(*pinned, tgt_tokens=self.tgt_tokens, group=self.group)
+        return Batch(*pinned, self.tgt_tokens, self.group, self.sentences)
 
     @property
     def num_tgt_tokens(self) -> int:
@@ -54,7 +56,8 @@ class Batch:
         return int((self.tgt_out != PAD_ID).sum())
 
     def __len__(self) -> int:
-        return self.src.size(0)
+        """Its sentences: the rows, but for those :func:`pad_batch` added."""
+        return self.src.size(0) if self.sentences is None else self.sentences
 
 
 def _pad(seqs: Sequence[Sequence[int]], prefix: list[int], suffix: list[int]) -> Tensor:
@@ -91,15 +94,39 @@ def bucket_shape(
     ``rows`` rows, and the smallest of ``lengths`` that holds the longest source and the
     longest target (``square``: one length for both; else each its own, which runs fewer
     decoder steps and needs more shapes); None when the batch fits none (it then runs with
-    its own shape)."""
-    src, tgt = batch.src.size(1), batch.tgt_in.size(1)
+    its own shape). A batch already padded to its bucket keeps it."""
+    if len(batch) > rows:
+        return None
+    return fitting_bucket(batch.src.size(1), batch.tgt_in.size(1), rows, lengths, square)
+
+
+def fitting_bucket(
+    src: int, tgt: int, rows: int, lengths: Sequence[int], square: bool = True
+) -> tuple[int, int, int] | None:
+    """The bucket of a batch whose longest source has ``src`` and longest target ``tgt``
+    positions (``<s>`` or ``</s>`` included), as :func:`bucket_shape` finds it."""
     if square:
         src = tgt = max(src, tgt)
     fit_s = [n for n in sorted(lengths) if n >= src]
     fit_t = [n for n in sorted(lengths) if n >= tgt]
-    if len(batch) > rows or not fit_s or not fit_t:
+    if not fit_s or not fit_t:
         return None
     return rows, fit_s[0], fit_t[0]
+
+
+def bucket_shapes(
+    src_lens: Sequence[int], tgt_lens: Sequence[int], rows: int, lengths: Sequence[int],
+    square: bool = True,
+) -> list[tuple[int, int, int]]:  # fmt: skip
+    """Every bucket a batch of these examples (their word counts) can be padded up to: with
+    ``square``, the buckets of the examples themselves (a batch's is its longest example's);
+    else each source bucket with each target bucket met (a batch's longest source and longest
+    target may be two examples')."""
+    src = [int(n) for n in src_lens]
+    tgt = [int(n) + 1 for n in tgt_lens]  # <s> or </s>
+    pairs = set(zip(src, tgt)) if square else {(s, t) for s in set(src) for t in set(tgt)}
+    shapes = {fitting_bucket(s, t, rows, lengths, square) for s, t in pairs}
+    return sorted(shape for shape in shapes if shape is not None)
 
 
 def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
@@ -107,8 +134,11 @@ def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
 
     Added rows hold a one-token source of padding (length 1, so attention has a position
     to rest on) and an all-padding target, which the loss ignores; their ``index`` is -1.
+    Its length stays its sentences' (``sentences``); a batch of that shape comes back as it is.
     """
     n = len(batch)
+    if batch.src.shape == (B, S) and batch.tgt_in.shape == (B, T):
+        return batch
 
     def grow(x: Tensor, cols: int, fill: int) -> Tensor:
         out = x.new_full((B, cols), fill)
@@ -124,7 +154,35 @@ def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
         grow(batch.tgt_out, T, PAD_ID),
         index,
         batch.tgt_tokens,  # padding adds none
+        batch.group,
+        n,
     )
+
+
+@dataclass(frozen=True)
+class BucketPadding:
+    """A loader's batches padded to their buckets where they are made (in a loader worker,
+    and so in pinned memory on a GPU), not on the device by the training step: the fixed-shape
+    engine's buckets (``rows``, ``lengths``, ``square``; :func:`bucket_shape`)."""
+
+    rows: int
+    lengths: tuple[int, ...]
+    square: bool = True
+
+    def __call__(self, batch: Batch) -> Batch:
+        shape = bucket_shape(batch, self.rows, self.lengths, self.square)
+        return batch if shape is None else pad_batch(batch, *shape)
+
+    def shapes(
+        self, src_lens: Sequence[int], tgt_lens: Sequence[int]
+    ) -> list[tuple[int, int, int]]:
+        """Every bucket a batch of these examples can take (:func:`bucket_shapes`)."""
+        return bucket_shapes(src_lens, tgt_lens, self.rows, self.lengths, self.square)
+
+
+def padded_collate(examples, pad: BucketPadding) -> Batch:
+    """:func:`collate`, then ``pad`` (a loader's ``collate_fn`` with ``functools.partial``)."""
+    return pad(collate(examples))
 
 
 #: token batches (``batch_by='tokens'``) sort within chunks of at least this many batches

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,12 @@ import torch
 from torch.utils.data import DataLoader
 
 from luong_lit.data.io import DataError
-from luong_lit.data.loading.batching import BucketBatchSampler, collate
+from luong_lit.data.loading.batching import (
+    BucketBatchSampler,
+    BucketPadding,
+    collate,
+    padded_collate,
+)
 from luong_lit.data.loading.loader import ResumableLoader
 from luong_lit.data.loading.options import DATA_OPTIONS
 from luong_lit.data.loading.splits import Split, read_pairs, split_files, tokenized_split
@@ -74,6 +80,9 @@ class TranslationDataModule(L.LightningDataModule):
         # (source words, target words) to encode with instead of building vocabularies: a
         # fine-tuned model's (``init_from``); set before :meth:`setup`
         self.given_vocab: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        # the training batches padded to their buckets in the loader (a fixed-shape engine's:
+        # its ``padding()``, set by the training module before the loaders are made)
+        self.pad_to: BucketPadding | None = None
 
     @property
     def test_spec(self) -> dict[str, Any]:
@@ -207,9 +216,10 @@ class TranslationDataModule(L.LightningDataModule):
         # its own generator: creating an iterator draws a seed, which must not move the global
         # random state (dropout masks) between a checkpoint and the batches that follow it
         generator = torch.Generator().manual_seed(self.batching.seed)
+        pad = self.pad_to if train else None
         loading = {
             "batch_sampler": sampler,
-            "collate_fn": collate,
+            "collate_fn": collate if pad is None else partial(padded_collate, pad=pad),
             "generator": generator,
             **self._workers(),
         }
