@@ -132,3 +132,19 @@ def test_an_exported_runs_references_are_kept_once_and_read_back_the_same(tmp_pa
     before = (tmp_path / "results" / "r" / "seed1" / "eval_t.json").read_text()
     export(tmp_path / "logs" / "seed1", tmp_path / "results" / "r" / "seed1", shared)
     assert (tmp_path / "results" / "r" / "seed1" / "eval_t.json").read_text() == before
+
+
+def test_the_verdict_queues_list_their_jobs_without_the_europarl_cut_unless_asked(
+    tmp_path, monkeypatch
+):
+    """Listing or running the paper's queues never writes (or downloads) the Europarl cut."""
+    from scripts.studies import verdict_runs
+
+    def cut(logs):
+        raise AssertionError("the Europarl cut was asked for")
+
+    monkeypatch.setattr(verdict_runs, "europarl", cut)
+    jobs = verdict_runs.jobs(tmp_path, ["paper_seeds"], (2,))
+    assert {j.study for j in jobs} == {"paper_long", "paper_long_deen"}
+    with pytest.raises(AssertionError, match="Europarl cut"):
+        verdict_runs.jobs(tmp_path, ["europarl"], (2,))
