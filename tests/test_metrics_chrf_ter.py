@@ -181,3 +181,60 @@ def test_report_shows_chrf_and_ter_and_still_reads_runs_written_without_them(tmp
     assert [r["chrf_greedy_mean"] for r in table] == ["", "51.5000"]
     per_run = run_here(["report", str(sweep / "0_job"), str(sweep / "1_job")])
     assert per_run.returncode == 0 and "| greedy chrF |" in per_run.stdout.decode()
+
+
+def test_chrf_read_from_chrfpps_statistics_is_sacrebleus_chrf_to_the_last_digit():
+    """A property over random lines (empty ones, one line, punctuation, casing): the one pass
+    gives exactly what sacreBLEU's ``corpus_score`` gives for each score, alone or together."""
+    from sacrebleu.metrics import CHRF, TER
+
+    rng = random.Random(0)
+    words = ["Ein", "ein", "Hund", "läuft", ".", ",", "im", "Park", "##AT##-##AT##", "a", ""]
+    for _ in range(30):
+        n = rng.randint(1, 12)
+        line = lambda: " ".join(rng.choice(words) for _ in range(rng.randint(0, 9))).strip()  # noqa: E731
+        hyps, refs = [line() for _ in range(n)], [line() or "x" for _ in range(n)]
+        got = corpus_chrf_ter(hyps, refs, rejoin=False)
+        assert got == {"chrf": CHRF().corpus_score(hyps, [refs]).score,
+                       "chrfpp": CHRF(word_order=2).corpus_score(hyps, [refs]).score,
+                       "ter": TER().corpus_score(hyps, [refs]).score}  # fmt: skip
+        for names in (["ter"], ["chrf"], ["chrfpp", "chrf"], []):
+            alone = corpus_chrf_ter(hyps, refs, rejoin=False, names=names)
+            assert alone == {k: got[k] for k in names} and list(alone) == names
+
+
+def test_dev_scores_choose_what_a_validation_logs_beside_bleu(toy_corpus, tmp_path):
+    from conftest import compose_cfg, tiny_overrides
+
+    from luong_lit.training.run import train
+
+    overrides = [*tiny_overrides(toy_corpus), "trainer.max_epochs=1", "logger=csv",
+                 "test_after_training=false", "callbacks.greedy_bleu.dev_scores=[ter]"]  # fmt: skip
+    train(compose_cfg(overrides, tmp_path))
+    with next(tmp_path.glob("**/metrics.csv")).open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("val/bleu")]
+        columns = set(rows[0])
+    assert rows and rows[-1]["val/ter"] and {"val/chrf", "val/chrfpp"}.isdisjoint(columns)
+
+
+@pytest.mark.parametrize(
+    "extra,says",
+    [
+        (["select_by=chrf", "callbacks.greedy_bleu.dev_scores=[ter]"], "add chrf to it"),
+        (["callbacks.greedy_bleu.dev_scores=[bleu]"], "dev_scores='bleu' is unknown"),
+    ],
+)
+def test_a_dev_score_left_out_that_selects_or_a_wrong_name_is_one_line(toy_corpus, tmp_path,
+                                                                      extra, says):  # fmt: skip
+    from conftest import tiny_overrides
+
+    args = [
+        *tiny_overrides(toy_corpus),
+        "trainer.max_epochs=1",
+        f"hydra.run.dir={tmp_path}",
+        *extra,
+    ]
+    res = run_here(["train", *args])
+    err = res.stderr.decode()
+    assert res.returncode != 0 and "Traceback" not in err
+    assert says in err.strip().splitlines()[-1]

@@ -45,12 +45,27 @@ def _lines(hyps: Sequence[str], refs: Sequence[str], rejoin: bool) -> tuple[list
     return [rejoin_hyphens(h) for h in hyps], [rejoin_hyphens(r) for r in refs]
 
 
-def corpus_chrf_ter(hyps: Sequence[str], refs: Sequence[str], rejoin: bool = True) -> dict:
-    """``{"chrf": ..., "chrfpp": ..., "ter": ...}`` of ``hyps`` against ``refs`` (one reference a
-    line), as ``python -m sacrebleu REF -i HYP -m chrf ter`` (``--chrf-word-order 2`` for
-    chrF++) scores the same lines; ``##AT##-##AT##`` is rejoined first, as tokenised BLEU does."""
+def corpus_chrf_ter(
+    hyps: Sequence[str], refs: Sequence[str], rejoin: bool = True, names: Sequence[str] = NAMES
+) -> dict:
+    """``{"chrf": ..., "chrfpp": ..., "ter": ...}`` (those of ``names``) of ``hyps`` against
+    ``refs`` (one reference a line), as ``python -m sacrebleu REF -i HYP -m chrf ter``
+    (``--chrf-word-order 2`` for chrF++) scores the same lines; ``##AT##-##AT##`` is rejoined
+    first, as tokenised BLEU does. chrF is read from chrF++'s statistics, whose first orders are
+    chrF's (character n-grams; one reference a line, so the same reference is the best for
+    both): one pass over the lines for the two, the same figures to the last digit as two
+    ``corpus_score`` calls."""
     hyps, refs = _lines(hyps, refs, rejoin)
-    return {name: float(sacrebleu_metric(name).corpus_score(hyps, [refs]).score) for name in NAMES}
+    found = {}
+    if hyps and set(CHRF_NAMES) & set(names):
+        summed = _stats(hyps, refs, "chrfpp").sum(0)  # (3 * (6 + 2),)
+        chars = 3 * _chrf("chrf").char_order
+        found = {"chrf": chrf_from_stats(_chrf("chrf"), summed[:chars]),
+                 "chrfpp": chrf_from_stats(_chrf("chrfpp"), summed)}  # fmt: skip
+    for n in names:  # TER, and sacreBLEU's own figures of no lines
+        if n not in found:
+            found[n] = float(sacrebleu_metric(n).corpus_score(hyps, [refs]).score)
+    return {n: found[n] for n in names}
 
 
 def words_scores(outputs, ref_tokens, tokenizer=None) -> dict[str, float]:
@@ -104,7 +119,10 @@ def chrf_stats(hyps: Sequence[str], refs: Sequence[str], name: str = "chrf") -> 
     reference, ``##AT##`` rejoined on both sides: an ``(N, 3 * orders)`` integer array, per
     character (then word) n-gram order the hypothesis, reference and matched n-grams, as
     sacreBLEU sums them over a corpus (its non-public ``_extract_corpus_statistics``)."""
-    hyps, refs = _lines(hyps, refs, rejoin=True)
+    return _stats(*_lines(hyps, refs, rejoin=True), name)
+
+
+def _stats(hyps: Sequence[str], refs: Sequence[str], name: str) -> np.ndarray:
     metric = _chrf(name)
     columns = 3 * (metric.char_order + metric.word_order)
     rows = chrf_sentence_stats(metric, hyps, refs) if hyps else []

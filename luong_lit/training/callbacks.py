@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 import lightning as L
 import torch
@@ -17,6 +18,7 @@ from luong_lit.data.loading.batching import Batch
 from luong_lit.data.text.dictionary import load_dictionary
 from luong_lit.decoding.corpus import batch_size_for
 from luong_lit.decoding.search import parse_length_penalty
+from luong_lit.errors import ConfigError
 from luong_lit.inference import Inference
 from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
 from luong_lit.metrics.chrf_ter import NAMES, corpus_chrf_ter, words_scores
@@ -26,7 +28,7 @@ from luong_lit.training.loggers import log_samples
 from luong_lit.training.progress import decode_progress
 from luong_lit.training.sharded import split_words
 from luong_lit.translator.options import SearchOptions
-from luong_lit.validate import OptionError, integer
+from luong_lit.validate import OptionError, integer, one_of
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +95,17 @@ def _check_every(every_n_epochs, batch_size, max_sentences) -> None:
     integer("max_sentences", max_sentences, 1, nullable=True)
 
 
+def _check_monitored(trainer, dev_scores: Sequence[str]) -> None:
+    """A dev score that selects or stops (``select_by``) must be logged: one line if it is not."""
+    for cb in trainer.callbacks:
+        name = str(getattr(cb, "monitor", None) or "").removeprefix("val/")
+        if name in NAMES and name not in dev_scores:
+            raise ConfigError(
+                f"select_by={name} reads val/{name}, which callbacks.greedy_bleu.dev_scores="
+                f"[{', '.join(dev_scores)}] leaves out: add {name} to it"
+            )
+
+
 def _due(trainer, every: int) -> bool:
     """Whether a dev-set callback runs after this epoch's validation."""
     return bool(every) and not trainer.sanity_checking and (trainer.current_epoch + 1) % every == 0
@@ -105,7 +118,9 @@ class GreedyBleuCallback(L.Callback):
 
     BLEU is tokenised and case-sensitive (multi-bleu.perl equivalent, hyphens rejoined); chrF,
     chrF++ and TER read the same lines. Their sacreBLEU signatures are logged when training
-    starts.
+    starts. ``dev_scores``: the scores logged beside ``val/bleu`` at each validation (some of
+    ``chrf``, ``chrfpp``, ``ter``; ``[]``: BLEU alone, as Joey NMT's ``eval_metrics`` or
+    OpenNMT-py's ``valid_metrics`` choose); the test sets always get all four.
     """
 
     def __init__(
@@ -114,12 +129,17 @@ class GreedyBleuCallback(L.Callback):
         batch_size: int | None = None,
         max_sentences: int | None = None,
         samples: int = 5,
+        dev_scores: Sequence[str] = NAMES,
     ) -> None:
         _check_every(every_n_epochs, batch_size, max_sentences)
+        for name in dev_scores:
+            one_of("dev_scores", name, NAMES)
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
         self.samples = samples  # sample translations sent to loggers that take tables
+        self.dev_scores = tuple(dev_scores)
 
     def on_fit_start(self, trainer, pl_module) -> None:
+        _check_monitored(trainer, self.dev_scores)
         if trainer.is_global_zero:
             names = ("bleu_tok", *NAMES)
             log.info("dev and test scores, sacreBLEU: %s", "; ".join(map(labelled, names)))
@@ -144,8 +164,8 @@ class GreedyBleuCallback(L.Callback):
                                max_sentences=self.max_sentences, progress=tick)  # fmt: skip
         hyps, refs = bleu_lines(words, tok), bleu_lines(dev.tgt_tokens[: len(words)], tok)
         pl_module.log("val/bleu", corpus_bleu_tok(hyps, refs), prog_bar=True)
-        for name, value in corpus_chrf_ter(hyps, refs).items():  # val/chrf, val/chrfpp, val/ter
-            pl_module.log(f"val/{name}", value)
+        for name, value in corpus_chrf_ter(hyps, refs, names=self.dev_scores).items():
+            pl_module.log(f"val/{name}", value)  # val/chrf, val/chrfpp, val/ter
         if trainer.is_global_zero:
             rows = [
                 (" ".join(dev.src_tokens[i]), refs[i], hyps[i])
