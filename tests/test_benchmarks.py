@@ -179,3 +179,14 @@ def test_ddp_balance_says_the_grouped_steps_keep_the_ranks_busier():
     assert [x["ranks"] for x in lines] == [2, 4]
     for x in lines:
         assert 0 < x["random"] < x["grouped"] <= 1 and x["steps"] == 20000 // 128 // x["ranks"]
+
+
+def test_dev_scores_reports_the_same_figures_each_way(tmp_path):
+    hyp, ref = tmp_path / "hyp", tmp_path / "ref"
+    hyp.write_text("a dog runs .\ntwo men ##AT##-##AT## play\n\n", encoding="utf-8")
+    ref.write_text("a dog is running .\ntwo men play football\na child\n", encoding="utf-8")
+    res = run_module("dev_scores", str(hyp), str(ref), "--repeats", "2")
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout)
+    assert out["same_figures"] is True and out["sentences"] == 3
+    assert all(out[k] >= 0 for k in ("bleu", "chrf_chrfpp_ter_kit", "ter"))
