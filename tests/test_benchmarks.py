@@ -132,7 +132,7 @@ def test_startup_times_a_run_to_its_first_batch(toy_corpus):
 def test_bucket_padding_counts_decoder_steps_and_positions_of_both_shapes(toy_corpus):
     """The benchmark's counts over one epoch equal a count made here, batch by batch."""
     from luong_lit.config import compose
-    from luong_lit.data.loading.batching import bucket_shape
+    from luong_lit.data.loading.buckets import bucket_shape
     from luong_lit.data.loading.datamodule import TranslationDataModule
 
     overrides = window_overrides(toy_corpus)

@@ -9,7 +9,8 @@ import torch
 from conftest import compose_cfg, tiny_overrides
 from lightning.pytorch import Callback
 
-from luong_lit.data.loading.batching import BucketPadding, bucket_shape, bucket_shapes, collate
+from luong_lit.data.loading.batching import collate
+from luong_lit.data.loading.buckets import BucketPadding, bucket_shape, bucket_shapes
 from luong_lit.engines import FastEngine
 from luong_lit.training.build import build
 from luong_lit.training.run_folder import RunFolder

@@ -129,7 +129,8 @@ def test_collate_counts_the_target_tokens_on_the_host_and_every_copy_keeps_the_c
     host by ``collate``, never a value read back from the device (here: one with no values)."""
     import torch
 
-    from luong_lit.data.loading.batching import Batch, pad_batch
+    from luong_lit.data.loading.batching import Batch
+    from luong_lit.data.loading.buckets import pad_batch
     from luong_lit.training.callbacks import ThroughputMonitor
 
     batch = collate([(0, [4, 5], [6, 7, 8]), (1, [4], [6]), (2, [5, 4], [])])

@@ -11,7 +11,8 @@ import pytest
 import torch
 from conftest import small_model
 
-from luong_lit.data.loading.batching import bucket_shape, collate, pad_batch
+from luong_lit.data.loading.batching import collate
+from luong_lit.data.loading.buckets import bucket_shape, pad_batch
 from luong_lit.decoding.beam import beam_search
 from luong_lit.decoding.corpus import decode_corpus
 from luong_lit.decoding.ensemble import Ensemble

@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import compose_cfg, small_model, tiny_overrides, toy_batch
 
-from luong_lit.data.loading.batching import pad_batch
+from luong_lit.data.loading.buckets import pad_batch
 from luong_lit.engines import FastEngine
 from luong_lit.engines.graphs import GraphedSteps
 from luong_lit.nn.fast.static import static_nll

@@ -86,7 +86,8 @@ def test_the_fixed_shape_training_step_reads_nothing_and_encodes_in_a_call_a_lay
     """The main job's model (``init_state`` last): its fixed-shape step's forward and backward
     read the host never, and its encoder dispatches as many operators for 8 source words as
     for 24 (one LSTM call a layer); the masked loop of ``init_state`` copy grows with them."""
-    from luong_lit.data.loading.batching import collate, pad_batch
+    from luong_lit.data.loading.batching import collate
+    from luong_lit.data.loading.buckets import pad_batch
     from luong_lit.nn import Seq2Seq
     from luong_lit.nn.fast.static import static_memory, static_nll
 

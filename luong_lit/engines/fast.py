@@ -21,7 +21,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from luong_lit.data.loading.batching import Batch, BucketPadding, bucket_shape, pad_batch
+from luong_lit.data.loading.batching import Batch
+from luong_lit.data.loading.buckets import BucketPadding, bucket_shape, pad_batch
 from luong_lit.data.vocab import EOS_ID
 from luong_lit.decoding.ensemble import Ensemble
 from luong_lit.engines.graphs import GraphedSteps, auto_graphs, replayed_loss

@@ -1,7 +1,7 @@
 """Fixed-shape training steps, captured in CUDA graphs (one per bucket) on a GPU.
 
-A batch is padded up to its bucket (:func:`~luong_lit.data.loading.batching.bucket_shape`; by
-the loader, :class:`~luong_lit.data.loading.batching.BucketPadding`) and its loss computed by
+A batch is padded up to its bucket (:func:`~luong_lit.data.loading.buckets.bucket_shape`; by
+the loader, :class:`~luong_lit.data.loading.buckets.BucketPadding`) and its loss computed by
 :func:`luong_lit.nn.fast.static.static_nll`, which reads nothing on the host. On a GPU, the
 forward pass over every target step, the loss and the backward pass of a bucket are captured
 once in a CUDA graph (every bucket the training examples can fill, before the first step:

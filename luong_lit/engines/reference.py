@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from torch import Tensor
 
-from luong_lit.data.loading.batching import Batch, BucketPadding
+from luong_lit.data.loading.batching import Batch
+from luong_lit.data.loading.buckets import BucketPadding
 from luong_lit.errors import ConfigError
 from luong_lit.nn.interface import AnyDecodeModel
 from luong_lit.nn.loss import token_nll
@@ -58,7 +59,7 @@ class ReferenceEngine:
         self, net: Seq2Seq, label_smoothing: float, shapes: Sequence[tuple[int, int, int]]
     ) -> None:
         """Before the first training step, with the shapes ``(B, S, T)`` its batches can take
-        (:func:`~luong_lit.data.loading.batching.bucket_shapes`): nothing to prepare here."""
+        (:func:`~luong_lit.data.loading.buckets.bucket_shapes`): nothing to prepare here."""
 
     def nll(self, net: Seq2Seq, batch: Batch, label_smoothing: float = 0.0) -> tuple[Tensor, Any]:
         """Summed token NLL of ``batch`` under teacher forcing, and its token count."""

@@ -4,7 +4,7 @@
         --buckets 10,15,20,25,30,40,52 --buckets 8,12,16,20,24,28,32,36,40,46,52
 
 ``engine.graphs=static|capture`` pads every batch to ``engine.rows`` rows and to the smallest
-bucket length that holds its longest source and target (``data.batching.bucket_shape``); with
+bucket length that holds its longest source and target (``data.loading.buckets.bucket_shape``); with
 ``engine.shapes=pair`` the source and the target each get their own bucket length. For each
 bucket set and both shapes this prints one JSON line over the training batches of one epoch
 (the config's own batching): the decoder steps run against the batches' own lengths (the step
@@ -21,7 +21,7 @@ import json
 import hydra
 
 from luong_lit.config import compose
-from luong_lit.data.loading.batching import bucket_shape
+from luong_lit.data.loading.buckets import bucket_shape
 
 
 class Tally:

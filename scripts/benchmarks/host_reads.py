@@ -83,7 +83,7 @@ def batch(B: int, S: int, V: int, seed: int = 0):
 
 def training(graphs: str, **options) -> dict:
     """A training step of the main job's model (``options``: others, e.g. ``init_state``)."""
-    from luong_lit.data.loading.batching import bucket_shape
+    from luong_lit.data.loading.buckets import bucket_shape
     from luong_lit.engines import FastEngine
 
     net = model(dropout=0.2, hidden_dropout=0.2, **{**MAIN_JOB, **options}).train()

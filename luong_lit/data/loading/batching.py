@@ -32,7 +32,7 @@ class Batch:
     # (sentences, target tokens) of the optimizer step's batches, where gradients are
     # accumulated over several (:class:`~luong_lit.data.loading.loader.ResumableLoader`)
     group: tuple[int, int] | None = None
-    # the batch's own sentences where it was padded with empty rows (:func:`pad_batch`)
+    # its own sentences where it was padded with empty rows (:mod:`luong_lit.data.loading.buckets`)
     sentences: int | None = None
 
     def tensors(self) -> tuple[Tensor, ...]:
@@ -56,7 +56,7 @@ class Batch:
         return int((self.tgt_out != PAD_ID).sum())
 
     def __len__(self) -> int:
-        """Its sentences: the rows, but for those :func:`pad_batch` added."""
+        """Its sentences: the rows, but for the empty ones padding added (``sentences``)."""
         return self.src.size(0) if self.sentences is None else self.sentences
 
 
@@ -85,104 +85,6 @@ def collate(examples: Sequence[tuple[int, Sequence[int], Sequence[int]]]) -> Bat
         index=torch.tensor(idx, dtype=torch.long),
         tgt_tokens=sum(len(t) + 1 for t in tgt),  # each target and its </s>
     )
-
-
-def bucket_shape(
-    batch: Batch, rows: int, lengths: Sequence[int], square: bool = True
-) -> tuple[int, int, int] | None:
-    """The bucket ``(B, S, T)`` a batch is padded up to for a fixed-shape training step:
-    ``rows`` rows, and the smallest of ``lengths`` that holds the longest source and the
-    longest target (``square``: one length for both; else each its own, which runs fewer
-    decoder steps and needs more shapes); None when the batch fits none (it then runs with
-    its own shape). A batch already padded to its bucket keeps it."""
-    if len(batch) > rows:
-        return None
-    return fitting_bucket(batch.src.size(1), batch.tgt_in.size(1), rows, lengths, square)
-
-
-def fitting_bucket(
-    src: int, tgt: int, rows: int, lengths: Sequence[int], square: bool = True
-) -> tuple[int, int, int] | None:
-    """The bucket of a batch whose longest source has ``src`` and longest target ``tgt``
-    positions (``<s>`` or ``</s>`` included), as :func:`bucket_shape` finds it."""
-    if square:
-        src = tgt = max(src, tgt)
-    fit_s = [n for n in sorted(lengths) if n >= src]
-    fit_t = [n for n in sorted(lengths) if n >= tgt]
-    if not fit_s or not fit_t:
-        return None
-    return rows, fit_s[0], fit_t[0]
-
-
-def bucket_shapes(
-    src_lens: Sequence[int], tgt_lens: Sequence[int], rows: int, lengths: Sequence[int],
-    square: bool = True,
-) -> list[tuple[int, int, int]]:  # fmt: skip
-    """Every bucket a batch of these examples (their word counts) can be padded up to: with
-    ``square``, the buckets of the examples themselves (a batch's is its longest example's);
-    else each source bucket with each target bucket met (a batch's longest source and longest
-    target may be two examples')."""
-    src = [int(n) for n in src_lens]
-    tgt = [int(n) + 1 for n in tgt_lens]  # <s> or </s>
-    pairs = set(zip(src, tgt)) if square else {(s, t) for s in set(src) for t in set(tgt)}
-    shapes = {fitting_bucket(s, t, rows, lengths, square) for s, t in pairs}
-    return sorted(shape for shape in shapes if shape is not None)
-
-
-def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
-    """``batch`` padded to ``B`` rows, ``S`` source and ``T`` target positions.
-
-    Added rows hold a one-token source of padding (length 1, so attention has a position
-    to rest on) and an all-padding target, which the loss ignores; their ``index`` is -1.
-    Its length stays its sentences' (``sentences``); a batch of that shape comes back as it is.
-    """
-    n = len(batch)
-    if batch.src.shape == (B, S) and batch.tgt_in.shape == (B, T):
-        return batch
-
-    def grow(x: Tensor, cols: int, fill: int) -> Tensor:
-        out = x.new_full((B, cols), fill)
-        out[:n, : x.size(1)] = x
-        return out
-
-    src_len = torch.cat([batch.src_len, batch.src_len.new_ones(B - n)])  # (B,)
-    index = torch.cat([batch.index, batch.index.new_full((B - n,), -1)])  # (B,)
-    return Batch(
-        grow(batch.src, S, PAD_ID),
-        src_len,
-        grow(batch.tgt_in, T, PAD_ID),
-        grow(batch.tgt_out, T, PAD_ID),
-        index,
-        batch.tgt_tokens,  # padding adds none
-        batch.group,
-        n,
-    )
-
-
-@dataclass(frozen=True)
-class BucketPadding:
-    """A loader's batches padded to their buckets where they are made (in a loader worker,
-    and so in pinned memory on a GPU), not on the device by the training step: the fixed-shape
-    engine's buckets (``rows``, ``lengths``, ``square``; :func:`bucket_shape`)."""
-
-    rows: int
-    lengths: tuple[int, ...]
-    square: bool = True
-
-    def __call__(self, batch: Batch) -> Batch:
-        shape = bucket_shape(batch, self.rows, self.lengths, self.square)
-        return batch if shape is None else pad_batch(batch, *shape)
-
-    def shapes(
-        self, src_lens: Sequence[int], tgt_lens: Sequence[int]
-    ) -> list[tuple[int, int, int]]:
-        """Every bucket a batch of these examples can take (:func:`bucket_shapes`)."""
-        return bucket_shapes(src_lens, tgt_lens, self.rows, self.lengths, self.square)
-
-
-def padded_collate(examples, pad: BucketPadding) -> Batch:
-    """:func:`collate`, then ``pad`` (a loader's ``collate_fn`` with ``functools.partial``)."""
-    return pad(collate(examples))
 
 
 #: token batches (``batch_by='tokens'``) sort within chunks of at least this many batches

@@ -18,12 +18,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from luong_lit.data.io import DataError
-from luong_lit.data.loading.batching import (
-    BucketBatchSampler,
-    BucketPadding,
-    collate,
-    padded_collate,
-)
+from luong_lit.data.loading.batching import BucketBatchSampler, collate
+from luong_lit.data.loading.buckets import BucketPadding, padded_collate
 from luong_lit.data.loading.loader import ResumableLoader
 from luong_lit.data.loading.options import DATA_OPTIONS
 from luong_lit.data.loading.splits import Split, read_pairs, split_files, tokenized_split
