@@ -99,3 +99,23 @@ def test_a_padded_batch_keeps_its_sentences_through_pinning_and_moving():
     assert len(padded.to("cpu")) == 2
     assert BucketPadding(4, (4, 8))(padded) is padded  # already at its bucket
     assert BucketPadding(1, (4, 8))(batch) is batch  # more rows than a bucket: its own shape
+
+
+def test_buckets_are_prepared_under_the_autocast_the_steps_run_in(
+    toy_corpus, tmp_path, monkeypatch
+):
+    """Lightning enters bf16-mixed's autocast only around ``training_step``: the buckets are
+    prepared inside it too, so a graph captured before the first step is the one the steps
+    replay (on a GPU its key holds the autocast state: ``GraphedSteps.prepare``)."""
+    autocast: dict[str, bool] = {}
+    monkeypatch.setattr(FastEngine, "prepare", lambda self, net, ls, s: autocast.setdefault(
+        "prepare", torch.is_autocast_enabled("cpu")))  # fmt: skip
+    loss = FastEngine.training_loss
+
+    def training_loss(self, *args):
+        autocast.setdefault("step", torch.is_autocast_enabled("cpu"))
+        return loss(self, *args)
+
+    monkeypatch.setattr(FastEngine, "training_loss", training_loss)
+    fit(toy_corpus, tmp_path, "trainer.precision=bf16-mixed", "trainer.max_epochs=1")
+    assert autocast == {"prepare": True, "step": True}

@@ -114,7 +114,7 @@ class GraphedSteps:
         self, loss_fn: Callable[..., Tensor], params: Sequence[torch.nn.Parameter], warmup: int = 3
     ) -> None:
         self.loss_fn, self.params, self.warmup = loss_fn, list(params), warmup
-        self.graphs: dict[tuple[tuple[str, tuple[int, ...], torch.dtype], ...], Captured] = {}
+        self.graphs: dict[tuple[object, ...], Captured] = {}  # by autocast, shapes and dtypes
         self.pool: Any = None  # torch.cuda.graph_pool_handle(), made at the first capture
 
     def __call__(self, inputs: dict[str, Tensor]) -> tuple[Tensor, list[Tensor | None]]:
@@ -125,9 +125,11 @@ class GraphedSteps:
         return cap.loss, cap.grads
 
     def prepare(self, inputs: dict[str, Tensor]) -> Captured:
-        """The graph of these inputs' shapes and dtypes, captured now if it is not yet; their
-        values are not read (the captured step reads none on the host)."""
-        key = tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items()))
+        """The graph of these inputs' shapes and dtypes under the autocast in force, captured
+        now if it is not yet; their values are not read (the captured step reads none on the
+        host)."""
+        autocast = torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda")
+        key = (autocast, *((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())))
         if key not in self.graphs:
             self.graphs[key] = self._capture(inputs)
         return self.graphs[key]

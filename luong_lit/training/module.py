@@ -109,14 +109,12 @@ class LuongLitModule(L.LightningModule):
         did (:meth:`on_train_batch_start`, :meth:`on_train_epoch_end`), and the test follows.
         Else the engine prepares for every shape the training batches can take (a captured
         step: one CUDA graph a bucket)."""
+        from luong_lit.training.captures import prepare_buckets
         from luong_lit.training.stopping import training_ended
 
         self.ended = bool(self.trainer.ckpt_path) and training_ended(self.trainer)
-        pad = self.engine.padding()
-        sampler = getattr(self.trainer.train_dataloader, "batch_sampler", None)
-        if pad is not None and not self.ended and hasattr(sampler, "src_lens"):  # every bucket
-            shapes = pad.shapes(sampler.src_lens, sampler.tgt_lens)  # captured before step 1
-            self.engine.prepare(self.net, self.label_smoothing, shapes)
+        if not self.ended:
+            prepare_buckets(self)
 
     def on_train_batch_start(self, batch: Batch, batch_idx: int) -> int | None:
         """The rate this step runs at, made on the device (a number would be copied, the host
