@@ -10,7 +10,7 @@ from conftest import compose_cfg, tiny_overrides
 from lightning.pytorch import Callback
 
 from luong_lit.data.loading.batching import collate
-from luong_lit.data.loading.buckets import BucketPadding, bucket_shape, bucket_shapes
+from luong_lit.data.loading.buckets import BucketPadding, bucket_shape, bucket_shapes, pad_batch
 from luong_lit.engines import FastEngine
 from luong_lit.training.build import build
 from luong_lit.training.run_folder import RunFolder
@@ -119,3 +119,10 @@ def test_buckets_are_prepared_under_the_autocast_the_steps_run_in(
     monkeypatch.setattr(FastEngine, "training_loss", training_loss)
     fit(toy_corpus, tmp_path, "trainer.precision=bf16-mixed", "trainer.max_epochs=1")
     assert autocast == {"prepare": True, "step": True}
+
+
+def test_a_padded_batch_padded_again_keeps_its_rows_and_its_sentences():
+    padded = pad_batch(collate([(0, [5, 6], [7]), (1, [5], [7, 8, 9])]), 4, 4, 4)
+    again = pad_batch(padded, 6, 8, 8)
+    assert again.src.shape == (6, 8) and again.src_len.shape == (6,) and len(again) == 2
+    assert torch.equal(again.src[:4, :4], padded.src) and again.index.tolist()[2:] == [-1] * 4

@@ -34,11 +34,13 @@ def fitting_bucket(
     positions (``<s>`` or ``</s>`` included), as :func:`bucket_shape` finds it."""
     if square:
         src = tgt = max(src, tgt)
-    fit_s = [n for n in sorted(lengths) if n >= src]
-    fit_t = [n for n in sorted(lengths) if n >= tgt]
-    if not fit_s or not fit_t:
-        return None
-    return rows, fit_s[0], fit_t[0]
+    S, T = smallest_holding(src, lengths), smallest_holding(tgt, lengths)
+    return None if S is None or T is None else (rows, S, T)
+
+
+def smallest_holding(n: int, lengths: Sequence[int]) -> int | None:
+    """The smallest of ``lengths`` that holds ``n`` positions; None if none does."""
+    return min((m for m in lengths if m >= n), default=None)
 
 
 def bucket_shapes(
@@ -47,13 +49,15 @@ def bucket_shapes(
 ) -> list[tuple[int, int, int]]:  # fmt: skip
     """Every bucket a batch of these examples (their word counts) can be padded up to: with
     ``square``, the buckets of the examples themselves (a batch's is its longest example's);
-    else each source bucket with each target bucket met (a batch's longest source and longest
-    target may be two examples')."""
-    src = [int(n) for n in src_lens]
-    tgt = [int(n) + 1 for n in tgt_lens]  # <s> or </s>
-    pairs = set(zip(src, tgt)) if square else {(s, t) for s in set(src) for t in set(tgt)}
-    shapes = {fitting_bucket(s, t, rows, lengths, square) for s, t in pairs}
-    return sorted(shape for shape in shapes if shape is not None)
+    else each source length's bucket with each target length's (a batch's longest source and
+    longest target may be two examples'), a batch too long for every bucket left out."""
+    if square:
+        pairs = {(int(s), int(t) + 1) for s, t in zip(src_lens, tgt_lens, strict=True)}
+        shapes = {fitting_bucket(s, t, rows, lengths) for s, t in pairs}  # t: <s> or </s>
+        return sorted(shape for shape in shapes if shape is not None)
+    S = {smallest_holding(int(n), lengths) for n in src_lens}
+    T = {smallest_holding(int(n) + 1, lengths) for n in tgt_lens}
+    return sorted((rows, s, t) for s in S if s is not None for t in T if t is not None)
 
 
 def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
@@ -63,7 +67,7 @@ def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
     to rest on) and an all-padding target, which the loss ignores; their ``index`` is -1.
     Its length stays its sentences' (``sentences``); a batch of that shape comes back as it is.
     """
-    n = len(batch)
+    n = batch.src.size(0)  # its rows (a padded batch has more than its sentences)
     if batch.src.shape == (B, S) and batch.tgt_in.shape == (B, T):
         return batch
 
@@ -82,15 +86,16 @@ def pad_batch(batch: Batch, B: int, S: int, T: int) -> Batch:
         index,
         batch.tgt_tokens,  # padding adds none
         batch.group,
-        n,
+        len(batch),
     )
 
 
 @dataclass(frozen=True)
 class BucketPadding:
-    """A loader's batches padded to their buckets where they are made (in a loader worker,
-    and so in pinned memory on a GPU), not on the device by the training step: the fixed-shape
-    engine's buckets (``rows``, ``lengths``, ``square``; :func:`bucket_shape`)."""
+    """A loader's batches padded to their buckets where they are made (in a loader worker
+    where there are workers; the loader pins them after, on a GPU), not on the device by the
+    training step: the fixed-shape engine's buckets (``rows``, ``lengths``, ``square``;
+    :func:`bucket_shape`)."""
 
     rows: int
     lengths: tuple[int, ...]
