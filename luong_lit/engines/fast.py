@@ -190,20 +190,24 @@ class FastEngine(ReferenceEngine):
     ) -> None:
         """Where the steps are captured, every bucket of ``shapes`` (those the training batches
         can take) captured now, before the first step, not in the middle of training. A
-        capture changes no weight, optimizer state or random state (:mod:`.graphs`)."""
+        capture changes no weight or random state (:mod:`.graphs`); ``shapes=pair`` may hold
+        many more buckets than ``square``, so the line says how many and their memory."""
         if self.mode != "capture" or not shapes:
             return
         device = next(net.parameters()).device
         graphed = self._graphed_steps(net, label_smoothing)
         start, before = time.perf_counter(), len(graphed.graphs)
-        for B, S, T in shapes:
-            filler = torch.full((B, S), EOS_ID, dtype=torch.long, device=device)  # any ids do:
-            words = torch.full((B, T), EOS_ID, dtype=torch.long, device=device)  # no step reads
-            src_len = torch.full((B,), S, dtype=torch.long, device=device)  # values on the host
-            scale = torch.ones((), device=device)
-            graphed.prepare(self._inputs(filler, src_len, words, words, scale))
-        log.info("captured %d CUDA graphs, one a bucket, before the first step (%.1f s)",
-                 len(graphed.graphs) - before, time.perf_counter() - start)  # fmt: skip
+        memory = torch.cuda.memory_reserved(device)
+        for B, S, T in shapes:  # any ids do: no step reads values on the host
+            src = torch.full((B, S), EOS_ID, dtype=torch.long, device=device)  # (B, S)
+            words = torch.full((B, T), EOS_ID, dtype=torch.long, device=device)  # (B, T)
+            src_len = torch.full((B,), S, dtype=torch.long, device=device)  # (B,)
+            scale = torch.ones((), device=device)  # ()
+            graphed.prepare(self._inputs(src, src_len, words, words, scale))
+        grown = (torch.cuda.memory_reserved(device) - memory) / 2**20
+        log.info("captured %d CUDA graphs, one a bucket, before the first step (%.1f s, "
+                 "%.0f MiB more reserved)", len(graphed.graphs) - before,
+                 time.perf_counter() - start, grown)  # fmt: skip
 
     def _graphed_steps(self, net: Seq2Seq, label_smoothing: float) -> GraphedSteps:
         if self._graphed is None:
