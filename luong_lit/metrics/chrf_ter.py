@@ -37,7 +37,8 @@ NAMES = ("chrf", "chrfpp", "ter")  # the scores, as the logs and reports name th
 CHRF_NAMES = ("chrf", "chrfpp")  # the ones resampled from sentence statistics
 
 
-def _lines(hyps: Sequence[str], refs: Sequence[str], rejoin: bool) -> tuple[list, list]:
+def scored_lines(hyps: Sequence[str], refs: Sequence[str], rejoin: bool) -> tuple[list, list]:
+    """The lines the scores read: ``##AT##-##AT##`` rejoined into ``-`` with ``rejoin``."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
     if not rejoin:
@@ -55,7 +56,7 @@ def corpus_chrf_ter(
     chrF's (character n-grams; one reference a line, so the same reference is the best for
     both): one pass over the lines for the two, the same figures to the last digit as two
     ``corpus_score`` calls."""
-    hyps, refs = _lines(hyps, refs, rejoin)
+    hyps, refs = scored_lines(hyps, refs, rejoin)
     found = {}
     if hyps and set(CHRF_NAMES) & set(names):
         summed = _stats(hyps, refs, "chrfpp").sum(0)  # (3 * (6 + 2),)
@@ -119,7 +120,7 @@ def chrf_stats(hyps: Sequence[str], refs: Sequence[str], name: str = "chrf") -> 
     reference, ``##AT##`` rejoined on both sides: an ``(N, 3 * orders)`` integer array, per
     character (then word) n-gram order the hypothesis, reference and matched n-grams, as
     sacreBLEU sums them over a corpus (its non-public ``_extract_corpus_statistics``)."""
-    return _stats(*_lines(hyps, refs, rejoin=True), name)
+    return _stats(*scored_lines(hyps, refs, rejoin=True), name)
 
 
 def _stats(hyps: Sequence[str], refs: Sequence[str], name: str) -> np.ndarray:

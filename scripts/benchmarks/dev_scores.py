@@ -19,10 +19,10 @@ from pathlib import Path
 
 
 def three_calls(hyps: list[str], refs: list[str]) -> dict[str, float]:
-    from luong_lit.metrics.chrf_ter import NAMES, _lines
+    from luong_lit.metrics.chrf_ter import NAMES, scored_lines
     from luong_lit.metrics.signatures import sacrebleu_metric
 
-    hyps, refs = _lines(hyps, refs, True)
+    hyps, refs = scored_lines(hyps, refs, True)
     return {n: float(sacrebleu_metric(n).corpus_score(hyps, [refs]).score) for n in NAMES}
 
 
