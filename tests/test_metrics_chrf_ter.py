@@ -222,6 +222,17 @@ def test_dev_scores_choose_what_a_validation_logs_beside_bleu(toy_corpus, tmp_pa
     [
         (["select_by=chrf", "callbacks.greedy_bleu.dev_scores=[ter]"], "add chrf to it"),
         (["callbacks.greedy_bleu.dev_scores=[bleu]"], "dev_scores='bleu' is unknown"),
+        (
+            [
+                "schedule=plateau",
+                "model.scheduler.monitor=val/ter",
+                "model.scheduler.mode=min",
+                "callbacks.greedy_bleu.dev_scores=[chrf]",
+            ],
+            "model.scheduler.monitor=ter reads",
+        ),
+        (["callbacks.greedy_bleu.dev_scores=ter"], "must be a list of scores"),
+        (["callbacks.greedy_bleu.dev_scores=null"], "must be a list of scores"),
     ],
 )
 def test_a_dev_score_left_out_that_selects_or_a_wrong_name_is_one_line(toy_corpus, tmp_path,

@@ -96,14 +96,30 @@ def _check_every(every_n_epochs, batch_size, max_sentences) -> None:
 
 
 def _check_monitored(trainer, dev_scores: Sequence[str]) -> None:
-    """A dev score that selects or stops (``select_by``) must be logged: one line if it is not."""
-    for cb in trainer.callbacks:
-        name = str(getattr(cb, "monitor", None) or "").removeprefix("val/")
+    """A dev score that selects, stops (``select_by``) or schedules the rate
+    (``model.scheduler.monitor``) must be logged: one line if it is not."""
+    from luong_lit.training.lr_steps import stepped_on_validation
+
+    readers = [("select_by", getattr(cb, "monitor", None)) for cb in trainer.callbacks]
+    readers += [("model.scheduler.monitor", getattr(s, "monitor", None))
+                for s in stepped_on_validation(trainer)]  # fmt: skip
+    for option, monitor in readers:
+        name = str(monitor or "").removeprefix("val/")
         if name in NAMES and name not in dev_scores:
             raise ConfigError(
-                f"select_by={name} reads val/{name}, which callbacks.greedy_bleu.dev_scores="
+                f"{option}={name} reads val/{name}, which callbacks.greedy_bleu.dev_scores="
                 f"[{', '.join(dev_scores)}] leaves out: add {name} to it"
             )
+
+
+def _check_dev_scores(dev_scores) -> tuple[str, ...]:
+    """``dev_scores`` as a tuple of known names; one line for a name alone or a null."""
+    if isinstance(dev_scores, str) or not isinstance(dev_scores, Sequence):
+        raise OptionError("dev_scores", dev_scores, "must be a list of scores ([] for BLEU "
+                          f"alone, e.g. [{', '.join(NAMES)}])")  # fmt: skip
+    for name in dev_scores:
+        one_of("dev_scores", name, NAMES)
+    return tuple(dev_scores)
 
 
 def _due(trainer, every: int) -> bool:
@@ -132,11 +148,9 @@ class GreedyBleuCallback(L.Callback):
         dev_scores: Sequence[str] = NAMES,
     ) -> None:
         _check_every(every_n_epochs, batch_size, max_sentences)
-        for name in dev_scores:
-            one_of("dev_scores", name, NAMES)
         self.every, self.batch_size, self.max_sentences = every_n_epochs, batch_size, max_sentences
         self.samples = samples  # sample translations sent to loggers that take tables
-        self.dev_scores = tuple(dev_scores)
+        self.dev_scores = _check_dev_scores(dev_scores)
 
     def on_fit_start(self, trainer, pl_module) -> None:
         _check_monitored(trainer, self.dev_scores)
