@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,6 @@ TABLE1 = (*SIGNS, "table1_global_location", "table1_feed_input", "table1_local_p
 TABLE3 = ("table3_base_reverse", "table3_global_location", "table3_feed_input",
           "table3_global_dot_dropout")  # fmt: skip
 QUIET = ["threads=1", "trainer.enable_progress_bar=false"]
-EUROPARL: list[str] = []  # the Europarl study's overrides, made by :func:`europarl` when needed
 COMMON = ["callbacks.beam_bleu.on_test=false", "callbacks.checkpoint.every_n_minutes=10", *QUIET]
 
 
@@ -52,6 +52,12 @@ class Job:
         return f"{self.study}/{self.row}/seed{self.seed}"
 
 
+def europarl_study(logs: Path) -> list[str]:
+    """The Europarl study's overrides: our recipe with the paper's decoder start and a
+    20,000-word vocabulary on the Europarl cut (:func:`europarl`)."""
+    return ["model.net.init_state=copy", "data.vocab_size=20000", *europarl(logs)]
+
+
 def europarl(logs: Path) -> list[str]:
     """The Europarl cut's ``data=files`` overrides (the cut written once, under ``logs``)."""
     from scripts.studies.europarl_split import overrides, write
@@ -62,8 +68,9 @@ def europarl(logs: Path) -> list[str]:
     return overrides(out)
 
 
-#: each study: (its rows, the overrides every run of it takes)
-def studies(logs: Path) -> dict[str, tuple[tuple[str, ...], list[str]]]:
+#: each study: (its rows, the overrides every run of it takes, or the function that makes them
+#: from the logs folder where they need files written there)
+def studies() -> dict[str, tuple[tuple[str, ...], list[str] | Callable[[Path], list[str]]]]:
     paper_long = ["experiment=m30k_paper_long"]
     return {
         # our recipe (m30k_small) with its decoder start, and with the paper's
@@ -71,7 +78,7 @@ def studies(logs: Path) -> dict[str, tuple[tuple[str, ...], list[str]]]:
         "ours_copy": (SIGNS, ["model.net.init_state=copy"]),
         # Europarl's reversal pair, our recipe with the paper's decoder start (the cut written
         # only where one of its jobs is asked for: :func:`jobs`)
-        "europarl": (("table1_base", "table1_reverse"), EUROPARL),
+        "europarl": (("table1_base", "table1_reverse"), europarl_study),
         # the paper's recipe trained until dev perplexity stops improving: every row of Table 1
         "paper_long": (TABLE1, paper_long),
         # and of Table 3 (De->En)
@@ -106,14 +113,13 @@ QUEUES = {
 
 
 def jobs(logs: Path, queues: list[str], seeds: tuple[int, ...]) -> list[Job]:
-    known = studies(logs)
+    known = studies()
     found = []
     for queue in queues:
         for seed in seeds:
             for study in QUEUES[queue]:
-                rows, extra = known[study]
-                if extra is EUROPARL:
-                    extra = ["model.net.init_state=copy", "data.vocab_size=20000", *europarl(logs)]
+                rows, overrides = known[study]
+                extra = overrides(logs) if callable(overrides) else overrides
                 for row in rows:
                     picked = () if row == "m30k_small" else (f"ladder={row}",)  # the main job
                     found.append(Job(study, row, seed, (*picked, f"seed={seed}", *extra)))
