@@ -11,7 +11,7 @@ from conftest import compose_cfg, small_model, tiny_overrides
 from luong_lit.data.loading.batching import Batch, BucketBatchSampler, collate
 from luong_lit.errors import UserError
 from luong_lit.nn.fast.static import static_nll
-from luong_lit.training.module import loss_denominator
+from luong_lit.training.loss_norm import loss_denominator
 
 
 def test_token_batches_never_exceed_the_budget_and_hold_every_sentence_once():

@@ -16,28 +16,11 @@ from luong_lit.data.loading.batching import Batch
 from luong_lit.metrics.perplexity import ppl_from_nll
 from luong_lit.nn import Seq2Seq
 from luong_lit.training.figures import test_perplexities
+from luong_lit.training.loss_norm import LOSS_NORMS, loss_denominator
 from luong_lit.training.precision import clip_unscaled, clip_without_embeddings, plain_if_scaled
 from luong_lit.training.random_state import load_rng, save_rng
 from luong_lit.training.schedules import Plan
 from luong_lit.validate import integer, one_of, rate
-
-LOSS_NORMS = ("sentences", "nominal", "tokens")
-
-
-def loss_denominator(loss_norm: str, batch: Batch, tokens, accumulate: int, nominal: int) -> Any:
-    """What a batch's summed NLL is divided by, so that an optimizer step's loss is its whole
-    batch's, normalised as ``loss_norm`` says: its sentences (paper §4.1), its target tokens,
-    or the ``nominal`` size (nmt.matlab). Accumulating gradients over ``accumulate`` batches
-    (Lightning divides each one's loss by ``accumulate``), each divides by its step's totals
-    (``batch.group``) over ``accumulate``: the step's gradient is one large batch's. DDP's
-    average over the ranks makes each rank's share the global batch's (docs/guide/clusters.md,
-    "Beyond one machine")."""
-    if loss_norm == "nominal":
-        return nominal
-    if accumulate > 1 and batch.group is not None:
-        sentences, group_tokens = batch.group
-        return (group_tokens if loss_norm == "tokens" else sentences) / accumulate
-    return tokens if loss_norm == "tokens" else len(batch)
 
 
 class LuongLitModule(L.LightningModule):
@@ -96,7 +79,7 @@ class LuongLitModule(L.LightningModule):
             t.datamodule.pad_to = self.engine.padding()
 
     def denominator(self, batch: Batch, tokens) -> Any:
-        """What a batch's summed NLL is divided by (``loss_norm``; :func:`loss_denominator`)."""
+        """What a batch's summed NLL is divided by (``loss_norm``; :func:`.loss_norm.loss_denominator`)."""
         try:
             k = self.trainer.accumulate_grad_batches
         except RuntimeError:  # a module used outside a trainer: no accumulation
