@@ -79,7 +79,7 @@ class LuongLitModule(L.LightningModule):
             t.datamodule.pad_to = self.engine.padding()
 
     def denominator(self, batch: Batch, tokens) -> Any:
-        """What a batch's summed NLL is divided by (``loss_norm``; :func:`.loss_norm.loss_denominator`)."""
+        """What a batch's summed NLL is divided by (:func:`.loss_norm.loss_denominator`)."""
         try:
             k = self.trainer.accumulate_grad_batches
         except RuntimeError:  # a module used outside a trainer: no accumulation
