@@ -63,10 +63,6 @@ def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
             f"{path}: cannot write the checkpoint ({reason}); {kept}. The disk may be full, or "
             "the directory not writable: free some space or choose another one (hydra.run.dir=...)"
         ) from None
-    except BaseException:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise
     finally:
         if tmp is not None and Path(tmp).exists():
             Path(tmp).unlink(missing_ok=True)

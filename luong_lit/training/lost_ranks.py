@@ -14,12 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-#: the process group's timeout by default: longer than any wait of a healthy rank at one of the
-#: kit's collectives (the dev set's decoding is shared out, a checkpoint's write takes
-#: seconds), far shorter than Lightning's 30 minutes, which would outlast SLURM's warning
-#: before a job's time limit (submitit's signal_delay_s: 120 s by default) and its requeue
-DEFAULT_TIMEOUT_S = 300
-
 
 class RankLost(Exception):
     """A rank of this run died; ``ranks``: which (empty where this rank cannot tell)."""

@@ -19,7 +19,6 @@ from lightning.pytorch.trainer.states import TrainerFn
 
 from luong_lit.errors import ConfigError
 from luong_lit.reports import check_current_name
-from luong_lit.sweeps.resolvers import DEV_METRICS, metric_mode  # noqa: F401 - its home
 from luong_lit.validate import integer, non_negative
 
 log = logging.getLogger(__name__)
