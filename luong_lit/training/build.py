@@ -52,26 +52,14 @@ def checkpoint_meta(cfg: DictConfig, dm) -> CheckpointMeta:
         src_vocab=tuple(dm.src_vocab.itos),
         tgt_vocab=tuple(dm.tgt_vocab.itos),
         data=data_options(data),
-        overrides=tuple(_overrides()),  # how the run was asked for (to resume it as it was)
+        overrides=tuple(
+            o for o in finetune.command_overrides() if not o.startswith("ckpt_path=")
+        ),  # as asked: to resume as it was  # fmt: skip
         preprocess=None if recipe is None else preprocessing(recipe),
         recaser=text.get("recaser"),
         sentencepiece=pieces,
         parts=parts_of(net, data.get("dataset")),  # what registered a part of the user's own
     )
-
-
-def checkpoint_extras(cfg: DictConfig, dm) -> dict[str, Any]:
-    """:func:`checkpoint_meta` as the plain data every checkpoint stores."""
-    return checkpoint_meta(cfg, dm).to_dict()
-
-
-def _overrides() -> list[str]:
-    """The command line's overrides of this Hydra run (none outside a Hydra app)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if not HydraConfig.initialized():
-        return []
-    return [o for o in HydraConfig.get().overrides.task if not o.startswith("ckpt_path=")]
 
 
 def build(cfg: DictConfig, folder: RunFolder):
@@ -92,7 +80,7 @@ def build(cfg: DictConfig, folder: RunFolder):
     trainer = trainer_of(cfg)
     dm.setup("fit")  # the first data read, after every option is checked
     net = make_net(src_vocab_size=len(dm.src_vocab), tgt_vocab_size=len(dm.tgt_vocab))
-    model = lightning_module(cfg, net, parts, checkpoint_extras(cfg, dm))
+    model = lightning_module(cfg, net, parts, checkpoint_meta(cfg, dm).to_dict())
     for logger in trainer.loggers:  # the resolved config, for dashboards (W&B, TensorBoard hparams)
         logger.log_hyperparams(resolved(cfg))
     write_checkpoints(trainer, cfg.get("checkpoint_writes", "auto"))  # off the training thread?
