@@ -18,7 +18,7 @@ import torch
 
 from luong_lit.alignment.eflomal import eflomal_links
 from luong_lit.checkpoint import load_model
-from luong_lit.data.loading.model_data import load_split, load_train_split
+from luong_lit.data.loading.model_data import datamodule_for, load_split
 from luong_lit.data.text.dictionary import dictionary_from_links, load_dictionary
 from luong_lit.decoding.search import BeamSearch
 from luong_lit.inference import Inference
@@ -50,7 +50,7 @@ def main() -> None:
         muse = load_dictionary(args.muse)
         replaced = inference.words(out, src_words=split.src_tokens, dictionary=muse)
         result["muse"] = score(replaced, refs, lang)
-    train = load_train_split(meta)
+    train = datamodule_for(meta).read_train_split()  # length-filtered, tokenised
     links = eflomal_links(train.src_tokens, train.tgt_tokens)
     d = dictionary_from_links(train.src_tokens, train.tgt_tokens, links, args.min_count)
     result["eflomal_entries"] = len(d)

@@ -102,11 +102,6 @@ def test_set_names(meta: ModelMeta) -> list[str]:
     return list(meta.data.corpus.test)
 
 
-def load_train_split(meta: ModelMeta):
-    """The model's training split (length-filtered, tokenised), e.g. to align it."""
-    return datamodule_for(meta).read_train_split()
-
-
 def _recipe(meta: ModelMeta) -> Preprocessing:
     """The checkpoint's recipe; a checkpoint from before recipes were kept: its corpus's (by
     the data config as stored: a corpus it does not name has none)."""

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from luong_lit.nn.attention import Alignment, Memory
-from luong_lit.nn.decoder import Decoder, DecoderState, Linear, decoder_step
+from luong_lit.nn.decoder import Decoder, DecoderState, decoder_step
 from luong_lit.nn.fast.lstm import RecurrentWeight
 from luong_lit.nn.fast.model import (
     Weights,
@@ -70,11 +70,6 @@ class FastStepper(nn.Module, OneModel):
         """Each layer's ``(W, b)`` of its one product per step (8-bit with ``int8="all"``)."""
         weights: Weights = self.form.weights
         return weights
-
-    @property
-    def int8_W_c(self) -> Linear | None:
-        """The 8-bit copy of ``W_c`` (Eq. 5) with ``int8="all"``, else None."""
-        return self.form.W_c
 
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
         return fast_memory(self.net, src, src_len)  # the ragged encoder on a CPU
