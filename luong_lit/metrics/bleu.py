@@ -43,7 +43,8 @@ def bleu_lines(word_lists: Sequence[Sequence[str]], tokenizer=None) -> list[str]
     return [" ".join(bleu_words(w, tokenizer)) for w in word_lists]
 
 
-def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
+def check_lengths(hyps: Sequence[str], refs: Sequence[str]) -> None:
+    """One reference a hypothesis, or a ValueError that says how many of each."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
 
@@ -53,7 +54,7 @@ def corpus_bleu_tok_score(hyps: Sequence[str], refs: Sequence[str], rejoin: bool
     lengths), as :func:`corpus_bleu_tok` computes it."""
     import sacrebleu
 
-    _check(hyps, refs)
+    check_lengths(hyps, refs)
     if rejoin:
         hyps, refs = [rejoin_hyphens(h) for h in hyps], [rejoin_hyphens(r) for r in refs]
     return sacrebleu.corpus_bleu(list(hyps), [list(refs)], tokenize="none", force=True)
@@ -98,7 +99,7 @@ def detokenized(
 ) -> tuple[list[str], list[str]]:
     """The lines :func:`corpus_bleu_detok` scores: hypotheses detokenised (an output ``<unk>``
     as :data:`UNK_DETOK`), and the references detokenised unless ``refs_detokenized``."""
-    _check(hyps, refs)
+    check_lengths(hyps, refs)
     hyps = [
         detokenize(" ".join(UNK_DETOK if w == UNK else w for w in h.split()), lang) for h in hyps
     ]

@@ -28,7 +28,13 @@ from functools import cache
 
 import numpy as np
 
-from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok, detokenized, rejoin_hyphens
+from luong_lit.metrics.bleu import (
+    bleu_lines,
+    check_lengths,
+    corpus_bleu_tok,
+    detokenized,
+    rejoin_hyphens,
+)
 from luong_lit.metrics.sacrebleu_internals import chrf_from_stats, chrf_sentence_stats
 from luong_lit.metrics.signatures import sacrebleu_metric
 from luong_lit.reports import figure_name
@@ -39,8 +45,7 @@ CHRF_NAMES = ("chrf", "chrfpp")  # the ones resampled from sentence statistics
 
 def scored_lines(hyps: Sequence[str], refs: Sequence[str], rejoin: bool) -> tuple[list, list]:
     """The lines the scores read: ``##AT##-##AT##`` rejoined into ``-`` with ``rejoin``."""
-    if len(hyps) != len(refs):
-        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    check_lengths(hyps, refs)
     if not rejoin:
         return list(hyps), list(refs)
     return [rejoin_hyphens(h) for h in hyps], [rejoin_hyphens(r) for r in refs]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from luong_lit.metrics.bleu import rejoin_hyphens
+from luong_lit.metrics.bleu import check_lengths, rejoin_hyphens
 from luong_lit.metrics.chrf_ter import CHRF_NAMES, chrf_of_stats, chrf_stats
 
 ORDER = 4  # n-grams up to 4, as BLEU counts them
@@ -32,8 +32,7 @@ def sentence_stats(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
     array; ``##AT##`` is rejoined on both sides first, as :func:`corpus_bleu_tok` does."""
     from sacrebleu.metrics import BLEU
 
-    if len(hyps) != len(refs):
-        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    check_lengths(hyps, refs)
     # effective_order only changes a sentence's own score, not its counts (and keeps sacreBLEU
     # from warning about sentence-level BLEU)
     metric = BLEU(tokenize="none", force=True, effective_order=True)

@@ -1,15 +1,13 @@
 """The paper's recipe in the configs (§4.1): its epochs and the epoch its halving starts after,
 both set by dropout, as the resolvers ``luong_lit.paper_epochs`` and
 ``luong_lit.paper_halving_after`` of ``conf/recipes/wmt14_paper.yaml``, which the configs of
-runs made with it keep. :func:`register_paper_resolvers` makes them known; the kit's
-:func:`~luong_lit.sweeps.resolvers.register_resolvers` calls it with its own.
+runs made with it keep. :data:`RESOLVERS`, registered with the kit's own by
+:func:`~luong_lit.sweeps.resolvers.register_resolvers`.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from omegaconf import OmegaConf
 
 
 def paper_epochs(dropout: Any) -> int:
@@ -27,10 +25,3 @@ RESOLVERS = {
     "luong_lit.paper_epochs": paper_epochs,
     "luong_lit.paper_halving_after": paper_halving_after,
 }
-
-
-def register_paper_resolvers() -> None:
-    """Make the paper's resolvers known to OmegaConf (once per process)."""
-    for name, fn in RESOLVERS.items():
-        if not OmegaConf.has_resolver(name):
-            OmegaConf.register_new_resolver(name, fn)

@@ -16,7 +16,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from luong_lit.errors import ConfigError
-from luong_lit.paper.resolvers import register_paper_resolvers
+from luong_lit.paper.resolvers import RESOLVERS as PAPER_RESOLVERS
 from luong_lit.sweeps.dirnames import dirname
 from luong_lit.sweeps.job import sweep_job
 from luong_lit.sweeps.resources import usable_cores
@@ -126,7 +126,7 @@ def metric_mode(select_by: str) -> str:
 
 def register_resolvers() -> None:
     """Make the ``luong_lit.*`` resolvers known to OmegaConf (once per process), the paper's
-    recipe's with them (:func:`~luong_lit.paper.resolvers.register_paper_resolvers`)."""
+    recipe's with them (:data:`luong_lit.paper.resolvers.RESOLVERS`)."""
     resolvers: dict[str, Callable[..., Any]] = {
         "luong_lit.n_jobs": n_jobs,
         "luong_lit.dirname": dirname,
@@ -137,8 +137,8 @@ def register_resolvers() -> None:
         "luong_lit.wandb_group": wandb_group,
         "luong_lit.wandb_name": wandb_name,
         "luong_lit.wandb_tags": wandb_tags,
+        **PAPER_RESOLVERS,
     }
     for name, fn in resolvers.items():
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
-    register_paper_resolvers()
