@@ -19,7 +19,6 @@ from luong_lit.decoding.corpus import decode_corpus, output_words
 from luong_lit.decoding.forced import Forced, attention_links, forced_pass, member_links
 from luong_lit.decoding.search import GREEDY, Hypothesis, Search
 from luong_lit.engines import make_engine
-from luong_lit.metrics.bleu import words_bleu
 from luong_lit.nn.interface import AnyDecodeModel, HasFacts
 from luong_lit.nn.modes import evaluating
 
@@ -108,13 +107,6 @@ class Inference(HasFacts):
                 out, src_words=src_words, dictionary=dictionary, convention=convention
             )
         return SplitOutput(out, self.words(out), replaced)
-
-    def split_bleu(self, split, *, tokenizer=None, **search) -> dict[str, float]:
-        """Tokenised BLEU of a split's translations: ``bleu``, and ``bleu_unk`` after unk
-        replacement (``replace_unk``); ``search``: :meth:`split`'s keywords. ``tokenizer``:
-        the target tokeniser of training (sentencepiece pieces are joined into words)."""
-        out = self.split(split, **search)
-        return words_bleu(out.words, out.replaced, split.tgt_tokens, tokenizer)
 
     # ------------------------------------------------------------------ reading given text
     def forced(

@@ -244,21 +244,27 @@ def test_copy_task_learns_with_diagonal_attention(attention, score):
     assert diag / total >= 0.9
 
 
+def split_bleu(inference, split, tokenizer=None) -> dict[str, float]:
+    """Tokenised BLEU of beam 3's translations of ``split``, before and after unk replacement."""
+    from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_tok
+
+    out = inference.split(split, search=BeamSearch(beam=3), batch_size=64, replace_unk=True)
+    refs = bleu_lines(split.tgt_tokens[: len(out.words)], tokenizer)
+    return {"bleu": corpus_bleu_tok(bleu_lines(out.words, tokenizer), refs),
+            "bleu_unk": corpus_bleu_tok(bleu_lines(out.replaced, tokenizer), refs)}  # fmt: skip
+
+
 def test_beam_callback_logs_dev_bleu_before_and_after_unk_replacement(trained):
     """The last validation's beam BLEU, before and after unk replacement, is the decoder's on the
     dev set with the weights of that epoch (``last.ckpt``), decoded again here."""
     from luong_lit.checkpoint import load_model
     from luong_lit.data.loading.model_data import datamodule_for
-    from luong_lit.decoding.search import BeamSearch
     from luong_lit.inference import Inference
 
     out, _, metrics = trained
     net, _, tgt_vocab, meta = load_model(out / "checkpoints" / "last.ckpt")
     dm = datamodule_for(meta)
-    direct = Inference(net, tgt_vocab).split_bleu(
-        dm.splits["dev"], tokenizer=dm.tokenizers.get("tgt"), search=BeamSearch(beam=3),
-        batch_size=64, replace_unk=True,
-    )  # fmt: skip
+    direct = split_bleu(Inference(net, tgt_vocab), dm.splits["dev"], dm.tokenizers.get("tgt"))
     assert metrics["val/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-4)
     assert metrics["val/bleu_beam_unk"] == pytest.approx(direct["bleu_unk"], abs=1e-4)
 
@@ -293,9 +299,7 @@ def test_trainer_test_logs_ppl_and_beam_bleu_of_every_test_set(toy_corpus, tmp_p
     for name in ("a", "b"):
         split = dm.splits[name]
         assert res[f"test/{name}/ppl"] == pytest.approx(perplexity(net, split.examples()), rel=1e-4)
-        direct = Inference(net, dm.tgt_vocab).split_bleu(
-            split, search=BeamSearch(beam=3), batch_size=64, replace_unk=True
-        )
+        direct = split_bleu(Inference(net, dm.tgt_vocab), split)
         assert res[f"test/{name}/bleu_beam"] == pytest.approx(direct["bleu"], abs=1e-6)
         assert res[f"test/{name}/bleu_beam_unk"] == pytest.approx(direct["bleu_unk"], abs=1e-6)
 

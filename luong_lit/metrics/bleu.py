@@ -122,14 +122,3 @@ def bleu_scores(
     else:
         detok = corpus_bleu_detok(text, refs, lang)
     return {"bleu_tok": corpus_bleu_tok(text, refs), "bleu_detok": detok}
-
-
-def words_bleu(words, replaced, ref_tokens, tokenizer=None) -> dict[str, float]:
-    """Tokenised BLEU of translations (word lists) against ``ref_tokens``: ``bleu``, and
-    ``bleu_unk`` of ``replaced`` (the same translations after unknown-word replacement), when
-    given. ``tokenizer``: the target tokeniser of training (sentencepiece pieces are joined)."""
-    refs = bleu_lines(ref_tokens[: len(words)], tokenizer)
-    scores = {"bleu": corpus_bleu_tok(bleu_lines(words, tokenizer), refs)}
-    if replaced is not None:
-        scores["bleu_unk"] = corpus_bleu_tok(bleu_lines(replaced, tokenizer), refs)
-    return scores
