@@ -15,14 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from luong_lit.analysis.outputs import report_outputs
-from luong_lit.analysis.runs import own_evals
+from luong_lit.analysis.outputs import run_outputs
 from luong_lit.errors import DataError
 
 
 def _lines(run: Path, kind: str) -> list[str]:
-    reports = own_evals(Path(run))
-    found = report_outputs(reports[0], kind) if reports else None
+    found = run_outputs(run, kind)
     if found is None:
         raise DataError(f"{run}: no evaluate report with its {kind} lines (evaluate --out RUN)")
     return found[0]
@@ -94,7 +92,7 @@ def rwth_sentence(translator, index: int | None, longest: int = 14) -> tuple[lis
 def figure7(models: Mapping[str, str | Path], path: str | Path, index: int | None = None) -> Path:
     """Figure 7: each model's attention (``label: checkpoint``) on one RWTH sentence pair (the
     first model's choice, :func:`rwth_sentence`), and the gold alignment, side by side."""
-    from luong_lit.analysis.figures import attention_figure, heatmap_panels
+    from luong_lit.analysis.figures import heatmap_panels, save_attention
     from luong_lit.translator import load
 
     loaded = {label: load(ckpt, pretokenized=True) for label, ckpt in models.items()}
@@ -104,8 +102,4 @@ def figure7(models: Mapping[str, str | Path], path: str | Path, index: int | Non
         ids = tr.src_vocab.encode(src), tr.tgt_vocab.encode(tgt)
         panels += heatmap_panels({label: tr.inference.float_stepper}, *ids)
     panels.append(("gold (RWTH De–En)", gold_matrix(gold, len(src), len(tgt))))
-    fig = attention_figure(panels, src, tgt)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return path
+    return save_attention(panels, src, tgt, path)
