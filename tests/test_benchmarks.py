@@ -112,6 +112,14 @@ def test_beam_speed_decodes_a_test_set(toy_corpus, tmp_path):
         run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0", "--int8", "all")
     )
     assert int8["int8"] == "all" and "single_sent_per_s" not in int8
+    lines = {}
+    for way in ("plain", "fixed"):
+        flags = ["--fixed"] if way == "fixed" else []
+        found = last_json(run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0",
+                                     "--output", str(tmp_path / way), *flags))  # fmt: skip
+        assert found["search"] == ("fixed" if flags else "the device's")
+        lines[way] = (tmp_path / way).read_text(encoding="utf-8")
+    assert lines["fixed"] == lines["plain"] and lines["plain"]  # the same translations
     profiled = last_json(
         run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0", "--launches")
     )["launches"]

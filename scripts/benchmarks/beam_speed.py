@@ -3,15 +3,17 @@
     LUONG_LIT_DATA=MIRROR python -m scripts.benchmarks.beam_speed RUN/checkpoints/best.ckpt \
         [--test test_2016_flickr] [--beam 5] [--batch-size 30] [--single-limit 200] [--limit N]
         [--output FILE] [--engine fast|reference] [--int8 [output|all]] [--workers 1] [--authors]
-        [--device cuda [--launches]]
+        [--device cuda [--launches]] [--fixed]
 
 Prints one JSON line: sentences per second of batched beam search over the whole test set,
 of the same search one sentence at a time (on the first ``--single-limit`` sentences), their
 ratio, the tokenised BLEU and mean length (words) of the batched output.
 ``--single-limit 0`` skips the one-at-a-time run. ``--authors`` searches with the authors'
 rules (beam 12, docs/paper_notes.md §11) instead of ``--beam``; ``--device cuda`` decodes on
-a GPU (the clock waits for it). Both runs use the same process, threads
-and search settings, back to back; each includes building the engine's decode-time form.
+a GPU (the clock waits for it); ``--fixed`` runs the fixed-shape search (a host read in 8
+steps) where the device would run the shrinking one (a CPU), to compare the two there. Both
+runs use the same process, threads and search settings, back to back; each includes building
+the engine's decode-time form.
 ``--launches`` (meant for a GPU; a CPU launches none) then profiles the search of the first
 batch once more and adds its kernel launches (in all and per decoder step), host waits and the
 share of its wall time the GPU ran kernels (:mod:`scripts.benchmarks.launches`): a small share means
@@ -54,6 +56,17 @@ def launches_of_one_batch(stepper, src_ids, batch_size: int, cfg, tgt_vocab, gra
     return {"launches": res}
 
 
+def fixed_search(every: int) -> None:
+    """Every beam search of ``decode_corpus`` the fixed-shape one, on any device."""
+    import functools
+
+    from luong_lit.decoding import corpus
+    from luong_lit.decoding.fixed import fixed_beam_search
+
+    search = functools.partial(fixed_beam_search, every=every, chunks=None)
+    corpus.beam_for = lambda device, graphs=False: search
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("checkpoint")
@@ -84,8 +97,11 @@ def main() -> None:
         action="store_true",
         help="beam search's chunks of steps as CUDA graphs (a CUDA device)",
     )
+    ap.add_argument("--fixed", action="store_true", help="the fixed-shape search on a CPU too")
     args = ap.parse_args()
     configure_cpu(args.threads)
+    if args.fixed:
+        fixed_search(every=8)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     split = load_split(meta, args.test, src_vocab, tgt_vocab).split
     src_ids, refs = split.src_ids, split.tgt_tokens
@@ -114,6 +130,7 @@ def main() -> None:
         "workers": args.workers,
         "batch_size": args.batch_size,
         "cuda_graphs": args.cuda_graphs,
+        "search": "fixed" if args.fixed else "the device's",
         "batched_sent_per_s": round(batched, 1),
         "bleu_tok": round(bleu, 2),
         "mean_output_len": round(sum(map(len, words)) / len(words), 2),
