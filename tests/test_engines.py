@@ -18,7 +18,7 @@ from luong_lit.decoding.corpus import decode_corpus
 from luong_lit.decoding.ensemble import Ensemble
 from luong_lit.decoding.search import AUTHORS, GREEDY, BeamSearch
 from luong_lit.engines import FastEngine, ReferenceEngine, make_engine
-from luong_lit.engines.graphs import auto_graphs, replayed_loss
+from luong_lit.engines.graphs import GraphedSteps, auto_graphs, replayed_loss
 from luong_lit.errors import ConfigError
 from luong_lit.nn import Seq2Seq
 from luong_lit.nn.fast.static import static_nll
@@ -604,3 +604,16 @@ def test_the_layerwise_lstm_is_the_stack_with_its_dropout_drawn_between_layers(b
     assert not torch.allclose(got, layerwise_lstm(rnn, x, (h0, c0))[0])  # fresh masks
     got.sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in rnn.parameters())
+
+
+def test_a_captured_graph_is_keyed_by_the_autocast_in_force(monkeypatch):
+    """The same shapes under bf16 autocast and without it are two graphs (a graph captured in
+    fp32 is never replayed for a bf16-mixed step); the capture itself is stubbed (no CUDA)."""
+    steps = GraphedSteps(lambda **inputs: inputs["x"].sum(), [])
+    monkeypatch.setattr(GraphedSteps, "_capture", lambda self, inputs: object())
+    inputs = {"x": torch.zeros(2, 3)}
+    plain = steps.prepare(inputs)
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device="cuda": device == "cuda")
+    monkeypatch.setattr(torch, "get_autocast_dtype", lambda device="cuda": torch.bfloat16)
+    mixed = steps.prepare(inputs)
+    assert mixed is not plain and steps.prepare(inputs) is mixed and len(steps.graphs) == 2

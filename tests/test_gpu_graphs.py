@@ -226,5 +226,6 @@ def test_every_bucket_is_captured_before_the_first_step_and_changes_nothing(
     monkeypatch.setattr(FastEngine, "prepare", lambda self, net, ls, shapes: None)
     late, as_met = fit("as_met")
     assert late.graphs == 0 and 1 <= late.graphs_at_end <= watch.graphs  # captured as met
+    tol = {"rtol": 1e-4, "atol": 1e-5} if precision == "32-true" else {"rtol": 2e-2, "atol": 2e-3}
     for k, v in before_start.items():  # (atomic adds in the embeddings' backward: not bitwise)
-        torch.testing.assert_close(v, as_met[k], rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(v, as_met[k], **tol)

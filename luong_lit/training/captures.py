@@ -21,6 +21,8 @@ def prepare_buckets(module: Any) -> None:
     trainer = module.trainer
     sampler = getattr(trainer.train_dataloader, "batch_sampler", None)
     if not hasattr(sampler, "src_lens"):
+        if getattr(module.engine, "mode", None) != "capture":
+            return  # nothing is captured: nothing to say
         log.warning("fixed shapes: the batch sampler names no lengths, so each bucket is "
                     "captured when training first meets it, not before the first step")  # fmt: skip
         return
