@@ -117,7 +117,7 @@ def test_beam_speed_decodes_a_test_set(toy_corpus, tmp_path):
         flags = ["--fixed"] if way == "fixed" else []
         found = last_json(run_module("beam_speed", ckpt, "--test", "toy", "--single-limit", "0",
                                      "--output", str(tmp_path / way), *flags))  # fmt: skip
-        assert found["search"] == ("fixed" if flags else "the device's")
+        assert found["search"] == ("fixed_beam_search" if flags else "beam_search")  # what ran
         lines[way] = (tmp_path / way).read_text(encoding="utf-8")
     assert lines["fixed"] == lines["plain"] and lines["plain"]  # the same translations
     profiled = last_json(

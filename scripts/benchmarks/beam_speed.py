@@ -67,6 +67,17 @@ def fixed_search(every: int) -> None:
     corpus.beam_for = lambda device, graphs=False: search
 
 
+def search_name(device: str) -> str:
+    """The beam search ``decode_corpus`` runs on ``device``: ``beam_search`` (shrinking) or
+    ``fixed_beam_search``."""
+    import torch
+
+    from luong_lit.decoding import corpus
+
+    found = corpus.beam_for(torch.device(device))
+    return str(getattr(found, "func", found).__name__)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("checkpoint")
@@ -101,6 +112,8 @@ def main() -> None:
     args = ap.parse_args()
     configure_cpu(args.threads)
     if args.fixed:
+        if args.cuda_graphs:
+            ap.error("--fixed runs the fixed-shape search without CUDA graphs: drop one of them")
         fixed_search(every=8)
     net, src_vocab, tgt_vocab, meta = load_model(args.checkpoint)
     split = load_split(meta, args.test, src_vocab, tgt_vocab).split
@@ -130,7 +143,7 @@ def main() -> None:
         "workers": args.workers,
         "batch_size": args.batch_size,
         "cuda_graphs": args.cuda_graphs,
-        "search": "fixed" if args.fixed else "the device's",
+        "search": search_name(args.device),
         "batched_sent_per_s": round(batched, 1),
         "bleu_tok": round(bleu, 2),
         "mean_output_len": round(sum(map(len, words)) / len(words), 2),
