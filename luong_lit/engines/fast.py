@@ -178,8 +178,8 @@ class FastEngine(ReferenceEngine):
         return fast_nll(net, batch, label_smoothing)
 
     def padding(self) -> BucketPadding | None:
-        """The training batches padded to their buckets by the loader (in its workers, and so
-        in pinned memory on a GPU), not on the device at each step, where the steps run in
+        """The training batches padded to their buckets by the loader (in its workers where it
+        has them, then pinned on a GPU), not on the device at each step, where the steps run in
         fixed shapes (``graphs`` static or captured)."""
         if self.mode == "off":
             return None
