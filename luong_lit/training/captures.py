@@ -21,10 +21,9 @@ def prepare_buckets(module: Any) -> None:
     trainer = module.trainer
     sampler = getattr(trainer.train_dataloader, "batch_sampler", None)
     if not hasattr(sampler, "src_lens"):
-        if getattr(module.engine, "mode", None) != "capture":
-            return  # nothing is captured: nothing to say
-        log.warning("fixed shapes: the batch sampler names no lengths, so each bucket is "
-                    "captured when training first meets it, not before the first step")  # fmt: skip
+        if getattr(module.engine, "mode", None) == "capture":  # else nothing is captured
+            log.warning("fixed shapes: the batch sampler names no lengths, so each bucket "
+                        "is captured when training first meets it, not before step 1")  # fmt: skip
         return
     shapes = pad.shapes(sampler.src_lens, sampler.tgt_lens)
     with trainer.precision_plugin.train_step_context():
