@@ -123,15 +123,17 @@ def test_the_fixed_shape_training_step_reads_nothing_and_encodes_in_a_call_a_lay
     assert sizes["last", 8] == sizes["last", 24] < sizes["copy", 8] < sizes["copy", 24]
 
 
+@pytest.mark.parametrize("clipping", ["all", "without_embeddings"])
 def test_a_whole_fixed_shape_training_step_makes_nothing_from_the_host_nor_reads_it(
-    toy_corpus, tmp_path
+    toy_corpus, tmp_path, clipping
 ):
     """Lightning's whole step with the fixed-shape engine, as a GPU captures it
     (``engine.graphs=static``): from one step's start to the next (the module's hooks and
     logging, the loss, clipping, the optimizer, the schedule, the bar's and the loggers'
     bookkeeping) nothing is read from the device, and within the step's own hooks no tensor is
     made from host data (on a GPU, a copy the host waits for), on steps whose lines and rows
-    are not written (the first step and the one that validates left out)."""
+    are not written (the first step and the one that validates left out); with the paper's
+    clipping over every parameter and with the authors' norm without the embeddings."""
     from conftest import compose_cfg, tiny_overrides
     from lightning.pytorch import Callback
 
@@ -158,7 +160,8 @@ def test_a_whole_fixed_shape_training_step_makes_nothing_from_the_host_nor_reads
 
     overrides = ["engine.graphs=static", "trainer.max_steps=8", "test_after_training=false",
                  "logger=csv", "trainer.log_every_n_steps=100", "trainer.enable_progress_bar=true",
-                 "callbacks.progress.read_every_n_steps=100"]  # fmt: skip
+                 "callbacks.progress.read_every_n_steps=100",
+                 f"model.clip_exclude_embeddings={clipping == 'without_embeddings'}"]  # fmt: skip
     cfg = compose_cfg([*tiny_overrides(toy_corpus), *overrides], tmp_path)
     dm, module, trainer = build(cfg, RunFolder.open(cfg))
     watch = EachStep()
