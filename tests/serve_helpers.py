@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import luong_lit
-from luong_lit.serving.client import free_port, wait_until_up
+from scripts.serve_client import free_port, wait_until_up
 
 REPO = Path(__file__).resolve().parents[1]
 

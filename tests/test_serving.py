@@ -158,7 +158,7 @@ def test_a_burst_beyond_the_queue_is_answered_503_with_retry_after_and_none_is_r
     """300 connections at once against a server that holds 4 waiting requests: every one gets
     an HTTP answer, a translation or a 503 with ``Retry-After`` (:func:`burst` counts a 503
     without it apart); none is reset, none goes unanswered."""
-    from luong_lit.serving.client import burst
+    from scripts.serve_client import burst
 
     proc, port, _ = start_server(str(lowercase_model), "--max-queue", "4", "--beam", "2")
     try:

@@ -97,7 +97,7 @@ def api(ckpt: str, lines: list[str]) -> dict:
 
 
 def server(ckpt: str, lines: list[str]) -> list:
-    from luong_lit.serving.client import free_port, wait_until_up
+    from scripts.serve_client import free_port, wait_until_up
 
     port = free_port()
     cmd = [sys.executable, "-m", "luong_lit", "serve", ckpt, "--port", str(port), "--pretokenized"]

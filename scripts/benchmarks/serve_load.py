@@ -19,7 +19,7 @@ mean milliseconds per request of each, and their ratios to the one model alone.
 
 ``--burst N`` starts ``serve CKPT`` (batching on; ``--max-queue Q`` if given) and, ``--bursts``
 times, opens N connections at once, each a client thread that sends one sentence
-(:func:`luong_lit.serving.client.burst`). Prints one JSON line per burst: how many were
+(:func:`scripts.serve_client.burst`). Prints one JSON line per burst: how many were
 answered 200, 503 (each with ``Retry-After``), reset by the server or not answered, and the
 seconds the burst took.
 """
@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from luong_lit.data.sources.fetch import local_mirror
-from luong_lit.serving.client import burst, free_port, wait_until_up
+from scripts.serve_client import burst, free_port, wait_until_up
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS = {

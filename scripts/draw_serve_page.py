@@ -1,6 +1,6 @@
 """Draw ``docs/serve_page.png``: the attention page (``serve``'s ``/``) for one sentence.
 
-    python docs/draw_serve_page.py global=RUN/checkpoints/best.ckpt [name=CKPT ...] \\
+    python -m scripts.draw_serve_page global=RUN/checkpoints/best.ckpt [name=CKPT ...] \\
         --text "A man in a red shirt is riding a bike down the street." --out docs/serve_page.png
 
 Starts ``python -m luong_lit serve`` with the models given, types the sentence into the page
@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-from luong_lit.serving.client import free_port, wait_until_up
+from scripts.serve_client import free_port, wait_until_up
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
          "--disable-background-networking", "--disable-component-update"]  # fmt: skip

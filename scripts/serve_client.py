@@ -1,6 +1,6 @@
-"""A client's side of ``serve``, for scripts that start a server and call it: a free port to
-start it on, waiting until it answers ``/health``, and a burst of simultaneous connections
-(:func:`burst`)."""
+"""A client's side of ``serve``, for the tests and scripts that start a server and call it: a
+free port to start it on, waiting until it answers ``/health``, and a burst of simultaneous
+connections (:func:`burst`)."""
 
 from __future__ import annotations
 
