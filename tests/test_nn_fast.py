@@ -98,7 +98,7 @@ def test_int8_decoder_serves_decoding_only(feed):
             states.append(state)
             refs.append(logits)
         stepper = FastStepper(net, "all")
-        assert len(stepper.layers) == 2 and stepper.form.W_c is not None
+        assert len(stepper.form.weights) == 2 and stepper.form.W_c is not None
         torch.testing.assert_close(net(src, src_len, tgt)[0], forced, rtol=0, atol=0)
         for t, ref in enumerate(refs):  # each int8 step starts from the float state
             err = (stepper.step(tgt[:, t], states[t], memory, t)[0] - ref).abs().max()

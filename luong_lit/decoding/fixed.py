@@ -35,9 +35,9 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from luong_lit.data.vocab import BOS_ID, EOS_ID
-from luong_lit.decoding.fixed_steps import NEG_INF, At, Steps, hypotheses, put, row
+from luong_lit.decoding.fixed_steps import At, Steps, hypotheses, put, row
 from luong_lit.decoding.prefix import Prefix
-from luong_lit.decoding.search import BeamSearch, Hypothesis
+from luong_lit.decoding.search import NEG_INF, BeamSearch, Hypothesis
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
 
 

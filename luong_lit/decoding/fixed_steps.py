@@ -8,10 +8,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from luong_lit.decoding.search import BeamSearch, Hypothesis
-
-NEG_INF = float("-inf")
-
+from luong_lit.decoding.search import NEG_INF, BeamSearch, Hypothesis
 
 #: a step's index into the per-step buffers: a host int (a view, no operator) or, in a captured
 #: chunk of steps, a (1,) long tensor on the device

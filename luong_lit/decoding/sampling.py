@@ -23,10 +23,8 @@ from torch.nn import functional as F
 from luong_lit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from luong_lit.decoding.beam import sync_every
 from luong_lit.decoding.prefix import Prefix
-from luong_lit.decoding.search import Hypothesis, Sampling
+from luong_lit.decoding.search import NEG_INF, Hypothesis, Sampling
 from luong_lit.nn.interface import DecodeModel, MemoryT, StateT
-
-NEG_INF = float("-inf")
 
 
 def generator(seed: int | None, device: torch.device) -> torch.Generator:

@@ -17,6 +17,9 @@ from torch import Tensor
 Score = TypeVar("Score", float, Tensor)
 
 
+NEG_INF = float("-inf")  # the score of what a search must not choose
+
+
 @dataclass
 class Hypothesis:
     """A translation found by a search: word ids without ``</s>``, its raw log-probability
@@ -42,10 +45,12 @@ class Bounds:
     src_len_plus: int = 0  # added to S before the length ratios (authors: 1, S counts </s>)
 
     def bounds(self, src_len: Tensor) -> tuple[Tensor, Tensor]:
-        """Most and fewest output words per sentence (:func:`length_bounds`)."""
-        return length_bounds(
-            src_len, self.max_len_ratio, self.max_len_extra, self.min_len_ratio, self.src_len_plus
-        )
+        """Most and fewest output words per sentence (docs/paper_notes.md §11), for greedy
+        and beam search alike."""
+        S = (src_len + self.src_len_plus).float()  # (B,)
+        max_len = (S * self.max_len_ratio).floor().long() + self.max_len_extra  # (B,)
+        min_len = (S * self.min_len_ratio).floor().long()  # (B,)
+        return max_len, min_len
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,19 +143,3 @@ def parse_length_penalty(value: float | str | None) -> float | str | None:
         return float(value)
     except (TypeError, ValueError):
         raise ValueError(f"length penalty must be none, avg or a number, got {value!r}") from None
-
-
-def length_bounds(
-    src_len: Tensor,
-    max_len_ratio: float = 1.5,
-    max_len_extra: int = 5,
-    min_len_ratio: float = 0.0,
-    src_len_plus: int = 0,
-) -> tuple[Tensor, Tensor]:
-    """Most and fewest output words per sentence (docs/paper_notes.md §11), for greedy
-    and beam search alike: ``floor(max_len_ratio · S') + max_len_extra`` and
-    ``floor(min_len_ratio · S')``, with ``S' = S + src_len_plus``."""
-    S = (src_len + src_len_plus).float()  # (B,)
-    max_len = (S * max_len_ratio).floor().long() + max_len_extra  # (B,)
-    min_len = (S * min_len_ratio).floor().long()  # (B,)
-    return max_len, min_len

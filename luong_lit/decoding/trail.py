@@ -8,9 +8,7 @@ import torch
 from torch import Tensor
 
 from luong_lit.data.vocab import EOS_ID
-from luong_lit.decoding.search import BeamSearch, Hypothesis
-
-NEG_INF = float("-inf")
+from luong_lit.decoding.search import NEG_INF, BeamSearch, Hypothesis
 
 
 class Trail:

@@ -31,26 +31,20 @@ def ppl_from_nll(nll: float, n_tokens: float) -> float:
 
 
 @torch.no_grad()
-def corpus_ppl(
-    model: ModelT, examples: Examples, batch_size: int, batch_nll: BatchNLL[ModelT]
-) -> float:
-    """``exp`` of the mean token NLL over ``examples``, ``batch_nll(model, batch)`` giving each
-    batch's summed NLL and token count; the model runs in eval mode and is put back after."""
-    device = next(model.parameters()).device
-    nll, n_tokens = 0.0, 0
-    with evaluating(model):
-        for i in range(0, len(examples), batch_size):
-            n, t = batch_nll(model, collate(examples[i : i + batch_size]).to(device))
-            nll, n_tokens = nll + float(n), n_tokens + t
-    return ppl_from_nll(nll, n_tokens)
-
-
 def perplexity(
     net: ModelT, examples: Examples, batch_size: int = 128, batch_nll: BatchNLL[ModelT] = token_nll
 ) -> float:
     """``exp`` of the mean token NLL (``</s>`` counted, ``<s>`` not) over ``examples``, by a
-    teacher-forced pass: :func:`luong_lit.nn.loss.token_nll`, or an engine's ``nll``."""
-    return corpus_ppl(net, examples, batch_size, batch_nll)
+    teacher-forced pass: ``batch_nll(net, batch)`` gives each batch's summed NLL and token count
+    (:func:`luong_lit.nn.loss.token_nll`, or an engine's ``nll``); the model runs in eval mode
+    and is put back after."""
+    device = next(net.parameters()).device
+    nll, n_tokens = 0.0, 0
+    with evaluating(net):
+        for i in range(0, len(examples), batch_size):
+            n, t = batch_nll(net, collate(examples[i : i + batch_size]).to(device))
+            nll, n_tokens = nll + float(n), n_tokens + t
+    return ppl_from_nll(nll, n_tokens)
 
 
 def stepwise_nll(model: DecodeModel[MemoryT, StateT], batch: Batch) -> tuple[float, int]:
@@ -75,4 +69,4 @@ def stepwise_perplexity(
 
     For a single model it equals :func:`perplexity`.
     """
-    return corpus_ppl(model, examples, batch_size, stepwise_nll)
+    return perplexity(model, examples, batch_size, stepwise_nll)

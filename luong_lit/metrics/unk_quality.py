@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-UNK = "<unk>"
+from luong_lit.data.vocab import UNK
 
 
 def _open_reference(output: Sequence[str], reference: Sequence[str]) -> Counter:

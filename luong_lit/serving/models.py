@@ -19,6 +19,7 @@ from luong_lit.decoding.search import beam_width
 from luong_lit.errors import UsageError
 from luong_lit.serving.requests import BadRequest, Settings
 from luong_lit.translator import AttentionMap, LoadOptions, Output, SearchOptions, Translator
+from luong_lit.translator.options import SHAPING
 
 NAMED = re.compile(r"^([A-Za-z_][\w.-]*)=(.+)$")
 
@@ -66,10 +67,6 @@ def health_info(search: SearchOptions) -> dict:
     kind = "sampling" if search.sampling else kind
     return {"search": kind, "beam": beam, "n_best": search.n_best,
             "replace_unk": search.replace_unk}  # fmt: skip
-
-
-#: sampling's shaping options and their defaults, reset for a request that searches
-SHAPING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
 
 
 def request_options(model: ServedModel, s: Settings) -> SearchOptions:

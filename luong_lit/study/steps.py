@@ -19,7 +19,7 @@ from luong_lit.analysis.outputs import run_outputs
 from luong_lit.analysis.records import RunRow
 from luong_lit.metrics.significance import SeedPaired, SeedRow, seed_row
 from luong_lit.metrics.significance import two_level_bootstrap as two_level
-from luong_lit.metrics.verdicts import holm, judge
+from luong_lit.metrics.verdicts import holm, judge, verdicts
 from luong_lit.study.rows import LadderRow
 
 
@@ -108,16 +108,8 @@ def judged(
     """Each row's step from the row above: its test, its Holm-corrected p over the table's
     tested steps, and its verdict (None: no test)."""
     tests = [step_test(laid[i - 1], row, pair_seeds) if i else None for i, row in enumerate(laid)]
-    done = [t for t in tests if t is not None]
-    corrected = iter(holm([t.p for t in done]))
-    out: list[tuple[SeedPaired, float, str] | None] = []
-    for t in tests:
-        if t is None:
-            out.append(None)
-            continue
-        p = next(corrected)
-        out.append((t, p, judge(t.gain, p)))
-    return out
+    found = iter(verdicts([t for t in tests if t is not None]))
+    return [None if t is None else (t, *next(found)) for t in tests]
 
 
 def _p(p: float) -> str:

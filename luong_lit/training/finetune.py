@@ -21,6 +21,7 @@ from typing import Any
 from luong_lit.checkpoint.files import read_checkpoint
 from luong_lit.checkpoint.meta import CheckpointMeta
 from luong_lit.checkpoint.models import NOT_NET_ARGS
+from luong_lit.config_parts import GROUPS  # config groups that set a model.net key
 from luong_lit.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,6 @@ def _shown(value: Any) -> str:
 
 #: top-level keys that set a ``model.net`` key of the same name (conf/model/luong.yaml)
 TOP_LEVEL = ("feed_input", "reverse_source", "dropout")
-#: config groups that set a ``model.net`` key of the same name
-GROUPS = ("attention", "score")
 
 
 def asked_keys(overrides: list[str]) -> set[str]:

@@ -29,24 +29,16 @@ from luong_lit.training.spawned_ranks import SpawnedRanks
 log = logging.getLogger(__name__)
 
 
-#: the moments a signal may end a run at, besides its training (:class:`Interrupted`)
-STAGES = ("setup", "training", "test", "finished")
-
-
 class Interrupted(Exception):
-    """A run stopped by a signal: in its ``stage`` (:data:`STAGES`: before training began, in
-    training, after it and in the test, or after ``results.json``), ``last.ckpt`` the last
-    finished step (``checkpoint``); ``handover``: submitit's handler for its requeue signal,
-    to be called now that the checkpoint is written."""
+    """A run stopped by a signal in its ``stage`` (``setup``, ``training``, ``test`` or
+    ``finished``: after ``results.json``), ``last.ckpt`` the last finished step
+    (``checkpoint``); ``handover``: submitit's handler for its requeue signal, to be called now
+    that the checkpoint is written."""
 
     def __init__(self, signum: int, checkpoint: Path, handover=None, stage: str = "training"):
         super().__init__(f"stopped by signal {signum}")
         self.signum, self.checkpoint, self.handover = signum, checkpoint, handover
         self.stage = stage
-
-    @property
-    def testing(self) -> bool:  # training is complete: the resume runs the test alone
-        return self.stage == "test"
 
 
 def _stop_of(trainer) -> SignalCheckpoint | None:

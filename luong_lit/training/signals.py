@@ -174,9 +174,10 @@ def agree_or_stop(trainer) -> None:
 class SignalCheckpoint(L.Callback):
     """On SIGTERM or SIGINT: finish the step, write ``last.ckpt``, stop (see the module doc).
 
-    In a submitit job, submitit's requeue signal is taken the same way, and :attr:`handover`
-    keeps submitit's own handler: called once ``last.ckpt`` is written, it requeues the job
-    (submitit owns the requeue; Lightning's is switched off in :mod:`luong_lit.training.build`).
+    In a submitit job, submitit's requeue signal is taken the same way, and the kit keeps
+    submitit's own handler (``RunSignals.handover``): called once ``last.ckpt`` is written, it
+    requeues the job (submitit owns the requeue; Lightning's is switched off in
+    :mod:`luong_lit.training.build`).
     """
 
     def __init__(self, dirpath: str) -> None:
@@ -186,14 +187,6 @@ class SignalCheckpoint(L.Callback):
         self._saved = False
         self._in_validation = False  # the signal stopped an epoch's validation
         self._own = False  # this callback installed the handler (a spawned rank)
-
-    @property
-    def pending(self) -> int | None:
-        return SIGNALS.pending
-
-    @property
-    def handover(self) -> Callable | None:
-        return SIGNALS.handover
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         if not SIGNALS.installed:  # a rank spawned by ddp_spawn: the kit's handler here too

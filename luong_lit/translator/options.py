@@ -30,6 +30,8 @@ from luong_lit.translator.fields import option
 from luong_lit.validate import OptionError, one_of, refuse_unknown
 
 OVERLONG = ("truncate", "skip", "keep")
+#: sampling's shaping options and their defaults (a search resets them)
+SHAPING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}
 #: a bad value of keyword options, named as the API names them (a command: as its flags)
 bad = OptionError.keyword
 
@@ -162,8 +164,7 @@ def check_sampling(opts: SearchOptions) -> None:
         raise bad(f"{{top_p}} must be in (0, 1], got {opts.top_p!r}", "top_p")
     if opts.seed is not None:
         at_least("seed", opts.seed, 0)
-    shaping = {"temperature": 1.0, "top_k": 0, "top_p": 1.0}  # their defaults
-    for name, default in shaping.items():
+    for name, default in SHAPING.items():
         if getattr(opts, name) != default and not opts.sampling:
             raise bad(f"{{{name}}} shapes sampling: add {{sampling}}", name, "sampling")
     if opts.seed is not None and not opts.sampling:  # a search draws nothing to seed

@@ -26,7 +26,6 @@ from luong_lit.nn.attention import Alignment, Memory
 from luong_lit.nn.decoder import Decoder, DecoderState, decoder_step
 from luong_lit.nn.fast.lstm import RecurrentWeight
 from luong_lit.nn.fast.model import (
-    Weights,
     fast_form,
     fast_memory,
     layer_weights,
@@ -64,12 +63,6 @@ class FastStepper(nn.Module, OneModel):
     def looked_up(self, dec: Decoder, y: Tensor) -> Tensor:
         """Layer 1's product with ``emb(y_{t-1})``, a row of :attr:`table`: (B,) -> (B, 4d)."""
         return self.table.index_select(0, y)
-
-    @property
-    def layers(self) -> Weights:
-        """Each layer's ``(W, b)`` of its one product per step (8-bit with ``int8="all"``)."""
-        weights: Weights = self.form.weights
-        return weights
 
     def encode(self, src: Tensor, src_len: Tensor) -> tuple[Memory, DecoderState]:
         return fast_memory(self.net, src, src_len)  # the ragged encoder on a CPU
