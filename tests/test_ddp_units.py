@@ -17,8 +17,18 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from conftest import small_model, toy_batch
 
-from luong_lit.engines.graphs import EagerSteps, replayed_loss
+from luong_lit.engines.graphs import GraphedSteps, replayed_loss
 from luong_lit.nn.fast.static import static_nll
+
+
+class EagerSteps(GraphedSteps):
+    """:class:`GraphedSteps` without the graphs: every call runs the loss and its gradients
+    (as outputs) again. The same handover to the trainer, where no CUDA device is: what a CPU
+    test of the data-parallel path checks against DDP's own eager step."""
+
+    def __call__(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, list]:
+        loss, grads = self._run(inputs)
+        return loss.detach(), [None if g is None else g.detach() for g in grads]
 
 
 class Handed(torch.nn.Module):

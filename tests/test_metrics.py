@@ -26,7 +26,7 @@ from luong_lit.metrics.aer import (
     tail_share,
 )
 from luong_lit.metrics.bleu import rejoin_hyphens
-from luong_lit.metrics.buckets import bucket_label, plot_bleu_by_length, tick_labels
+from luong_lit.metrics.buckets import EDGES, length_groups, plot_bleu_by_length, tick_labels
 from luong_lit.metrics.perplexity import perplexity
 from luong_lit.metrics.unk_quality import replacement_quality
 
@@ -122,14 +122,12 @@ def test_an_output_unk_is_one_wrong_word_in_detokenised_bleu():
 
 
 def test_length_buckets_partition_the_corpus(tmp_path):
-    assert [bucket_label(n) for n in (0, 9, 10, 19, 69, 70, 120)] == [
-        "<10",
-        "<10",
-        "10-19",
-        "10-19",
-        "60-69",
-        "70+",
-        "70+",
+    groups = length_groups([0, 9, 10, 19, 69, 70, 120], EDGES)
+    assert [(label, idx) for label, _, idx in groups] == [
+        ("<10", [0, 1]),
+        ("10-19", [2, 3]),
+        ("60-69", [4]),
+        ("70+", [5, 6]),
     ]
     lens = [3, 12, 15, 25, 72]
     hyps, refs = HYPS + REFS[:2], REFS + REFS[:2]

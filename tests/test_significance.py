@@ -12,7 +12,7 @@ import pytest
 from luong_lit.analysis.cells import varying
 from luong_lit.analysis.records import RunRow
 from luong_lit.metrics.bleu import corpus_bleu_tok
-from luong_lit.metrics.significance import Paired, paired_bootstrap, pooled, two_level_bootstrap
+from luong_lit.metrics.significance import Paired, paired_bootstrap, two_level_bootstrap
 from luong_lit.metrics.verdicts import verdict
 from luong_lit.study.rows import LadderRow
 from luong_lit.study.steps import judged, step_test, verdict_cells
@@ -57,11 +57,6 @@ def test_verdicts_follow_p_and_the_sign_of_the_gain():
     assert verdict(Paired(30.0, 31.0, 0.05, 100)) == "not shown"
     with pytest.raises(ValueError, match="as many lines of each"):
         paired_bootstrap(["a"], ["a", "b"], ["a"])
-
-
-def test_pooling_pairs_the_seeds_outputs_line_by_line():
-    a, b, r = pooled([(["a1", "a2"], ["b1", "b2"], ["r1", "r2"]), (["a3"], ["b3"], ["r3"])])
-    assert (a, b, r) == (["a1", "a2", "a3"], ["b1", "b2", "b3"], ["r1", "r2", "r3"])
 
 
 def _run(tmp_path, name: str, hyp, ref, unk=None):

@@ -393,7 +393,7 @@ def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tm
 def test_most_at_once_counts_the_jobs_that_overlap_on_each_device():
     import random
 
-    from luong_lit.sweeps.resources import most_at_once
+    from scripts.benchmarks.sweep_wall import most_at_once
 
     rng = random.Random(0)
     for _ in range(50):

@@ -162,16 +162,6 @@ class GraphedSteps:
         return Captured(graph, inputs, loss, grads)
 
 
-class EagerSteps(GraphedSteps):
-    """:class:`GraphedSteps` without the graphs: every call runs the loss and its gradients
-    (as outputs) again. The same handover to the trainer, where no CUDA device is: what a CPU
-    test of the data-parallel path checks against DDP's own eager step."""
-
-    def __call__(self, inputs: dict[str, Tensor]) -> tuple[Tensor, list[Tensor | None]]:
-        loss, grads = self._run(inputs)
-        return loss.detach(), [None if g is None else g.detach() for g in grads]
-
-
 class _autocast_for_capture:
     """Re-enter the autocast in force, without its weight cache (which a graph cannot hold)."""
 

@@ -10,15 +10,6 @@ from luong_lit.metrics.bleu import corpus_bleu_tok
 EDGES = (10, 20, 30, 40, 50, 60, 70)  # Figure 6 groups sentences in steps of 10 words
 
 
-def bucket_label(n: int, edges: Sequence[int] = EDGES) -> str:
-    lo = 0
-    for hi in edges:
-        if n < hi:
-            return f"{lo}-{hi - 1}" if lo else f"<{hi}"
-        lo = hi
-    return f"{edges[-1]}+"
-
-
 MIN_SENTENCES = 20  # a bucket with fewer sentences is merged into its neighbour
 
 

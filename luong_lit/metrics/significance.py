@@ -18,7 +18,7 @@ test sentences, and both are two-sided:
   sentences for every seed's outputs and scores the mean over seeds of each side, plus a
   t-distributed seed term sized by the seed effect's share of the variance (see the function).
   Its spread covers the seeds' variance as well as the test set's, which concatenating the
-  seeds' outputs (:func:`pooled`) does not: pooled, another seed is just more sentences.
+  seeds' outputs does not: pooled, another seed is just more sentences.
   Each system's mean BLEU, seed standard deviation and test-set standard error are reported
   as MultEval reports them (Clark et al. 2011).
 
@@ -268,14 +268,3 @@ def seed_row(outputs: Sequence[Sequence[str]], refs: Sequence[str], n_samples: i
     draws = sentence_draws(resampling_rng(), len(refs), n_samples)
     resampled = corpus_scores(_drawn(draws.astype(float), stats), metric)
     return _row(exact_scores(stats.sum(axis=1), metric), resampled)
-
-
-def pooled(pairs: Sequence[tuple[Sequence[str], Sequence[str], Sequence[str]]]):
-    """``(baseline, system, refs)`` of several seeds joined into one paired test set. Another seed
-    is then just more sentences: its variance is not tested (:func:`two_level_bootstrap` is)."""
-    baseline, system, refs = [], [], []
-    for a, b, r in pairs:
-        baseline += list(a)
-        system += list(b)
-        refs += list(r)
-    return baseline, system, refs

@@ -1,8 +1,7 @@
 """What one job of a ``-m`` sweep takes for itself (:func:`job_resources`): a GPU from the pool
 (:class:`DevicePool`) for the job's whole life when the sweep runs several jobs at once
 on one machine's GPUs, its share of the CPU cores as its thread count, and ``job.json`` (device,
-threads, start and end) in its directory; and what a sweep's records say of it afterwards
-(:func:`most_at_once`).
+threads, start and end) in its directory.
 
 The GPUs of one machine are a pool of slots (:class:`DevicePool`) that the jobs of sweeps take
 and give back. Each GPU has ``per_device`` slots, each slot a lock file (``gpu<d>.<k>.lock`` in
@@ -109,16 +108,6 @@ def gpu_pool(cfg: DictConfig) -> DevicePool:
     import torch
 
     return DevicePool(cfg.sweep.pool_dir, torch.cuda.device_count(), int(cfg.sweep.jobs_per_gpu))
-
-
-def most_at_once(jobs: list[dict]) -> dict[str, int]:
-    """Per device, the most jobs that ran at once: ``jobs`` are records with ``device``,
-    ``start_s`` and ``end_s`` (a sweep's ``job.json`` files), each running over [start, end)."""
-    most: dict[str, int] = {}
-    for dev in {j["device"] for j in jobs}:
-        mine = [j for j in jobs if j["device"] == dev]
-        most[dev] = max(sum(o["start_s"] <= j["start_s"] < o["end_s"] for o in mine) for j in mine)
-    return most
 
 
 @dataclass

@@ -23,8 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-from luong_lit.sweeps.resources import most_at_once
-
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = ["attention=local_p,global", "score=dot,general"]
 LAUNCHERS = {
@@ -32,6 +30,16 @@ LAUNCHERS = {
     "joblib": ["hydra/launcher=joblib"],
     "submitit_local": ["hydra/launcher=submitit_local"],
 }
+
+
+def most_at_once(jobs: list[dict]) -> dict[str, int]:
+    """Per device, the most jobs that ran at once: ``jobs`` are records with ``device``,
+    ``start_s`` and ``end_s`` (this benchmark's jobs), each running over [start, end)."""
+    most: dict[str, int] = {}
+    for dev in {j["device"] for j in jobs}:
+        mine = [j for j in jobs if j["device"] == dev]
+        most[dev] = max(sum(o["start_s"] <= j["start_s"] < o["end_s"] for o in mine) for j in mine)
+    return most
 
 
 def short_run(steps: int, gpu: bool) -> list[str]:
