@@ -85,30 +85,11 @@ def _use_tf32(on: bool, device: str) -> None:
 
 
 class FastEngine(ReferenceEngine):
-    """The reference model's results, computed faster (see the module docstring).
-
-    Args:
-        graphs: ``off``, ``static``, ``capture`` or ``auto`` (see above).
-        buckets: the source/target lengths a batch is padded up to; a longer batch, or one with
-            more rows than ``rows``, runs in its own shape.
-        rows: the rows of a bucket (the configured batch size).
-        shapes: ``square`` (a batch's source and target padded to one bucket length, the
-            fewest shapes and graphs) or ``pair`` (each to its own: fewer decoder steps, more
-            graphs, each holding its own gradients).
-        static_encoder: how the fixed-shape step encodes: ``auto`` (one whole-sequence LSTM
-            call per layer over the right-padded batch for ``init_state`` last or zero; for
-            ``copy`` left-padded under bf16-mixed when the encoder has no biases, else a masked
-            step loop), ``masked``, ``left_padded`` or ``right_padded``
-            (:func:`~luong_lit.nn.fast.static.chosen_encoder`).
-        int8: 8-bit decoding products: None, ``output`` or ``all``.
-        compile: ``off``, or ``step``: the fixed-shape step's decoder step compiled with
-            ``torch.compile`` (with ``graphs`` ``static`` or ``capture``, or ``auto`` where it
-            captures).
-        tf32: on a GPU, True runs fp32 matrix products and cuDNN's LSTMs in TensorFloat-32
-            (10-bit mantissas: approximate), False runs both in full fp32; None (the default)
-            leaves torch's settings, under which cuDNN uses TF32 and matrix products do not.
-            Process-wide (``torch.set_float32_matmul_precision``, ``torch.backends.cudnn``).
-    """
+    """The reference model's results, computed faster (see the module docstring). Its options
+    (``graphs``, ``buckets``, ``rows``, ``shapes``, ``static_encoder``, ``compile``, ``tf32``,
+    ``int8``) are described once, in ``conf/engine/fast.yaml``; ``static_encoder``'s choice is
+    :func:`~luong_lit.nn.fast.static.chosen_encoder`'s, and ``tf32`` is process-wide
+    (``torch.set_float32_matmul_precision``, ``torch.backends.cudnn``)."""
 
     name = "fast"
 
