@@ -390,26 +390,6 @@ def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tm
     assert [record(tmp_path / n)["device"] for n in ("a", "b")] == ["cuda:0", "cuda:1"]
 
 
-def test_most_at_once_counts_the_jobs_that_overlap_on_each_device():
-    import random
-
-    from scripts.benchmarks.sweep_wall import most_at_once
-
-    rng = random.Random(0)
-    for _ in range(50):
-        jobs = []
-        for _ in range(rng.randrange(1, 7)):
-            start = rng.randrange(0, 20)
-            jobs.append(
-                {"device": rng.choice("ab"), "start_s": start, "end_s": start + rng.randrange(1, 8)}
-            )
-        for dev, most in most_at_once(jobs).items():
-            mine = [j for j in jobs if j["device"] == dev]
-            by_second = max(sum(j["start_s"] <= t < j["end_s"] for j in mine) for t in range(0, 30))
-            assert most == by_second
-
-
-@pytest.mark.slow
 def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
     res = run_cli(
         [
