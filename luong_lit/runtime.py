@@ -14,6 +14,7 @@
   ``LOCAL_RANK``/``NODE_RANK`` for the ranks it starts, SLURM's ``SLURM_PROCID`` in a job of
   several tasks). What a run does once (its messages, ``job.json``, ``train.log``), rank 0
   does; the others write their own log beside it (:func:`own_log_file`).
+* CUDA's start on a thread of its own (:func:`cuda_starting`), while the data are read.
 * What the process's log drops (:func:`quiet`): the libraries' routine notices, each named
   there with why it tells a user nothing; the kit's lines and real warnings stay.
 """
@@ -24,7 +25,10 @@ import ctypes
 import logging
 import os
 import re
+import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -211,3 +215,31 @@ def quiet(resuming: bool = False) -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DropRoutine) for f in logger.filters):
             logger.addFilter(_DropRoutine())
+
+
+@contextmanager
+def cuda_starting(device: torch.device | None) -> Iterator[None]:
+    """Start CUDA (its driver and the device's context, a second or more) on a thread of its
+    own while the body runs (a run's data read, its store built, its recaser learnt), and wait
+    for it at the end. Nothing on a CPU, nor without a device (several ranks: each starts its
+    own once launched, and a forked rank must find CUDA unstarted)."""
+    if device is None or device.type != "cuda":
+        yield
+        return
+    failed: list[BaseException] = []
+    thread = threading.Thread(target=_start_cuda, args=(device, failed), name="cuda-start")
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+    if failed:  # the first use of the device would have raised it: raise it here instead
+        raise failed[0]
+
+
+def _start_cuda(device: torch.device, failed: list[BaseException]) -> None:
+    """The device's primary context, made by its first tensor (shared by every thread)."""
+    try:
+        torch.empty(1, device=device)
+    except BaseException as err:  # noqa: BLE001 - raised on the run's thread by cuda_starting
+        failed.append(err)

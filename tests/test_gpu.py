@@ -158,3 +158,23 @@ def test_beam_search_in_captured_chunks_finds_what_it_finds_eagerly(att, form):
         for a, b in zip(eager, graphs):
             for x, y in zip(a, b):
                 torch.testing.assert_close(y.attention, x.attention, rtol=0, atol=1e-6)
+
+
+def test_cuda_started_beside_the_data_read_is_started_for_the_run():
+    """In a fresh process, :func:`cuda_starting` leaves CUDA started on the main thread, with
+    the device usable at once (the run's first tensor on it makes no context of its own)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from luong_lit.runtime import cuda_starting\n"
+        "assert not torch.cuda.is_initialized()\n"
+        "with cuda_starting(torch.device('cuda', 0)):\n"
+        "    pass\n"
+        "assert torch.cuda.is_initialized()\n"
+        "print((torch.ones(2, device='cuda') * 2).sum().item())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "4.0"

@@ -449,3 +449,40 @@ def test_clipping_without_embeddings_takes_their_norm_out_and_rescales_them_too(
     clipped = {id(p): p.grad.clone() for p in net.parameters()}
     clip_without_embeddings(holder, 1e9)  # under the limit: left as they are
     assert all(torch.equal(p.grad, clipped[id(p)]) for p in net.parameters())
+
+
+# ------------------------------------------------------------------ CUDA's start
+
+
+def test_cuda_starts_on_its_own_thread_while_the_data_are_read(monkeypatch):
+    """On a CUDA device the start runs beside the body (each waits for the other: run one after
+    the other, they time out) and is waited for at the end; its error is the run's."""
+    import threading
+
+    from luong_lit import runtime
+
+    body_ran, started = threading.Event(), threading.Event()
+    threads: list[str] = []
+
+    def start(device, failed):
+        threads.append(threading.current_thread().name)
+        if not body_ran.wait(5):
+            failed.append(RuntimeError("the body did not run meanwhile"))
+        started.set()
+
+    monkeypatch.setattr(runtime, "_start_cuda", start)
+    with runtime.cuda_starting(torch.device("cuda", 0)):
+        body_ran.set()  # the data read, meanwhile
+        assert started.wait(5), "CUDA's start did not run beside the body"
+    assert threads == ["cuda-start"]
+
+    def fails(device, failed):
+        failed.append(RuntimeError("no CUDA driver"))
+
+    monkeypatch.setattr(runtime, "_start_cuda", fails)
+    with pytest.raises(RuntimeError, match="no CUDA driver"):
+        with runtime.cuda_starting(torch.device("cuda", 0)):
+            pass
+    for nothing in (torch.device("cpu"), None):  # a CPU run, or several ranks: no thread
+        with runtime.cuda_starting(nothing):
+            assert all(t.name != "cuda-start" for t in threading.enumerate())

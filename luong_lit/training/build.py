@@ -19,7 +19,7 @@ from luong_lit.data.sources.registry import cased_target_file
 from luong_lit.data.text.user_text import user_text
 from luong_lit.plugins import parts_of
 from luong_lit.reports import check_current_name
-from luong_lit.runtime import configure_cpu_from, quiet
+from luong_lit.runtime import configure_cpu_from, cuda_starting, quiet
 from luong_lit.training import finetune
 from luong_lit.training.checkpoint_io import WRITES, write_checkpoints
 from luong_lit.training.instantiate import instantiate_at, lightning_module, model_parts, trainer_of
@@ -78,9 +78,10 @@ def build(cfg: DictConfig, folder: RunFolder):
         dm.given_vocab = folder.vocab
     make_net, parts = model_parts(cfg)
     trainer = trainer_of(cfg)
-    dm.setup("fit")  # the first data read, after every option is checked
-    net = make_net(src_vocab_size=len(dm.src_vocab), tgt_vocab_size=len(dm.tgt_vocab))
-    model = lightning_module(cfg, net, parts, checkpoint_meta(cfg, dm).to_dict())
+    with cuda_starting(_one_device(trainer)):  # meanwhile:
+        dm.setup("fit")  # the first data read, after every option is checked
+        net = make_net(src_vocab_size=len(dm.src_vocab), tgt_vocab_size=len(dm.tgt_vocab))
+        model = lightning_module(cfg, net, parts, checkpoint_meta(cfg, dm).to_dict())
     for logger in trainer.loggers:  # the resolved config, for dashboards (W&B, TensorBoard hparams)
         logger.log_hyperparams(resolved(cfg))
     write_checkpoints(trainer, cfg.get("checkpoint_writes", "auto"))  # off the training thread?
@@ -88,6 +89,14 @@ def build(cfg: DictConfig, folder: RunFolder):
         resumed = folder.resume_from is not None
         finetune.start_from(model, dm, folder.start, cfg.get("freeze"), resumed=resumed)
     return dm, model, trainer
+
+
+def _one_device(trainer):
+    """The device of a run on one device in this process (none for data-parallel strategies)."""
+    from lightning.pytorch.strategies import SingleDeviceStrategy
+
+    strategy = trainer.strategy
+    return strategy.root_device if isinstance(strategy, SingleDeviceStrategy) else None
 
 
 def check_run_options(cfg: DictConfig) -> None:
