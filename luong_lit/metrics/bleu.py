@@ -104,21 +104,3 @@ def detokenized(
         detokenize(" ".join(UNK_DETOK if w == UNK else w for w in h.split()), lang) for h in hyps
     ]
     return hyps, list(refs) if refs_detokenized else [detokenize(r, lang) for r in refs]
-
-
-def bleu_scores(
-    words: Sequence[Sequence[str]],
-    refs: Sequence[str],
-    lang: str,
-    tokenizer=None,
-    raw_refs: Sequence[str] | None = None,
-) -> dict[str, float]:
-    """Tokenised and detokenised BLEU of output tokens against ``refs``, lines of the words
-    BLEU counts (:func:`bleu_lines`; sentencepiece output is joined into words first).
-    ``raw_refs``, where given, are the references of the detokenised BLEU."""
-    text = bleu_lines(words, tokenizer)
-    if raw_refs:
-        detok = corpus_bleu_detok(text, raw_refs, lang, refs_detokenized=True)
-    else:
-        detok = corpus_bleu_detok(text, refs, lang)
-    return {"bleu_tok": corpus_bleu_tok(text, refs), "bleu_detok": detok}

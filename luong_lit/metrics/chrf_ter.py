@@ -92,7 +92,7 @@ def words_scores(outputs, ref_tokens, tokenizer=None) -> dict[str, float]:
 
 def text_scores(words, refs, lang: str, tokenizer=None, raw_refs=None) -> dict[str, float]:
     """``evaluate``'s scores of output tokens against ``refs`` (lines of the words BLEU counts):
-    ``bleu_tok`` and ``bleu_detok`` (as :func:`~luong_lit.metrics.bleu.bleu_scores`), then chrF,
+    ``bleu_tok`` and ``bleu_detok`` (sacreBLEU ``13a`` on detokenised text), then chrF,
     chrF++ and TER of the tokenised lines (``chrf_tok``, ...) and of the detokenised ones
     (``chrf_detok``, ...). ``raw_refs``, where given, are the detokenised references."""
     import sacrebleu
