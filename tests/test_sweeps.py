@@ -390,6 +390,7 @@ def test_gpu_jobs_of_a_joblib_sweep_are_pinned_to_pooled_devices(monkeypatch, tm
     assert [record(tmp_path / n)["device"] for n in ("a", "b")] == ["cuda:0", "cuda:1"]
 
 
+@pytest.mark.slow
 def test_multirun_sweep_writes_one_directory_per_job(toy_corpus, tmp_path):
     res = run_cli(
         [

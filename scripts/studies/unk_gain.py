@@ -22,13 +22,14 @@ from luong_lit.data.loading.model_data import datamodule_for, load_split
 from luong_lit.data.text.dictionary import dictionary_from_links, load_dictionary
 from luong_lit.decoding.search import BeamSearch
 from luong_lit.inference import Inference
-from luong_lit.metrics.chrf_ter import text_scores
+from luong_lit.metrics.bleu import bleu_lines, corpus_bleu_detok, corpus_bleu_tok
 
 
 def score(words, refs, lang: str) -> dict[str, float]:
     """Tokenised and detokenised BLEU (``evaluate``'s ``bleu_tok`` and ``bleu_detok``)."""
-    found = text_scores(words, refs, lang)
-    return {name: found[name] for name in ("bleu_tok", "bleu_detok")}
+    text = bleu_lines(words)
+    tok, detok = corpus_bleu_tok(text, refs), corpus_bleu_detok(text, refs, lang)
+    return {"bleu_tok": tok, "bleu_detok": detok}
 
 
 def main() -> None:
